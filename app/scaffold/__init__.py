@@ -1,0 +1,3 @@
+"""scaffold: a Git-native orchestrator for AI coding agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,488 @@
+"""Run one agent process and watch it: the adapter between scaffold and `claude -p`.
+
+`run_agent(spec)` spawns the agent in its own process group (`start_new_session`), with a
+scrubbed environment (`agent_environment`: no GitHub or App credential ever reaches an
+agent), reads stdout through `StreamDecoder` and keeps the last 64 KiB of stderr.
+
+Every way a run can end leaves no process behind:
+
+- the agent exits: whatever is left of its process group (an MCP server it forgot) is
+  terminated, then killed;
+- the agent prints nothing on stdout for `stuck_timeout_s`: the whole group is stopped
+  and the outcome says `stuck`;
+- the task running `run_agent` is cancelled (or `on_event` raises): the group is
+  stopped before the exception propagates.
+
+Stopping is `stop_process_group`: close stdin, wait; SIGTERM the group, wait; SIGKILL the
+group, wait. Every wait has a deadline. `LiveChildren` tracks the groups of running
+agents so the orchestrator can stop them all when it exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from scaffold.agent.stream import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    Event,
+    ResultEvent,
+    StreamDecoder,
+    StreamSummary,
+)
+from scaffold.errors import AgentError
+
+__all__ = [
+    "STDERR_TAIL_BYTES",
+    "AgentRunOutcome",
+    "AgentSpec",
+    "LiveChildren",
+    "OnEvent",
+    "StopResult",
+    "agent_environment",
+    "is_credential_name",
+    "run_agent",
+    "stop_process_group",
+]
+
+STDERR_TAIL_BYTES = 64 * 1024
+_POLL_S = 0.025
+
+OnEvent = Callable[[Event], Awaitable[None] | None]
+StopResult = Literal["exited", "terminated", "killed", "survived"]
+
+# --- environment --------------------------------------------------------------------
+
+_CREDENTIAL_NAMES = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_PAT",
+        "GH_ENTERPRISE_TOKEN",
+        "GITHUB_ENTERPRISE_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "SCAFFOLD_APP_ID",
+    }
+)
+_CREDENTIAL_PREFIXES = ("SCAFFOLD_PRIVATE_KEY", "SCAFFOLD_WEBHOOK_SECRET")
+_GITHUB_SECRET_WORDS = ("TOKEN", "SECRET", "KEY")
+
+
+def is_credential_name(name: str) -> bool:
+    """True for an environment variable that may hold a GitHub or App credential.
+
+    Names are compared upper-cased: `github_token` is as secret as `GITHUB_TOKEN`.
+    """
+    upper = name.upper()
+    if upper in _CREDENTIAL_NAMES or upper.startswith(_CREDENTIAL_PREFIXES):
+        return True
+    return "GITHUB" in upper and any(word in upper for word in _GITHUB_SECRET_WORDS)
+
+
+def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment an agent gets: `base` without credentials, plus `extra`.
+
+    `extra` holds the step variables (SCAFFOLD_QUEST_ID, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE,
+    ...). A credential in `extra` is a bug in the caller, so it is refused rather than
+    silently dropped.
+    """
+    leaked = sorted(name for name in extra if is_credential_name(name))
+    if leaked:
+        raise AgentError(f"refusing to pass credential variables to an agent: {leaked}")
+    env = {name: value for name, value in base.items() if not is_credential_name(name)}
+    env.update(extra)
+    return env
+
+
+# --- spec and outcome ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """How to run one agent process. stdin is always /dev/null."""
+
+    argv: Sequence[str]
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    stuck_timeout_s: float = 600.0
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    terminate_grace_s: float = 5.0
+    kill_wait_s: float = 5.0
+    drain_timeout_s: float = 5.0
+    # The environment to scrub; None means os.environ at spawn time.
+    base_env: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+        if not self.argv:
+            raise AgentError("agent command is empty")
+        if self.stuck_timeout_s <= 0:
+            raise AgentError(f"stuck_timeout_s must be positive, got {self.stuck_timeout_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRunOutcome:
+    """How a run ended. Exactly one of `exit_code`/`signal` is set once the process
+    was reaped; both are None only if it survived SIGKILL (see `stop`)."""
+
+    pid: int
+    exit_code: int | None
+    signal: int | None
+    stuck: bool
+    duration_s: float
+    summary: StreamSummary
+    stderr_tail: str
+    # How the process group was stopped after the run: None when the agent and all its
+    # children had already gone by themselves.
+    stop: StopResult | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        return self.summary.session_id
+
+    @property
+    def result(self) -> ResultEvent | None:
+        return self.summary.result
+
+    @property
+    def ok(self) -> bool:
+        """Exited 0 with a non-error result event. (A missing signal is the caller's
+        business: this only says the process itself did not fail.)"""
+        res = self.summary.result
+        return self.exit_code == 0 and not self.stuck and res is not None and not res.is_error
+
+
+# --- stopping a process group ------------------------------------------------------
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _has_live_member(pgid: int) -> bool:
+    """Any process in group `pgid` that is not a zombie. Zombies whose parent died wait
+    for init to reap them; they hold no resources, so they count as gone."""
+    group = str(pgid).encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no procfs: assume alive, the caller escalates anyway
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _has_live_member(pgid)
+
+
+async def _wait_gone(proc: asyncio.subprocess.Process, pgid: int, timeout_s: float) -> bool:
+    """Wait until the leader is reaped and no live process is left in its group."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    if proc.returncode is None:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=max(0.0, timeout_s))
+        except TimeoutError:
+            return False
+    while _group_alive(pgid):
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(_POLL_S, remaining))
+    return True
+
+
+async def stop_process_group(
+    proc: asyncio.subprocess.Process,
+    *,
+    pgid: int | None = None,
+    stdin_wait_s: float = 0.0,
+    terminate_wait_s: float = 5.0,
+    kill_wait_s: float = 5.0,
+) -> StopResult:
+    """Stop `proc` and every process in its group, each step with a deadline.
+
+    1. close stdin (if open) and wait `stdin_wait_s` for a clean exit;
+    2. SIGTERM the group and wait `terminate_wait_s`;
+    3. SIGKILL the group and wait `kill_wait_s`.
+
+    Returns which step ended it; "survived" means even SIGKILL did not (a process stuck
+    in the kernel), and the caller should keep tracking it.
+    """
+    group = proc.pid if pgid is None else pgid
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+        if stdin_wait_s > 0 and await _wait_gone(proc, group, stdin_wait_s):
+            return "exited"
+    if proc.returncode is not None and not _group_alive(group):
+        return "exited"
+    _signal_group(group, signal.SIGTERM)
+    if await _wait_gone(proc, group, terminate_wait_s):
+        return "terminated"
+    _signal_group(group, signal.SIGKILL)
+    if await _wait_gone(proc, group, kill_wait_s):
+        return "killed"
+    return "survived"
+
+
+class LiveChildren:
+    """The process groups of agents that are running now (keyed by leader pid).
+
+    `run_agent` adds a process when it starts and removes it once it is reaped, so at
+    exit the orchestrator can `await stop_all()` or, from a signal handler or atexit
+    hook where no loop runs, `kill_all()`.
+    """
+
+    def __init__(self) -> None:
+        self._procs: dict[int, asyncio.subprocess.Process] = {}
+
+    def add(self, proc: asyncio.subprocess.Process) -> None:
+        self._procs[proc.pid] = proc
+
+    def discard(self, proc: asyncio.subprocess.Process) -> None:
+        self._procs.pop(proc.pid, None)
+
+    def pids(self) -> list[int]:
+        return sorted(self._procs)
+
+    def __len__(self) -> int:
+        return len(self._procs)
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self._procs
+
+    def kill_all(self, sig: int = signal.SIGKILL) -> list[int]:
+        """Signal every tracked group at once (synchronous); returns the pids."""
+        pids = self.pids()
+        for pid in pids:
+            _signal_group(pid, sig)
+        return pids
+
+    async def stop_all(
+        self, *, terminate_wait_s: float = 5.0, kill_wait_s: float = 5.0
+    ) -> dict[int, StopResult]:
+        """Stop every tracked group concurrently; forget those that are gone."""
+        procs = list(self._procs.values())
+        results = await asyncio.gather(
+            *(
+                stop_process_group(p, terminate_wait_s=terminate_wait_s, kill_wait_s=kill_wait_s)
+                for p in procs
+            )
+        )
+        for proc, result in zip(procs, results, strict=True):
+            if result != "survived":
+                self.discard(proc)
+        return {p.pid: r for p, r in zip(procs, results, strict=True)}
+
+
+# --- the runner ---------------------------------------------------------------------
+
+
+async def run_agent(
+    spec: AgentSpec,
+    *,
+    on_event: OnEvent | None = None,
+    children: LiveChildren | None = None,
+) -> AgentRunOutcome:
+    """Run the agent to the end and report how it went.
+
+    `on_event` is called with each event in order (it may be a coroutine function; it
+    is awaited, so a slow consumer slows reading, never loses events). Raises
+    `AgentError` if the process cannot be started; a crash, a stuck agent or a run
+    without a result is reported in the outcome, not raised.
+    """
+    return await _AgentRun(spec, on_event, children).run()
+
+
+class _AgentRun:
+    def __init__(
+        self, spec: AgentSpec, on_event: OnEvent | None, children: LiveChildren | None
+    ) -> None:
+        self.spec = spec
+        self.on_event = on_event
+        self.children = children
+        self.decoder = StreamDecoder(spec.max_line_bytes)
+        self.stderr_tail = bytearray()
+        self.last_output = 0.0
+        self.stuck = False
+        self.stop: StopResult | None = None
+
+    async def run(self) -> AgentRunOutcome:
+        spec = self.spec
+        loop = asyncio.get_running_loop()
+        env = agent_environment(os.environ if spec.base_env is None else spec.base_env, spec.env)
+        started = loop.time()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *spec.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=spec.cwd,
+                env=env,
+                start_new_session=True,
+                limit=DEFAULT_CHUNK_BYTES,
+            )
+        except OSError as exc:
+            raise AgentError(
+                f"cannot start agent {spec.argv[0]!r} in {spec.cwd}: {exc.strerror or exc}"
+            ) from exc
+        if self.children is not None:
+            self.children.add(proc)
+        self.last_output = loop.time()
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        stdout_task = asyncio.create_task(self._pump_stdout(proc.stdout))
+        stderr_task = asyncio.create_task(self._pump_stderr(proc.stderr))
+        exit_task = asyncio.create_task(proc.wait())
+        watchdog = asyncio.create_task(self._watchdog())
+        tasks = (stdout_task, stderr_task, exit_task, watchdog)
+        try:
+            await self._supervise(proc, stdout_task, exit_task, watchdog)
+            await self._drain(stdout_task, stderr_task)
+        except BaseException:
+            # Cancelled, or on_event raised: the group must not outlive us.
+            await self._abort(proc)
+            raise
+        finally:
+            for task in tasks:
+                task.cancel()
+            if proc.returncode is not None and self.children is not None:
+                self.children.discard(proc)
+        rc = proc.returncode
+        return AgentRunOutcome(
+            pid=proc.pid,
+            exit_code=rc if rc is not None and rc >= 0 else None,
+            signal=-rc if rc is not None and rc < 0 else None,
+            stuck=self.stuck,
+            duration_s=loop.time() - started,
+            summary=self.decoder.summary,
+            stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
+            stop=self.stop,
+        )
+
+    async def _supervise(
+        self,
+        proc: asyncio.subprocess.Process,
+        stdout_task: asyncio.Task[None],
+        exit_task: asyncio.Task[int],
+        watchdog: asyncio.Task[None],
+    ) -> None:
+        """Until the leader exits (or is stopped as stuck); then clear its group."""
+        spec = self.spec
+        while not exit_task.done():
+            waiters: set[asyncio.Future[Any]] = {exit_task, watchdog}
+            if not stdout_task.done():
+                waiters.add(stdout_task)
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if stdout_task.done() and stdout_task.exception() is not None:
+                stdout_task.result()  # re-raise what on_event raised
+            if watchdog.done() and not exit_task.done():
+                self.stuck = True
+                self.stop = await stop_process_group(
+                    proc,
+                    terminate_wait_s=spec.terminate_grace_s,
+                    kill_wait_s=spec.kill_wait_s,
+                )
+                return
+        # The agent is gone; anything left in its group is an orphan (e.g. an MCP server).
+        if _group_alive(proc.pid):
+            self.stop = await stop_process_group(
+                proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
+            )
+
+    async def _drain(
+        self, stdout_task: asyncio.Task[None], stderr_task: asyncio.Task[None]
+    ) -> None:
+        """Read what is still in the pipes. A process outside the group (one that made
+        its own session) could hold them open forever, hence the deadline."""
+        done, _ = await asyncio.wait({stdout_task, stderr_task}, timeout=self.spec.drain_timeout_s)
+        if stdout_task in done:
+            stdout_task.result()
+
+    async def _abort(self, proc: asyncio.subprocess.Process) -> None:
+        spec = self.spec
+        stopping = asyncio.ensure_future(
+            stop_process_group(
+                proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
+            )
+        )
+        try:
+            self.stop = await asyncio.shield(stopping)
+        except asyncio.CancelledError:
+            # Cancelled again while stopping: no more grace. The shielded task goes on
+            # and the event loop's child watcher reaps the leader.
+            _signal_group(proc.pid, signal.SIGKILL)
+            raise
+
+    async def _watchdog(self) -> None:
+        """Return once stdout has been silent for stuck_timeout_s."""
+        loop = asyncio.get_running_loop()
+        timeout = self.spec.stuck_timeout_s
+        while True:
+            delay = self.last_output + timeout - loop.time()
+            if delay <= 0:
+                return
+            await asyncio.sleep(delay)
+
+    async def _pump_stdout(self, reader: asyncio.StreamReader) -> None:
+        loop = asyncio.get_running_loop()
+        decoder = self.decoder
+        on_event = self.on_event
+        while True:
+            chunk = await reader.read(DEFAULT_CHUNK_BYTES)
+            if not chunk:
+                break
+            self.last_output = loop.time()
+            events = decoder.feed(chunk)
+            if on_event is not None and events:
+                await _deliver(on_event, events)
+                # Time spent in our own callback is not the agent's silence.
+                self.last_output = loop.time()
+        events = decoder.finish()
+        if on_event is not None and events:
+            await _deliver(on_event, events)
+
+    async def _pump_stderr(self, reader: asyncio.StreamReader) -> None:
+        tail = self.stderr_tail
+        while True:
+            chunk = await reader.read(DEFAULT_CHUNK_BYTES)
+            if not chunk:
+                return
+            tail += chunk
+            if len(tail) > STDERR_TAIL_BYTES:
+                del tail[: len(tail) - STDERR_TAIL_BYTES]
+
+
+async def _deliver(on_event: OnEvent, events: list[Event]) -> None:
+    for event in events:
+        maybe = on_event(event)
+        if inspect.isawaitable(maybe):
+            await maybe

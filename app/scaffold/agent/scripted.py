@@ -1,0 +1,773 @@
+"""A scripted agent: a program that honours Claude Code's invocation contract, with no model.
+
+Tests and the demo put ``python -m scaffold.agent.scripted`` in ``agent.command`` so the
+orchestrator drives it through the very code path it uses for ``claude``::
+
+    python -m scaffold.agent.scripted -p <prompt> --output-format stream-json --verbose \\
+        --mcp-config <file> [--resume <session_id>] [other flags ignored]
+
+What it does comes from the JSON file named by ``SCAFFOLD_AGENT_SCRIPT``: a list of runs
+(or ``{"runs": [...], "strict_resume": bool}``). The first run whose ``role``, ``step``,
+``attempt``, ``prompt_contains`` and ``resumed`` all match this invocation is played;
+``attempt`` counts invocations per (step, role) in the state dir (``SCAFFOLD_AGENT_STATE``,
+default ``<script>.state`` beside the script), so "the 1st Codeweaver run for TASK-3
+crashes, the 2nd succeeds" is two runs with ``"attempt": 1`` and ``"attempt": 2``.
+
+A run's ``actions`` are played in order: ``write``/``append``/``delete`` a file (inside
+the cwd), ``run`` an argv, ``say`` a text, ``sleep``, ``print_garbage``,
+``print_long_line``, ``hang``, ``crash`` (exit without a signal), ``signal`` (a real
+``signal-back`` call to the ``scaffold`` MCP server of ``--mcp-config``, through the mcp
+SDK's stdio client) and ``expect_prompt_contains``. The stream-json it prints has the
+shapes Claude Code prints (system/init, assistant, user tool_result, result).
+
+Exit codes: 0 played to the end; 2 no run matches (an error result is printed first);
+3 the script failed (an expectation, a bad action or script): a crash to the orchestrator;
+1 as Claude (bad MCP config, stream-json without --verbose, unknown session with
+``strict_resume``); a ``crash`` action's own code.
+
+Every invocation is logged to ``invocations.jsonl`` in the state dir (prompt, session id,
+resumed, attempt, matched run) so tests can see what reached the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scaffold.errors import InvalidIdError
+from scaffold.ids import normalize_task_id
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+ENV_SCRIPT = "SCAFFOLD_AGENT_SCRIPT"
+ENV_STATE = "SCAFFOLD_AGENT_STATE"
+MCP_SERVER = "scaffold"
+MCP_TOOL = "signal-back"
+SIGNAL_TOOL = f"mcp__{MCP_SERVER}__{MCP_TOOL}"
+MODEL = "scripted"
+
+EXIT_CLAUDE_ERROR = 1
+EXIT_NO_MATCH = 2
+EXIT_SCRIPT_FAILED = 3
+
+_TOOLS = ["Bash", "Edit", "Read", "Write"]
+_MAX_TOOL_OUTPUT = 30_000
+
+
+# --------------------------------------------------------------------------- the script
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Write(_Action):
+    write: str
+    content: str
+
+
+class Append(_Action):
+    append: str
+    content: str
+
+
+class Delete(_Action):
+    delete: str
+
+
+class RunCommand(_Action):
+    run: Annotated[list[str], Field(min_length=1)]
+
+
+class Say(_Action):
+    say: str
+
+
+class Sleep(_Action):
+    sleep: Annotated[float, Field(ge=0)]
+
+
+class PrintGarbage(_Action):
+    print_garbage: str
+
+
+class PrintLongLine(_Action):
+    print_long_line: Annotated[int, Field(gt=0)]
+
+
+class Hang(_Action):
+    hang: Literal[True]
+
+
+class Crash(_Action):
+    crash: Annotated[int, Field(ge=0, le=255)]
+
+
+class SendSignal(_Action):
+    signal: dict[str, Any]
+
+
+class ExpectPromptContains(_Action):
+    expect_prompt_contains: str
+
+
+Action = (
+    Write
+    | Append
+    | Delete
+    | RunCommand
+    | Say
+    | Sleep
+    | PrintGarbage
+    | PrintLongLine
+    | Hang
+    | Crash
+    | SendSignal
+    | ExpectPromptContains
+)
+_ACTIONS: dict[str, type[Action]] = {
+    "write": Write,
+    "append": Append,
+    "delete": Delete,
+    "run": RunCommand,
+    "say": Say,
+    "sleep": Sleep,
+    "print_garbage": PrintGarbage,
+    "print_long_line": PrintLongLine,
+    "hang": Hang,
+    "crash": Crash,
+    "signal": SendSignal,
+    "expect_prompt_contains": ExpectPromptContains,
+}
+
+
+class Run(BaseModel):
+    """One scripted agent run and the invocations it answers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str | None = None
+    step: str | None = None
+    attempt: Annotated[int, Field(ge=1)] | None = None
+    prompt_contains: str | None = None
+    resumed: bool | None = None
+    expect_resumed: bool | None = None
+    cost_usd: Annotated[float, Field(ge=0)] = 0.01
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+
+    def matches(self, role: str, step: str, attempt: int, prompt: str, resumed: bool) -> bool:
+        return (
+            (self.role is None or self.role.lower() == role.lower())
+            and (self.step is None or _same_step(self.step, step))
+            and (self.attempt is None or self.attempt == attempt)
+            and (self.prompt_contains is None or self.prompt_contains in prompt)
+            and (self.resumed is None or self.resumed == resumed)
+        )
+
+    def parsed_actions(self) -> list[Action]:
+        return [parse_action(raw) for raw in self.actions]
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runs: list[Run]
+    strict_resume: bool = False
+    """Refuse ``--resume`` of a session this state dir never saw, as Claude does."""
+
+
+class ScriptError(Exception):
+    """The script is unusable or one of its expectations failed (exit 3)."""
+
+
+def parse_action(raw: Any) -> Action:
+    if not isinstance(raw, dict):
+        raise ScriptError(f"an action must be an object, got {raw!r}")
+    kinds = [k for k in raw if k in _ACTIONS]
+    if len(kinds) != 1:
+        raise ScriptError(f"an action needs exactly one of {sorted(_ACTIONS)}: {raw!r}")
+    try:
+        return _ACTIONS[kinds[0]].model_validate(raw)
+    except ValidationError as exc:
+        raise ScriptError(f"bad {kinds[0]} action {raw!r}: {exc.errors()[0]['msg']}") from None
+
+
+def load_script(path: Path) -> Script:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ScriptError(f"cannot read agent script {path}: {exc}") from None
+    if isinstance(data, list):
+        data = {"runs": data}
+    try:
+        script = Script.model_validate(data)
+        for run in script.runs:
+            run.parsed_actions()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ScriptError(f"bad agent script {path}: {where}: {err['msg']}") from None
+    return script
+
+
+def _same_step(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return normalize_task_id(a) == normalize_task_id(b)
+    except InvalidIdError:
+        return False
+
+
+# --------------------------------------------------------------------------- command line
+
+
+_VALUE_FLAGS = frozenset(
+    {
+        "--output-format",
+        "--input-format",
+        "--mcp-config",
+        "--resume",
+        "-r",
+        "--session-id",
+        "--model",
+        "--fallback-model",
+        "--allowedTools",
+        "--allowed-tools",
+        "--disallowedTools",
+        "--disallowed-tools",
+        "--permission-mode",
+        "--permission-prompt-tool",
+        "--max-turns",
+        "--max-budget-usd",
+        "--append-system-prompt",
+        "--system-prompt",
+        "--settings",
+        "--setting-sources",
+        "--add-dir",
+        "--agents",
+        "--betas",
+        "--plugin-dir",
+    }
+)
+
+
+@dataclass
+class Invocation:
+    """The parts of Claude Code's command line the scripted agent honours."""
+
+    prompt: str | None = None
+    output_format: str = "text"
+    verbose: bool = False
+    mcp_configs: list[str] = field(default_factory=list)
+    resume: str | None = None
+    session_id: str | None = None
+
+
+def parse_argv(argv: list[str]) -> Invocation:
+    """Claude-like parsing: ``-p`` may be followed by the prompt; unknown flags are ignored."""
+    inv = Invocation()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        name, eq, inline = arg.partition("=")
+        if arg in ("-p", "--print"):
+            if inv.prompt is None and i < len(argv) and not argv[i].startswith("-"):
+                inv.prompt = argv[i]
+                i += 1
+        elif name in _VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i < len(argv):
+                value = argv[i]
+                i += 1
+            else:
+                value = ""
+            _set_option(inv, name, value)
+        elif arg == "--verbose":
+            inv.verbose = True
+        elif not arg.startswith("-") and inv.prompt is None:
+            inv.prompt = arg
+    return inv
+
+
+def _set_option(inv: Invocation, name: str, value: str) -> None:
+    if name == "--output-format":
+        inv.output_format = value
+    elif name == "--mcp-config":
+        inv.mcp_configs.append(value)
+    elif name in ("--resume", "-r"):
+        inv.resume = value
+    elif name == "--session-id":
+        inv.session_id = value
+
+
+def load_mcp_servers(configs: list[str]) -> dict[str, dict[str, Any]]:
+    """Merge ``--mcp-config`` values (file paths or inline JSON), later ones win."""
+    servers: dict[str, dict[str, Any]] = {}
+    for value in configs:
+        try:
+            text = value if value.lstrip().startswith("{") else Path(value).read_text("utf-8")
+            data = json.loads(text)
+        except (OSError, ValueError) as exc:
+            raise _ClaudeError(f"Error: Invalid MCP configuration: {value}: {exc}") from None
+        entries = data.get("mcpServers") if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            raise _ClaudeError(f"Error: Invalid MCP configuration: {value}: no mcpServers object")
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+                raise _ClaudeError(f"Error: Invalid MCP configuration: {name}: needs a command")
+            servers[str(name)] = entry
+    return servers
+
+
+class _ClaudeError(Exception):
+    """Something the real CLI refuses before it starts (exit 1)."""
+
+
+# --------------------------------------------------------------------------- state dir
+
+
+class StateDir:
+    """Attempt counters and the invocation log, shared by concurrent agents (flock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def bump_attempt(self, role: str, step: str) -> int:
+        """Count this invocation of (step, role); call with the lock held."""
+        path = self.path / "attempts.json"
+        counts: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        key = f"{step}|{role}"
+        counts[key] = counts.get(key, 0) + 1
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+        return counts[key]
+
+    def log_invocation(self, entry: Mapping[str, Any]) -> None:
+        with open(self.path / "invocations.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+
+    def invocations(self) -> list[dict[str, Any]]:
+        path = self.path / "invocations.jsonl"
+        if not path.exists():
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def knows_session(self, session_id: str) -> bool:
+        return any(e.get("session_id") == session_id for e in self.invocations())
+
+
+def agent_command(python: str = sys.executable) -> list[str]:
+    """The ``agent.command`` argv that runs this scripted agent (``-P``: cwd not on sys.path)."""
+    return [python, "-P", "-m", "scaffold.agent.scripted"]
+
+
+def default_state_dir(script: Path) -> Path:
+    return script.with_name(script.name + ".state")
+
+
+# --------------------------------------------------------------------------- stream output
+
+
+class Stream:
+    """Prints stream-json events shaped like Claude Code's (``json``/``text``: the result only)."""
+
+    def __init__(self, out: IO[str], session_id: str, output_format: str = "stream-json") -> None:
+        self.out = out
+        self.output_format = output_format
+        self.session_id = session_id
+        self.turns = 1
+        self.last_text = ""
+        self._msg = 0
+        self._tool = 0
+
+    def emit(self, event: Mapping[str, Any]) -> None:
+        if self.output_format == "stream-json":
+            self.raw(json.dumps(event, separators=(",", ":")))
+        elif event.get("type") == "result":  # json: the result object; text: its text
+            text = event.get("result", "") if self.output_format == "text" else event
+            self.raw(text if isinstance(text, str) else json.dumps(text))
+
+    def raw(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def init(self, cwd: Path, servers: Mapping[str, str]) -> None:
+        tools = _TOOLS + ([SIGNAL_TOOL] if servers.get(MCP_SERVER) == "connected" else [])
+        self.emit(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": str(cwd),
+                "session_id": self.session_id,
+                "tools": tools,
+                "mcp_servers": [{"name": n, "status": s} for n, s in servers.items()],
+                "model": MODEL,
+                "permissionMode": "default",
+                "apiKeySource": "none",
+                "claude_code_version": "scripted",
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+    def _assistant(self, block: dict[str, Any]) -> dict[str, Any]:
+        self._msg += 1
+        return {
+            "type": "assistant",
+            "message": {
+                "id": f"msg_scripted{self._msg:04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [block],
+                "stop_reason": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            },
+            "parent_tool_use_id": None,
+            "session_id": self.session_id,
+            "uuid": str(uuid.uuid4()),
+        }
+
+    def text(self, text: str) -> None:
+        self.last_text = text
+        self.emit(self._assistant({"type": "text", "text": text}))
+
+    def long_line(self, n_bytes: int) -> None:
+        """One valid assistant text event exactly ``n_bytes`` long (when it can be)."""
+        event = self._assistant({"type": "text", "text": ""})
+        skeleton = len(json.dumps(event, separators=(",", ":")))
+        event["message"]["content"][0]["text"] = "x" * max(0, n_bytes - skeleton)
+        self.emit(event)
+
+    def tool(self, name: str, tool_input: dict[str, Any], result: str, is_error: bool) -> None:
+        """A tool_use block, then the user turn carrying its tool_result."""
+        self._tool += 1
+        self.turns += 1
+        tool_id = f"toolu_scripted{self._tool:04d}"
+        block = {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+        self.emit(self._assistant(block))
+        tool_result: dict[str, Any] = {"tool_use_id": tool_id, "type": "tool_result"}
+        tool_result["content"] = result
+        if is_error:
+            tool_result["is_error"] = True
+        self.emit(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": [tool_result]},
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+                "tool_use_result": f"Error: {result}" if is_error else result,
+            }
+        )
+
+    def result(self, *, cost: float, started: float, is_error: bool, text: str) -> None:
+        self.emit(
+            {
+                "type": "result",
+                "subtype": "error_during_execution" if is_error else "success",
+                "is_error": is_error,
+                "duration_ms": int((time.monotonic() - started) * 1000),
+                "duration_api_ms": 0,
+                "num_turns": self.turns,
+                "result": text,
+                "stop_reason": "end_turn",
+                "session_id": self.session_id,
+                "total_cost_usd": cost,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "permission_denials": [],
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+
+# --------------------------------------------------------------------------- playing a run
+
+
+class _Exit(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Player:
+    """Plays one run's actions in ``cwd``; opens the MCP connection on demand."""
+
+    def __init__(
+        self,
+        stream: Stream,
+        cwd: Path,
+        prompt: str,
+        servers: Mapping[str, dict[str, Any]],
+        step_id: str,
+        server_log: Path,
+    ) -> None:
+        self.stream = stream
+        self.cwd = cwd
+        self.prompt = prompt
+        self.servers = servers
+        self.step_id = step_id
+        self.server_log = server_log
+        self.stack = AsyncExitStack()
+        self.client: Client | None = None
+        self.connect_error: str | None = None
+
+    async def connect(self) -> str:
+        """Start and initialise the ``scaffold`` server; return its init status."""
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        entry = self.servers.get(MCP_SERVER)
+        if entry is None:
+            self.connect_error = f"no MCP server named {MCP_SERVER!r} configured"
+            return "failed"
+        env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
+        params = StdioServerParameters(
+            command=entry["command"],
+            args=[str(a) for a in entry.get("args") or []],
+            env={**os.environ, **env},  # Claude Code gives servers its whole environment
+            cwd=self.cwd,
+        )
+        errlog = self.stack.enter_context(self.server_log.open("a", encoding="utf-8"))
+        try:
+            client = Client(stdio_client(params, errlog=errlog), mode="legacy")
+            self.client = await self.stack.enter_async_context(client)
+        except Exception as exc:  # any failure to start is a "failed" server, as in Claude
+            self.connect_error = f"MCP server {MCP_SERVER!r} failed to start: {exc!r}"
+            print(f"scripted agent: {self.connect_error}", file=sys.stderr)
+            return "failed"
+        return "connected"
+
+    async def play(self, actions: list[Action]) -> None:
+        for action in actions:
+            await self.step(action)
+
+    async def step(self, action: Action) -> None:
+        import anyio
+
+        out = self.stream
+        if isinstance(action, Write):
+            path = self._inside(action.write)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(action.content, encoding="utf-8")
+            args = {"file_path": str(path), "content": action.content}
+            out.tool("Write", args, f"File created successfully at: {path}", False)
+        elif isinstance(action, Append):
+            path = self._inside(action.append)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(action.content)
+            args = {"file_path": str(path), "old_string": "", "new_string": action.content}
+            out.tool("Edit", args, f"The file {path} has been updated.", False)
+        elif isinstance(action, Delete):
+            path = self._inside(action.delete)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            else:
+                raise ScriptError(f"delete: {action.delete!r} does not exist")
+            out.tool("Bash", {"command": shlex.join(["rm", "-rf", action.delete])}, "", False)
+        elif isinstance(action, RunCommand):
+            await self._run(action.run)
+        elif isinstance(action, Say):
+            out.text(action.say)
+        elif isinstance(action, Sleep):
+            await anyio.sleep(action.sleep)
+        elif isinstance(action, PrintGarbage):
+            out.raw(action.print_garbage)
+        elif isinstance(action, PrintLongLine):
+            out.long_line(action.print_long_line)
+        elif isinstance(action, Hang):
+            await anyio.sleep_forever()
+        elif isinstance(action, Crash):
+            print(f"scripted agent: crashing with exit code {action.crash}", file=sys.stderr)
+            raise _Exit(action.crash)
+        elif isinstance(action, SendSignal):
+            await self._signal(action.signal)
+        elif (
+            isinstance(action, ExpectPromptContains)
+            and action.expect_prompt_contains not in self.prompt
+        ):
+            raise ScriptError(
+                f"expected the prompt to contain {action.expect_prompt_contains!r}; "
+                f"prompt was: {self.prompt!r}"
+            )
+
+    def _inside(self, relative: str) -> Path:
+        """``relative`` under the cwd; anything that would leave it is a script error."""
+        if Path(relative).is_absolute():
+            raise ScriptError(f"path {relative!r} must be relative to the working directory")
+        root = self.cwd.resolve()
+        path = (root / relative).resolve()
+        if path == root or not path.is_relative_to(root):
+            raise ScriptError(f"path {relative!r} leaves the working directory")
+        return path
+
+    async def _run(self, argv: list[str]) -> None:
+        import anyio
+
+        try:
+            done = await anyio.run_process(argv, cwd=self.cwd, check=False)
+        except OSError as exc:
+            self.stream.tool("Bash", {"command": shlex.join(argv)}, f"{exc}", True)
+            return
+        text = (done.stdout + done.stderr).decode("utf-8", "replace")[-_MAX_TOOL_OUTPUT:]
+        if done.returncode:
+            text = f"Exit code {done.returncode}\n{text}"
+        self.stream.tool("Bash", {"command": shlex.join(argv)}, text, done.returncode != 0)
+
+    async def _signal(self, payload: dict[str, Any]) -> None:
+        from mcp import types
+
+        arguments = dict(payload)
+        arguments.setdefault("stepId", self.step_id)
+        if self.client is None and self.connect_error is None:
+            await self.connect()
+        if self.client is None:
+            text = f"No such tool available: {SIGNAL_TOOL} ({self.connect_error})"
+            self.stream.tool(SIGNAL_TOOL, arguments, text, True)
+            return
+        try:
+            result = await self.client.call_tool(MCP_TOOL, arguments, read_timeout_seconds=60)
+        except Exception as exc:  # a protocol error reaches the model as a tool error
+            self.stream.tool(SIGNAL_TOOL, arguments, f"MCP error: {exc}", True)
+            return
+        texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
+        self.stream.tool(SIGNAL_TOOL, arguments, "\n".join(texts), result.is_error)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"scripted agent: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run as the agent; returns the process exit code."""
+    import anyio
+
+    try:
+        return anyio.run(_main, sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        return EXIT_CLAUDE_ERROR
+
+
+async def _main(argv: list[str]) -> int:
+    started = time.monotonic()
+    inv = parse_argv(argv)
+    if inv.output_format == "stream-json" and not inv.verbose:
+        print(
+            "Error: When using --print, --output-format=stream-json requires --verbose",
+            file=sys.stderr,
+        )
+        return EXIT_CLAUDE_ERROR
+    prompt = inv.prompt
+    if prompt is None:
+        prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    try:
+        servers = load_mcp_servers(inv.mcp_configs)
+    except _ClaudeError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_CLAUDE_ERROR
+    script_path = os.environ.get(ENV_SCRIPT)
+    if not script_path:
+        return _fail(f"{ENV_SCRIPT} is not set", EXIT_SCRIPT_FAILED)
+    try:
+        script = load_script(Path(script_path))
+    except ScriptError as exc:
+        return _fail(str(exc), EXIT_SCRIPT_FAILED)
+
+    role = os.environ.get("SCAFFOLD_ROLE", "")
+    step = os.environ.get("SCAFFOLD_STEP_ID", "")
+    state = StateDir(Path(os.environ.get(ENV_STATE) or default_state_dir(Path(script_path))))
+    resumed = inv.resume is not None
+    session_id = inv.resume or inv.session_id or str(uuid.uuid4())
+    with state.locked():
+        if resumed and script.strict_resume and not state.knows_session(session_id):
+            print(f"No conversation found with session ID: {session_id}", file=sys.stderr)
+            return EXIT_CLAUDE_ERROR
+        attempt = state.bump_attempt(role, step)
+        index = next(
+            (
+                i
+                for i, r in enumerate(script.runs)
+                if r.matches(role, step, attempt, prompt, resumed)
+            ),
+            None,
+        )
+        state.log_invocation(
+            {
+                "session_id": session_id,
+                "resumed": resumed,
+                "role": role,
+                "step": step,
+                "quest_id": os.environ.get("SCAFFOLD_QUEST_ID", ""),
+                "attempt": attempt,
+                "run": index,
+                "prompt": prompt,
+                "cwd": os.getcwd(),
+                "pid": os.getpid(),
+            }
+        )
+
+    cwd = Path.cwd()
+    stream = Stream(sys.stdout, session_id, inv.output_format)
+    run = script.runs[index] if index is not None else None
+    actions = run.parsed_actions() if run is not None else []
+    player = Player(stream, cwd, prompt, servers, step, state.path / "mcp-server.log")
+    async with player.stack:
+        status = dict.fromkeys(servers, "connected")
+        if MCP_SERVER in servers and any(isinstance(a, SendSignal) for a in actions):
+            status[MCP_SERVER] = await player.connect()  # connect up front, as alwaysLoad does
+        stream.init(cwd, status)
+        if run is None:
+            text = f"scripted agent: no run matches role={role!r} step={step!r} attempt={attempt}"
+            print(text, file=sys.stderr)
+            stream.result(cost=0.0, started=started, is_error=True, text=text)
+            return EXIT_NO_MATCH
+        try:
+            if run.expect_resumed is not None and run.expect_resumed != resumed:
+                raise ScriptError(f"expected resumed={run.expect_resumed}, got {resumed}")
+            await player.play(actions)
+        except ScriptError as exc:
+            return _fail(str(exc), EXIT_SCRIPT_FAILED)
+        except _Exit as exc:
+            return exc.code
+        stream.result(cost=run.cost_usd, started=started, is_error=False, text=stream.last_text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

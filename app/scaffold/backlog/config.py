@@ -1,0 +1,127 @@
+"""The parts of Backlog.md's ``config.yml`` that scaffold depends on.
+
+Statuses decide what "ready" and "done" mean (the first/default status is
+where work waits, the last one is Done, as in the tool); the task prefix and
+zero padding decide ids and file names. A missing config means the tool's
+defaults; an unreadable one is reported and the defaults are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from scaffold.errors import BacklogError
+
+DEFAULT_STATUSES = ("To Do", "In Progress", "Done")
+DEFAULT_PRIORITIES = ("high", "medium", "low")
+BACKLOG_DIR_NAMES = ("backlog", ".backlog")
+
+
+def status_key(status: str) -> str:
+    """How the tool compares statuses: trimmed, case-insensitive."""
+    return status.strip().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogConfig:
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    default_status: str = DEFAULT_STATUSES[0]
+    task_prefix: str = "task"
+    zero_padded_ids: int = 0
+    priorities: tuple[str, ...] = DEFAULT_PRIORITIES
+    project_name: str | None = None
+
+    @property
+    def done_status(self) -> str:
+        """The last configured status, which the tool treats as finished."""
+        return self.statuses[-1]
+
+    def is_known_status(self, status: str) -> bool:
+        return status_key(status) in {status_key(s) for s in self.statuses}
+
+    def is_done_status(self, status: str) -> bool:
+        return status_key(status) == status_key(self.done_status)
+
+    def is_default_status(self, status: str) -> bool:
+        return status_key(status) == status_key(self.default_status)
+
+
+def find_backlog_dir(root: Path) -> Path:
+    """The Backlog.md folder for ``root``: ``root/backlog``, ``root/.backlog``, or ``root`` itself."""
+    for name in BACKLOG_DIR_NAMES:
+        candidate = root / name
+        if candidate.is_dir():
+            return candidate
+    if (root / "config.yml").is_file() or (root / "tasks").is_dir():
+        return root
+    raise BacklogError(root, "no Backlog.md folder here (expected backlog/; run 'backlog init')")
+
+
+def _str_list(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    items = tuple(str(v).strip() for v in value if v is not None and str(v).strip())
+    return items or None
+
+
+def parse_config(data: Mapping[str, Any]) -> tuple[BacklogConfig, list[str]]:
+    """Build the config from parsed YAML; returns it with a list of problems found."""
+    problems: list[str] = []
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    if "statuses" in data:
+        parsed = _str_list(data["statuses"])
+        if parsed is None:
+            problems.append("'statuses' must be a non-empty list; using the defaults")
+        else:
+            statuses = parsed
+    default_status = statuses[0]
+    raw_default = data.get("default_status")
+    if raw_default is not None:
+        wanted = str(raw_default).strip()
+        match = [s for s in statuses if status_key(s) == status_key(wanted)]
+        if match:
+            default_status = match[0]
+        else:
+            problems.append(
+                f"'default_status' {wanted!r} is not one of the statuses; using {default_status!r}"
+            )
+    prefix = str(data.get("task_prefix") or "task").strip()
+    if not prefix.isalpha() or not prefix.isascii():
+        problems.append(f"'task_prefix' {prefix!r} must be letters only; using 'task'")
+        prefix = "task"
+    padding_raw = data.get("zero_padded_ids", 0) or 0
+    padding = padding_raw if isinstance(padding_raw, int) and padding_raw >= 0 else 0
+    priorities = _str_list(data.get("priorities")) or DEFAULT_PRIORITIES
+    name = data.get("project_name")
+    config = BacklogConfig(
+        statuses=statuses,
+        default_status=default_status,
+        task_prefix=prefix.lower(),
+        zero_padded_ids=padding,
+        priorities=tuple(p.lower() for p in priorities),
+        project_name=str(name) if name is not None else None,
+    )
+    return config, problems
+
+
+def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
+    """Read ``config.yml``; absent means defaults, unreadable is reported."""
+    path = backlog_dir / "config.yml"
+    if not path.is_file():
+        return BacklogConfig(), []
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
+    except (YAMLError, UnicodeDecodeError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        return BacklogConfig(), [f"cannot read config ({reason}); using the defaults"]
+    if data is None:
+        return BacklogConfig(), []
+    if not isinstance(data, Mapping):
+        return BacklogConfig(), ["config is not a mapping of keys to values; using the defaults"]
+    return parse_config(data)

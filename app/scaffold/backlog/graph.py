@@ -1,0 +1,206 @@
+"""The task dependency graph: cycles, topological order, readiness.
+
+Pure functions over ids and tasks, no file access, so the scheduler can ask
+"what may start now?" on any snapshot and get the same answer every time
+(every result is in a fixed id order).
+
+Readiness is scaffold's rule, stricter than the tool's ``isReady``: a task is
+ready only when it waits in the default status ("To Do") and every dependency
+exists, is unambiguous, is outside any cycle, and is Done (last status, or
+moved to ``completed/``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scaffold.backlog.config import BacklogConfig
+from scaffold.backlog.format import BacklogTask
+from scaffold.errors import BacklogError, InvalidIdError
+from scaffold.ids import task_sort_key
+
+
+def id_order(task_id: str) -> tuple[tuple[int, ...], str]:
+    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text."""
+    try:
+        return task_sort_key(task_id), task_id
+    except InvalidIdError:
+        return (), task_id
+
+
+def _successors(edges: Mapping[str, Sequence[str]], node: str) -> list[str]:
+    return sorted((d for d in set(edges.get(node, ())) if d in edges), key=id_order)
+
+
+def strongly_connected(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit).
+
+    ``edges`` maps each node to the nodes it depends on; edges to nodes that
+    are not keys are ignored.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    result: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges, key=id_order):
+        if root in index:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(_successors(edges, root)))]
+        while work:
+            node, successors = work[-1]
+            descended = False
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(_successors(edges, nxt))))
+                    descended = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if descended:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                result.append(sorted(component, key=id_order))
+    return result
+
+
+def _cycle_walk(edges: Mapping[str, Sequence[str]], members: Sequence[str]) -> list[str]:
+    """Members in edge order, starting from the smallest id; a closed walk when one exists."""
+    inside = set(members)
+    start = members[0]
+    order = [start]
+    seen = {start}
+    node = start
+    while True:
+        nxt = next((d for d in _successors(edges, node) if d in inside and d not in seen), None)
+        if nxt is None:
+            break
+        order.append(nxt)
+        seen.add(nxt)
+        node = nxt
+    order.extend(m for m in members if m not in seen)
+    return order
+
+
+def find_cycles(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """Each dependency cycle (a strongly connected component, or a self-loop) once.
+
+    Members are listed along the dependency edges starting from the smallest
+    id: ``[A, B, C]`` means A depends on B, B on C, C on A.
+    """
+    cycles: list[list[str]] = []
+    for component in strongly_connected(edges):
+        if len(component) == 1 and component[0] not in edges.get(component[0], ()):
+            continue
+        cycles.append(_cycle_walk(edges, component))
+    return sorted(cycles, key=lambda c: id_order(c[0]))
+
+
+def describe_cycle(cycle: Sequence[str]) -> str:
+    """``TASK-1 -> TASK-2 -> TASK-1``, the tool's own notation."""
+    return " -> ".join([*cycle, cycle[0]])
+
+
+def topological_order(edges: Mapping[str, Sequence[str]]) -> list[str]:
+    """Dependencies before dependents, ties in id order; raises BacklogError on a cycle."""
+    pending = {n: {d for d in edges[n] if d in edges and d != n} for n in edges}
+    dependents: dict[str, list[str]] = {n: [] for n in edges}
+    for node, deps in pending.items():
+        for dep in deps:
+            dependents[dep].append(node)
+    heap = [(id_order(n), n) for n, deps in pending.items() if not deps]
+    heapq.heapify(heap)
+    order: list[str] = []
+    while heap:
+        _, node = heapq.heappop(heap)
+        order.append(node)
+        for child in dependents[node]:
+            pending[child].discard(node)
+            if not pending[child]:
+                heapq.heappush(heap, (id_order(child), child))
+    if len(order) != len(edges) or any(n in edges.get(n, ()) for n in edges):
+        cycles = find_cycles(edges)
+        text = "; ".join(describe_cycle(c) for c in cycles)
+        raise BacklogError("backlog", f"dependency cycle: {text}")
+    return order
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """Whether a task may start now, and if not, every reason why."""
+
+    task_id: str
+    ready: bool
+    reasons: list[str] = field(default_factory=list)
+
+
+def is_done(task: BacklogTask, config: BacklogConfig) -> bool:
+    return task.folder == "completed" or config.is_done_status(task.status)
+
+
+def compute_readiness(
+    tasks: Iterable[BacklogTask],
+    config: BacklogConfig,
+    *,
+    ambiguous: Iterable[str] = (),
+) -> dict[str, Readiness]:
+    """Readiness of each task (first task per id), keyed by id in id order.
+
+    ``ambiguous`` are ids used by more than one file: such a task is never
+    ready and never satisfies a dependency.
+    """
+    by_id: dict[str, BacklogTask] = {}
+    for task in tasks:
+        by_id.setdefault(task.id, task)
+    doubtful = set(ambiguous)
+    edges = {tid: t.dependencies for tid, t in by_id.items()}
+    in_cycle: dict[str, str] = {}
+    for cycle in find_cycles(edges):
+        for member in cycle:
+            in_cycle[member] = describe_cycle(cycle)
+    result: dict[str, Readiness] = {}
+    for tid in sorted(by_id, key=id_order):
+        task = by_id[tid]
+        reasons: list[str] = []
+        if is_done(task, config):
+            reasons.append("already done")
+        elif not config.is_default_status(task.status):
+            reasons.append(f"status is {task.status!r}, not {config.default_status!r}")
+        if tid in doubtful:
+            reasons.append(f"id {tid} is used by more than one file")
+        if tid in in_cycle:
+            reasons.append(f"in dependency cycle {in_cycle[tid]}")
+        for dep in task.dependencies:
+            target = by_id.get(dep)
+            if target is None:
+                reasons.append(f"depends on {dep}, which does not exist")
+            elif dep in in_cycle and dep != tid:
+                reasons.append(f"depends on {dep}, which is in dependency cycle {in_cycle[dep]}")
+            elif dep in doubtful:
+                reasons.append(f"depends on {dep}, whose id is used by more than one file")
+            elif not is_done(target, config):
+                reasons.append(f"waits for {dep} ({target.status})")
+        result[tid] = Readiness(tid, not reasons, reasons)
+    return result

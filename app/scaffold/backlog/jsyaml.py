@@ -1,0 +1,338 @@
+"""Render YAML values the way Backlog.md writes its task frontmatter.
+
+Backlog.md serialises frontmatter with gray-matter, which calls js-yaml 3
+``safeDump`` with default options (indent 2, lineWidth 80, compat mode). To
+write files the real tool would write byte for byte, and to rewrite a single
+frontmatter line without re-dumping the whole mapping, scaffold needs the same
+choice of scalar style (plain, 'single', "double", ``|-`` literal or ``>-``
+folded), so this module ports that choice and the folding rules.
+
+All lengths are counted like JavaScript does (UTF-16 code units); characters
+outside the Basic Multilingual Plane are surrogate pairs, which js-yaml treats
+as unprintable and therefore double-quotes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+INDENT = 2
+LINE_WIDTH = 80
+
+_STYLE_PLAIN = 1
+_STYLE_SINGLE = 2
+_STYLE_LITERAL = 3
+_STYLE_FOLDED = 4
+_STYLE_DOUBLE = 5
+
+# Quoted in compat mode because YAML 1.1 would read them as booleans.
+_COMPAT_WORDS = frozenset(
+    (
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "on",
+        "On",
+        "ON",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "off",
+        "Off",
+        "OFF",
+    )
+)
+
+_ESCAPES = {
+    0x00: "\\0",
+    0x07: "\\a",
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0B: "\\v",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x1B: "\\e",
+    0x22: '\\"',
+    0x5C: "\\\\",
+    0x85: "\\N",
+    0xA0: "\\_",
+    0x2028: "\\L",
+    0x2029: "\\P",
+}
+
+_FLOW_INDICATORS = frozenset(",[]{}")
+_FIRST_UNSAFE = frozenset("-?:,[]{}#&*!|=>'\"%@`")
+
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
+    r"|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"
+    r"|[-+]?\.(?:inf|Inf|INF)"
+    r"|\.(?:nan|NaN|NAN))$"
+)
+_DATE = re.compile(r"^([0-9][0-9][0-9][0-9])-([0-9][0-9])-([0-9][0-9])$")
+_TIMESTAMP = re.compile(
+    r"^([0-9][0-9][0-9][0-9])-([0-9][0-9]?)-([0-9][0-9]?)"
+    r"(?:[Tt]|[ \t]+)([0-9][0-9]?):([0-9][0-9]):([0-9][0-9])"
+    r"(?:\.([0-9]*))?(?:[ \t]*(Z|([-+])([0-9][0-9]?)(?::([0-9][0-9]))?))?$"
+)
+_BASE60_TAIL = re.compile(r"^(:[0-5]?[0-9])+$")
+
+
+def _utf16_units(value: str) -> list[int]:
+    """The string as JavaScript sees it: UTF-16 code units."""
+    data = value.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _is_printable(c: int) -> bool:
+    return (
+        0x20 <= c <= 0x7E
+        or (0xA1 <= c <= 0xD7FF and c not in (0x2028, 0x2029))
+        or (0xE000 <= c <= 0xFFFD and c != 0xFEFF)
+        or 0x10000 <= c <= 0x10FFFF
+    )
+
+
+def _is_whitespace(c: int) -> bool:
+    return c in (0x20, 0x09)
+
+
+def _is_ns_char(c: int) -> bool:
+    return _is_printable(c) and not _is_whitespace(c) and c not in (0xFEFF, 0x0D, 0x0A)
+
+
+def _is_plain_safe(c: int, prev: int | None) -> bool:
+    if not _is_printable(c) or c in (0xFEFF, 0x3A):  # BOM, ':'
+        return False
+    if c < 0x80 and chr(c) in _FLOW_INDICATORS:
+        return False
+    return c != 0x23 or (prev is not None and _is_ns_char(prev))  # '#'
+
+
+def _is_plain_safe_first(c: int) -> bool:
+    if not _is_printable(c) or c == 0xFEFF or _is_whitespace(c):
+        return False
+    return not (c < 0x80 and chr(c) in _FIRST_UNSAFE)
+
+
+def _resolves_int(data: str) -> bool:
+    if not data:
+        return False
+    index = 0
+    ch = data[0]
+    if ch in "-+":
+        index += 1
+        ch = data[index] if index < len(data) else ""
+    if ch == "0":
+        if index + 1 == len(data):
+            return True
+        index += 1
+        ch = data[index]
+        if ch in "bx":
+            allowed = "01" if ch == "b" else "0123456789abcdefABCDEF"
+            has_digits = False
+            for ch in data[index + 1 :]:
+                if ch == "_":
+                    continue
+                if ch not in allowed:
+                    return False
+                has_digits = True
+            return has_digits and ch != "_"
+        has_digits = False
+        for ch in data[index:]:
+            if ch == "_":
+                continue
+            if ch not in "01234567":
+                return False
+            has_digits = True
+        return has_digits and ch != "_"
+    if ch == "_":
+        return False
+    has_digits = False
+    pos = index
+    while pos < len(data):
+        ch = data[pos]
+        if ch == "_":
+            pos += 1
+            continue
+        if ch == ":":
+            break
+        if ch not in "0123456789":
+            return False
+        has_digits = True
+        pos += 1
+    if not has_digits or ch == "_":
+        return False
+    if ch != ":":
+        return True
+    return bool(_BASE60_TAIL.match(data[pos:]))
+
+
+def _is_ambiguous(data: str) -> bool:
+    """True when safeLoad would read ``data`` back as something other than a string."""
+    return (
+        data in ("~", "null", "Null", "NULL")
+        or data in ("true", "True", "TRUE", "false", "False", "FALSE")
+        or _resolves_int(data)
+        or (bool(_FLOAT.match(data)) and not data.endswith("_"))
+        or bool(_DATE.match(data) or _TIMESTAMP.match(data))
+        or data == "<<"
+    )
+
+
+def _choose_style(value: str, line_width: int) -> int:
+    units = _utf16_units(value)
+    plain = _is_plain_safe_first(units[0]) and not _is_whitespace(units[-1])
+    has_line_break = False
+    has_foldable_line = False
+    previous_line_break = -1
+    prev: int | None = None
+    for i, c in enumerate(units):
+        if c == 0x0A:
+            has_line_break = True
+            has_foldable_line = has_foldable_line or (
+                i - previous_line_break - 1 > line_width and units[previous_line_break + 1] != 0x20
+            )
+            previous_line_break = i
+        elif not _is_printable(c):
+            return _STYLE_DOUBLE
+        plain = plain and _is_plain_safe(c, prev)
+        prev = c
+    end = len(units)
+    has_foldable_line = has_foldable_line or (
+        end - previous_line_break - 1 > line_width
+        and previous_line_break + 1 < end
+        and units[previous_line_break + 1] != 0x20
+    )
+    if not has_line_break and not has_foldable_line:
+        return _STYLE_PLAIN if plain and not _is_ambiguous(value) else _STYLE_SINGLE
+    return _STYLE_FOLDED if has_foldable_line else _STYLE_LITERAL
+
+
+def _escape_double(value: str) -> str:
+    out: list[str] = []
+    for ch in value:
+        c = ord(ch)
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif _is_printable(c) and c < 0x10000:
+            out.append(ch)
+        elif c <= 0xFF:
+            out.append(f"\\x{c:02X}")
+        elif c <= 0xFFFF:
+            out.append(f"\\u{c:04X}")
+        else:
+            out.append(f"\\U{c:08X}")
+    return "".join(out)
+
+
+def _block_header(value: str) -> str:
+    indicator = str(INDENT) if re.match(r"^\n* ", value) else ""
+    clip = value.endswith("\n")
+    keep = clip and (value.endswith("\n\n") or value == "\n")
+    chomp = "+" if keep else ("" if clip else "-")
+    return f"{indicator}{chomp}\n"
+
+
+def _indent_lines(value: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "".join(
+        pad + line if line and line != "\n" else line for line in value.splitlines(keepends=True)
+    )
+
+
+def _drop_ending_newline(value: str) -> str:
+    return value[:-1] if value.endswith("\n") else value
+
+
+def _fold_line(line: str, width: int) -> str:
+    if line == "" or line[0] == " ":
+        return line
+    start = 0
+    curr = 0
+    result = ""
+    for match in re.finditer(r" (?=[^ ])", line):
+        nxt = match.start()
+        if _js_len(line, start, nxt) > width:
+            end = curr if curr > start else nxt
+            result += "\n" + line[start:end]
+            start = end + 1
+        curr = nxt
+    result += "\n"
+    if _js_len(line, start, len(line)) > width and curr > start:
+        result += line[start:curr] + "\n" + line[curr + 1 :]
+    else:
+        result += line[start:]
+    return result[1:]
+
+
+def _js_len(value: str, start: int, end: int) -> int:
+    return len(_utf16_units(value[start:end]))
+
+
+def _fold_string(value: str, width: int) -> str:
+    first_lf = value.find("\n")
+    first_lf = first_lf if first_lf != -1 else len(value)
+    result = _fold_line(value[:first_lf], width)
+    prev_more_indented = value[:1] in ("\n", " ")
+    for match in re.finditer(r"(\n+)([^\n]*)", value[first_lf:]):
+        prefix, line = match.group(1), match.group(2)
+        more_indented = line[:1] == " "
+        result += prefix
+        if not prev_more_indented and not more_indented and line != "":
+            result += "\n"
+        result += _fold_line(line, width)
+        prev_more_indented = more_indented
+    return result
+
+
+def dump_string(value: str, level: int = 1) -> str:
+    """Render ``value`` as js-yaml 3 ``safeDump`` would at nesting ``level``.
+
+    ``level`` 1 is a value of the top-level mapping (``title: ...``), 2 an item
+    of a list under a top-level key. Block styles come back as ``>-\\n  ...``,
+    ready to follow ``key: ``.
+    """
+    if value == "":
+        return "''"
+    if value in _COMPAT_WORDS:
+        return f"'{value}'"
+    indent = INDENT * max(1, level)
+    width = max(min(LINE_WIDTH, 40), LINE_WIDTH - indent)
+    style = _choose_style(value, width)
+    if style == _STYLE_PLAIN:
+        return value
+    if style == _STYLE_SINGLE:
+        return "'" + value.replace("'", "''") + "'"
+    if style == _STYLE_LITERAL:
+        return "|" + _block_header(value) + _drop_ending_newline(_indent_lines(value, indent))
+    if style == _STYLE_FOLDED:
+        folded = _fold_string(value, width)
+        return ">" + _block_header(value) + _drop_ending_newline(_indent_lines(folded, indent))
+    return '"' + _escape_double(value) + '"'
+
+
+def dump_number(value: int | float) -> str:
+    """Render a number like JavaScript's ``String(n)`` for the values Backlog.md stores."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def dump_key_value(key: str, value: str | int | float | Sequence[str]) -> str:
+    """One top-level frontmatter entry, with its trailing newline."""
+    if isinstance(value, str):
+        return f"{key}: {dump_string(value, 1)}\n"
+    if isinstance(value, int | float):
+        return f"{key}: {dump_number(value)}\n"
+    if not value:
+        return f"{key}: []\n"
+    lines = "".join(f"\n{' ' * INDENT}- {dump_string(item, 2)}" for item in value)
+    return f"{key}:{lines}\n"

@@ -1,0 +1,241 @@
+"""Load a whole Backlog.md folder into one consistent snapshot.
+
+The tool silently drops tasks it cannot parse and tolerates hand-written
+cycles and dangling dependencies. Scaffold schedules work from this data, so
+it reads everything and returns each such defect as a
+:class:`BacklogProblem` (path, reason, task id, kind) next to the tasks:
+nothing is skipped without a trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from scaffold.backlog.config import BacklogConfig, find_backlog_dir, load_config
+from scaffold.backlog.format import BacklogTask, read_task
+from scaffold.backlog.graph import (
+    Readiness,
+    compute_readiness,
+    describe_cycle,
+    find_cycles,
+    id_order,
+)
+from scaffold.errors import BacklogError, InvalidIdError, UnknownTask
+from scaffold.ids import normalize_task_id
+
+MALFORMED: Final = "malformed"
+CONFIG: Final = "config"
+UNKNOWN_STATUS: Final = "unknown_status"
+DUPLICATE_ID: Final = "duplicate_id"
+MISSING_DEPENDENCY: Final = "missing_dependency"
+CYCLE: Final = "cycle"
+PROBLEM_KINDS: Final = (MALFORMED, CONFIG, UNKNOWN_STATUS, DUPLICATE_ID, MISSING_DEPENDENCY, CYCLE)
+
+TASKS = "tasks"
+COMPLETED = "completed"
+DRAFTS = "drafts"
+ARCHIVE = "archive"
+DRAFT_PREFIX = "draft"
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogProblem:
+    """One defect in the backlog; ``path`` is relative to the repository root when possible."""
+
+    path: str
+    reason: str
+    task_id: str | None
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogSnapshot:
+    """Everything read from one backlog at one moment.
+
+    ``tasks`` holds the tasks of ``tasks/`` and ``completed/`` (in id order,
+    duplicates included); ``drafts`` the drafts, which are listed but never
+    scheduled.
+    """
+
+    root: Path
+    backlog_dir: Path
+    config: BacklogConfig
+    tasks: list[BacklogTask]
+    drafts: list[BacklogTask]
+    problems: list[BacklogProblem]
+    readiness: dict[str, Readiness] = field(default_factory=dict)
+
+    def get(self, task_id: str) -> BacklogTask | None:
+        """The task with this id (``2``, ``task-2`` or ``TASK-2``), or None."""
+        try:
+            wanted = normalize_task_id(task_id, self.config.task_prefix)
+        except InvalidIdError:
+            return None
+        return next((t for t in self.tasks if t.id == wanted), None)
+
+    def task(self, task_id: str) -> BacklogTask:
+        """The task with this id; raises UnknownTask."""
+        found = self.get(task_id)
+        if found is None:
+            raise UnknownTask(task_id)
+        return found
+
+    def is_done(self, task: BacklogTask) -> bool:
+        return task.folder == COMPLETED or self.config.is_done_status(task.status)
+
+    def ready_tasks(self) -> list[BacklogTask]:
+        """Tasks that may start now, in id order."""
+        return [t for t in self.tasks if t.id in self.readiness and self.readiness[t.id].ready]
+
+    def problems_for(self, task_id: str) -> list[BacklogProblem]:
+        return [p for p in self.problems if p.task_id == task_id]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _name_pattern(prefixes: Iterable[str]) -> re.Pattern[str]:
+    names = "|".join(re.escape(p) for p in prefixes)
+    return re.compile(rf"^(?:{names})-\d+(?:\.\d+)*(?:[ .-]|$)", re.I)
+
+
+def _task_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.md") if p.is_file() and not p.name.startswith("."))
+
+
+@dataclass
+class _Loader:
+    root: Path
+    backlog_dir: Path
+    config: BacklogConfig
+    problems: list[BacklogProblem] = field(default_factory=list)
+
+    def problem(self, path: Path | str, reason: str, task_id: str | None, kind: str) -> None:
+        where = _relative(path, self.root) if isinstance(path, Path) else path
+        self.problems.append(BacklogProblem(where, reason, task_id, kind))
+
+    def read_folder(self, name: str, prefixes: Iterable[str]) -> list[BacklogTask]:
+        pattern = _name_pattern(prefixes)
+        tasks: list[BacklogTask] = []
+        for path in _task_files(self.backlog_dir / name):
+            if not pattern.match(path.name):
+                self.problem(
+                    path,
+                    f"file name does not look like '{self.config.task_prefix}-<n> - <title>.md'; "
+                    "Backlog.md ignores it",
+                    None,
+                    MALFORMED,
+                )
+                continue
+            try:
+                tasks.append(read_task(path, prefix=self.config.task_prefix, folder=name))
+            except BacklogError as exc:
+                self.problem(path, exc.reason, None, MALFORMED)
+        return tasks
+
+    def archived_ids(self) -> set[str]:
+        ids: set[str] = set()
+        pattern = re.compile(rf"^({re.escape(self.config.task_prefix)}-\d+(?:\.\d+)*)", re.I)
+        for path in _task_files(self.backlog_dir / ARCHIVE / TASKS):
+            match = pattern.match(path.name)
+            if match:
+                ids.add(match.group(1).upper())
+        return ids
+
+    def check_duplicates(self, tasks: list[BacklogTask]) -> set[str]:
+        first: dict[str, BacklogTask] = {}
+        duplicated: set[str] = set()
+        for task in tasks:
+            if task.id in first:
+                duplicated.add(task.id)
+                other = _relative(first[task.id].path, self.root)
+                self.problem(
+                    task.path, f"id {task.id} is also used by {other}", task.id, DUPLICATE_ID
+                )
+            else:
+                first[task.id] = task
+        return duplicated
+
+    def check_tasks(self, active: list[BacklogTask], known: set[str], drafts: set[str]) -> None:
+        archived = self.archived_ids()
+        statuses = ", ".join(repr(s) for s in self.config.statuses)
+        for task in active:
+            if not self.config.is_known_status(task.status):
+                self.problem(
+                    task.path,
+                    f"unknown status {task.status!r} (config statuses: {statuses})",
+                    task.id,
+                    UNKNOWN_STATUS,
+                )
+            for dep in task.dependencies:
+                if dep in known:
+                    continue
+                if dep in drafts:
+                    why = "which is a draft"
+                elif dep in archived:
+                    why = "which is archived"
+                else:
+                    why = "which does not exist"
+                self.problem(task.path, f"depends on {dep}, {why}", task.id, MISSING_DEPENDENCY)
+
+    def check_cycles(self, tasks: list[BacklogTask]) -> None:
+        by_id: dict[str, BacklogTask] = {}
+        for task in tasks:
+            by_id.setdefault(task.id, task)
+        edges = {tid: t.dependencies for tid, t in by_id.items()}
+        for cycle in find_cycles(edges):
+            head = by_id[cycle[0]]
+            members = ", ".join(cycle)
+            self.problem(
+                head.path,
+                f"dependency cycle {describe_cycle(cycle)} (members: {members})",
+                head.id,
+                CYCLE,
+            )
+
+
+def load_backlog(repo_root: Path) -> BacklogSnapshot:
+    """Read config, tasks, completed tasks and drafts of the backlog under ``repo_root``.
+
+    Raises BacklogError only when there is no backlog folder at all; every
+    other defect is returned in ``problems``.
+    """
+    root = repo_root.resolve()
+    backlog_dir = find_backlog_dir(root)
+    config, config_problems = load_config(backlog_dir)
+    loader = _Loader(root, backlog_dir, config)
+    for reason in config_problems:
+        loader.problem(backlog_dir / "config.yml", reason, None, CONFIG)
+    prefix = config.task_prefix
+    active = loader.read_folder(TASKS, [prefix])
+    completed = loader.read_folder(COMPLETED, [prefix])
+    drafts = loader.read_folder(DRAFTS, [DRAFT_PREFIX, prefix])
+    scheduled = sorted([*active, *completed], key=lambda t: id_order(t.id))
+    duplicated = loader.check_duplicates([*active, *completed])
+    loader.check_duplicates(drafts)
+    known = {t.id for t in scheduled}
+    loader.check_tasks(active, known, {d.id for d in drafts})
+    loader.check_cycles([*active, *completed])
+    readiness = compute_readiness([*active, *completed], config, ambiguous=duplicated)
+    return BacklogSnapshot(
+        root=root,
+        backlog_dir=backlog_dir,
+        config=config,
+        tasks=scheduled,
+        drafts=sorted(drafts, key=lambda t: id_order(t.id)),
+        problems=loader.problems,
+        readiness=readiness,
+    )

@@ -1,0 +1,206 @@
+"""Edit a Backlog.md task file in place, touching only what changes.
+
+The tool re-serialises a whole file on every write and drops frontmatter keys
+it does not know. Scaffold instead replaces just the affected frontmatter
+lines (``status:``, ``updated_date:``) and the affected body section, so every
+other byte survives, including unknown keys and unknown sections. Each
+rewrite is checked by re-parsing the frontmatter (every other key must read
+back unchanged) and written atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from scaffold.backlog import sections
+from scaffold.backlog.atomic import replace_file
+from scaffold.backlog.config import load_config, status_key
+from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task
+from scaffold.backlog.frontmatter import key_spans, split_document
+from scaffold.backlog.jsyaml import dump_key_value
+from scaffold.errors import BacklogError
+
+# Where a missing key goes: after the first of these that is present (the tool's key order).
+_INSERT_AFTER: Mapping[str, tuple[str, ...]] = {
+    "updated_date": ("created_date", "reporter", "assignee", "status", "title", "id"),
+}
+
+
+def timestamp(now: dt.datetime | None = None) -> str:
+    """The tool's date format: UTC ``YYYY-MM-DD HH:MM``."""
+    moment = now or dt.datetime.now(dt.UTC)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def set_frontmatter_values(yaml_text: str, values: Mapping[str, str], path: str) -> str:
+    """Replace (or insert) the lines of the given top-level keys; verify nothing else moved."""
+    spans = key_spans(yaml_text)
+    edits: list[tuple[int, int, str]] = []
+    for key, value in values.items():
+        line = dump_key_value(key, value)
+        if key in spans:
+            start, end = spans[key]
+            edits.append((start, end, line))
+            continue
+        anchor = next((a for a in _INSERT_AFTER.get(key, ()) if a in spans), None)
+        at = spans[anchor][1] if anchor else max((e for _, e in spans.values()), default=0)
+        edits.append((at, at, line))
+    out = yaml_text
+    for start, end, line in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        out = out[:start] + line + out[end:]
+    before = _plain(load_yaml_mapping(yaml_text, path))
+    after = _plain(load_yaml_mapping(out, path))
+    expected = {**before, **values}
+    if after != expected:
+        raise BacklogError(path, "frontmatter could not be rewritten safely; file left unchanged")
+    return out
+
+
+def _check_text(value: str, what: str, path: Path) -> str:
+    text = value.replace("\r\n", "\n").strip()
+    if not text:
+        raise BacklogError(path, f"{what} is empty")
+    return text
+
+
+def _context(path: Path) -> tuple[str, str]:
+    """Id prefix (from the file name) and backlog folder of a task file."""
+    match = re.match(r"^([A-Za-z]+)-", path.name)
+    prefix = match.group(1).lower() if match else "task"
+    folder = path.parent.name
+    if path.parent.parent.name == "archive":
+        folder = "archive"
+    return prefix, folder
+
+
+def edit_task(
+    path: Path,
+    *,
+    frontmatter: Mapping[str, str] | None = None,
+    body: Callable[[str], str] | None = None,
+    now: dt.datetime | None = None,
+) -> BacklogTask:
+    """Apply frontmatter line changes and a body change, bump ``updated_date``, write atomically."""
+    where = str(path)
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BacklogError(path, f"cannot read: {exc}") from exc
+    prefix, folder = _context(path)
+    parse_task(raw, path, prefix=prefix, folder=folder)
+    doc = split_document(raw, where)
+    values = {**(frontmatter or {}), "updated_date": timestamp(now)}
+    new_yaml = set_frontmatter_values(doc.yaml, values, where)
+    new_body = body(doc.body) if body else doc.body
+    text = (
+        doc.text[: doc.yaml_start] + new_yaml + doc.text[doc.yaml_end : doc.body_start] + new_body
+    )
+    content = doc.render(text)
+    updated = parse_task(content, path, prefix=prefix, folder=folder)
+    replace_file(path, content.encode("utf-8"))
+    return updated
+
+
+def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> BacklogTask:
+    """Set the task's status, written with the configured spelling.
+
+    The status must be one of the statuses in the backlog's ``config.yml``
+    (found two folders up from the task file), as the tool requires.
+    """
+    wanted = status.strip()
+    if not wanted or "\n" in wanted:
+        raise BacklogError(path, f"invalid status {status!r}")
+    config, _ = load_config(path.parent.parent)
+    spelled = next((s for s in config.statuses if status_key(s) == status_key(wanted)), None)
+    if spelled is None:
+        known = ", ".join(repr(s) for s in config.statuses)
+        raise BacklogError(path, f"unknown status {wanted!r} (config statuses: {known})")
+    return edit_task(path, frontmatter={"status": spelled}, now=now)
+
+
+def _append_section(key: str, text: str) -> Callable[[str], str]:
+    def apply(body: str) -> str:
+        span = sections.find_sections(body).get(key)
+        if span is None:
+            return sections.insert_block(body, key, sections.build_block(key, text))
+        old = body[span.content_start : span.content_end]
+        if span.marked:
+            region = f"{old.rstrip()}\n\n{text}\n" if old.strip() else f"{text}\n"
+            return body[: span.content_start] + region + body[span.content_end :]
+        combined = f"{old.strip()}\n\n{text}" if old.strip() else text
+        return body[: span.start] + sections.build_block(key, combined) + body[span.end :]
+
+    return apply
+
+
+def _replace_section(key: str, text: str) -> Callable[[str], str]:
+    def apply(body: str) -> str:
+        span = sections.find_sections(body).get(key)
+        if span is None:
+            return sections.insert_block(body, key, sections.build_block(key, text))
+        if span.marked:
+            return body[: span.content_start] + f"{text}\n" + body[span.content_end :]
+        return body[: span.start] + sections.build_block(key, text) + body[span.end :]
+
+    return apply
+
+
+def append_implementation_notes(
+    path: Path, text: str, *, now: dt.datetime | None = None
+) -> BacklogTask:
+    """Add a paragraph to the Implementation Notes (created where the tool would put it)."""
+    notes = _check_text(text, "implementation notes", path)
+    return edit_task(path, body=_append_section(sections.NOTES, notes), now=now)
+
+
+def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) -> BacklogTask:
+    """Replace the Final Summary (created where the tool would put it)."""
+    summary = _check_text(text, "final summary", path)
+    return edit_task(path, body=_replace_section(sections.FINAL_SUMMARY, summary), now=now)
+
+
+_CHECK_LINE = re.compile(r"^(\s*- \[)([ xX])(\] )(.*)$")
+
+
+def check_acceptance_criterion(
+    path: Path, index: int, checked: bool = True, *, now: dt.datetime | None = None
+) -> BacklogTask:
+    """Tick (or untick) acceptance criterion ``#index`` (1-based)."""
+
+    def apply(body: str) -> str:
+        span = sections.find_sections(body).get(sections.ACCEPTANCE_CRITERIA)
+        if span is None:
+            raise BacklogError(path, "the task has no acceptance criteria")
+        region = body[span.content_start : span.content_end]
+        lines = region.splitlines(keepends=True)
+        position = 0
+        for i, line in enumerate(lines):
+            match = _CHECK_LINE.match(line.rstrip("\r\n"))
+            if not match:
+                continue
+            position += 1
+            numbered = re.match(r"^#(\d+) ", match.group(4))
+            number = int(numbered.group(1)) if numbered else position
+            if number != index:
+                continue
+            mark = "x" if checked else " "
+            lines[i] = match.group(1) + mark + match.group(3) + line[match.end(2) + 2 :]
+            new_region = "".join(lines)
+            return body[: span.content_start] + new_region + body[span.content_end :]
+        raise BacklogError(path, f"no acceptance criterion #{index}")
+
+    return edit_task(path, body=apply, now=now)

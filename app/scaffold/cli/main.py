@@ -1,0 +1,306 @@
+"""The ``scaffold`` command line. Errors become exit codes here and nowhere else.
+
+Exit codes (DESIGN.md): 0 done; 1 a check failed or work ended in failure; 2 usage or
+config error; 3 stopped waiting for a person; 4 safety limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from scaffold import __version__
+from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
+from scaffold.errors import ScaffoldError, UnknownQuestion, UnknownTask, UsageError
+from scaffold.ids import normalize_task_id
+from scaffold.runtime import inbox
+from scaffold.runtime.session import (
+    find_repo,
+    open_or_create_quest,
+    read_all_quests,
+    run_quest,
+    state_root,
+)
+from scaffold.runtime.status import render_table, status_report
+
+
+def _fail(exc: ScaffoldError) -> None:
+    click.echo(f"scaffold: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ScaffoldError as exc:
+            _fail(exc)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="scaffold")
+def cli() -> None:
+    """scaffold: a Git-native orchestrator for AI coding agents."""
+
+
+def _repo(path: str | None) -> Path:
+    return find_repo(Path(path) if path else Path.cwd())
+
+
+repo_option = click.option(
+    "--repo", "repo_path", type=click.Path(file_okay=False), default=None,
+    help="The git repository (default: the one around the current directory).",
+)
+
+
+@cli.command()
+@repo_option
+def init(repo_path: str | None) -> None:
+    """Write .github/scaffold.yml, docs/diagrams/ and a Backlog.md folder where absent."""
+    repo = _repo(repo_path)
+    made: list[str] = []
+    cfg = repo / CONFIG_PATH
+    if not cfg.exists():
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text(DEFAULT_CONFIG_TEXT, encoding="utf-8")
+        made.append(str(CONFIG_PATH))
+    config = load_config(repo)
+    for rel in (config.diagrams.architecture, config.diagrams.data_model,
+                config.diagrams.states, config.diagrams.roadmap):
+        path = repo / rel
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            title = path.stem.split("-", 1)[-1].replace("-", " ").title()
+            path.write_text(f"# {title}\n\n```mermaid\nflowchart TD\n```\n", encoding="utf-8")
+            made.append(rel)
+    backlog = repo / "backlog"
+    if not backlog.exists():
+        for sub in ("tasks", "completed", "drafts", "docs", "decisions", "milestones", "archive"):
+            (backlog / sub).mkdir(parents=True, exist_ok=True)
+        (backlog / "config.yml").write_text(
+            f'project_name: "{repo.name}"\ndefault_status: "To Do"\n'
+            'statuses: ["To Do", "In Progress", "Done"]\nlabels: []\n'
+            "date_format: yyyy-mm-dd\nauto_commit: false\ntask_prefix: \"task\"\n",
+            encoding="utf-8",
+        )
+        made.append("backlog/")
+    click.echo("created: " + ", ".join(made) if made else "nothing to do: already set up")
+
+
+@cli.command()
+@repo_option
+@click.option("--quest", "quest_id", default=None, help="Which quest to drive.")
+def run(repo_path: str | None, quest_id: str | None) -> None:
+    """Work the backlog until nothing is left that scaffold can do alone."""
+    repo = _repo(repo_path)
+    config = load_config(repo)
+    writer = open_or_create_quest(repo, quest_id)
+    report = asyncio.run(run_quest(repo, config, writer))
+    click.echo(report.reason)
+    sys.exit(report.exit_code)
+
+
+@cli.command()
+@repo_option
+@click.argument("request")
+def quest(repo_path: str | None, request: str) -> None:
+    """Start a quest from a request: ChaosWhisperer, PathSeeker, then the tasks."""
+    if not request.strip():
+        raise UsageError("the request is empty")
+    repo = _repo(repo_path)
+    config = load_config(repo)
+    writer = open_or_create_quest(repo, None, request=request)
+    click.echo(f"quest {writer.quest.id} started")
+    report = asyncio.run(run_quest(repo, config, writer))
+    click.echo(report.reason)
+    sys.exit(report.exit_code)
+
+
+@cli.command()
+@repo_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(repo_path: str | None, as_json: bool) -> None:
+    """Every task and quest with its lifecycle state, role, attempts, session and cost."""
+    repo = _repo(repo_path)
+    report = status_report(repo)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_table(report))
+
+
+def _find_question(repo: Path, question_id: str) -> str:
+    for q in read_all_quests(repo):
+        found = q.questions.get(question_id)
+        if found is not None and found.answer is None:
+            return q.id
+    raise UnknownQuestion(question_id)
+
+
+def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
+    tid = normalize_task_id(task_id)
+    for q in read_all_quests(repo):
+        task = q.tasks.get(tid)
+        if task is not None:
+            if states and task.state.value not in states:
+                raise UsageError(f"{tid} is {task.state.value}, not {' or '.join(states)}")
+            return q.id
+    raise UnknownTask(tid)
+
+
+@cli.command()
+@repo_option
+@click.argument("question_id")
+@click.argument("text")
+def answer(repo_path: str | None, question_id: str, text: str) -> None:
+    """Answer an agent's question; its session resumes with the answer."""
+    repo = _repo(repo_path)
+    if not text.strip():
+        raise UsageError("the answer is empty")
+    quest_id = _find_question(repo, question_id)
+    inbox.post(state_root(repo), inbox.make("answer", quest_id, question_id=question_id,
+                                              text=text))
+    click.echo(f"answer to {question_id} recorded; `scaffold run` resumes the session")
+
+
+def _task_message(kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...],
+                  text: str = "") -> None:
+    repo = _repo(repo_path)
+    quest_id = _find_task(repo, task_id, states)
+    tid = normalize_task_id(task_id)
+    inbox.post(state_root(repo), inbox.make(kind, quest_id, task_id=tid, text=text))  # type: ignore[arg-type]
+    click.echo(f"{kind} {tid} recorded; `scaffold run` carries it out")
+
+
+@cli.command()
+@repo_option
+@click.argument("task_id")
+def approve(repo_path: str | None, task_id: str) -> None:
+    """Approve a task's pull request (local forge): it is merged on the next run."""
+    _task_message("approve", repo_path, task_id, ("PR_Created",), "cli")
+
+
+@cli.command()
+@repo_option
+@click.argument("task_id")
+@click.option("--reason", default="", help="Why, recorded in the task's notes.")
+def reject(repo_path: str | None, task_id: str, reason: str) -> None:
+    """Close a task's pull request unmerged: the task goes back to To Do."""
+    _task_message("reject", repo_path, task_id, ("PR_Created", "Blocked"), reason)
+
+
+@cli.command()
+@repo_option
+@click.argument("task_id")
+def retry(repo_path: str | None, task_id: str) -> None:
+    """Send a Blocked task back to work (counters reset)."""
+    _task_message("retry", repo_path, task_id, ("Blocked", "Idle"))
+
+
+@cli.command()
+@repo_option
+@click.option("--reason", default="aborted by a person", help="Recorded as the stop reason.")
+def abort(repo_path: str | None, reason: str) -> None:
+    """Stop the running quests: no new work starts, running agents are stopped."""
+    repo = _repo(repo_path)
+    quests = [q for q in read_all_quests(repo) if q.stop_reason is None]
+    if not quests:
+        raise UsageError("no quest to abort")
+    for q in quests:
+        inbox.post(state_root(repo), inbox.make("abort", q.id, text=reason))
+    click.echo(f"abort recorded for {', '.join(q.id for q in quests)}")
+
+
+@cli.command(name="diagram-check")
+@repo_option
+@click.option("--base", required=True, help="The commit the change starts from.")
+@click.option("--head", default="HEAD", help="The commit the change ends at.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> None:
+    """Exit 1 when a change leaves the diagrams behind the code."""
+    from scaffold.runtime.diagrams import run_diagram_check
+
+    repo = _repo(repo_path)
+    verdict = run_diagram_check(repo, load_config(repo), base, head)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "synced": verdict.synced,
+            "missing": [{"diagram": m.diagram_path, "reason": m.reason, "source": m.source_path}
+                        for m in verdict.missing],
+        }, indent=2))
+    elif verdict.synced:
+        click.echo("diagrams are in sync with the code")
+    else:
+        for m in verdict.missing:
+            click.echo(f"{m.source_path}: needs {m.diagram_path}: {m.reason}")
+    sys.exit(0 if verdict.synced else 1)
+
+
+@cli.command(name="signal-server", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def signal_server(args: tuple[str, ...]) -> None:
+    """The stdio MCP server (tool signal-back) an agent launches from its MCP config."""
+    from scaffold.agent.signal_server import main as serve_signals
+
+    sys.exit(serve_signals(list(args)))
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="Build the demo repository here and keep it.")
+def demo(directory: str | None) -> None:
+    """Run a small project end to end with scripted agents, in a few seconds."""
+    from scaffold.runtime.demo import run_demo
+
+    sys.exit(run_demo(Path(directory) if directory else None))
+
+
+@cli.command()
+@repo_option
+def doctor(repo_path: str | None) -> None:
+    """Check git, the agent binary, the config and the backlog."""
+    problems = 0
+
+    def report(ok: bool, what: str, detail: str) -> None:
+        nonlocal problems
+        problems += 0 if ok else 1
+        click.echo(f"{'ok ' if ok else 'BAD'}  {what}: {detail}")
+
+    git = shutil.which("git")
+    if git:
+        version = subprocess.run([git, "--version"], capture_output=True, text=True, check=False)
+        report(True, "git", version.stdout.strip())
+    else:
+        report(False, "git", "not found on PATH")
+    try:
+        repo = _repo(repo_path)
+        report(True, "repository", str(repo))
+    except ScaffoldError as exc:
+        report(False, "repository", str(exc))
+        sys.exit(1)
+    try:
+        config = load_config(repo)
+        report(True, "config", str(repo / CONFIG_PATH) if (repo / CONFIG_PATH).exists()
+               else "no .github/scaffold.yml: defaults")
+    except ScaffoldError as exc:
+        report(False, "config", str(exc))
+        sys.exit(2)
+    agent = config.agent.command[0]
+    found = shutil.which(agent)
+    report(found is not None, "agent", found or f"{agent!r} not found on PATH (agent.command)")
+    rep = status_report(repo)
+    report(not rep["errors"], "backlog",
+           f"{len(rep['tasks'])} task(s)" if not rep["errors"]
+           else "; ".join(f"{e['path']}: {e['reason']}" for e in rep["errors"][:5]))
+    sys.exit(1 if problems else 0)
+
+
+def main() -> None:
+    cli(prog_name="scaffold")

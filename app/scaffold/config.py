@@ -1,0 +1,228 @@
+"""The ``.github/scaffold.yml`` configuration, read once into a frozen object.
+
+Every key has a default, so an absent file is a valid configuration. Unknown keys
+and wrong types are refused with a :class:`ConfigError` naming the file, the key
+(dotted, e.g. ``agent.stuck_timeout_s``), the line where known, and what was expected.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from scaffold.errors import ConfigError
+
+CONFIG_PATH = Path(".github/scaffold.yml")
+
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class AgentConfig(_Section):
+    command: tuple[str, ...] = ("claude",)
+    stuck_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    max_attempts: PositiveInt = 3
+    model: str | None = None
+    max_turns: PositiveInt | None = None
+    # Extra arguments appended to every agent invocation (argv, never a shell string).
+    extra_args: tuple[str, ...] = ()
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_argv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(shlex.split(value))
+        if isinstance(value, list):
+            return tuple(value)
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or not value[0]:
+            raise ValueError("must name a program")
+        return value
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _extra_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class SafetyConfig(_Section):
+    max_cost_usd: Annotated[float, Field(gt=0)] = 5.0
+    max_hours: Annotated[float, Field(gt=0)] = 4.0
+    max_consecutive_failures: PositiveInt = 3
+
+
+class DiagramsConfig(_Section):
+    architecture: str = "docs/diagrams/02-architecture.md"
+    data_model: str = "docs/diagrams/05-data-model.md"
+    states: str = "docs/diagrams/03-state-machine.md"
+    roadmap: str = "docs/diagrams/04-roadmap.md"
+    source_roots: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ("tests/**", "test_*.py", "**/tests/**", "docs/**")
+
+    @field_validator("source_roots", "ignore", mode="before")
+    @classmethod
+    def _as_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class MergeConfig(_Section):
+    method: Literal["merge", "squash", "rebase"] = "merge"
+
+
+class ScaffoldConfig(_Section):
+    slots: Annotated[int, Field(ge=1, le=64)] = 3
+    trigger_label: Annotated[str, Field(min_length=1)] = "scaffold"
+    agent: AgentConfig = AgentConfig()
+    ward: tuple[tuple[str, ...], ...] = ()
+    ward_timeout_s: Annotated[float, Field(gt=0)] = 900.0
+    safety: SafetyConfig = SafetyConfig()
+    diagrams: DiagramsConfig = DiagramsConfig()
+    forge: Literal["local", "github"] = "local"
+    approval: Literal["manual", "auto"] = "manual"
+    merge: MergeConfig = MergeConfig()
+    default_branch: str | None = None
+
+    @field_validator("ward", mode="before")
+    @classmethod
+    def _ward_argv(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, str):
+                out.append(tuple(shlex.split(item)))
+            elif isinstance(item, list):
+                out.append(tuple(item))
+            else:
+                out.append(item)
+        return tuple(out)
+
+
+_TYPE_NAMES = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _describe(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind in _TYPE_NAMES:
+        got = type(err.get("input")).__name__
+        return f"expected {_TYPE_NAMES[kind]}, got {got} {err.get('input')!r}"
+    if kind == "literal_error":
+        return f"expected {err['ctx']['expected']}, got {err.get('input')!r}"
+    return str(err["msg"])
+
+
+def _line_of(doc: Any, loc: tuple[Any, ...]) -> int | None:
+    node = doc
+    line: int | None = None
+    for part in loc:
+        lc = getattr(node, "lc", None)
+        try:
+            if lc is not None and isinstance(part, str) and part in node:
+                line = lc.key(part)[0] + 1
+            elif lc is not None and isinstance(part, int) and part < len(node):
+                line = lc.item(part)[0] + 1
+            node = node[part]
+        except (KeyError, IndexError, TypeError, AttributeError):
+            break
+    return line
+
+
+def parse_config(text: str, path: Path | str = CONFIG_PATH) -> ScaffoldConfig:
+    yaml = YAML(typ="rt")
+    try:
+        doc = yaml.load(text)
+    except YAMLError as exc:
+        raise ConfigError(path, "", f"not valid YAML: {exc}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ConfigError(path, "", f"expected a mapping at the top, got {type(doc).__name__}")
+    plain = _to_plain(doc)
+    try:
+        return ScaffoldConfig.model_validate(plain)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        key = ".".join(str(p) for p in loc)
+        line = _line_of(doc, loc)
+        where = f"{key} (line {line})" if line else key
+        raise ConfigError(path, where, _describe(err)) from None
+
+
+def _to_plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _to_plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_to_plain(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return node
+
+
+def load_config(repo_root: Path) -> ScaffoldConfig:
+    """Read ``.github/scaffold.yml`` from a working tree; defaults when it is absent."""
+    path = repo_root / CONFIG_PATH
+    if not path.exists():
+        return ScaffoldConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, "", f"cannot read: {exc}") from None
+    return parse_config(text, path)
+
+
+DEFAULT_CONFIG_TEXT = """\
+# scaffold configuration. Every key is optional; these are the defaults.
+slots: 3                     # agents running at once
+trigger_label: scaffold      # the issue label that starts a quest (GitHub App)
+agent:
+  command: [claude]          # argv of the agent program (Claude Code by default)
+  stuck_timeout_s: 600       # no output for this long -> the agent is stuck and killed
+  max_attempts: 3            # crashes/stalls retried (resuming the session) before Blocked
+ward: []                     # checks run in the task's worktree, e.g. [[ruff, check, .], [pytest, -q]]
+safety:
+  max_cost_usd: 5.0
+  max_hours: 4.0
+  max_consecutive_failures: 3
+diagrams:
+  architecture: docs/diagrams/02-architecture.md
+  data_model: docs/diagrams/05-data-model.md
+  states: docs/diagrams/03-state-machine.md
+  roadmap: docs/diagrams/04-roadmap.md
+forge: local                 # local | github
+approval: manual             # manual | auto (local forge only)
+merge:
+  method: merge              # merge | squash | rebase
+"""

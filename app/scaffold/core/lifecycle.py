@@ -1,0 +1,756 @@
+"""The task lifecycle machine, declared as a table.
+
+``TABLE`` lists every transition of seed 004 (and the few DESIGN.md adds) as data:
+source state, event, target state, an optional named guard, and an action that
+returns the field updates and effects. :func:`decide` is pure:
+``decide(task, event, limits) -> Decision(task, effects, transition)``.
+
+The table is checked when this module is imported (see :func:`validate_table`):
+every state is reachable from Idle, every state has a way out and can get back to
+Idle, and transitions sharing a source and event are all guarded. The Mermaid state
+diagram in ``docs/diagrams/03-state-machine.md`` is generated from the table by
+:func:`mermaid`, and a test fails when the file and the table differ.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scaffold.core.effects import (
+    AskQuestion,
+    CreateWorktree,
+    DeleteBranch,
+    Effect,
+    MergePullRequest,
+    OpenPullRequest,
+    RemoveWorktree,
+    ReportBlocked,
+    RunDiagramCheck,
+    RunWard,
+    StartAgent,
+    StopAgent,
+    SyncBacklog,
+)
+from scaffold.core.events import Event
+from scaffold.core.states import EventName as E
+from scaffold.core.states import Lifecycle as S
+from scaffold.core.states import Stage
+from scaffold.errors import IllegalTransition, ScaffoldError
+from scaffold.quest.model import AgentRun, RoleFrame, SignalEntry, TaskRecord
+from scaffold.roles import BUILDING_ROLES, Role
+from scaffold.signals import NeedsRoleFollowup, NeedsUserInput, PartiallyComplete
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-task limits (DESIGN.md: retries max 3, Ward fixes by Spiritmender max 3)."""
+
+    max_attempts: int = 3
+    max_ward_fixes: int = 3
+    max_conflict_fixes: int = 2
+    auto_fix_diagrams: bool = True
+
+
+Updates = dict[str, Any]
+Action = Callable[[TaskRecord, Event, Limits], tuple[Updates, list[Effect]]]
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A named predicate; the name is what the diagram and errors show."""
+
+    name: str
+    test: Callable[[TaskRecord, Event, Limits], bool]
+
+    def __call__(self, task: TaskRecord, event: Event, limits: Limits) -> bool:
+        return self.test(task, event, limits)
+
+
+@dataclass(frozen=True)
+class Transition:
+    name: str
+    source: S
+    event: E
+    target: S
+    action: Action
+    guard: Guard | None = None
+
+    @property
+    def label(self) -> str:
+        guard = f" [{self.guard.name}]" if self.guard else ""
+        return f"{self.name}{guard}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    task: TaskRecord
+    effects: tuple[Effect, ...]
+    transition: Transition
+
+
+class MachineDefinitionError(ScaffoldError):
+    """The transition table itself is wrong (found at import, not at run time)."""
+
+
+# --------------------------------------------------------------------------- guards
+
+
+def _followup(event: Event) -> NeedsRoleFollowup:
+    if not isinstance(event.signal, NeedsRoleFollowup):
+        raise IllegalTransition("-", event.name, "role_followup needs a needs-role-followup signal")
+    return event.signal
+
+
+SAFETY_OK = Guard("safety_ok", lambda t, e, lim: e.safety_ok)
+# ``attempts`` counts the retries already made: an agent run is retried up to
+# ``max_attempts`` times (DESIGN.md: "retried up to 3 times"), then the task is Blocked.
+ATTEMPTS_LEFT = Guard("attempts left", lambda t, e, lim: t.attempts < lim.max_attempts)
+ATTEMPTS_EXHAUSTED = Guard("attempts used up", lambda t, e, lim: t.attempts >= lim.max_attempts)
+FIXES_LEFT = Guard("fixes left", lambda t, e, lim: t.ward_fixes < lim.max_ward_fixes)
+FIXES_EXHAUSTED = Guard("fixes used up", lambda t, e, lim: t.ward_fixes >= lim.max_ward_fixes)
+CONFLICT_FIXES_LEFT = Guard(
+    "conflict fixes left", lambda t, e, lim: t.conflict_fixes < lim.max_conflict_fixes
+)
+CONFLICT_FIXES_EXHAUSTED = Guard(
+    "conflict fixes used up", lambda t, e, lim: t.conflict_fixes >= lim.max_conflict_fixes
+)
+TARGET_BUILDS = Guard("target builds", lambda t, e, lim: _followup(e).target in BUILDING_ROLES)
+TARGET_VALIDATES = Guard(
+    "target validates", lambda t, e, lim: _followup(e).target not in BUILDING_ROLES
+)
+RESUMES_BUILDER = Guard(
+    "resumes builder",
+    lambda t, e, lim: bool(t.role_stack) and t.role_stack[-1].role in BUILDING_ROLES,
+)
+RESUMES_VALIDATOR = Guard(
+    "resumes validator",
+    lambda t, e, lim: bool(t.role_stack) and t.role_stack[-1].role not in BUILDING_ROLES,
+)
+NEXT_VALIDATOR = Guard("not yet reviewed", lambda t, e, lim: t.stage is not Stage.REVIEW)
+REVIEWED = Guard("reviewed", lambda t, e, lim: t.stage is Stage.REVIEW)
+DIAGRAM_BLOCK = Guard("blocked by diagrams", lambda t, e, lim: bool(t.missing_diagrams))
+# A retry after Blocked resumes the role that was stuck, in the state that role runs in.
+BUILDER_BLOCKED = Guard(
+    "builder blocked", lambda t, e, lim: t.role is None or t.role in BUILDING_ROLES
+)
+VALIDATOR_BLOCKED = Guard(
+    "validator blocked", lambda t, e, lim: t.role is not None and t.role not in BUILDING_ROLES
+)
+# Only the question the task is parked on resumes it (a stale answer must not start a
+# second agent beside a running one).
+AWAITING_ANSWER = Guard(
+    "awaiting this answer",
+    lambda t, e, lim: t.question_id is not None and e.question_id in (None, t.question_id),
+)
+
+
+# --------------------------------------------------------------------------- actions
+
+
+def _state_for(role: Role) -> S:
+    return S.PROCESSING if role in BUILDING_ROLES else S.TEST_VALIDATION
+
+
+def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
+    updates.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
+    return updates, [StartAgent(task.id, run)]
+
+
+def _record_signal(task: TaskRecord, event: Event) -> tuple[SignalEntry, ...]:
+    if event.signal is None or event.at is None or event.role is None:
+        return task.signals
+    entry = SignalEntry(
+        at=event.at,
+        role=event.role,
+        session_id=event.session_id,
+        signal=event.signal.model_dump(),
+    )
+    return (*task.signals, entry)
+
+
+def _sessions(task: TaskRecord, event: Event) -> dict[str, str]:
+    if event.session_id and task.role is not None:
+        return {**task.sessions, task.role.value: event.session_id}
+    return dict(task.sessions)
+
+
+def _after_signal(task: TaskRecord, event: Event) -> Updates:
+    """Bookkeeping every accepted signal does: history, session, attempts reset."""
+    return {
+        "signals": _record_signal(task, event),
+        "sessions": _sessions(task, event),
+        "attempts": 0,
+        "agent_running": False,
+        "pending_run": None,
+        "last_error": None,
+    }
+
+
+def _nothing(task: TaskRecord, event: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {}, []
+
+
+def a_task_selected(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {"started_at": e.at, "outcome": None}, [CreateWorktree(t.id)]
+
+
+def a_back_to_idle(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {"last_error": e.detail or None}, []
+
+
+def a_worktree_created(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    run = AgentRun(role=Role.CODEWEAVER, kind="fresh")
+    return _start(
+        t,
+        run,
+        stage=Stage.IMPLEMENT,
+        worktree=e.extra.get("worktree", t.worktree),
+        branch=e.extra.get("branch", t.branch),
+    )
+
+
+def a_allocation_failed(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    reason = f"could not create the worktree: {e.detail}"
+    return {"blocked_reason": reason, "last_error": e.detail}, [ReportBlocked(t.id, reason)]
+
+
+def a_code_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    ups = _after_signal(t, e)
+    summary = e.signal.summary if e.signal is not None and hasattr(e.signal, "summary") else None
+    ups.update(role=None, last_summary=summary or t.last_summary)
+    return ups, [RunWard(t.id)]
+
+
+def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    sig = e.signal
+    assert isinstance(sig, PartiallyComplete)
+    ups = _after_signal(t, e)
+    role = t.role or Role.CODEWEAVER
+    run = AgentRun(
+        role=role,
+        resume_session=e.session_id or t.sessions.get(role.value),
+        kind="continue",
+        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
+    )
+    upd, eff = _start(t, run)
+    ups.update(upd)
+    return ups, eff
+
+
+def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    sig = e.signal
+    assert isinstance(sig, NeedsUserInput)
+    if not e.question_id:
+        raise IllegalTransition(t.state, e.name, "a question needs an id")
+    ups = _after_signal(t, e)
+    ups["question_id"] = e.question_id
+    return ups, [AskQuestion(t.id, e.question_id)]
+
+
+def a_answer_received(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    role = t.role or Role.CODEWEAVER
+    run = AgentRun(
+        role=role,
+        resume_session=t.sessions.get(role.value),
+        kind="answer",
+        context=e.answer or "",
+    )
+    return _start(t, run)
+
+
+def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    sig = _followup(e)
+    ups = _after_signal(t, e)
+    stack = t.role_stack
+    if sig.resume and t.role is not None:
+        session = e.session_id or t.sessions.get(t.role.value)
+        stack = (*stack, RoleFrame(role=t.role, session_id=session, reason=sig.reason))
+    run = AgentRun(
+        role=sig.target,
+        resume_session=None,
+        kind="followup",
+        context=f"Requested by {t.role.display if t.role else 'scaffold'}: {sig.reason}\n{sig.context}",
+    )
+    upd, eff = _start(t, run, role_stack=stack)
+    ups.update(upd)
+    return ups, [StopAgent(t.id, f"role follow-up to {sig.target.display}"), *eff]
+
+
+def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    ups = _after_signal(t, e)
+    frame = t.role_stack[-1]
+    summary = getattr(e.signal, "summary", "") if e.signal is not None else ""
+    who = t.role.display if t.role else "the follow-up role"
+    run = AgentRun(
+        role=frame.role,
+        resume_session=frame.session_id,
+        kind="resume_after_followup",
+        context=f"{who} finished what you asked for ({frame.reason}): {summary}",
+    )
+    upd, eff = _start(t, run, role_stack=t.role_stack[:-1])
+    ups.update(upd)
+    return ups, eff
+
+
+def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    role = e.role or t.role or Role.CODEWEAVER
+    session = e.session_id or t.sessions.get(role.value)
+    sessions = {**t.sessions, role.value: session} if session else dict(t.sessions)
+    prev = t.pending_run
+    run = AgentRun(
+        role=role,
+        resume_session=session,
+        kind="retry",
+        context=f"The previous attempt failed: {e.detail}"
+        + (f"\n{prev.context}" if prev is not None and prev.context else ""),
+    )
+    return _start(t, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
+
+
+def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    reason = (
+        f"{(e.role or t.role or Role.CODEWEAVER).display} failed {t.attempts + 1} times: {e.detail}"
+    )
+    return (
+        {
+            "attempts": t.attempts + 1,
+            "agent_running": False,
+            "pending_run": None,
+            "last_error": e.detail,
+            "blocked_reason": reason,
+        },
+        [ReportBlocked(t.id, reason)],
+    )
+
+
+def a_validator_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    ups = _after_signal(t, e)
+    ups["role"] = None
+    return ups, [RunWard(t.id)]
+
+
+def a_review_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    ups = _after_signal(t, e)
+    ups["role"] = None
+    return ups, [RunDiagramCheck(t.id)]
+
+
+def a_ward_passed_next(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    if t.stage is Stage.IMPLEMENT:
+        run = AgentRun(role=Role.SIEGEMASTER, kind="edge_cases", context=t.last_summary or "")
+        return _start(t, run, stage=Stage.EDGE_CASES)
+    run = AgentRun(role=Role.LAWBRINGER, kind="review", context=t.last_summary or "")
+    return _start(t, run, stage=Stage.REVIEW)
+
+
+def a_ward_passed_review(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {"role": None}, [RunDiagramCheck(t.id)]
+
+
+def a_ward_failed(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    run = AgentRun(role=Role.SPIRITMENDER, kind="ward_fix", context=e.detail)
+    return _start(t, run, ward_fixes=t.ward_fixes + 1, last_error="Ward failed")
+
+
+def a_ward_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    reason = f"Ward still fails after {t.ward_fixes} fixes by Spiritmender"
+    return {"blocked_reason": reason, "last_error": e.detail}, [ReportBlocked(t.id, reason)]
+
+
+def a_diagrams_synced(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {"missing_diagrams": (), "blocked_reason": None}, [OpenPullRequest(t.id)]
+
+
+def a_diagrams_missing(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    reason = "diagrams lag the code: " + "; ".join(e.missing)
+    return (
+        {"missing_diagrams": e.missing, "blocked_reason": reason},
+        [ReportBlocked(t.id, reason, e.missing)],
+    )
+
+
+def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    listing = "\n".join(f"- {m}" for m in t.missing_diagrams)
+    run = AgentRun(
+        role=Role.CODEWEAVER,
+        resume_session=t.sessions.get(Role.CODEWEAVER.value),
+        kind="diagram_fix",
+        context=f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}",
+    )
+    # Diagram-only work goes straight back to DiagramCheck after a Ward run.
+    return _start(t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1)
+
+
+def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    role = t.role or Role.CODEWEAVER
+    run = AgentRun(
+        role=role,
+        resume_session=t.sessions.get(role.value),
+        kind="retry",
+        context=e.detail or (t.blocked_reason or ""),
+    )
+    return _start(
+        t,
+        run,
+        attempts=0,
+        ward_fixes=0,
+        conflict_fixes=0,
+        blocked_reason=None,
+        missing_diagrams=(),
+    )
+
+
+def a_reset_outcome(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return {"outcome": None, "last_error": None, "blocked_reason": None}, []
+
+
+def a_pr_approved(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    pr = t.pr.model_copy(update={"approved_by": e.detail or None}) if t.pr else None
+    return {"pr": pr}, [MergePullRequest(t.id)]
+
+
+def _cleanup_effects(
+    t: TaskRecord, status: str, notes: str, summary: str | None, keep_branch: bool
+) -> list[Effect]:
+    effects: list[Effect] = [SyncBacklog(t.id, status, notes, summary), RemoveWorktree(t.id)]
+    if not keep_branch:
+        effects.append(DeleteBranch(t.id))
+    return effects
+
+
+def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    pr = (
+        t.pr.model_copy(update={"state": "merged", "merge_sha": e.detail or None}) if t.pr else None
+    )
+    notes = _notes(t, f"Merged {t.branch or ''} as {e.detail[:12] if e.detail else '?'}.")
+    effects = _cleanup_effects(t, "Done", notes, t.last_summary, keep_branch=False)
+    return {"pr": pr, "outcome": "merged", "role": None}, effects
+
+
+def a_merge_conflict(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    run = AgentRun(
+        role=Role.CODEWEAVER,
+        resume_session=t.sessions.get(Role.CODEWEAVER.value),
+        kind="conflict_fix",
+        context=f"Merging into the default branch conflicts in: {e.detail}",
+    )
+    return _start(t, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
+
+
+def a_conflict_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    reason = f"merge conflicts remain after {t.conflict_fixes} attempts: {e.detail}"
+    return {"blocked_reason": reason}, [ReportBlocked(t.id, reason)]
+
+
+def a_pr_rejected(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    pr = t.pr.model_copy(update={"state": "closed"}) if t.pr else None
+    note = _notes(t, f"Pull request closed without merging{': ' + e.detail if e.detail else ''}.")
+    effects = _cleanup_effects(t, "To Do", note, None, keep_branch=False)
+    return {"pr": pr, "outcome": "rejected", "role": None}, effects
+
+
+def a_abort(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    why = e.detail or e.name.value
+    note = _notes(t, f"Stopped by scaffold ({why}); the branch {t.branch or ''} is kept.")
+    effects: list[Effect] = []
+    if t.agent_running or t.pending_run is not None:
+        effects.append(StopAgent(t.id, why))
+    effects += _cleanup_effects(t, "To Do", note, None, keep_branch=True)
+    return (
+        {
+            "outcome": "aborted",
+            "pending_run": None,
+            "agent_running": False,
+            "role": None,
+            "last_error": why,
+        },
+        effects,
+    )
+
+
+def a_backlog_synced(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return (
+        {
+            "finished_at": e.at,
+            "worktree": None,
+            "role_stack": (),
+            "question_id": None,
+            "pending_run": None,
+        },
+        [],
+    )
+
+
+def _notes(t: TaskRecord, tail: str) -> str:
+    roles = sorted({s.role.display for s in t.signals})
+    parts = [tail]
+    if roles:
+        parts.append(
+            f"Roles: {', '.join(roles)}; agent runs: {t.agent_runs}; cost ${t.cost_usd:.2f}."
+        )
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- the table
+
+_WORKING = (S.PROCESSING, S.TEST_VALIDATION)
+_ABORTABLE = (
+    S.ALLOCATING,
+    S.PROCESSING,
+    S.TEST_VALIDATION,
+    S.DIAGRAM_CHECK,
+    S.BLOCKED,
+    S.PR_CREATED,
+)
+
+
+def _rows() -> list[Transition]:
+    t = Transition
+    rows = [
+        t("deps_resolved", S.IDLE, E.DEPS_RESOLVED, S.READY, _nothing),
+        t("retry_requested", S.IDLE, E.RETRY_REQUESTED, S.IDLE, a_reset_outcome),
+        t("task_selected", S.READY, E.TASK_SELECTED, S.ALLOCATING, a_task_selected, SAFETY_OK),
+        t("abort_signal", S.READY, E.ABORT_SIGNAL, S.IDLE, a_back_to_idle),
+        t("safety_limit_hit", S.READY, E.SAFETY_LIMIT_HIT, S.IDLE, a_back_to_idle),
+        t("worktree_created", S.ALLOCATING, E.WORKTREE_CREATED, S.PROCESSING, a_worktree_created),
+        t("allocation_failed", S.ALLOCATING, E.ALLOCATION_FAILED, S.BLOCKED, a_allocation_failed),
+        t("code_complete", S.PROCESSING, E.CODE_COMPLETE, S.TEST_VALIDATION, a_code_complete),
+        t("question_asked", S.PROCESSING, E.QUESTION_ASKED, S.PROCESSING, a_question_asked),
+        t(
+            "answer_received",
+            S.PROCESSING,
+            E.ANSWER_RECEIVED,
+            S.PROCESSING,
+            a_answer_received,
+            AWAITING_ANSWER,
+        ),
+        t(
+            "edge_cases_complete",
+            S.TEST_VALIDATION,
+            E.EDGE_CASES_COMPLETE,
+            S.TEST_VALIDATION,
+            a_validator_complete,
+        ),
+        t(
+            "review_complete",
+            S.TEST_VALIDATION,
+            E.REVIEW_COMPLETE,
+            S.DIAGRAM_CHECK,
+            a_review_complete,
+        ),
+        t(
+            "ward_passed",
+            S.TEST_VALIDATION,
+            E.WARD_PASSED,
+            S.TEST_VALIDATION,
+            a_ward_passed_next,
+            NEXT_VALIDATOR,
+        ),
+        t(
+            "tests_passed",
+            S.TEST_VALIDATION,
+            E.WARD_PASSED,
+            S.DIAGRAM_CHECK,
+            a_ward_passed_review,
+            REVIEWED,
+        ),
+        t("ward_failed", S.TEST_VALIDATION, E.WARD_FAILED, S.PROCESSING, a_ward_failed, FIXES_LEFT),
+        t(
+            "ward_exhausted",
+            S.TEST_VALIDATION,
+            E.WARD_FAILED,
+            S.BLOCKED,
+            a_ward_exhausted,
+            FIXES_EXHAUSTED,
+        ),
+        t("diagrams_synced", S.DIAGRAM_CHECK, E.DIAGRAMS_SYNCED, S.PR_CREATED, a_diagrams_synced),
+        t("diagrams_missing", S.DIAGRAM_CHECK, E.DIAGRAMS_MISSING, S.BLOCKED, a_diagrams_missing),
+        t(
+            "diagrams_updated",
+            S.BLOCKED,
+            E.DIAGRAMS_UPDATED,
+            S.PROCESSING,
+            a_diagrams_updated,
+            DIAGRAM_BLOCK,
+        ),
+        t(
+            "retry_requested",
+            S.BLOCKED,
+            E.RETRY_REQUESTED,
+            S.PROCESSING,
+            a_retry_requested,
+            BUILDER_BLOCKED,
+        ),
+        t(
+            "retry_requested",
+            S.BLOCKED,
+            E.RETRY_REQUESTED,
+            S.TEST_VALIDATION,
+            a_retry_requested,
+            VALIDATOR_BLOCKED,
+        ),
+        t("pr_approved", S.PR_CREATED, E.PR_APPROVED, S.MERGING, a_pr_approved),
+        t("pr_rejected", S.PR_CREATED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
+        t("pr_rejected", S.BLOCKED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
+        t("merge_complete", S.MERGING, E.MERGE_COMPLETE, S.CLEANUP, a_merge_complete),
+        t(
+            "merge_conflict",
+            S.MERGING,
+            E.MERGE_CONFLICT,
+            S.PROCESSING,
+            a_merge_conflict,
+            CONFLICT_FIXES_LEFT,
+        ),
+        t(
+            "conflict_exhausted",
+            S.MERGING,
+            E.MERGE_CONFLICT,
+            S.BLOCKED,
+            a_conflict_exhausted,
+            CONFLICT_FIXES_EXHAUSTED,
+        ),
+        t("backlog_synced", S.CLEANUP, E.BACKLOG_SYNCED, S.IDLE, a_backlog_synced),
+    ]
+    for src in _WORKING:
+        rows += [
+            t("continue_role", src, E.CONTINUE_ROLE, src, a_continue_role),
+            t("role_followup", src, E.ROLE_FOLLOWUP, S.PROCESSING, a_role_followup, TARGET_BUILDS),
+            t(
+                "role_followup",
+                src,
+                E.ROLE_FOLLOWUP,
+                S.TEST_VALIDATION,
+                a_role_followup,
+                TARGET_VALIDATES,
+            ),
+            t(
+                "followup_done",
+                src,
+                E.FOLLOWUP_DONE,
+                S.PROCESSING,
+                a_followup_done,
+                RESUMES_BUILDER,
+            ),
+            t(
+                "followup_done",
+                src,
+                E.FOLLOWUP_DONE,
+                S.TEST_VALIDATION,
+                a_followup_done,
+                RESUMES_VALIDATOR,
+            ),
+            t("retry_on_error", src, E.AGENT_FAILED, src, a_retry, ATTEMPTS_LEFT),
+            t(
+                "retries_exhausted",
+                src,
+                E.AGENT_FAILED,
+                S.BLOCKED,
+                a_retries_exhausted,
+                ATTEMPTS_EXHAUSTED,
+            ),
+        ]
+    for src in _ABORTABLE:
+        rows.append(t("abort_signal", src, E.ABORT_SIGNAL, S.CLEANUP, a_abort))
+    return rows
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def validate_table(rows: Sequence[Transition], initial: S = S.IDLE) -> None:
+    """Refuse a table with unreachable states, trap states or ambiguous rows."""
+    states = set(S)
+    out: dict[S, set[S]] = defaultdict(set)
+    groups: dict[tuple[S, E], list[Transition]] = defaultdict(list)
+    for row in rows:
+        out[row.source].add(row.target)
+        groups[(row.source, row.event)].append(row)
+    for (src, ev), group in groups.items():
+        if len(group) > 1 and any(r.guard is None for r in group):
+            raise MachineDefinitionError(
+                f"{src}/{ev}: {len(group)} transitions share a source and event; all need guards"
+            )
+        names = [r.guard.name for r in group if r.guard is not None]
+        if len(names) != len(set(names)):
+            raise MachineDefinitionError(f"{src}/{ev}: two transitions have the same guard")
+    reached = _reach(initial, out)
+    unreachable = states - reached
+    if unreachable:
+        raise MachineDefinitionError(f"unreachable states: {sorted(unreachable)}")
+    back: dict[S, set[S]] = defaultdict(set)
+    for src, targets in out.items():
+        for dst in targets:
+            back[dst].add(src)
+    can_return = _reach(initial, back)
+    traps = states - can_return
+    if traps:
+        raise MachineDefinitionError(f"trap states (no way back to {initial}): {sorted(traps)}")
+
+
+def _reach(start: S, edges: dict[S, set[S]]) -> set[S]:
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        for nxt in edges.get(queue.popleft(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return seen
+
+
+TABLE: tuple[Transition, ...] = tuple(_rows())
+validate_table(TABLE)
+_INDEX: dict[tuple[S, E], tuple[Transition, ...]] = {}
+for _row in TABLE:
+    _INDEX[(_row.source, _row.event)] = (*_INDEX.get((_row.source, _row.event), ()), _row)
+
+
+def transitions_from(state: S) -> list[Transition]:
+    return [r for r in TABLE if r.source is state]
+
+
+def allowed_events(state: S) -> list[E]:
+    return sorted({r.event for r in TABLE if r.source is state})
+
+
+# --------------------------------------------------------------------------- decide
+
+
+def select(task: TaskRecord, event: Event, limits: Limits) -> Transition:
+    candidates = _INDEX.get((task.state, event.name), ())
+    if not candidates:
+        raise IllegalTransition(task.state.value, event.name.value)
+    passing = [r for r in candidates if r.guard is None or r.guard(task, event, limits)]
+    if len(passing) != 1:
+        guards = ", ".join(r.guard.name for r in candidates if r.guard is not None)
+        raise IllegalTransition(
+            task.state.value, event.name.value, f"{len(passing)} of the guards hold: {guards}"
+        )
+    return passing[0]
+
+
+def decide(task: TaskRecord, event: Event, limits: Limits | None = None) -> Decision:
+    """The pure step: the transition the event takes, the new record and the effects."""
+    lim = limits or Limits()
+    row = select(task, event, lim)
+    updates, effects = row.action(task, event, lim)
+    updates["state"] = row.target
+    return Decision(task.model_copy(update=updates), tuple(effects), row)
+
+
+# --------------------------------------------------------------------------- diagram
+
+
+def mermaid(rows: Iterable[Transition] = TABLE) -> str:
+    """The state diagram of the table, in a stable order."""
+    lines = ["stateDiagram-v2", f"    [*] --> {S.IDLE.value}"]
+    seen: set[str] = set()
+    for row in rows:
+        line = f"    {row.source.value} --> {row.target.value}: {row.label}"
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    return "\n".join(lines) + "\n"

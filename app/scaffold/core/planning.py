@@ -1,0 +1,181 @@
+"""The quest-level planning phases: ChaosWhisperer, then PathSeeker, then the task slots.
+
+A small declared table like the task lifecycle: (phase, event) -> phase, pure.
+ChaosWhisperer may only complete or ask; PathSeeker may also continue itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scaffold.core.effects import AskQuestion, Effect, StartAgent
+from scaffold.core.events import Event
+from scaffold.core.states import EventName as E
+from scaffold.errors import IllegalTransition
+from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
+from scaffold.roles import Role
+from scaffold.signals import Complete, NeedsUserInput, PartiallyComplete
+
+P = QuestPhase
+PlanAction = Callable[[PlanningState, Event, int], tuple[dict[str, Any], list[Effect]]]
+
+
+@dataclass(frozen=True)
+class PlanTransition:
+    name: str
+    source: QuestPhase
+    event: E
+    target: QuestPhase
+    action: PlanAction
+    when_attempts_left: bool | None = None  # guard for agent_failed rows
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    phase: QuestPhase
+    planning: PlanningState
+    effects: tuple[Effect, ...]
+    transition: PlanTransition
+
+
+def _start(p: PlanningState, run: AgentRun, **ups: Any) -> tuple[dict[str, Any], list[Effect]]:
+    ups.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
+    return ups, [StartAgent(None, run)]
+
+
+def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
+    sessions = dict(p.sessions)
+    if e.session_id:
+        sessions[p.role.value] = e.session_id
+    return {"sessions": sessions, "attempts": 0, "agent_running": False, "pending_run": None}
+
+
+def _requirements_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    ups = _signalled(p, e)
+    summary = e.signal.summary if isinstance(e.signal, Complete) else ""
+    run = AgentRun(role=Role.PATHSEEKER, kind="fresh", context=summary)
+    upd, eff = _start(p, run, last_summary=summary)
+    ups.update(upd)
+    return ups, eff
+
+
+def _plan_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    ups = _signalled(p, e)
+    ups["last_summary"] = e.signal.summary if isinstance(e.signal, Complete) else ""
+    return ups, []
+
+
+def _continue(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    sig = e.signal
+    assert isinstance(sig, PartiallyComplete)
+    ups = _signalled(p, e)
+    run = AgentRun(
+        role=p.role,
+        resume_session=e.session_id or p.sessions.get(p.role.value),
+        kind="continue",
+        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
+    )
+    upd, eff = _start(p, run)
+    ups.update(upd)
+    return ups, eff
+
+
+def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    if not isinstance(e.signal, NeedsUserInput) or not e.question_id:
+        raise IllegalTransition(p.role.value, e.name, "a question needs a signal and an id")
+    ups = _signalled(p, e)
+    ups["question_id"] = e.question_id
+    return ups, [AskQuestion(None, e.question_id)]
+
+
+def _answer(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    run = AgentRun(
+        role=p.role,
+        resume_session=p.sessions.get(p.role.value),
+        kind="answer",
+        context=e.answer or "",
+    )
+    return _start(p, run)
+
+
+def _retry(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    session = e.session_id or p.sessions.get(p.role.value)
+    run = AgentRun(
+        role=p.role,
+        resume_session=session,
+        kind="retry",
+        context=f"The previous attempt failed: {e.detail}",
+    )
+    return _start(p, run, attempts=p.attempts + 1)
+
+
+def _give_up(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    return {"attempts": p.attempts + 1, "agent_running": False, "pending_run": None}, []
+
+
+def _stop(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+    return {"pending_run": None, "agent_running": False}, []
+
+
+def _rows() -> tuple[PlanTransition, ...]:
+    t = PlanTransition
+    rows = [
+        t("requirements_locked", P.REQUIREMENTS, E.CODE_COMPLETE, P.PLANNING, _requirements_done),
+        t("tasks_planned", P.PLANNING, E.CODE_COMPLETE, P.EXECUTING, _plan_done),
+        t("continue_role", P.PLANNING, E.CONTINUE_ROLE, P.PLANNING, _continue),
+    ]
+    for ph in (P.REQUIREMENTS, P.PLANNING):
+        rows += [
+            t("question_asked", ph, E.QUESTION_ASKED, ph, _ask),
+            t("answer_received", ph, E.ANSWER_RECEIVED, ph, _answer),
+            t("retry_on_error", ph, E.AGENT_FAILED, ph, _retry, True),
+            t("retries_exhausted", ph, E.AGENT_FAILED, P.FAILED, _give_up, False),
+            t("abort_signal", ph, E.ABORT_SIGNAL, P.STOPPED, _stop),
+        ]
+    return tuple(rows)
+
+
+PLAN_TABLE = _rows()
+
+
+def decide_planning(
+    phase: QuestPhase, planning: PlanningState, event: Event, max_attempts: int = 3
+) -> PlanDecision:
+    # Like a task's agent run, a planning run is retried up to ``max_attempts`` times.
+    attempts_left = planning.attempts < max_attempts
+    for row in PLAN_TABLE:
+        if row.source is not phase or row.event is not event.name:
+            continue
+        if row.when_attempts_left is not None and row.when_attempts_left != attempts_left:
+            continue
+        updates, effects = row.action(planning, event, max_attempts)
+        return PlanDecision(row.target, planning.model_copy(update=updates), tuple(effects), row)
+    raise IllegalTransition(phase.value, event.name.value, "no planning transition")
+
+
+def planning_event_for(phase: QuestPhase, signal: object) -> E:
+    """Route a planning agent's signal; a role follow-up is not a planning move."""
+    if isinstance(signal, Complete):
+        return E.CODE_COMPLETE
+    if isinstance(signal, PartiallyComplete):
+        return E.CONTINUE_ROLE
+    if isinstance(signal, NeedsUserInput):
+        return E.QUESTION_ASKED
+    raise IllegalTransition(phase.value, "role_followup", "planning roles cannot hand off")
+
+
+def mermaid(rows: Iterable[PlanTransition] = PLAN_TABLE) -> str:
+    """The state diagram of the planning phases, in table order (see ``docs/diagrams``)."""
+    lines = ["stateDiagram-v2", f"    [*] --> {P.REQUIREMENTS.value}"]
+    seen: set[str] = set()
+    for row in rows:
+        guard = ""
+        if row.when_attempts_left is not None:
+            guard = " [attempts left]" if row.when_attempts_left else " [attempts used up]"
+        line = f"    {row.source.value} --> {row.target.value}: {row.name}{guard}"
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    return "\n".join(lines) + "\n"

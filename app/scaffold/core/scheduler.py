@@ -1,0 +1,303 @@
+"""Which tasks to start now: a pure list scheduler over the quest's task graph.
+
+scaffold runs at most N agents at once (``slots``, default 3). Whenever a slot is
+free the runtime asks :func:`schedule` which tasks to start; this module answers
+from plain data (no I/O, no clock) so the rule can be tested exhaustively and
+benchmarked (``bench/bench_scheduler.py``).
+
+A task is *ready* when it is eligible (its status and lifecycle allow a start,
+e.g. status "To Do" and lifecycle Idle), is neither done nor running, and every
+dependency is a task of the input that is done. A dependency id missing from the
+input means "not ready": scaffold never guesses that an unknown task is finished.
+Tasks on a dependency cycle are therefore never ready, and nothing here recurses,
+so a cycle (or a chain of thousands of tasks) cannot hang or overflow the stack.
+
+Ready tasks are ordered by, in turn:
+
+1. Effective priority: ``high`` before ``medium`` before ``low``. ``None`` and any
+   unknown value count as ``medium`` (Backlog.md leaves priority optional, and an
+   unset priority is "normal", not "last"); the comparison ignores case, as the
+   Backlog.md CLI does. A task inherits the highest priority of the not-done tasks
+   that wait on it, transitively: the prerequisite of a ``high`` task is ``high``
+   work, otherwise marking a task ``high`` would not make it finish any sooner.
+2. Critical path, longest first: the ``estimate``-weighted length of the longest
+   chain of not-done tasks that starts at the task and follows "is depended on by"
+   edges (the task's own estimate included). Starting the task that holds up the
+   longest chain first is the classic list-scheduling rule (HLFET / "bottom
+   level") and keeps the makespan near its lower bound.
+3. Number of not-done tasks that depend on it directly, most first: among equally
+   long chains, the task that unblocks more work keeps more slots busy.
+4. Numeric task id (:func:`scaffold.ids.task_sort_key`), then the id itself, so the
+   order is total and does not depend on the order of the input.
+
+Critical paths are computed once per call in O(V + E): strongly connected
+components (Tarjan, iterative) give a condensed DAG whose components come out
+sinks first, so each length is a single max over already-known successors. A
+cycle is costed as if its members ran one after another (the sum of their
+estimates); its members never run before the cycle is broken, the figure only
+ranks the tasks upstream of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from scaffold.errors import BacklogError
+from scaffold.ids import normalize_task_id, task_sort_key
+
+__all__ = [
+    "DEFAULT_SLOTS",
+    "PRIORITY_RANK",
+    "SchedTask",
+    "critical_path_lengths",
+    "effective_priority_ranks",
+    "priority_rank",
+    "rank_ready",
+    "ready_tasks",
+    "schedule",
+]
+
+DEFAULT_SLOTS = 3
+
+# Lower rank starts first. Unknown or missing priority ranks as medium.
+PRIORITY_RANK: Mapping[str, int] = MappingProxyType({"high": 0, "medium": 1, "low": 2})
+_DEFAULT_RANK = PRIORITY_RANK["medium"]
+
+
+@dataclass(frozen=True)
+class SchedTask:
+    """What the scheduler needs to know about one task.
+
+    ``id`` and ``dependencies`` are normalised with
+    :func:`scaffold.ids.normalize_task_id` (``task-2`` -> ``TASK-2``), so an
+    invalid id raises :class:`scaffold.errors.InvalidIdError` here, once.
+    ``eligible`` says the task may start as far as its own state goes (status To
+    Do, lifecycle Idle); readiness by dependencies is decided by the scheduler.
+    ``estimate`` weights the critical path (default 1: every task counts the same).
+    """
+
+    id: str
+    dependencies: tuple[str, ...] = ()
+    priority: str | None = None
+    done: bool = False
+    eligible: bool = True
+    estimate: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", _canonical_id(self.id))
+        deps = tuple(_canonical_id(d) for d in self.dependencies)
+        object.__setattr__(self, "dependencies", deps)
+        estimate = float(self.estimate)
+        if not math.isfinite(estimate) or estimate < 0:
+            raise BacklogError(
+                self.id, f"estimate must be a finite number >= 0, got {self.estimate!r}"
+            )
+        object.__setattr__(self, "estimate", estimate)
+
+
+def priority_rank(priority: str | None) -> int:
+    """0 for high, 1 for medium, missing or unknown, 2 for low (case-insensitive)."""
+    if priority is None:
+        return _DEFAULT_RANK
+    return PRIORITY_RANK.get(priority.strip().lower(), _DEFAULT_RANK)
+
+
+def critical_path_lengths(tasks: Iterable[SchedTask]) -> dict[str, float]:
+    """Estimate-weighted longest chain of not-done tasks starting at each task.
+
+    Done tasks get 0.0. For a not-done task it is its own estimate plus the
+    longest such chain among the not-done tasks that depend on it (members of a
+    cycle share the cycle's summed estimate plus the longest chain after it).
+    """
+    graph = _Graph.build(tasks)
+    return graph.critical_paths()
+
+
+def effective_priority_ranks(tasks: Iterable[SchedTask]) -> dict[str, int]:
+    """Rank (see :func:`priority_rank`) after inheriting from dependants.
+
+    A not-done task takes the best (lowest) rank among itself and every not-done
+    task that depends on it, transitively. Done tasks keep their own rank.
+    """
+    graph = _Graph.build(tasks)
+    return graph.effective_ranks()
+
+
+def ready_tasks(tasks: Iterable[SchedTask], running: Collection[str] = ()) -> list[str]:
+    """Ids of the ready tasks (see the module docstring), in numeric id order."""
+    graph = _Graph.build(tasks)
+    return sorted(graph.ready(_normalize_running(running)), key=_id_key)
+
+
+def rank_ready(tasks: Iterable[SchedTask], running: Collection[str] = ()) -> list[str]:
+    """Every ready task, best first; :func:`schedule` takes a prefix of this."""
+    graph = _Graph.build(tasks)
+    ready = graph.ready(_normalize_running(running))
+    if not ready:
+        return []
+    cp, ranks = graph.analyse()
+    fan_out = graph.fan_out()
+
+    def key(task_id: str) -> tuple[int, float, int, tuple[int, ...], str]:
+        return (ranks[task_id], -cp[task_id], -fan_out[task_id], *_id_key(task_id))
+
+    return sorted(ready, key=key)
+
+
+def schedule(
+    tasks: Iterable[SchedTask],
+    running: Collection[str] = (),
+    slots: int = DEFAULT_SLOTS,
+) -> list[str]:
+    """Ids of the tasks to start now, best first, at most the number of free slots.
+
+    ``running`` holds the ids currently occupying a slot (tasks absent from
+    ``tasks`` still count). Free slots are ``slots - len(running)``, never
+    negative; ``slots <= 0`` therefore starts nothing.
+    """
+    running_ids = _normalize_running(running)
+    free = slots - len(running_ids)
+    if free <= 0:
+        return []
+    return rank_ready(tasks, running_ids)[:free]
+
+
+def _normalize_running(running: Collection[str]) -> frozenset[str]:
+    return frozenset(_canonical_id(r) for r in running)
+
+
+# The same few dozen ids are normalised and sorted on every call (the runtime asks
+# each time a slot frees); caching the pure id functions keeps a call cheap.
+# Invalid ids raise and are not cached.
+@functools.lru_cache(maxsize=4096)
+def _canonical_id(value: str) -> str:
+    return normalize_task_id(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_key(task_id: str) -> tuple[tuple[int, ...], str]:
+    return (task_sort_key(task_id), task_id)
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """The input indexed once: tasks by id, and dependants of each not-done task."""
+
+    by_id: Mapping[str, SchedTask]
+    # Edges among not-done tasks only: dependency -> tasks that depend on it.
+    dependants: Mapping[str, Sequence[str]]
+
+    @classmethod
+    def build(cls, tasks: Iterable[SchedTask]) -> _Graph:
+        by_id: dict[str, SchedTask] = {}
+        for task in tasks:
+            if task.id in by_id:
+                raise BacklogError("task graph", f"duplicate task id {task.id}")
+            by_id[task.id] = task
+        dependants: dict[str, list[str]] = {tid: [] for tid, t in by_id.items() if not t.done}
+        for task in by_id.values():
+            if task.done:
+                continue
+            # dict.fromkeys: drop repeated dependencies, keep a stable order.
+            for dep in dict.fromkeys(task.dependencies):
+                if dep in dependants:
+                    dependants[dep].append(task.id)
+        return cls(by_id=by_id, dependants=dependants)
+
+    def ready(self, running: frozenset[str]) -> list[str]:
+        by_id = self.by_id
+        out: list[str] = []
+        for task in by_id.values():
+            if task.done or not task.eligible or task.id in running:
+                continue
+            if all(dep in by_id and by_id[dep].done for dep in task.dependencies):
+                out.append(task.id)
+        return out
+
+    def fan_out(self) -> dict[str, int]:
+        return {tid: len(deps) for tid, deps in self.dependants.items()}
+
+    def components(self) -> list[list[str]]:
+        """Strongly connected components of the not-done graph, sinks first.
+
+        Iterative Tarjan: a component is emitted only after every component it
+        reaches, which is the order the critical-path max needs.
+        """
+        succ = self.dependants
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        out: list[list[str]] = []
+        for root in succ:
+            if root in index:
+                continue
+            index[root] = low[root] = len(index)
+            stack.append(root)
+            on_stack.add(root)
+            work = [(root, iter(succ[root]))]
+            while work:
+                node, edges = work[-1]
+                descended = False
+                for nxt in edges:
+                    if nxt not in index:
+                        index[nxt] = low[nxt] = len(index)
+                        stack.append(nxt)
+                        on_stack.add(nxt)
+                        work.append((nxt, iter(succ[nxt])))
+                        descended = True
+                        break
+                    if nxt in on_stack:
+                        low[node] = min(low[node], index[nxt])
+                if descended:
+                    continue
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    out.append(component)
+        return out
+
+    def critical_paths(self) -> dict[str, float]:
+        return self.analyse()[0]
+
+    def effective_ranks(self) -> dict[str, int]:
+        return self.analyse()[1]
+
+    def analyse(self) -> tuple[dict[str, float], dict[str, int]]:
+        """Critical-path length and inherited priority rank of every task, in one pass."""
+        lengths: dict[str, float] = {}
+        ranks: dict[str, int] = {}
+        for tid, task in self.by_id.items():
+            if task.done:
+                lengths[tid] = 0.0
+                ranks[tid] = priority_rank(task.priority)
+        for component in self.components():
+            members = set(component)
+            after = [n for m in component for n in self.dependants[m] if n not in members]
+            if len(component) == 1:
+                weight = self.by_id[component[0]].estimate
+            else:
+                # Sum in id order so the float result does not depend on input order.
+                weight = sum(self.by_id[m].estimate for m in sorted(component, key=_id_key))
+            length = weight + max((lengths[n] for n in after), default=0.0)
+            rank = min(
+                [priority_rank(self.by_id[m].priority) for m in component]
+                + [ranks[n] for n in after]
+            )
+            for m in component:
+                lengths[m] = length
+                ranks[m] = rank
+        return lengths, ranks

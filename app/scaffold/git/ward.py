@@ -1,0 +1,242 @@
+"""Ward: the deterministic checks a repository configures (lint, types, tests).
+
+Ward is not an agent: it runs each configured argv list in the task's
+worktree and reports what happened. Decisions:
+
+* Every command runs, even after one fails, and all results are reported:
+  Spiritmender fixes more in one pass when it sees the lint errors and the
+  test failures together. ``passed`` is true only if every command passed.
+* argv lists only, never a shell. A program that cannot be started (missing,
+  not executable, empty argv) is a failed command with a clear message
+  (exit 127 or 126, like a shell), not an exception.
+* Each command gets its own process group and ``timeout_s`` seconds; on
+  timeout the whole group gets SIGTERM, then SIGKILL after a short grace.
+  Processes a command leaves behind in its group are killed when it ends.
+* stdout and stderr share one pipe, so the output keeps its interleaving;
+  only the last 20 KB are kept (a failing test run's summary is at the end).
+* No configured commands means nothing to fail: ``passed`` is true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OUTPUT_TAIL_BYTES = 20 * 1024
+KILL_GRACE_S = 2.0
+# How long to keep reading after a command exits while something it started
+# still holds the output pipe open.
+_DRAIN_AFTER_EXIT_S = 0.5
+
+
+@dataclass(frozen=True)
+class WardCommandResult:
+    """One Ward command: its argv, exit code, last output and how long it took.
+
+    ``returncode`` is negative (minus the signal) when the process was killed.
+    """
+
+    argv: list[str]
+    returncode: int
+    output_tail: str
+    duration_s: float
+    timed_out: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class WardResult:
+    passed: bool
+    results: list[WardCommandResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[WardCommandResult]:
+        return [r for r in self.results if not r.passed]
+
+
+class _Tail:
+    """Keeps the last ``limit`` bytes written to it and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buf = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        self.buf += data
+        excess = len(self.buf) - self.limit
+        if excess > 0:
+            del self.buf[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        body = self.buf.decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"[... {self.dropped} earlier bytes omitted ...]\n{body}"
+        return body
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def run_command(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    *,
+    tail_bytes: int = OUTPUT_TAIL_BYTES,
+    kill_grace_s: float = KILL_GRACE_S,
+) -> WardCommandResult:
+    """Run one Ward command; never raises for a command that fails or will not start."""
+    args = [str(a) for a in argv]
+    start = time.monotonic()
+    if not args:
+        return WardCommandResult(args, 127, "scaffold: empty Ward command", 0.0)
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        missing = args[0] if exc.filename in (None, args[0]) else str(exc.filename)
+        what = "working directory" if not Path(cwd).is_dir() else "command"
+        name = str(cwd) if what == "working directory" else missing
+        return WardCommandResult(
+            args, 127, f"scaffold: {what} not found: {name}", time.monotonic() - start
+        )
+    except PermissionError as exc:
+        return WardCommandResult(
+            args, 126, f"scaffold: cannot execute {args[0]}: {exc}", time.monotonic() - start
+        )
+    except OSError as exc:
+        return WardCommandResult(
+            args, 126, f"scaffold: cannot start {args[0]}: {exc}", time.monotonic() - start
+        )
+
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    tail = _Tail(tail_bytes)
+    deadline = start + timeout_s
+    timed_out = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
+                break
+            if exited_at is None and now >= deadline:
+                timed_out = True
+                break
+            wait = min(0.2, max(0.0, deadline - now))
+            if sel.select(timeout=wait):
+                data = os.read(fd, 65536)
+                if not data:
+                    break  # every writer closed the pipe
+                tail.add(data)
+    if timed_out:
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=kill_grace_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid, signal.SIGKILL)
+    returncode = proc.wait()
+    # Whatever the command left running in its group goes too.
+    _kill_group(proc.pid, signal.SIGKILL)
+    _drain_nonblocking(fd, tail)
+    proc.stdout.close()
+    duration = time.monotonic() - start
+    output = tail.text()
+    if timed_out:
+        output += f"\n[scaffold: timed out after {timeout_s:g} s; process group killed]"
+    return WardCommandResult(args, returncode, output, duration, timed_out)
+
+
+def _drain_nonblocking(fd: int, tail: _Tail) -> None:
+    os.set_blocking(fd, False)
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        tail.add(data)
+
+
+def run_ward(
+    commands: Sequence[Sequence[str]],
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+) -> WardResult:
+    """Run every Ward command in ``cwd`` (``timeout_s`` each) and report all of them.
+
+    ``env`` is the whole environment of the commands (as for ``subprocess``);
+    None inherits scaffold's.
+    """
+    results = [run_command(argv, cwd, timeout_s, env) for argv in commands]
+    return WardResult(passed=all(r.passed for r in results), results=results)
+
+
+def format_ward_report(result: WardResult, max_chars: int = 12_000) -> str:
+    """A prompt-sized account of a Ward run: one line per command, output of failures.
+
+    The output budget is shared among the failed commands, and each keeps
+    the end of its output, where the summary usually is. The whole report
+    stays within ``max_chars``.
+    """
+    failed = result.failed
+    verdict = (
+        "passed"
+        if result.passed
+        else f"FAILED ({len(failed)} of {len(result.results)} commands failed)"
+    )
+    lines = [f"Ward {verdict}."]
+    for r in result.results:
+        if r.timed_out:
+            state = f"TIMED OUT after {r.duration_s:.1f} s"
+        elif r.passed:
+            state = f"ok in {r.duration_s:.1f} s"
+        else:
+            state = f"FAILED with exit {r.returncode} in {r.duration_s:.1f} s"
+        lines.append(f"- `{shlex.join(r.argv)}`: {state}")
+    head = "\n".join(lines)
+    if not failed:
+        return head[:max_chars]
+    sections_budget = max(0, max_chars - len(head))
+    per = sections_budget // len(failed)
+    parts = [head]
+    for r in failed:
+        title = f"\n\n### `{shlex.join(r.argv)}` output (last part)\n```\n"
+        closing = "\n```"
+        room = per - len(title) - len(closing)
+        if room <= 0:
+            continue
+        body = r.output_tail.replace("```", "'''")
+        if len(body) > room:
+            marker = "[...]\n"
+            body = marker + body[-max(0, room - len(marker)) :] if room > len(marker) else ""
+        parts.append(title + body + closing)
+    return "".join(parts)[:max_chars]

@@ -1,0 +1,721 @@
+"""Task worktrees, task branches and merges on a real git repository.
+
+One task = one branch ``scaffold/task-<num>`` = one linked worktree under
+``<repo>/.scaffold/worktrees/task-<num>``. Every operation here is idempotent:
+an orchestrator restarted after ``kill -9`` calls it again and gets the same
+end state, never a duplicate merge, branch or worktree.
+
+Decisions worth knowing (the why is next to the code):
+
+* Merges never run ``git merge`` in a checkout. ``git merge-tree --write-tree``
+  computes the result (and the conflicts) without touching any working tree;
+  ``git commit-tree`` makes the commit and ``git update-ref <new> <old>`` moves
+  the branch with a compare-and-swap.
+* If the target branch is checked out somewhere (normally the user's own
+  checkout of the default branch), that checkout is brought forward with
+  ``git read-tree -m -u <old> <new>``: the two-tree merge ``git checkout`` uses
+  to switch commits. It keeps unrelated staged and unstaged changes, and it
+  REFUSES (changing nothing) when a local change or an untracked file touches
+  a path the merge changes; scaffold then reports ``blocked_paths`` instead of
+  clobbering the person's work. The checkout is updated before the ref moves,
+  the order ``git merge`` itself uses: a crash in between leaves the merge
+  result staged on top of the old commit, and calling ``merge`` again finishes
+  the job cleanly.
+* Commits are made as ``scaffold <scaffold@localhost>`` with repository hooks
+  and signing disabled: Ward, not a hook, is where checks run, and a hook or a
+  pinentry prompt must not hang an unattended run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from scaffold.errors import GitError, InvalidIdError
+from scaffold.git.changes import FileChange, parse_name_status_z
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, GitOutput, run_git
+from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
+
+SCAFFOLD_DIR = ".scaffold"
+WORKTREES_SUBDIR = "worktrees"
+
+# Attempts at moving a branch when someone else moves it at the same moment.
+_CAS_ATTEMPTS = 3
+
+# Hooks off for scaffold's own commits and checkouts (see module docstring).
+_NO_HOOKS: tuple[str, ...] = ("-c", f"core.hooksPath={os.devnull}")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The outcome of merging one branch into another.
+
+    ``merged`` is true when the target now contains the source: either a new
+    commit ``sha`` was made, or ``already_merged`` (nothing to do; ``sha`` is
+    then the commit that brought the source in when one can be found).
+    ``conflict_files`` lists the paths the two sides both changed (nothing
+    was written anywhere). ``blocked_paths`` lists paths where uncommitted
+    changes in the checkout of the target branch would have been overwritten
+    (nothing was written either; the person commits or stashes, then retries).
+    """
+
+    merged: bool
+    sha: str | None
+    conflict_files: list[str] = field(default_factory=list)
+    already_merged: bool = False
+    blocked_paths: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorktreeInfo:
+    """A worktree (or a leftover directory) that belongs to scaffold."""
+
+    path: Path
+    task_id: str | None
+    branch: str | None
+    head: str | None
+    registered: bool
+    locked: bool = False
+    prunable: bool = False
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One record of ``git worktree list --porcelain``."""
+
+    path: Path
+    head: str | None
+    ref: str | None
+    bare: bool
+    detached: bool
+    locked: bool
+    prunable: bool
+
+
+def safe_child(root: Path, name: str) -> Path:
+    """``root / name``, refusing any ``name`` that would land outside ``root``.
+
+    Checked on the resolved path, so ``..``, absolute names and symlinks out of
+    the root are refused even if an id slipped past validation.
+    """
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise InvalidIdError(name, "worktree name")
+    real_root = root.resolve()
+    candidate = (real_root / name).resolve()
+    if candidate.parent != real_root or candidate.name != name:
+        raise InvalidIdError(name, "worktree name")
+    return real_root / name
+
+
+def _parse_worktree_list(output: str) -> list[_Entry]:
+    entries: list[_Entry] = []
+    record: list[str] = []
+    for item in [*output.split("\0"), ""]:
+        if item:
+            record.append(item)
+            continue
+        if not record:
+            continue
+        attrs: dict[str, str] = {}
+        for line in record:
+            key, _, value = line.partition(" ")
+            attrs[key] = value
+        record = []
+        if "worktree" not in attrs:
+            continue
+        entries.append(
+            _Entry(
+                path=Path(attrs["worktree"]),
+                head=attrs.get("HEAD"),
+                ref=attrs.get("branch"),
+                bare="bare" in attrs,
+                detached="detached" in attrs,
+                locked="locked" in attrs,
+                prunable="prunable" in attrs,
+            )
+        )
+    return entries
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+class Workspace:
+    """The task worktrees and branches of one repository."""
+
+    def __init__(
+        self,
+        repo_root: Path,
+        worktree_root: Path | None = None,
+        default_branch: str | None = None,
+    ) -> None:
+        self.repo_root = Path(repo_root).resolve()
+        root = worktree_root if worktree_root is not None else self._default_root()
+        self.worktree_root = Path(root).resolve()
+        self._configured_default = default_branch
+        self._default: str | None = None
+        self._common_dir: Path | None = None
+
+    def _default_root(self) -> Path:
+        return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
+
+    # ------------------------------------------------------------------ basics
+
+    def _git(
+        self,
+        args: Sequence[str],
+        cwd: Path | None = None,
+        *,
+        check: bool = True,
+        ok_codes: Sequence[int] = (0,),
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+    ) -> GitOutput:
+        return run_git(
+            args,
+            cwd if cwd is not None else self.repo_root,
+            check=check,
+            ok_codes=ok_codes,
+            env=env,
+            input_text=input_text,
+        )
+
+    def _rev(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None when it does not exist."""
+        out = self._git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False)
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    def _require_rev(self, rev: str) -> str:
+        sha = self._rev(rev)
+        if sha is None:
+            raise GitError(["rev-parse", "--verify", rev], 128, f"unknown revision {rev!r}")
+        return sha
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        out = self._git(["merge-base", "--is-ancestor", ancestor, descendant], ok_codes=(0, 1))
+        return out.returncode == 0
+
+    def common_dir(self) -> Path:
+        """The repository's shared git directory (``.git`` of the main worktree)."""
+        if self._common_dir is None:
+            out = self._git(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            self._common_dir = Path(out.stdout.strip())
+        return self._common_dir
+
+    def _entries(self) -> list[_Entry]:
+        return _parse_worktree_list(self._git(["worktree", "list", "--porcelain", "-z"]).stdout)
+
+    def _checkout_of(self, branch: str) -> Path | None:
+        """The live worktree that has ``branch`` checked out, if any."""
+        ref = f"refs/heads/{branch}"
+        for entry in self._entries():
+            if entry.ref == ref and not entry.bare and not entry.prunable and entry.path.is_dir():
+                return entry.path
+        return None
+
+    # ---------------------------------------------------------- default branch
+
+    def default_branch(self) -> str:
+        """The branch tasks start from and merge into.
+
+        The configured name if one was given; else the branch the main
+        worktree's HEAD points at (unless that is a scaffold task branch);
+        else ``origin/HEAD``'s branch, ``main`` or ``master``. Worked out once
+        per Workspace so a person switching branches mid-run changes nothing.
+        """
+        if self._default is not None:
+            return self._default
+        if self._configured_default is not None:
+            self._default = self._check_branch_name(self._configured_default)
+            return self._default
+        git_dir = f"--git-dir={self.common_dir()}"
+        head = self._git([git_dir, "symbolic-ref", "-q", "HEAD"], ok_codes=(0, 1)).stdout.strip()
+        if head.startswith("refs/heads/") and not head.startswith(f"refs/heads/{BRANCH_PREFIX}"):
+            self._default = head.removeprefix("refs/heads/")
+            return self._default
+        origin = self._git(
+            ["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], ok_codes=(0, 1)
+        ).stdout.strip()
+        candidates = []
+        if origin.startswith("refs/remotes/origin/"):
+            candidates.append(origin.removeprefix("refs/remotes/origin/"))
+        candidates += ["main", "master"]
+        for name in candidates:
+            if self._rev(f"refs/heads/{name}") is not None:
+                self._default = name
+                return name
+        raise GitError(
+            ["symbolic-ref", "HEAD"],
+            1,
+            "cannot tell the default branch (detached HEAD, no main or master); configure it",
+        )
+
+    def _check_branch_name(self, name: str) -> str:
+        if not name or name.startswith("-") or "@{" in name:
+            raise InvalidIdError(name, "branch name")
+        out = self._git(["check-ref-format", f"refs/heads/{name}"], check=False)
+        if out.returncode != 0:
+            raise InvalidIdError(name, "branch name")
+        return name
+
+    # ----------------------------------------------------------------- ignore
+
+    def ensure_excluded(self) -> None:
+        """Keep scaffold's folder out of ``git status`` without touching tracked files.
+
+        Adds ``/.scaffold/`` (and the worktree root, when it is elsewhere inside
+        the repository) to ``<common-dir>/info/exclude``, once.
+        """
+        patterns = [f"/{SCAFFOLD_DIR}/"]
+        try:
+            rel = self.worktree_root.relative_to(self.repo_root)
+        except ValueError:
+            rel = None
+        if rel is not None and rel.parts and rel.parts[0] != SCAFFOLD_DIR:
+            escaped = "".join("\\" + c if c in "*?[\\!#" else c for c in rel.as_posix())
+            patterns.append(f"/{escaped}/")
+        exclude = self.common_dir() / "info" / "exclude"
+        existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        present = {line.strip() for line in existing.splitlines()}
+        missing = [
+            p for p in patterns if not present & {p, p.lstrip("/"), p.rstrip("/"), p.strip("/")}
+        ]
+        if not missing:
+            return
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        prefix = "" if not existing or existing.endswith("\n") else "\n"
+        with exclude.open("a", encoding="utf-8") as fh:
+            fh.write(prefix + "# scaffold task worktrees\n" + "".join(p + "\n" for p in missing))
+
+    # -------------------------------------------------------------- worktrees
+
+    def worktree_path(self, task_id: str) -> Path:
+        """Where the task's worktree lives (validates the id; creates nothing)."""
+        return safe_child(self.worktree_root, f"task-{task_number(task_id)}")
+
+    def _entry_at(self, path: Path) -> _Entry | None:
+        for entry in self._entries():
+            if _same_path(entry.path, path):
+                return entry
+        return None
+
+    def _healthy(self, entry: _Entry, path: Path, branch: str) -> bool:
+        if entry.locked or entry.prunable or entry.ref != f"refs/heads/{branch}":
+            return False
+        if not path.is_dir():
+            return False
+        top = self._git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
+        if top.returncode != 0 or not _same_path(Path(top.stdout.strip()), path):
+            return False
+        head = self._git(["symbolic-ref", "-q", "HEAD"], cwd=path, check=False)
+        return head.stdout.strip() == f"refs/heads/{branch}"
+
+    def _discard(self, path: Path) -> None:
+        """Remove whatever is at ``path``: a registered worktree or a stale folder."""
+        if self._entry_at(path) is not None:
+            self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
+        if self._entry_at(path) is not None:
+            # Locked with its folder gone, or a submodule inside: unlock, then prune.
+            self._git(["worktree", "unlock", str(path)], check=False)
+        if path.exists() or path.is_symlink():
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+            else:
+                shutil.rmtree(path)
+        self.prune()
+
+    def _ensure_branch(self, branch: str) -> None:
+        if self._rev(f"refs/heads/{branch}") is not None:
+            return
+        tip = self._require_rev(f"refs/heads/{self.default_branch()}")
+        out = self._git(["branch", "--no-track", branch, tip], check=False)
+        if out.returncode != 0 and self._rev(f"refs/heads/{branch}") is None:
+            raise GitError(["branch", "--no-track", branch, tip], out.returncode, out.stderr)
+
+    def create_worktree(self, task_id: str) -> Path:
+        """The task's worktree, on branch ``scaffold/task-<num>``; made if needed.
+
+        The branch starts at the default branch's tip and is reused when it
+        exists. A healthy worktree already on that branch is reused as is
+        (work in it is kept); a stale folder, a half-made (locked) or a
+        wrong-branch worktree at that path is removed and made again.
+        """
+        branch = branch_for_task(task_id)
+        path = self.worktree_path(task_id)
+        self.ensure_excluded()
+        self._ensure_branch(branch)
+        entry = self._entry_at(path)
+        if entry is not None and self._healthy(entry, path, branch):
+            return path
+        self._discard(path)
+        # The branch may still be checked out in an old scaffold worktree elsewhere
+        # under the root (a renamed folder); a checkout outside the root is the
+        # person's, and `worktree add` below refuses it with a clear error.
+        for other in self._entries():
+            if other.ref == f"refs/heads/{branch}" and self._under_root(other.path):
+                self._discard(other.path)
+        self.worktree_root.mkdir(parents=True, exist_ok=True)
+        self._git([*_NO_HOOKS, "worktree", "add", str(path), branch])
+        return path
+
+    def _under_root(self, path: Path) -> bool:
+        return Path(os.path.realpath(path)).parent == self.worktree_root
+
+    def _require_worktree(self, task_id: str) -> Path:
+        """The task's worktree, refusing a broken one (git would climb to the main repo)."""
+        path = self.worktree_path(task_id)
+        entry = self._entry_at(path)
+        if entry is None or not self._healthy(entry, path, branch_for_task(task_id)):
+            raise GitError(["worktree", "list"], 1, f"no healthy worktree for {task_id} at {path}")
+        return path
+
+    def remove_worktree(self, task_id: str) -> None:
+        """Remove the task's worktree, uncommitted and untracked files included."""
+        self._discard(self.worktree_path(task_id))
+
+    def delete_branch(self, task_id: str) -> None:
+        """Delete the task's branch, merged or not; nothing happens if it is gone."""
+        branch = branch_for_task(task_id)
+        if self._rev(f"refs/heads/{branch}") is None:
+            return
+        self.prune()
+        out = self._git(["branch", "-D", branch], check=False)
+        if out.returncode != 0 and self._rev(f"refs/heads/{branch}") is not None:
+            raise GitError(["branch", "-D", branch], out.returncode, out.stderr)
+
+    def prune(self) -> None:
+        """Forget worktrees whose folders are gone (``git worktree prune``)."""
+        self._git(["worktree", "prune"])
+
+    def list_scaffold_branches(self) -> list[str]:
+        """Every ``scaffold/task-<num>`` branch, in task order (for orphan detection)."""
+        out = self._git(["for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH_PREFIX}*"])
+        branches: list[tuple[tuple[int, ...], str]] = []
+        for line in out.stdout.splitlines():
+            name = line.strip().removeprefix("refs/heads/")
+            try:
+                num = task_number(task_for_branch(name))
+            except InvalidIdError:
+                continue
+            branches.append((tuple(int(p) for p in num.split(".")), name))
+        return [name for _, name in sorted(branches)]
+
+    def list_scaffold_worktrees(self) -> list[WorktreeInfo]:
+        """Worktrees on scaffold branches or under the worktree root, plus leftover folders."""
+        found: list[WorktreeInfo] = []
+        seen: set[str] = set()
+        for entry in self._entries()[1:]:  # the first entry is the main worktree
+            branch = entry.ref.removeprefix("refs/heads/") if entry.ref else None
+            task_id = _task_of_branch(branch)
+            if task_id is None and not self._under_root(entry.path):
+                continue
+            if task_id is None:
+                task_id = _task_of_dir(entry.path.name)
+            seen.add(os.path.realpath(entry.path))
+            found.append(
+                WorktreeInfo(
+                    path=entry.path,
+                    task_id=task_id,
+                    branch=branch,
+                    head=entry.head,
+                    registered=True,
+                    locked=entry.locked,
+                    prunable=entry.prunable,
+                )
+            )
+        if self.worktree_root.is_dir():
+            for child in sorted(self.worktree_root.iterdir()):
+                if os.path.realpath(child) in seen:
+                    continue
+                found.append(
+                    WorktreeInfo(
+                        path=child,
+                        task_id=_task_of_dir(child.name),
+                        branch=None,
+                        head=None,
+                        registered=False,
+                    )
+                )
+        return found
+
+    # ---------------------------------------------------------------- commits
+
+    def commit_all(self, task_id: str, message: str) -> str | None:
+        """Stage everything in the task's worktree and commit it as scaffold.
+
+        Returns the new commit, or None when there was nothing to commit.
+        """
+        path = self._require_worktree(task_id)
+        self._git(["add", "-A"], cwd=path)
+        staged = self._git(["diff", "--cached", "--quiet"], cwd=path, ok_codes=(0, 1))
+        if staged.returncode == 0:
+            return None
+        self._git(
+            [
+                *IDENTITY_CONFIG,
+                *_NO_HOOKS,
+                "commit",
+                "--no-verify",
+                "--no-gpg-sign",
+                "-q",
+                "-F",
+                "-",
+            ],
+            cwd=path,
+            env=dict(IDENTITY_ENV),
+            input_text=_message(message),
+        )
+        return self._git(["rev-parse", "HEAD"], cwd=path).stdout.strip()
+
+    def changed_files(self, task_id: str) -> list[FileChange]:
+        """What the task branch changed since it left the default branch.
+
+        ``git diff --name-status -M base...branch``: committed work only (call
+        :meth:`commit_all` first), measured from the merge base so later
+        commits on the default branch do not show up.
+        """
+        branch = branch_for_task(task_id)
+        default = self.default_branch()
+        out = self._git(
+            [
+                "diff",
+                "--name-status",
+                "-z",
+                "-M",
+                "--no-ext-diff",
+                f"refs/heads/{default}...refs/heads/{branch}",
+                "--",
+            ]
+        )
+        return parse_name_status_z(out.stdout)
+
+    def commit_on_default(self, paths: Sequence[Path], message: str) -> str | None:
+        """Commit these files, as they are in the main working tree, onto the default branch.
+
+        Only these paths go into the commit (a missing file is committed as a
+        deletion); other staged or unstaged changes stay exactly as they were.
+        The commit is built in a temporary index from the default branch's
+        tip, so it works whatever the main worktree has checked out. If the
+        main worktree is on the default branch, its index entries for these
+        paths are updated to match (before the branch moves, so a crash in
+        between only leaves them staged and a second call completes it).
+        Returns the new commit, or None when the files already match.
+        """
+        if not paths:
+            return None
+        rels = sorted({self._repo_relative(p) for p in paths})
+        target = self.default_branch()
+        for _ in range(_CAS_ATTEMPTS):
+            old = self._require_rev(f"refs/heads/{target}")
+            with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
+                env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+                self._git(["read-tree", old], env=env)
+                self._git(["update-index", "--add", "--remove", "--", *rels], env=env)
+                tree = self._git(["write-tree"], env=env).stdout.strip()
+            if tree == self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip():
+                return None
+            new = self._commit_tree(tree, [old], message)
+            checkout = self._checkout_of(target)
+            if checkout is not None and _same_path(checkout, self.repo_root):
+                self._git(["update-index", "--add", "--remove", "--", *rels])
+            elif checkout is not None:
+                blocked = self._advance_checkout(checkout, old, new)
+                if blocked:
+                    raise GitError(
+                        ["read-tree", "-m", "-u", old, new],
+                        1,
+                        f"local changes in {checkout} would be overwritten: {', '.join(blocked)}",
+                    )
+            if self._compare_and_swap(target, new, old, "scaffold: commit " + ", ".join(rels)):
+                return new
+        raise GitError(["update-ref", f"refs/heads/{target}"], 1, "branch kept moving; retry")
+
+    def _repo_relative(self, path: Path) -> str:
+        full = Path(path) if Path(path).is_absolute() else self.repo_root / path
+        norm = Path(os.path.normpath(full))
+        real = norm.parent.resolve() / norm.name
+        try:
+            rel = PurePosixPath(real.relative_to(self.repo_root).as_posix())
+        except ValueError:
+            raise InvalidIdError(str(path), "path inside the repository") from None
+        if not rel.parts or rel.parts[0] in (".git", ".", ".."):
+            raise InvalidIdError(str(path), "path inside the repository")
+        return rel.as_posix()
+
+    def _commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        args = [*IDENTITY_CONFIG, "commit-tree", "--no-gpg-sign", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        args += ["-F", "-"]
+        out = self._git(args, env=dict(IDENTITY_ENV), input_text=_message(message))
+        return out.stdout.strip()
+
+    # ----------------------------------------------------------------- merges
+
+    def merge(self, task_id: str, message: str) -> MergeResult:
+        """Merge the task branch into the default branch with a merge commit.
+
+        Idempotent: when the branch tip is already contained in the default
+        branch the result is ``already_merged`` and nothing is written.
+        """
+        branch = branch_for_task(task_id)
+        return self._merge_into(
+            self.default_branch(), f"refs/heads/{branch}", message, fast_forward=False
+        )
+
+    def update_from_default(self, task_id: str, message: str | None = None) -> MergeResult:
+        """Bring the task branch up to date with the default branch.
+
+        Fast-forwards when the task branch has no commits of its own, else
+        makes a merge commit. Conflicts are reported and nothing is written,
+        so the worktree stays clean; uncommitted work in the worktree is kept
+        (or, if it touches a changed path, reported in ``blocked_paths``).
+        """
+        branch = branch_for_task(task_id)
+        default = self.default_branch()
+        text = message or f"Merge branch '{default}' into {branch}"
+        return self._merge_into(branch, f"refs/heads/{default}", text, fast_forward=True)
+
+    def _merge_into(
+        self, target: str, source_ref: str, message: str, *, fast_forward: bool
+    ) -> MergeResult:
+        for _ in range(_CAS_ATTEMPTS):
+            source = self._require_rev(source_ref)
+            old = self._require_rev(f"refs/heads/{target}")
+            if self._is_ancestor(source, old):
+                return MergeResult(
+                    merged=True, sha=self._merging_commit(source, old), already_merged=True
+                )
+            if fast_forward and self._is_ancestor(old, source):
+                new = source
+            else:
+                tree, conflicts = self._merge_tree(old, source)
+                if tree is None:
+                    return MergeResult(merged=False, sha=None, conflict_files=conflicts)
+                new = self._commit_tree(tree, [old, source], message)
+            checkout = self._checkout_of(target)
+            if checkout is not None:
+                blocked = self._advance_checkout(checkout, old, new)
+                if blocked:
+                    return MergeResult(merged=False, sha=None, blocked_paths=blocked)
+            if self._compare_and_swap(target, new, old, f"scaffold: merge {source_ref}"):
+                return MergeResult(merged=True, sha=new)
+            if checkout is not None:
+                # Someone moved the branch in the instant between; put the checkout back.
+                self._advance_checkout(checkout, new, old)
+        raise GitError(["update-ref", f"refs/heads/{target}"], 1, "branch kept moving; retry")
+
+    def _merge_tree(self, ours: str, theirs: str) -> tuple[str | None, list[str]]:
+        """(tree, []) for a clean merge, (None, conflicting paths) otherwise."""
+        out = self._git(
+            ["merge-tree", "--write-tree", "-z", "--name-only", ours, theirs], ok_codes=(0, 1)
+        )
+        fields = out.stdout.split("\0")
+        if out.returncode == 0:
+            return fields[0].strip(), []
+        files: list[str] = []
+        i = 1
+        while i < len(fields) and fields[i]:
+            files.append(fields[i])
+            i += 1
+        if not files:
+            files = _conflict_paths_from_messages(fields[i + 1 :])
+        return None, sorted(dict.fromkeys(files))
+
+    def _merging_commit(self, source: str, target_tip: str) -> str | None:
+        """The commit on the target's first-parent line that brought ``source`` in."""
+        out = self._git(
+            [
+                "rev-list",
+                "--first-parent",
+                "--ancestry-path",
+                "--reverse",
+                f"{source}..{target_tip}",
+            ]
+        )
+        lines = out.stdout.split()
+        if not lines:
+            return None
+        candidate = lines[0]
+        parents = self._git(["rev-list", "--parents", "-n", "1", candidate]).stdout.split()[1:]
+        if len(parents) >= 2 and not self._is_ancestor(source, parents[0]):
+            return candidate
+        return None
+
+    def _advance_checkout(self, checkout: Path, old: str, new: str) -> list[str]:
+        """Move a checkout's index and files from ``old`` to ``new``; [] when done.
+
+        Returns the paths whose local changes stopped it (nothing written).
+        """
+        self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
+        out = self._git([*_NO_HOOKS, "read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
+        if out.returncode == 0:
+            return []
+        blocked = self._locally_changed(checkout, old, new)
+        if blocked:
+            return blocked
+        raise GitError(["read-tree", "-m", "-u", old, new], out.returncode, out.stderr)
+
+    def _locally_changed(self, checkout: Path, old: str, new: str) -> list[str]:
+        """Paths ``old``->``new`` changes that have local changes or untracked files."""
+        merged = parse_name_status_z(
+            self._git(["diff", "--name-status", "-z", "--no-renames", old, new]).stdout
+        )
+        local_out = self._git(["diff-index", "--name-only", "-z", "HEAD", "--"], cwd=checkout)
+        local = set(filter(None, local_out.stdout.split("\0")))
+        blocked = []
+        for change in merged:
+            target = checkout / change.path
+            if change.path in local or (change.status == "A" and os.path.lexists(target)):
+                blocked.append(change.path)
+        return sorted(blocked)
+
+    def _compare_and_swap(self, branch: str, new: str, old: str, reason: str) -> bool:
+        ref = f"refs/heads/{branch}"
+        out = self._git(["update-ref", "-m", reason, ref, new, old], check=False)
+        if out.returncode == 0:
+            return True
+        if self._rev(ref) != old:
+            return False
+        raise GitError(["update-ref", "-m", reason, ref, new, old], out.returncode, out.stderr)
+
+
+def _message(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _task_of_branch(branch: str | None) -> str | None:
+    if branch is None:
+        return None
+    try:
+        return task_for_branch(branch)
+    except InvalidIdError:
+        return None
+
+
+def _task_of_dir(name: str) -> str | None:
+    if not name.startswith("task-"):
+        return None
+    return _task_of_branch(BRANCH_PREFIX + name.removeprefix("task-"))
+
+
+def _conflict_paths_from_messages(fields: Sequence[str]) -> list[str]:
+    """Paths named by CONFLICT messages of ``merge-tree -z``.
+
+    Each message is ``<count> NUL <path>... NUL <type> NUL <text> NUL``.
+    """
+    paths: list[str] = []
+    i = 0
+    while i < len(fields) and fields[i].isdigit():
+        count = int(fields[i])
+        names = list(fields[i + 1 : i + 1 + count])
+        kind = fields[i + 1 + count] if i + 1 + count < len(fields) else ""
+        if kind.startswith("CONFLICT"):
+            paths.extend(names)
+        i += count + 3
+    return paths

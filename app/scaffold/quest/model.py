@@ -1,0 +1,207 @@
+"""The quest file: the durable source of truth for one quest.
+
+A quest owns its requirements (BDD contexts and observables), its tasks with their
+lifecycle state, agent sessions, signals, pending questions and cost. History is
+not kept in this object: it lives in the append-only journal beside it (see
+``scaffold.quest.store``), so the snapshot stays the same size however long the
+quest runs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scaffold.core.states import Lifecycle, Stage
+from scaffold.roles import Role
+
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Observable(_Model):
+    """Something a person can see when the context holds (the 'then')."""
+
+    id: Annotated[str, Field(min_length=1, max_length=40)]
+    description: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class Context(_Model):
+    """A BDD context: a situation (given/when) and what must be observable in it."""
+
+    id: Annotated[str, Field(min_length=1, max_length=40)]
+    description: Annotated[str, Field(min_length=1, max_length=2000)]
+    observables: Annotated[tuple[Observable, ...], Field(min_length=1)]
+
+
+class Requirements(_Model):
+    contexts: tuple[Context, ...] = ()
+    locked: bool = False
+
+
+class QuestPhase(StrEnum):
+    REQUIREMENTS = "requirements"  # ChaosWhisperer
+    PLANNING = "planning"  # PathSeeker
+    EXECUTING = "executing"  # tasks in slots
+    DONE = "done"
+    STOPPED = "stopped"  # abort or safety limit
+    FAILED = "failed"
+
+
+class RoleFrame(_Model):
+    """A role waiting to be resumed after a ``needs-role-followup`` with ``resume: true``."""
+
+    role: Role
+    session_id: str | None
+    reason: str
+
+
+class AgentRun(_Model):
+    """What the runtime should (re)start for a task or the planning phase."""
+
+    role: Role
+    resume_session: str | None = None
+    kind: Literal[
+        "fresh",
+        "continue",
+        "answer",
+        "resume_after_followup",
+        "followup",
+        "retry",
+        "ward_fix",
+        "diagram_fix",
+        "conflict_fix",
+        "review_fix",
+        "edge_cases",
+        "review",
+    ] = "fresh"
+    context: str = ""
+
+
+class PullRequest(_Model):
+    branch: str
+    base: str
+    number: int | None = None
+    url: str | None = None
+    head_sha: str | None = None
+    state: Literal["open", "merged", "closed"] = "open"
+    merge_sha: str | None = None
+    approved_by: str | None = None
+
+
+class SignalEntry(_Model):
+    at: datetime
+    role: Role
+    session_id: str | None
+    signal: dict[str, Any]
+
+
+class TaskRecord(_Model):
+    id: str
+    title: str = ""
+    dependencies: tuple[str, ...] = ()
+    priority: str | None = None
+    state: Lifecycle = Lifecycle.IDLE
+    stage: Stage = Stage.IMPLEMENT
+    role: Role | None = None
+    # The agent run the runtime owes this task (None while no agent should run).
+    pending_run: AgentRun | None = None
+    agent_running: bool = False
+    attempts: int = 0  # consecutive errors of the current agent run (retry_on_error)
+    ward_fixes: int = 0  # Ward failures handed to Spiritmender in this task
+    conflict_fixes: int = 0
+    diagram_fixes: int = 0
+    sessions: dict[str, str] = Field(default_factory=dict)  # role -> newest session id
+    role_stack: tuple[RoleFrame, ...] = ()
+    question_id: str | None = None
+    blocked_reason: str | None = None
+    missing_diagrams: tuple[str, ...] = ()
+    last_summary: str | None = None
+    last_error: str | None = None
+    signals: tuple[SignalEntry, ...] = ()
+    worktree: str | None = None
+    branch: str | None = None
+    pr: PullRequest | None = None
+    cost_usd: float = 0.0
+    agent_runs: int = 0
+    run_dir: str | None = None  # folder of the newest agent run (signals, MCP config)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    outcome: Literal["merged", "rejected", "aborted"] | None = None
+
+
+class Question(_Model):
+    id: str
+    task_id: str | None  # None: asked during planning
+    role: Role
+    session_id: str | None
+    question: str
+    context: str
+    asked_at: datetime
+    answer: str | None = None
+    answered_at: datetime | None = None
+    answered_by: str | None = None
+
+
+class PlanningState(_Model):
+    role: Role = Role.CHAOSWHISPERER
+    pending_run: AgentRun | None = None
+    agent_running: bool = False
+    attempts: int = 0
+    sessions: dict[str, str] = Field(default_factory=dict)
+    question_id: str | None = None
+    last_summary: str | None = None
+    file_map: tuple[str, ...] = ()
+    agent_runs: int = 0
+    run_dir: str | None = None
+    known_before: tuple[str, ...] = ()  # backlog ids that existed when the quest began
+
+
+class QuestSource(_Model):
+    kind: Literal["local", "github"] = "local"
+    repo: str | None = None
+    issue_number: int | None = None
+
+
+class Quest(_Model):
+    schema_version: Literal[1] = 1
+    id: str
+    request: str = ""
+    source: QuestSource = QuestSource()
+    phase: QuestPhase = QuestPhase.EXECUTING
+    requirements: Requirements = Requirements()
+    planning: PlanningState = PlanningState()
+    tasks: dict[str, TaskRecord] = Field(default_factory=dict)
+    questions: dict[str, Question] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    consecutive_failures: int = 0
+    started_at: datetime = Field(default_factory=utcnow)
+    stop_reason: str | None = None
+    # Sequence number of the last journal record folded into this snapshot.
+    seq: int = 0
+
+    def pending_questions(self) -> list[Question]:
+        return [q for q in self.questions.values() if q.answer is None]
+
+
+class HistoryEntry(_Model):
+    """One line of the journal: a transition or a quest-level fact, with the state after it."""
+
+    seq: int
+    at: datetime
+    kind: Literal["transition", "quest", "note"]
+    task_id: str | None = None
+    event: str
+    source: str | None = None
+    target: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)

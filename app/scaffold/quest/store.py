@@ -1,0 +1,742 @@
+"""The durable quest store: a snapshot plus an append-only journal per quest.
+
+Layout, under a root the caller chooses (``<repo>/.scaffold/quests`` by default)::
+
+    <root>/<quest-id>/quest.json     snapshot: the Quest at some seq, no history
+    <root>/<quest-id>/journal.jsonl  one JSON line per committed transition
+    <root>/<quest-id>/writer.lock    flock'ed by the one writer; holds its pid
+
+Why this shape
+--------------
+The quest file must survive ``kill -9`` at any instant (DESIGN.md section 6) and a
+quest may run for days, so both "durable" and "cheap however long the quest is"
+matter. Rewriting one JSON document per transition is durable (temp file +
+``os.replace``) but costs O(quest + history) per commit and grows without bound.
+Instead:
+
+* **A commit appends one line** to ``journal.jsonl``: the HistoryEntry records of
+  that commit (seq numbers assigned here, contiguous and increasing) and a *patch*:
+  the top-level Quest fields that changed and the TaskRecords that changed, whole.
+  The line is written with one ``os.write`` on an ``O_APPEND`` descriptor and then
+  ``fdatasync``'ed; ``commit`` returns only after that, so an acknowledged commit
+  is on disk. The diff is cheap because the models are frozen and copy-on-write:
+  an untouched task is the *same object* in the old and new quest, so ``is``
+  settles almost every comparison and ``==`` runs only on the few that differ;
+  only the changed records are serialized. (Task order is recorded as ``order``
+  only when the list of task ids changes, so a reload keeps the dict order.)
+
+* **Every ``snapshot_every`` commits** (256 by default), and when a writer closes,
+  ``quest.json`` is rewritten atomically (temp file in the same folder, fsync,
+  ``os.replace``, fsync of the folder). It carries the ``seq`` it folds in and the
+  journal byte offset and line count right after that seq, so loading reads the
+  snapshot and replays only the journal *tail* after that offset: at most about
+  ``snapshot_every`` lines, never the whole history. The snapshot rewrite costs
+  O(quest), amortized over ``snapshot_every`` commits. Hence persisting one
+  transition costs the same with 10 or 100,000 history entries (measured by
+  ``bench/bench_store.py``).
+
+* **Crash recovery needs no special path.** The journal is fsync'ed before any
+  snapshot that points into it, so a snapshot never refers to bytes that are not
+  durable; a snapshot older than the journal tail is the normal case and is simply
+  replayed forward. The only damage ``kill -9`` (or power loss) can leave is a
+  torn *last* line: no trailing newline, or bytes that do not parse. Readers ignore
+  it; a writer truncates it away (and fsyncs) when it opens, before appending.
+  That line was never acknowledged, so nothing committed is lost. A bad line
+  anywhere *else* cannot come from a crash, so it is a :class:`StoreError` naming
+  the file and line number: the store never skips a record silently. Likewise a
+  snapshot that points past the end of the journal, or at a line whose seq is not
+  the snapshot's, means the files were changed behind the store's back: an error.
+
+* **One writer, many readers.** ``open_writer`` takes ``flock(LOCK_EX|LOCK_NB)``
+  on ``writer.lock`` and writes its pid there, so a second orchestrator gets
+  :class:`StoreLocked` with the holder's pid instead of interleaving lines. The
+  kernel drops the lock when the process dies, so a crash never leaves a stale
+  lock. ``read`` (for ``scaffold status``) takes no lock: the snapshot is replaced
+  atomically and the journal only grows by whole fsync'ed lines, so snapshot +
+  complete tail lines is always a state some commit produced.
+
+* Within a process, ``commit`` is serialized by a ``threading.Lock`` (the
+  orchestrator is asyncio, but signal handling may come from other threads).
+  ``commit(new, ...)`` stores ``new`` as given; a caller that derives ``new`` from
+  a quest read earlier may overwrite a concurrent change, so
+  :meth:`QuestWriter.update` runs a function on the current quest under that lock.
+
+``quest.json`` alone can be up to ``snapshot_every`` commits behind after a crash
+(a clean ``close`` brings it up to date): read quests through this store. The lock
+file belongs to the running process and should not be committed to git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO, Literal, TypeGuard
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from scaffold.errors import InvalidIdError, StoreError, StoreLocked
+from scaffold.ids import validate_quest_id
+from scaffold.quest.model import HistoryEntry, Quest, utcnow
+
+__all__ = [
+    "JOURNAL_NAME",
+    "LOCK_NAME",
+    "SNAPSHOT_NAME",
+    "QuestStore",
+    "QuestWriter",
+    "draft",
+]
+
+SNAPSHOT_NAME = "quest.json"
+JOURNAL_NAME = "journal.jsonl"
+LOCK_NAME = "writer.lock"
+_SNAPSHOT_TMP = "quest.json.tmp"
+SNAPSHOT_FORMAT = 1
+
+# Top-level Quest fields diffed with `is` then `==`; tasks are diffed per record
+# and seq is owned by the store.
+_QUEST_FIELDS = tuple(name for name in Quest.model_fields if name not in ("tasks", "seq"))
+
+_log = logging.getLogger(__name__)
+
+
+def draft(
+    kind: Literal["transition", "quest", "note"],
+    event: str,
+    *,
+    task_id: str | None = None,
+    source: str | None = None,
+    target: str | None = None,
+    detail: dict[str, Any] | None = None,
+    at: datetime | None = None,
+) -> HistoryEntry:
+    """A HistoryEntry to pass to :meth:`QuestWriter.commit`; its seq (0) is replaced there."""
+    return HistoryEntry(
+        seq=0,
+        at=at if at is not None else utcnow(),
+        kind=kind,
+        task_id=task_id,
+        event=event,
+        source=source,
+        target=target,
+        detail=detail if detail is not None else {},
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _dumps(obj: Any, indent: int | None = None) -> bytes:
+    seps = (",", ": ") if indent else (",", ":")
+    try:
+        return json.dumps(obj, ensure_ascii=False, indent=indent, separators=seps).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (e.g. undecodable agent output) is not UTF-8: escape it
+        # as \udcxx, which json.loads turns back into the same string.
+        return json.dumps(obj, ensure_ascii=True, indent=indent, separators=seps).encode("ascii")
+
+
+def _sync(fd: int) -> None:
+    # fdatasync flushes the data and the size (what an append needs) but not mtime.
+    sync = getattr(os, "fdatasync", os.fsync)
+    sync(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _atomic_write(path: Path, data: bytes, *, durable: bool) -> None:
+    """Replace ``path`` with ``data``: readers see the old or the new file, never a mix."""
+    tmp = path.with_name(_SNAPSHOT_TMP)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+# ------------------------------------------------------------------------ records
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    seq: int
+    offset: int
+    lines: int
+    quest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Line:
+    lineno: int  # 1-based line number in the journal
+    end: int  # byte offset just after this line's newline
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    quest: Quest
+    end: int  # offset after the last complete line
+    lines: int  # number of complete lines
+    tail: int  # lines replayed after the snapshot
+    size: int  # journal size on disk (> end: a torn last line)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_record(raw: bytes) -> dict[str, Any] | None:
+    """The journal record on one line, or None when the line is not one."""
+    try:
+        rec = json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+    if not isinstance(rec, dict):
+        return None
+    if not _is_int(rec.get("seq")) or not isinstance(rec.get("entries"), list):
+        return None
+    if not isinstance(rec.get("quest", {}), dict) or not isinstance(rec.get("tasks", {}), dict):
+        return None
+    order = rec.get("order")
+    if order is not None and not (
+        isinstance(order, list) and all(isinstance(k, str) for k in order)
+    ):
+        return None
+    return rec
+
+
+def _read_snapshot(path: Path) -> _Snapshot:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(path, "no such quest (snapshot missing)") from None
+    except OSError as exc:
+        raise StoreError(path, f"cannot read snapshot: {exc}") from exc
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise StoreError(path, f"snapshot is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
+        raise StoreError(path, f"not a quest snapshot of format {SNAPSHOT_FORMAT}")
+    seq, offset, lines, quest = (
+        doc.get(k) for k in ("seq", "journal_offset", "journal_lines", "quest")
+    )
+    if not (_is_int(seq) and _is_int(offset) and _is_int(lines) and isinstance(quest, dict)):
+        raise StoreError(path, "snapshot lacks seq, journal_offset, journal_lines or quest")
+    if offset < 0 or lines < 0 or quest.get("seq") != seq:
+        raise StoreError(path, "snapshot header disagrees with the quest it holds")
+    return _Snapshot(seq=seq, offset=offset, lines=lines, quest=quest)
+
+
+def _scan(path: Path, f: BinaryIO, offset: int, lineno: int) -> Iterator[_Line]:
+    """Complete journal lines from ``offset``; stops quietly before a torn last line.
+
+    A line without its newline can only be the last one (an interrupted append);
+    an unparsable line is torn when nothing follows it and corrupt otherwise.
+    """
+    f.seek(offset)
+    pending = f.readline()
+    while pending:
+        raw = pending
+        pending = f.readline()  # one line of lookahead: is `raw` the last line?
+        lineno += 1
+        if not raw.endswith(b"\n"):
+            return
+        record = _parse_record(raw)
+        if record is None:
+            if not pending:
+                return
+            raise StoreError(path, f"line {lineno}: corrupt journal record (not a torn tail)")
+        offset += len(raw)
+        yield _Line(lineno=lineno, end=offset, record=record)
+
+
+def _line_ending_at(f: BinaryIO, end: int) -> bytes:
+    """The journal line whose newline is the byte before ``end`` (read backwards)."""
+    chunk = 4096
+    buf = b""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - chunk)
+        f.seek(start)
+        buf = f.read(pos - start) + buf
+        pos = start
+        cut = buf.rfind(b"\n", 0, len(buf) - 1)
+        if cut >= 0:
+            return buf[cut + 1 :]
+        chunk *= 2
+    return buf
+
+
+def _apply(path: Path, state: dict[str, Any], line: _Line, seq: int) -> int:
+    """Fold one journal record into the JSON form of the quest; return the new seq."""
+    rec = line.record
+    entries = rec["entries"]
+    for i, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or entry.get("seq") != seq + i:
+            raise StoreError(
+                path, f"line {line.lineno}: history entry {i} should have seq {seq + i}"
+            )
+    new_seq = seq + len(entries)
+    if rec["seq"] != new_seq:
+        raise StoreError(path, f"line {line.lineno}: seq {rec['seq']} should be {new_seq}")
+    fields = rec.get("quest")
+    if fields:
+        state.update(fields)
+    tasks: dict[str, Any] = state.setdefault("tasks", {})
+    changed = rec.get("tasks")
+    if changed:
+        tasks.update(changed)
+    order = rec.get("order")
+    if order is not None:
+        try:
+            state["tasks"] = {task_id: tasks[task_id] for task_id in order}
+        except KeyError as exc:
+            raise StoreError(path, f"line {line.lineno}: order names unknown task {exc}") from None
+    state["seq"] = new_seq
+    return new_seq
+
+
+def _load(qdir: Path) -> _Loaded:
+    """Snapshot + replay of the complete journal lines after it."""
+    snap_path = qdir / SNAPSHOT_NAME
+    journal = qdir / JOURNAL_NAME
+    snap = _read_snapshot(snap_path)
+    try:
+        f = journal.open("rb")
+    except FileNotFoundError:
+        raise StoreError(journal, "journal missing (the snapshot exists)") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if snap.offset > size:
+            raise StoreError(
+                snap_path,
+                f"snapshot is ahead of the journal (seq {snap.seq} at byte {snap.offset}, "
+                f"journal has {size} bytes): files changed outside the store",
+            )
+        if snap.offset > 0:
+            anchor = _line_ending_at(f, snap.offset)
+            rec = _parse_record(anchor) if anchor.endswith(b"\n") else None
+            if rec is None or rec["seq"] != snap.seq:
+                raise StoreError(
+                    snap_path,
+                    f"snapshot (seq {snap.seq}) does not match journal line {snap.lines}: "
+                    "files changed outside the store",
+                )
+        state = snap.quest
+        seq, end, lines, tail = snap.seq, snap.offset, snap.lines, 0
+        for line in _scan(journal, f, snap.offset, snap.lines):
+            seq = _apply(journal, state, line, seq)
+            end, lines, tail = line.end, line.lineno, tail + 1
+    try:
+        quest = Quest.model_validate(state)
+    except ValidationError as exc:
+        raise StoreError(journal, f"replayed quest is invalid: {exc}") from exc
+    return _Loaded(quest=quest, end=end, lines=lines, tail=tail, size=size)
+
+
+# ------------------------------------------------------------------------- writer
+
+
+def _acquire_lock(qdir: Path) -> int:
+    path = qdir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(path, f"cannot open the writer lock: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raw = os.pread(fd, 32, 0).strip()
+        os.close(fd)
+        holder = int(raw) if raw.isdigit() else None
+        raise StoreLocked(path, holder) from None
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(path, f"cannot lock: {exc}") from exc
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+class QuestWriter:
+    """The one writer of a quest: holds the lock, commits transitions. A context manager."""
+
+    def __init__(
+        self,
+        qdir: Path,
+        *,
+        quest: Quest,
+        lock_fd: int,
+        journal_fd: int,
+        offset: int,
+        lines: int,
+        since_snapshot: int,
+        snapshot_every: int,
+        durable: bool,
+    ) -> None:
+        # Built by QuestStore.create / open_writer, which own the lock and descriptors.
+        self.path = qdir
+        self._journal = qdir / JOURNAL_NAME
+        self._quest = quest
+        self._lock_fd = lock_fd
+        self._journal_fd = journal_fd
+        self._offset = offset
+        self._lines = lines
+        self._since_snapshot = since_snapshot
+        self._snapshot_every = snapshot_every
+        self._durable = durable
+        self._mutex = threading.Lock()
+        self._closed = False
+        self._broken: str | None = None
+
+    @property
+    def quest(self) -> Quest:
+        """The current state: the last committed quest."""
+        return self._quest
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def commit(self, new: Quest, entries: Sequence[HistoryEntry] = ()) -> Quest:
+        """Persist ``new`` with ``entries`` (their seq is assigned here); return ``new`` with its seq.
+
+        Returns after the journal line is on disk. ``new`` is stored as given, so
+        derive it from :attr:`quest` (or use :meth:`update` when several threads
+        commit). Raises StoreError when the line could not be written (nothing is
+        committed) or synced (the writer then refuses further commits: reopen).
+        """
+        with self._mutex:
+            return self._commit(new, entries)
+
+    def update(self, fn: Callable[[Quest], tuple[Quest, Sequence[HistoryEntry]]]) -> Quest:
+        """Commit ``fn(current quest)`` atomically with respect to other threads' commits."""
+        with self._mutex:
+            self._check_usable()
+            new, entries = fn(self._quest)
+            return self._commit(new, entries)
+
+    def snapshot(self) -> None:
+        """Rewrite quest.json now (normally done every ``snapshot_every`` commits and on close)."""
+        with self._mutex:
+            self._check_usable()
+            try:
+                self._write_snapshot()
+            except OSError as exc:
+                raise StoreError(self.path / SNAPSHOT_NAME, f"cannot write: {exc}") from exc
+
+    def close(self) -> None:
+        """Bring the snapshot up to date (best effort) and release the lock."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._since_snapshot and self._broken is None:
+                    self._try_snapshot()
+            finally:
+                os.close(self._journal_fd)
+                os.close(self._lock_fd)  # releases the flock
+
+    def __enter__(self) -> QuestWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- internals (called with self._mutex held)
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise StoreError(self._journal, "writer is closed")
+        if self._broken is not None:
+            raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
+
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
+        self._check_usable()
+        old = self._quest
+        if new.id != old.id:
+            raise StoreError(self._journal, f"cannot commit quest {new.id!r} into {old.id!r}")
+        seq = old.seq
+        try:
+            dumped = []
+            for entry in entries:
+                seq += 1
+                stamped = entry if entry.seq == seq else entry.model_copy(update={"seq": seq})
+                dumped.append(stamped.model_dump(mode="json"))
+            record: dict[str, Any] = {"seq": seq, "entries": dumped}
+            changed = [
+                name
+                for name in _QUEST_FIELDS
+                if (a := getattr(old, name)) is not (b := getattr(new, name)) and a != b
+            ]
+            if changed:
+                record["quest"] = new.model_dump(mode="json", include=set(changed))
+            old_tasks, new_tasks = old.tasks, new.tasks
+            if old_tasks is not new_tasks:
+                patch = {}
+                for task_id, task in new_tasks.items():
+                    before = old_tasks.get(task_id)
+                    if before is task or (before is not None and before == task):
+                        continue
+                    patch[task_id] = task.model_dump(mode="json")
+                if patch:
+                    record["tasks"] = patch
+                if len(old_tasks) != len(new_tasks) or list(old_tasks) != list(new_tasks):
+                    record["order"] = list(new_tasks)
+            line = _dumps(record) + b"\n"
+        except PydanticSerializationError as exc:
+            raise StoreError(self._journal, f"cannot serialize the commit: {exc}") from exc
+        result = new if new.seq == seq else new.model_copy(update={"seq": seq})
+        if len(record) == 2 and not dumped:
+            self._quest = result  # nothing to record
+            return result
+        self._append(line)
+        self._offset += len(line)
+        self._lines += 1
+        self._quest = result
+        self._since_snapshot += 1
+        if self._since_snapshot >= self._snapshot_every:
+            self._try_snapshot()
+        return result
+
+    def _append(self, line: bytes) -> None:
+        try:
+            _write_all(self._journal_fd, line)
+        except OSError as exc:
+            try:  # take back a partial line so the next commit starts on a clean line
+                os.ftruncate(self._journal_fd, self._offset)
+            except OSError as exc2:
+                self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
+            raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
+        if self._durable:
+            try:
+                _sync(self._journal_fd)
+            except OSError as exc:
+                # After a failed fsync the page cache state is unknown: stop writing.
+                self._broken = f"fsync failed: {exc}"
+                raise StoreError(
+                    self._journal,
+                    f"fsync failed, the commit may not be durable; reopen the store: {exc}",
+                ) from exc
+
+    def _write_snapshot(self) -> None:
+        quest = self._quest
+        doc = {
+            "format": SNAPSHOT_FORMAT,
+            "seq": quest.seq,
+            "journal_offset": self._offset,
+            "journal_lines": self._lines,
+            "quest": quest.model_dump(mode="json"),
+        }
+        # Indented: the snapshot is rewritten rarely and is meant to diff well in git.
+        data = _dumps(doc, indent=2) + b"\n"
+        _atomic_write(self.path / SNAPSHOT_NAME, data, durable=self._durable)
+        self._since_snapshot = 0
+
+    def _try_snapshot(self) -> None:
+        # The journal already holds the commit, so a failed snapshot loses nothing:
+        # the next commit tries again and loads keep replaying a longer tail meanwhile.
+        try:
+            self._write_snapshot()
+        except OSError as exc:
+            _log.warning("quest snapshot %s not rewritten: %s", self.path / SNAPSHOT_NAME, exc)
+
+
+# -------------------------------------------------------------------------- store
+
+
+class QuestStore:
+    """All quests under one root folder; see the module docstring for the format."""
+
+    def __init__(self, root: Path, *, snapshot_every: int = 256, durable: bool = True) -> None:
+        """``durable=False`` skips every fsync: for benchmarks and tests only."""
+        if snapshot_every < 1:
+            raise ValueError("snapshot_every must be >= 1")
+        self.root = Path(root)
+        self.snapshot_every = snapshot_every
+        self.durable = durable
+
+    def _dir(self, quest_id: str) -> Path:
+        return self.root / validate_quest_id(quest_id)
+
+    def list_ids(self) -> list[str]:
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        ids = []
+        for entry in entries:
+            try:
+                validate_quest_id(entry.name)
+            except InvalidIdError:
+                continue
+            if entry.is_dir() and os.path.isfile(os.path.join(entry.path, SNAPSHOT_NAME)):
+                ids.append(entry.name)
+        return sorted(ids)
+
+    def exists(self, quest_id: str) -> bool:
+        return (self._dir(quest_id) / SNAPSHOT_NAME).is_file()
+
+    def create(self, quest: Quest) -> QuestWriter:
+        """Store a new quest (its snapshot and an empty journal); return its writer."""
+        qdir = self._dir(quest.id)
+        try:
+            root_is_new = not self.root.exists()
+            self.root.mkdir(parents=True, exist_ok=True)
+            qdir_is_new = not qdir.exists()
+            qdir.mkdir(exist_ok=True)
+            if self.durable and qdir_is_new:
+                _fsync_dir(self.root)
+                if root_is_new:
+                    _fsync_dir(self.root.parent)
+        except OSError as exc:
+            raise StoreError(qdir, f"cannot create the quest folder: {exc}") from exc
+        lock_fd = _acquire_lock(qdir)
+        journal_fd = -1
+        try:
+            if (qdir / SNAPSHOT_NAME).exists():
+                raise StoreError(qdir, "quest already exists")
+            journal = qdir / JOURNAL_NAME
+            if journal.exists() and journal.stat().st_size > 0:
+                # An interrupted create leaves an empty journal; this one has history.
+                raise StoreError(journal, "journal without a snapshot; refusing to overwrite it")
+            # The snapshot is written last: until it exists the quest does not, so
+            # a create interrupted before it is simply redone.
+            journal_fd = os.open(
+                journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
+            )
+            if self.durable:
+                os.fsync(journal_fd)
+            writer = QuestWriter(
+                qdir,
+                quest=quest,
+                lock_fd=lock_fd,
+                journal_fd=journal_fd,
+                offset=0,
+                lines=0,
+                since_snapshot=0,
+                snapshot_every=self.snapshot_every,
+                durable=self.durable,
+            )
+            writer._write_snapshot()
+        except BaseException as exc:
+            if journal_fd >= 0:
+                os.close(journal_fd)
+            os.close(lock_fd)
+            if isinstance(exc, OSError):
+                raise StoreError(qdir, f"cannot create the quest: {exc}") from exc
+            raise
+        return writer
+
+    def open_writer(self, quest_id: str) -> QuestWriter:
+        """Take the writer lock (or raise StoreLocked), load, drop a torn last line."""
+        qdir = self._dir(quest_id)
+        if not (qdir / SNAPSHOT_NAME).is_file():
+            raise StoreError(qdir, "no such quest")
+        lock_fd = _acquire_lock(qdir)
+        journal_fd = -1
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(qdir / _SNAPSHOT_TMP)  # left by a crash mid-snapshot
+            loaded = _load(qdir)
+            journal_fd = os.open(qdir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND)
+            if loaded.size > loaded.end:
+                _log.warning(
+                    "quest journal %s: dropping a torn last line (%d bytes)",
+                    qdir / JOURNAL_NAME,
+                    loaded.size - loaded.end,
+                )
+                os.ftruncate(journal_fd, loaded.end)
+                if self.durable:
+                    os.fsync(journal_fd)
+            return QuestWriter(
+                qdir,
+                quest=loaded.quest,
+                lock_fd=lock_fd,
+                journal_fd=journal_fd,
+                offset=loaded.end,
+                lines=loaded.lines,
+                since_snapshot=loaded.tail,
+                snapshot_every=self.snapshot_every,
+                durable=self.durable,
+            )
+        except BaseException as exc:
+            if journal_fd >= 0:
+                os.close(journal_fd)
+            os.close(lock_fd)
+            if isinstance(exc, OSError):
+                raise StoreError(qdir, f"cannot open the quest: {exc}") from exc
+            raise
+
+    def read(self, quest_id: str) -> Quest:
+        """The current quest without taking the lock (a torn last line is ignored)."""
+        qdir = self._dir(quest_id)
+        if not (qdir / SNAPSHOT_NAME).is_file():
+            raise StoreError(qdir, "no such quest")
+        # A writer that opens while we read may truncate a torn tail under us and
+        # append in its place; that race can show a garbled line once, so retry.
+        attempts = 3
+        for attempt in range(attempts):
+            try:
+                return _load(qdir).quest
+            except StoreError:
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def history(self, quest_id: str, since_seq: int = 0) -> Iterator[HistoryEntry]:
+        """Stream the history entries with seq > ``since_seq``, oldest first."""
+        qdir = self._dir(quest_id)
+        snap = _read_snapshot(qdir / SNAPSHOT_NAME)
+        # Entries up to the snapshot's seq all lie before its offset: skip them.
+        start = (snap.offset, snap.lines) if since_seq >= snap.seq else (0, 0)
+        return _history(qdir / JOURNAL_NAME, since_seq, *start)
+
+
+def _history(journal: Path, since_seq: int, offset: int, lineno: int) -> Iterator[HistoryEntry]:
+    with journal.open("rb") as f:
+        for line in _scan(journal, f, offset, lineno):
+            for raw in line.record["entries"]:
+                if isinstance(raw, dict) and _is_int(raw.get("seq")) and raw["seq"] <= since_seq:
+                    continue
+                try:
+                    yield HistoryEntry.model_validate(raw)
+                except ValidationError as exc:
+                    raise StoreError(
+                        journal, f"line {line.lineno}: bad history entry: {exc}"
+                    ) from exc

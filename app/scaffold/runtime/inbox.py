@@ -1,0 +1,72 @@
+"""The inbox: how a person's answers, approvals and aborts reach a running orchestrator.
+
+Only one process writes a quest (the store's writer lock), so ``scaffold answer`` and
+friends do not touch the quest file: they drop a small JSON message here (atomic
+write), and the orchestrator applies it on its next turn, or on its next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scaffold.quest.model import utcnow
+
+
+class InboxMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["answer", "approve", "reject", "abort", "retry"]
+    quest_id: str
+    question_id: str | None = None
+    task_id: str | None = None
+    text: str = ""
+    by: str = "cli"
+    at: datetime
+
+
+def inbox_dir(state_root: Path) -> Path:
+    return state_root / "inbox"
+
+
+def post(state_root: Path, message: InboxMessage) -> Path:
+    folder = inbox_dir(state_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{message.at.strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
+    tmp = folder / f".{name}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(message.model_dump_json())
+        fh.flush()
+        os.fsync(fh.fileno())
+    final = folder / name
+    os.replace(tmp, final)
+    return final
+
+
+def make(kind: Literal["answer", "approve", "reject", "abort", "retry"], quest_id: str,
+         **fields: str | None) -> InboxMessage:
+    return InboxMessage(kind=kind, quest_id=quest_id, at=utcnow(), **fields)
+
+
+def pending(state_root: Path) -> list[tuple[Path, InboxMessage | None, str]]:
+    """Messages in arrival order; a malformed one is returned with its reason, not dropped."""
+    folder = inbox_dir(state_root)
+    if not folder.is_dir():
+        return []
+    out: list[tuple[Path, InboxMessage | None, str]] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            out.append((path, InboxMessage.model_validate(json.loads(path.read_text("utf-8"))), ""))
+        except (OSError, ValueError, ValidationError) as exc:
+            out.append((path, None, str(exc).splitlines()[0]))
+    return out
+
+
+def done(path: Path) -> None:
+    path.unlink(missing_ok=True)

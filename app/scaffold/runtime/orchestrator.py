@@ -1,0 +1,759 @@
+"""The orchestrator: the imperative shell around the pure core.
+
+One asyncio loop owns the quest writer. Every change to the quest goes through
+:meth:`Orchestrator.apply` (one writer, serialised); effects run as tracked asyncio
+jobs, one job per task at a time, and report back by putting events on a queue.
+Blocking work (git, Ward, Backlog.md writes) runs in threads.
+
+Restart after ``kill -9``: the quest file says what every task was doing. Orphan
+agent processes of this quest are killed, a signal an interrupted agent already
+delivered is used rather than re-running it, and every other in-flight task gets the
+effects its record implies (``due_effects``), all of which are idempotent (a merge
+that already happened is detected, not repeated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import signal as signals
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scaffold import backlog as bl
+from scaffold.agent.process import AgentSpec, LiveChildren, run_agent
+from scaffold.agent.signal_server import SignalRecord, latest_signal, mcp_config
+from scaffold.agent.stream import SystemInit
+from scaffold.config import ScaffoldConfig
+from scaffold.core import quest_flow as qf
+from scaffold.core import safety
+from scaffold.core.effects import (
+    AskQuestion,
+    CreateWorktree,
+    DeleteBranch,
+    Effect,
+    MergePullRequest,
+    OpenPullRequest,
+    RemoveWorktree,
+    ReportBlocked,
+    RunDiagramCheck,
+    RunWard,
+    StartAgent,
+    StopAgent,
+    SyncBacklog,
+)
+from scaffold.core.events import Event, signal_event
+from scaffold.core.lifecycle import Limits
+from scaffold.core.planning import planning_event_for
+from scaffold.core.scheduler import SchedTask, schedule
+from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
+from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
+from scaffold.git.diagram_rules import DiagramPaths, check_diagrams
+from scaffold.git.runner import run_git
+from scaffold.git.ward import format_ward_report, run_ward
+from scaffold.git.worktrees import Workspace
+from scaffold.ids import task_number
+from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord, utcnow
+from scaffold.quest.store import QuestWriter, draft
+from scaffold.roles import Role
+from scaffold.runtime import inbox
+from scaffold.runtime.prompts import PromptData, build_prompt
+from scaffold.runtime.view import Reporter
+
+PLAN_KEY = "plan"
+PLAN_STEP = "PLAN"
+# Once a signal is on disk, how long the agent may take to exit by itself.
+SIGNAL_GRACE_S = 5.0
+MAX_DIAGRAM_AUTOFIX = 2
+_SLOT_STATES = frozenset(
+    {
+        Lifecycle.ALLOCATING,
+        Lifecycle.PROCESSING,
+        Lifecycle.TEST_VALIDATION,
+        Lifecycle.DIAGRAM_CHECK,
+        Lifecycle.MERGING,
+        Lifecycle.CLEANUP,
+    }
+)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    exit_code: int
+    reason: str
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        repo: Path,
+        config: ScaffoldConfig,
+        writer: QuestWriter,
+        reporter: Reporter,
+        *,
+        python: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.repo = repo
+        self.cfg = config
+        self.writer = writer
+        self.out = reporter
+        self.clock = clock
+        self.poll_s = poll_s
+        self.python = python or _python()
+        self.state_root = repo / ".scaffold"
+        self.workspace = Workspace(repo, default_branch=config.default_branch)
+        self.limits = Limits(max_attempts=config.agent.max_attempts)
+        self.safety_limits = safety.SafetyLimits(
+            max_cost_usd=config.safety.max_cost_usd,
+            max_hours=config.safety.max_hours,
+            max_consecutive_failures=config.safety.max_consecutive_failures,
+        )
+        self.children = LiveChildren()
+        self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
+        self.jobs: dict[str, asyncio.Task[None]] = {}
+        self.reported_problems: set[str] = set()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def quest(self) -> Quest:
+        return self.writer.quest
+
+    def _commit(self, quest: Quest, entries: Sequence[Any] = ()) -> None:
+        self.writer.commit(quest, entries)
+
+    def _update_task(self, task_id: str, note: str | None = None, **updates: Any) -> None:
+        task = self.quest.tasks[task_id]
+        quest = self.quest.model_copy(
+            update={"tasks": {**self.quest.tasks, task_id: task.model_copy(update=updates)}}
+        )
+        entries = [draft("note", note, task_id=task_id, at=self.clock())] if note else []
+        self._commit(quest, entries)
+
+    def _update_planning(self, **updates: Any) -> None:
+        planning = self.quest.planning.model_copy(update=updates)
+        self._commit(self.quest.model_copy(update={"planning": planning}))
+
+    # ------------------------------------------------------------------ main loop
+
+    async def run(self) -> RunReport:
+        self.workspace.ensure_excluded()
+        self._recover()
+        try:
+            while True:
+                self._consume_inbox()
+                self._tick()
+                if not self.jobs and self.queue.empty():
+                    self._tick()
+                    if not self.jobs and self.queue.empty():
+                        break
+                try:
+                    key, event = await asyncio.wait_for(self.queue.get(), timeout=self.poll_s)
+                except TimeoutError:
+                    continue
+                self.apply(key, event)
+        finally:
+            await self._stop_all_jobs()
+        return self._report()
+
+    async def _stop_all_jobs(self) -> None:
+        for job in self.jobs.values():
+            job.cancel()
+        for job in list(self.jobs.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await job
+        self.children.kill_all()
+
+    def apply(self, key: str, event: Event) -> None:
+        """Feed one event to the core, persist the result, start the effects."""
+        now = self.clock()
+        try:
+            if key == PLAN_KEY:
+                step = qf.apply_planning_event(self.quest, event, self.limits.max_attempts, now)
+            else:
+                step = qf.apply_task_event(self.quest, key, event, self.limits, now)
+        except IllegalTransition as exc:
+            # A stale event (e.g. an answer for a task that was aborted meanwhile).
+            self.out.warn(f"{key}: ignored {event.name.value}: {exc}")
+            return
+        self._commit(step.quest, step.entries)
+        for entry in step.entries:
+            if entry.kind == "transition":
+                self.out.transition(entry.task_id or key, entry.source, entry.target, entry.event)
+        if step.effects:
+            self._start_job(key, step.effects)
+        if key != PLAN_KEY:
+            self._after_transition(key, event)
+
+    def _after_transition(self, task_id: str, event: Event) -> None:
+        task = self.quest.tasks[task_id]
+        if (
+            event.name is EventName.DIAGRAMS_MISSING
+            and task.state is Lifecycle.BLOCKED
+            and task.diagram_fixes < MAX_DIAGRAM_AUTOFIX
+        ):
+            self.queue.put_nowait((task_id, Event(EventName.DIAGRAMS_UPDATED)))
+
+    def _start_job(self, key: str, effects: Sequence[Effect]) -> None:
+        stop = [e for e in effects if isinstance(e, StopAgent)]
+        old = self.jobs.get(key)
+        if old is not None and not old.done() and stop:
+            old.cancel()
+        job = asyncio.create_task(self._execute(key, list(effects), old if stop else None))
+        self.jobs[key] = job
+        job.add_done_callback(functools.partial(self._job_done, key))
+
+    def _job_done(self, key: str, job: asyncio.Task[None]) -> None:
+        if self.jobs.get(key) is job:
+            del self.jobs[key]
+        if not job.cancelled() and job.exception() is not None:
+            exc = job.exception()
+            self.out.warn(f"{key}: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _tick(self) -> None:
+        if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
+            self._tick_planning()
+            return
+        if self.quest.phase is not QuestPhase.EXECUTING:
+            return
+        snapshot = self._sync_backlog()
+        self._check_safety()
+        now = self.clock()
+        status_of = {t.id: t.status for t in snapshot.tasks}
+        ready_ids = {tid for tid, r in snapshot.readiness.items() if r.ready}
+        for task in list(self.quest.tasks.values()):
+            if task.state is Lifecycle.IDLE and task.outcome is None and task.id in ready_ids:
+                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
+        ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
+        if not ready:
+            return
+        if self.quest.stop_reason:
+            for t in ready:
+                self.apply(t.id, Event(EventName.SAFETY_LIMIT_HIT, detail=self.quest.stop_reason))
+            return
+        busy = [t.id for t in self.quest.tasks.values() if self._holds_slot(t)]
+        candidates = [
+            SchedTask(
+                id=t.id,
+                dependencies=tuple(t.dependencies),
+                priority=t.priority,
+                done=snapshot.config.is_done_status(status_of.get(t.id, "")),
+                eligible=t.state is Lifecycle.READY,
+            )
+            for t in self.quest.tasks.values()
+        ]
+        for task_id in schedule(candidates, running=busy, slots=self.cfg.slots):
+            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
+
+    @staticmethod
+    def _holds_slot(task: TaskRecord) -> bool:
+        return task.state in _SLOT_STATES and task.question_id is None
+
+    def _tick_planning(self) -> None:
+        plan = self.quest.planning
+        if PLAN_KEY in self.jobs or plan.question_id or plan.pending_run is None:
+            return
+        if self.quest.stop_reason:
+            self.apply(PLAN_KEY, Event(EventName.ABORT_SIGNAL, detail=self.quest.stop_reason))
+            return
+        self._start_job(PLAN_KEY, [StartAgent(None, plan.pending_run)])
+
+    def _sync_backlog(self) -> bl.BacklogSnapshot:
+        snapshot = bl.load_backlog(self.repo)
+        for problem in snapshot.problems:
+            key = f"{problem.path}:{problem.reason}"
+            if key not in self.reported_problems:
+                self.reported_problems.add(key)
+                self.out.warn(f"backlog: {problem.path}: {problem.reason}")
+        tasks = dict(self.quest.tasks)
+        changed = False
+        known_before = set(self.quest.planning.known_before)
+        for bt in snapshot.tasks:
+            if bt.id in known_before:
+                continue
+            current = tasks.get(bt.id)
+            if current is None:
+                if snapshot.config.is_done_status(bt.status):
+                    continue
+                tasks[bt.id] = TaskRecord(
+                    id=bt.id, title=bt.title, dependencies=tuple(bt.dependencies),
+                    priority=bt.priority,
+                )
+                changed = True
+            elif current.state is Lifecycle.IDLE and (
+                current.dependencies != tuple(bt.dependencies) or current.title != bt.title
+                or current.priority != bt.priority
+            ):
+                tasks[bt.id] = current.model_copy(
+                    update={"title": bt.title, "dependencies": tuple(bt.dependencies),
+                            "priority": bt.priority}
+                )
+                changed = True
+        if changed:
+            self._commit(self.quest.model_copy(update={"tasks": tasks}))
+        return snapshot
+
+    def _check_safety(self) -> None:
+        q = self.quest
+        ledger = safety.SafetyLedger(
+            cost_usd=q.cost_usd,
+            started_at=q.started_at,
+            consecutive_failures=q.consecutive_failures,
+            aborted=q.stop_reason is not None,
+            abort_reason=q.stop_reason,
+        )
+        verdict = safety.check(self.safety_limits, ledger, self.clock())
+        if not verdict.ok and not q.stop_reason and verdict.reason:
+            step = qf.stop_quest(q, verdict.reason, self.clock())
+            self._commit(step.quest, step.entries)
+            self.out.warn(f"stopping new work: {verdict.reason}")
+
+    # ------------------------------------------------------------------ inbox
+
+    def _consume_inbox(self) -> None:
+        for path, msg, problem in inbox.pending(self.state_root):
+            if msg is None:
+                self.out.warn(f"inbox: {path.name}: {problem}; moved aside")
+                path.rename(path.with_suffix(".bad"))
+                continue
+            if msg.quest_id != self.quest.id:
+                continue
+            try:
+                self._apply_message(msg)
+            except ScaffoldError as exc:
+                self.out.warn(f"inbox: {msg.kind}: {exc}")
+            inbox.done(path)
+
+    def _apply_message(self, msg: inbox.InboxMessage) -> None:
+        now = self.clock()
+        if msg.kind == "answer":
+            assert msg.question_id is not None
+            q = self.quest.questions.get(msg.question_id)
+            if q is None or q.answer is not None:
+                raise UnknownQuestion(msg.question_id)
+            step = qf.answer_question(
+                self.quest, msg.question_id, msg.text, msg.by, self.limits, now
+            )
+            self._commit(step.quest, step.entries)
+            key = q.task_id or PLAN_KEY
+            self.out.line(f"{key}: answer to {msg.question_id} received; resuming the session")
+            if step.effects:
+                self._start_job(key, step.effects)
+        elif msg.kind == "abort":
+            step = qf.stop_quest(self.quest, msg.text or f"aborted by {msg.by}", now)
+            self._commit(step.quest, step.entries)
+            for task in list(self.quest.tasks.values()):
+                if task.state in (Lifecycle.READY, *IN_FLIGHT) and task.state not in (
+                    Lifecycle.MERGING, Lifecycle.CLEANUP
+                ):
+                    self.apply(task.id, Event(EventName.ABORT_SIGNAL, detail="aborted"))
+            if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
+                job = self.jobs.get(PLAN_KEY)
+                if job is not None:
+                    job.cancel()
+                self.apply(PLAN_KEY, Event(EventName.ABORT_SIGNAL, detail="aborted"))
+        else:
+            assert msg.task_id is not None
+            name = {
+                "approve": EventName.PR_APPROVED,
+                "reject": EventName.PR_REJECTED,
+                "retry": EventName.RETRY_REQUESTED,
+            }[msg.kind]
+            self.apply(msg.task_id, Event(name, at=now, detail=msg.text or msg.by))
+
+    # ------------------------------------------------------------------ effects
+
+    async def _execute(
+        self, key: str, effects: list[Effect], previous: asyncio.Task[None] | None
+    ) -> None:
+        if previous is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await previous
+        cleanup = any(isinstance(e, SyncBacklog) for e in effects)
+        for effect in effects:
+            event = await self._execute_one(key, effect)
+            if event is not None:
+                self.queue.put_nowait((key, event))
+        if cleanup:
+            self.queue.put_nowait((key, Event(EventName.BACKLOG_SYNCED, at=self.clock())))
+
+    async def _execute_one(self, key: str, effect: Effect) -> Event | None:
+        if isinstance(effect, StartAgent):
+            return await self._run_agent(key, effect.run)
+        if isinstance(effect, CreateWorktree):
+            return await asyncio.to_thread(self._create_worktree, effect.task_id)
+        if isinstance(effect, RunWard):
+            return await asyncio.to_thread(self._run_ward, effect.task_id)
+        if isinstance(effect, RunDiagramCheck):
+            return await asyncio.to_thread(self._check_diagrams, effect.task_id)
+        if isinstance(effect, OpenPullRequest):
+            return self._open_pr(effect.task_id)
+        if isinstance(effect, MergePullRequest):
+            return await asyncio.to_thread(self._merge, effect.task_id)
+        if isinstance(effect, SyncBacklog):
+            await asyncio.to_thread(self._sync_backlog_status, effect)
+            return None
+        if isinstance(effect, RemoveWorktree):
+            await asyncio.to_thread(self.workspace.remove_worktree, effect.task_id)
+            return None
+        if isinstance(effect, DeleteBranch):
+            await asyncio.to_thread(self.workspace.delete_branch, effect.task_id)
+            return None
+        if isinstance(effect, AskQuestion):
+            q = self.quest.questions[effect.question_id]
+            self.out.question(q.task_id or PLAN_STEP, q.id, q.question, q.context)
+            return None
+        if isinstance(effect, ReportBlocked):
+            self.out.warn(f"{effect.task_id}: Blocked: {effect.reason}")
+            return None
+        return None  # StopAgent: the previous job was cancelled in _start_job
+
+    # -- allocation
+
+    def _create_worktree(self, task_id: str) -> Event:
+        try:
+            self._write_backlog_status(task_id, "In Progress", "", None)
+            path = self.workspace.create_worktree(task_id)
+        except (ScaffoldError, OSError) as exc:
+            return Event(EventName.ALLOCATION_FAILED, at=self.clock(), detail=str(exc))
+        branch = f"scaffold/task-{task_number(task_id)}"
+        return Event(
+            EventName.WORKTREE_CREATED,
+            at=self.clock(),
+            extra={"worktree": str(path), "branch": branch},
+        )
+
+    # -- agents
+
+    def _run_dir(self, key: str, number: int, role: Role) -> Path:
+        step = PLAN_STEP if key == PLAN_KEY else key
+        return self.state_root / "runs" / self.quest.id / step / f"{number:03d}-{role.value}"
+
+    def _prompt_data(self, key: str) -> PromptData:
+        q = self.quest
+        diagrams = (self.cfg.diagrams.architecture, self.cfg.diagrams.data_model,
+                    self.cfg.diagrams.states)
+        if key == PLAN_KEY:
+            return PromptData(step_id=PLAN_STEP, request=q.request, requirements=q.requirements,
+                              previous=q.planning.last_summary or "")
+        task = q.tasks[key]
+        description, criteria = "", tuple[str, ...]()
+        with contextlib.suppress(ScaffoldError, OSError):
+            bt = bl.load_backlog(self.repo).get(key)
+            if bt is not None:
+                description = bt.description or ""
+                criteria = tuple(c.text for c in bt.acceptance_criteria)
+        return PromptData(
+            step_id=key, request=q.request, requirements=q.requirements, task_title=task.title,
+            task_description=description, acceptance_criteria=criteria,
+            file_map=q.planning.file_map, diagrams=diagrams, previous=task.last_summary or "",
+        )
+
+    async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
+        is_plan = key == PLAN_KEY
+        record: Any = self.quest.planning if is_plan else self.quest.tasks[key]
+        number = record.agent_runs + 1
+        run_dir = self._run_dir(key, number, run.role)
+        signal_dir = run_dir / "signals"
+        signal_dir.mkdir(parents=True, exist_ok=True)
+        if run.kind == "conflict_fix" and not is_plan:
+            await asyncio.to_thread(self._start_conflict_merge, key)
+        step_id = PLAN_STEP if is_plan else key
+        config_path = run_dir / "mcp.json"
+        config_path.write_text(
+            json.dumps(mcp_config(signal_dir, step_id, run.role, self.quest.id, self.python)),
+            encoding="utf-8",
+        )
+        prompt = build_prompt(run.role, run, self._prompt_data(key))
+        argv = [*self.cfg.agent.command, "-p", prompt, "--output-format", "stream-json",
+                "--verbose", "--mcp-config", str(config_path)]
+        if run.resume_session:
+            argv += ["--resume", run.resume_session]
+        argv += list(self.cfg.agent.extra_args)
+        cwd = self.repo if is_plan else Path(self.quest.tasks[key].worktree or self.repo)
+        env = {
+            "SCAFFOLD_QUEST_ID": self.quest.id,
+            "SCAFFOLD_STEP_ID": step_id,
+            "SCAFFOLD_ROLE": run.role.value,
+            "SCAFFOLD_SIGNAL_DIR": str(signal_dir),
+        }
+        marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
+        if is_plan:
+            self._update_planning(**marks)
+        else:
+            self._update_task(key, f"agent started: {run.role.value} ({run.kind})", **marks)
+        self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+        spec = AgentSpec(
+            argv=argv, cwd=cwd, env=env, stuck_timeout_s=self.cfg.agent.stuck_timeout_s
+        )
+
+        async def on_event(ev: object) -> None:
+            if isinstance(ev, SystemInit) and ev.session_id:
+                self._remember_session(key, run.role, ev.session_id)
+
+        agent = asyncio.create_task(run_agent(spec, on_event=on_event, children=self.children))
+        watcher = asyncio.create_task(_watch_signal(signal_dir, agent))
+        try:
+            outcome = await agent
+        finally:
+            watcher.cancel()
+        cost = outcome.summary.total_cost_usd or 0.0
+        if cost:
+            self._commit(qf.add_cost(self.quest, None if is_plan else key, cost))
+        self.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
+        sig = latest_signal(signal_dir)
+        session = outcome.session_id or run.resume_session
+        return self._outcome_event(key, run.role, sig, session, _describe_failure(outcome))
+
+    def _remember_session(self, key: str, role: Role, session_id: str) -> None:
+        if key == PLAN_KEY:
+            sessions = {**self.quest.planning.sessions, role.value: session_id}
+            self._update_planning(sessions=sessions)
+        else:
+            task = self.quest.tasks[key]
+            self._update_task(key, None, sessions={**task.sessions, role.value: session_id})
+
+    def _outcome_event(
+        self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
+    ) -> Event:
+        now = self.clock()
+        if key == PLAN_KEY:
+            self._update_planning(agent_running=False)
+        else:
+            self._update_task(key, None, agent_running=False)
+        if sig is None:
+            return Event(EventName.AGENT_FAILED, at=now, role=role, session_id=session,
+                         detail=failure)
+        qid = self._question_id(key)
+        if key == PLAN_KEY:
+            try:
+                name = planning_event_for(self.quest.phase, sig.signal)
+            except IllegalTransition as exc:
+                return Event(EventName.AGENT_FAILED, at=now, role=role, session_id=session,
+                             detail=str(exc))
+            if name is EventName.CODE_COMPLETE and self.quest.phase is QuestPhase.PLANNING:
+                self._adopt_planned_tasks()
+            return Event(name, at=now, signal=sig.signal, role=role, session_id=session,
+                         question_id=qid)
+        task = self.quest.tasks[key]
+        msg = f"{role.value}: {getattr(sig.signal, 'summary', sig.signal.signal)}"
+        with contextlib.suppress(ScaffoldError):
+            self.workspace.commit_all(key, f"{key} {msg}"[:200])
+        return signal_event(task, sig.signal, session_id=session, at=now, question_id=qid)
+
+    def _question_id(self, key: str) -> str:
+        base = "plan" if key == PLAN_KEY else task_number(key).replace(".", "-")
+        n = sum(1 for q in self.quest.questions.values() if q.id.startswith(f"q-{base}-"))
+        return f"q-{base}-{n + 1}"
+
+    def _adopt_planned_tasks(self) -> None:
+        snapshot = bl.load_backlog(self.repo)
+        known = set(self.quest.planning.known_before)
+        new = [t.id for t in snapshot.tasks if t.id not in known]
+        self.out.line(f"PathSeeker planned {len(new)} task(s): {', '.join(new) or '-'}")
+
+    def _start_conflict_merge(self, task_id: str) -> None:
+        worktree = self.quest.tasks[task_id].worktree
+        if worktree:
+            run_git(["merge", "--no-edit", self.workspace.default_branch()], cwd=Path(worktree),
+                    check=False)
+
+    # -- checks
+
+    def _run_ward(self, task_id: str) -> Event:
+        worktree = Path(self.quest.tasks[task_id].worktree or self.repo)
+        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s)
+        if result.passed:
+            return Event(EventName.WARD_PASSED, at=self.clock())
+        return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))
+
+    def _check_diagrams(self, task_id: str) -> Event:
+        d = self.cfg.diagrams
+        paths = DiagramPaths(architecture=d.architecture, data_model=d.data_model,
+                             states=d.states, roadmap=d.roadmap)
+        verdict = check_diagrams(self.workspace.changed_files(task_id), paths)
+        if verdict.synced:
+            return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
+        missing = tuple(f"{m.diagram_path}: {m.reason}" for m in verdict.missing)
+        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing)
+
+    # -- local forge
+
+    def _open_pr(self, task_id: str) -> Event | None:
+        task = self.quest.tasks[task_id]
+        if task.pr is None or task.pr.state != "open":
+            number = 1 + sum(1 for t in self.quest.tasks.values() if t.pr is not None)
+            pr = PullRequest(branch=task.branch or "", base=self.workspace.default_branch(),
+                             number=number)
+            self._update_task(task_id, f"pull request #{number} opened", pr=pr)
+        if self.cfg.approval == "auto":
+            return Event(EventName.PR_APPROVED, at=self.clock(), detail="auto")
+        self.out.line(
+            f"{task_id}: pull request ready; `scaffold approve {task_id}` or "
+            f"`scaffold reject {task_id}`"
+        )
+        return None
+
+    def _merge(self, task_id: str) -> Event | None:
+        task = self.quest.tasks[task_id]
+        result = self.workspace.merge(task_id, f"Merge {task.branch}: {task_id} {task.title}")
+        if result.merged:
+            return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
+        if result.conflict_files:
+            return Event(EventName.MERGE_CONFLICT, at=self.clock(),
+                         detail=", ".join(result.conflict_files))
+        self.out.warn(
+            f"{task_id}: cannot merge: uncommitted changes in {', '.join(result.blocked_paths)};"
+            " commit or stash them and run again"
+        )
+        return None
+
+    # -- Backlog.md
+
+    def _sync_backlog_status(self, effect: SyncBacklog) -> None:
+        self._write_backlog_status(effect.task_id, effect.status, effect.notes,
+                                   effect.final_summary)
+
+    def _write_backlog_status(
+        self, task_id: str, status: str, notes: str, summary: str | None
+    ) -> None:
+        bt = bl.load_backlog(self.repo).get(task_id)
+        if bt is None:
+            self.out.warn(f"{task_id}: no Backlog.md file to update")
+            return
+        if bt.status != status:
+            bl.set_status(bt.path, status)
+        if notes:
+            bl.append_implementation_notes(bt.path, notes)
+        if summary:
+            bl.set_final_summary(bt.path, summary)
+        self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
+
+    # ------------------------------------------------------------------ restart
+
+    def _recover(self) -> None:
+        killed = kill_orphan_agents(self.quest.id)
+        if killed:
+            self.out.warn(f"killed {len(killed)} orphan agent process(es): {killed}")
+        if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
+            plan = self.quest.planning
+            if plan.agent_running:
+                self._resume_interrupted(PLAN_KEY, plan.role, plan.run_dir)
+        for task in list(self.quest.tasks.values()):
+            if task.state not in IN_FLIGHT:
+                continue
+            if task.agent_running and task.role is not None:
+                self._resume_interrupted(task.id, task.role, task.run_dir)
+                continue
+            effects = qf.due_effects(task)
+            if effects:
+                self.out.line(f"{task.id}: resuming in {task.state.value}")
+                self._start_job(task.id, effects)
+        self._remove_orphan_worktrees()
+
+    def _resume_interrupted(self, key: str, role: Role, run_dir: str | None) -> None:
+        sig = latest_signal(Path(run_dir) / "signals") if run_dir else None
+        record: Any = self.quest.planning if key == PLAN_KEY else self.quest.tasks[key]
+        session = record.sessions.get(role.value)
+        event = self._outcome_event(key, role, sig, session, "interrupted by a restart of scaffold")
+        self.out.line(f"{key}: the agent run was interrupted; {event.name.value}")
+        self.queue.put_nowait((key, event))
+
+    def _remove_orphan_worktrees(self) -> None:
+        live = {t.id for t in self.quest.tasks.values() if t.state in IN_FLIGHT}
+        for info in self.workspace.list_scaffold_worktrees():
+            if info.task_id and info.task_id not in live and info.task_id in self.quest.tasks:
+                self.workspace.remove_worktree(info.task_id)
+                self.out.line(f"removed orphan worktree of {info.task_id}")
+
+    # ------------------------------------------------------------------ the end
+
+    def _report(self) -> RunReport:
+        q = self.quest
+        if q.phase is QuestPhase.FAILED:
+            return RunReport(1, q.stop_reason or "planning failed")
+        if q.pending_questions():
+            ids = ", ".join(x.id for x in q.pending_questions())
+            return RunReport(3, f"waiting for answers: {ids} (scaffold answer <id> \"...\")")
+        waiting = [t.id for t in q.tasks.values() if t.state is Lifecycle.PR_CREATED]
+        if waiting:
+            return RunReport(3, f"waiting for approval: {', '.join(waiting)}")
+        if q.stop_reason:
+            code = 4 if "abort" not in q.stop_reason else 1
+            return RunReport(code, f"stopped: {q.stop_reason}")
+        blocked = [t for t in q.tasks.values() if t.state is Lifecycle.BLOCKED]
+        if blocked:
+            why = "; ".join(f"{t.id}: {t.blocked_reason}" for t in blocked)
+            return RunReport(1, f"blocked: {why}")
+        open_tasks = [t.id for t in q.tasks.values() if t.outcome != "merged"]
+        if open_tasks:
+            return RunReport(1, f"not done and nothing can start: {', '.join(open_tasks)}")
+        return RunReport(0, f"all {len(q.tasks)} task(s) merged")
+
+
+async def _watch_signal(signal_dir: Path, agent: asyncio.Task[Any]) -> None:
+    """After a signal lands, give the agent a grace period to exit, then stop it."""
+    while not agent.done():
+        if any(signal_dir.glob("signal-*.json")):
+            await asyncio.sleep(SIGNAL_GRACE_S)
+            if not agent.done():
+                agent.cancel()
+            return
+        await asyncio.sleep(0.2)
+
+
+def _describe_failure(outcome: Any) -> str:
+    if outcome.stuck:
+        return f"stuck: no output for the stuck timeout; process group killed after {outcome.duration_s:.1f}s"
+    res = outcome.summary.result
+    parts = [f"exited with code {outcome.exit_code}" if outcome.exit_code is not None
+             else f"killed by signal {outcome.signal}", "without calling signal-back"]
+    if res is not None and res.is_error:
+        parts.append(f"(result: {res.subtype}{', API status ' + str(res.api_error_status) if res.api_error_status else ''})")
+    tail = outcome.stderr_tail.strip().splitlines()[-3:]
+    if tail:
+        parts.append("stderr: " + " | ".join(tail))
+    if outcome.summary.malformed_count:
+        parts.append(f"{outcome.summary.malformed_count} malformed output line(s)")
+    return " ".join(parts)
+
+
+def kill_orphan_agents(quest_id: str) -> list[int]:
+    """Kill agent process groups of this quest that outlived a previous scaffold run."""
+    marker = f"SCAFFOLD_QUEST_ID={quest_id}".encode()
+    me = os.getpid()
+    killed: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            pid = int(entry.name)
+            with contextlib.suppress(OSError):
+                pgid = os.getpgid(pid)
+                if pgid != os.getpgid(me):
+                    os.killpg(pgid, signals.SIGKILL)
+                    killed.append(pid)
+    return killed
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+Runner = Callable[[], Awaitable[RunReport]]

@@ -1,0 +1,112 @@
+"""``scaffold status``: every backlog task with its lifecycle state, and every quest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scaffold import backlog as bl
+from scaffold.config import load_config
+from scaffold.errors import ConfigError, ScaffoldError
+from scaffold.quest.model import Quest, TaskRecord
+from scaffold.runtime.session import quest_store
+
+
+def _task_entry(bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": bt.id,
+        "title": bt.title,
+        "status": bt.status,
+        "priority": bt.priority,
+        "dependencies": list(bt.dependencies),
+        "parent": bt.parent_task_id,
+        "path": str(bt.path),
+        "ready": ready,
+        "state": record.state.value if record else "Idle",
+        "quest": quest.id if quest else None,
+        "role": record.role.value if record and record.role else None,
+        "attempts": record.attempts if record else 0,
+        "session_id": _newest_session(record),
+        "cost_usd": record.cost_usd if record else 0.0,
+        "question": record.question_id if record else None,
+        "blocked_reason": record.blocked_reason if record else None,
+        "pr": record.pr.model_dump(mode="json") if record and record.pr else None,
+        "outcome": record.outcome if record else None,
+    }
+    return entry
+
+
+def _newest_session(record: TaskRecord | None) -> str | None:
+    if record is None or not record.sessions:
+        return None
+    if record.role is not None and record.role.value in record.sessions:
+        return record.sessions[record.role.value]
+    return list(record.sessions.values())[-1]
+
+
+def status_report(repo: Path) -> dict[str, Any]:
+    errors: list[dict[str, Any]] = []
+    try:
+        load_config(repo)
+    except ConfigError as exc:
+        errors.append({"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason})
+    quests: list[Quest] = []
+    store = quest_store(repo)
+    for qid in store.list_ids():
+        try:
+            quests.append(store.read(qid))
+        except ScaffoldError as exc:
+            errors.append({"path": str(store.root / qid), "reason": str(exc)})
+    records: dict[str, tuple[TaskRecord, Quest]] = {}
+    for q in sorted(quests, key=lambda q: q.started_at):
+        for t in q.tasks.values():
+            records[t.id] = (t, q)
+    snapshot = bl.load_backlog(repo)
+    ready = {tid for tid, r in snapshot.readiness.items() if r.ready}
+    tasks = []
+    for bt in snapshot.tasks:
+        rec, quest = records.get(bt.id, (None, None))
+        tasks.append(_task_entry(bt, bt.id in ready, rec, quest))
+    for problem in snapshot.problems:
+        errors.append({"path": problem.path, "reason": problem.reason, "task": problem.task_id,
+                       "kind": problem.kind})
+    quest_entries = [
+        {
+            "id": q.id,
+            "phase": q.phase.value,
+            "request": q.request,
+            "cost_usd": q.cost_usd,
+            "started_at": q.started_at.isoformat(),
+            "stop_reason": q.stop_reason,
+            "planning_role": q.planning.role.value,
+            "tasks": sorted(q.tasks),
+            "pending_questions": [
+                {"id": x.id, "task": x.task_id, "role": x.role.value, "question": x.question,
+                 "context": x.context}
+                for x in q.pending_questions()
+            ],
+        }
+        for q in quests
+    ]
+    return {"tasks": tasks, "quests": quest_entries, "errors": errors}
+
+
+def render_table(report: dict[str, Any]) -> str:
+    rows = [("ID", "STATUS", "STATE", "READY", "ROLE", "TRIES", "COST", "TITLE")]
+    for t in report["tasks"]:
+        rows.append((
+            t["id"], t["status"], t["state"], "yes" if t["ready"] else "-", t["role"] or "-",
+            str(t["attempts"]), f"${t['cost_usd']:.2f}", t["title"],
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+             for r in rows]
+    for q in report["quests"]:
+        lines.append(f"\nquest {q['id']}: {q['phase']}, ${q['cost_usd']:.2f}"
+                     + (f", stopped: {q['stop_reason']}" if q["stop_reason"] else ""))
+        for pq in q["pending_questions"]:
+            lines.append(f"  question {pq['id']} ({pq['task'] or 'planning'}): {pq['question']}")
+    if report["errors"]:
+        lines.append("\nproblems:")
+        lines += [f"  {e['path']}: {e['reason']}" for e in report["errors"]]
+    return "\n".join(lines)

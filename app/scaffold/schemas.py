@@ -1,0 +1,123 @@
+"""JSON Schemas of the files and payloads other programs read or write.
+
+The quest file, the ``signal-back`` payload, ``.github/scaffold.yml`` and a journal
+history entry are described by pydantic models; their schemas are exported to
+``schemas/`` so editors, agents and other tools can validate against them. The
+files are generated, never edited: ``python -m scaffold.schemas`` rewrites them and
+``python -m scaffold.schemas --check`` exits 1 when they lag the models (a test does
+the same).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scaffold.config import ScaffoldConfig
+from scaffold.quest.model import HistoryEntry, Quest
+from scaffold.signals import signal_json_schema
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+# Stem of each exported file (``schemas/<stem>.schema.json``), in a stable order.
+SCHEMA_NAMES = ("quest", "signal-back", "scaffold-config", "history-entry")
+
+
+def _with_header(schema: dict[str, Any], title: str, description: str) -> dict[str, Any]:
+    out = {"$schema": DIALECT, **schema}
+    out["title"] = title
+    out.setdefault("description", description)
+    return out
+
+
+def export_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each exported model, keyed by the stem of its file name."""
+    return {
+        "quest": _with_header(
+            Quest.model_json_schema(),
+            "Quest",
+            "The scaffold quest file: requirements, tasks, sessions, questions and cost.",
+        ),
+        "signal-back": _with_header(
+            signal_json_schema(),
+            "SignalBack",
+            "The payload of the signal-back MCP tool an agent calls to report its state.",
+        ),
+        "scaffold-config": _with_header(
+            ScaffoldConfig.model_json_schema(),
+            "ScaffoldConfig",
+            "The .github/scaffold.yml configuration; every key is optional.",
+        ),
+        "history-entry": _with_header(
+            HistoryEntry.model_json_schema(),
+            "HistoryEntry",
+            "One line of a quest's append-only journal.",
+        ),
+    }
+
+
+def schema_file_name(name: str) -> str:
+    return f"{name}.schema.json"
+
+
+def render_schema(schema: dict[str, Any]) -> str:
+    """The exact text written to disk: sorted keys, indent 2, trailing newline."""
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def rendered_schemas() -> dict[str, str]:
+    """File name -> file text, for every exported schema."""
+    return {schema_file_name(k): render_schema(v) for k, v in export_schemas().items()}
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    """Write every schema into ``directory`` (created if missing); return the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, text in rendered_schemas().items():
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale_schemas(directory: Path) -> list[str]:
+    """Names of the schema files in ``directory`` that are missing or differ from the models."""
+    stale: list[str] = []
+    for name, text in rendered_schemas().items():
+        path = directory / name
+        try:
+            current = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current != text:
+            stale.append(name)
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m scaffold.schemas [--check] [DIR]`` (DIR defaults to ``./schemas``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    rest = [a for a in args if a != "--check"]
+    if len(rest) > 1 or any(a.startswith("-") for a in rest):
+        print("usage: python -m scaffold.schemas [--check] [DIR]", file=sys.stderr)
+        return 2
+    directory = Path(rest[0]) if rest else Path("schemas")
+    if check:
+        stale = stale_schemas(directory)
+        for name in stale:
+            print(f"{directory / name} is out of date", file=sys.stderr)
+        if stale:
+            print("run `python -m scaffold.schemas` to regenerate", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_schemas(directory):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
