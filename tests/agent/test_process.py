@@ -414,6 +414,28 @@ def test_cancelling_the_runner_kills_and_reaps_the_group(tmp_path: Path) -> None
     assert len(children) == 0
 
 
+def test_stop_request_stops_the_group_and_still_returns_an_outcome(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    script = agent_script(
+        tmp_path, "init('kept')\nspawn_grandchild(sys.argv[1])\nsay('signalled', sid='kept')\ntime.sleep(120)\n"
+    )
+    stop = asyncio.Event()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, AssistantMessage):
+            stop.set()
+
+    spec = spec_for(tmp_path, script, str(pidfile), stuck_timeout_s=60)
+    outcome = asyncio.run(run_agent(spec, on_event=on_event, stop_requested=stop))
+
+    assert outcome.stopped
+    assert not outcome.stuck
+    assert outcome.stop == "terminated"
+    assert outcome.signal == signal.SIGTERM
+    assert outcome.session_id == "kept"
+    assert wait_gone(int(pidfile.read_text()))
+
+
 def test_on_event_error_stops_the_agent_and_propagates(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     script = agent_script(tmp_path, "spawn_grandchild(sys.argv[1])\ninit()\ntime.sleep(120)\n")
@@ -444,15 +466,24 @@ def test_escaped_process_holding_stdout_cannot_hang_the_runner(tmp_path: Path) -
     script = agent_script(
         tmp_path, "spawn_grandchild(sys.argv[1], new_session=True)\ninit()\nresult()\n"
     )
-    try:
-        outcome, _ = run(spec_for(tmp_path, script, str(pidfile), drain_timeout_s=0.3))
-        assert outcome.ok
-        assert outcome.stop is None
-    finally:
-        if pidfile.exists():
-            escaped = int(pidfile.read_text())
-            os.kill(escaped, signal.SIGKILL)
-            assert wait_gone(escaped)
+    spec = spec_for(tmp_path, script, str(pidfile), drain_timeout_s=0.3)
+
+    async def main() -> AgentRunOutcome:
+        try:
+            return await run_agent(spec)
+        finally:
+            # Ours to clean up; do it while the loop still runs so the pipe it held
+            # is closed by the loop, not at interpreter exit.
+            if pidfile.exists():
+                escaped = int(pidfile.read_text())
+                os.kill(escaped, signal.SIGKILL)
+                while pid_alive(escaped):
+                    await asyncio.sleep(0.02)
+                await asyncio.sleep(0.05)
+
+    outcome = asyncio.run(main())
+    assert outcome.ok
+    assert outcome.stop is None
 
 
 # --- the registry -------------------------------------------------------------------

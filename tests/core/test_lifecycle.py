@@ -208,7 +208,10 @@ SETUPS: dict[str, Setup] = {
         task(S.BLOCKED, role=SM, blocked_reason="Siegemaster failed 4 times"),
         ev(E.RETRY_REQUESTED),
     ),
-    "PR_Created-pr_approved": lambda: (task(S.PR_CREATED, pr=PR), ev(E.PR_APPROVED, detail="alice")),
+    "PR_Created-pr_approved": lambda: (
+        task(S.PR_CREATED, pr=PR),
+        ev(E.PR_APPROVED, detail="alice"),
+    ),
     "PR_Created-pr_rejected": lambda: (task(S.PR_CREATED, pr=PR), ev(E.PR_REJECTED)),
     "Blocked-pr_rejected": lambda: (task(S.BLOCKED, pr=PR), ev(E.PR_REJECTED)),
     "Merging-merge_complete": lambda: (
@@ -360,9 +363,7 @@ def test_every_row_has_a_setup_and_expected_effects() -> None:
     assert len(ROWS) == len(TABLE), "row ids must be unique"
     assert set(SETUPS) == set(ROWS)
     assert set(EXPECTED_EFFECTS) == set(ROWS)
-    assert set(EXPECTED_START) == {
-        k for k, v in EXPECTED_EFFECTS.items() if StartAgent in v
-    }
+    assert set(EXPECTED_START) == {k for k, v in EXPECTED_EFFECTS.items() if StartAgent in v}
 
 
 @pytest.mark.parametrize("rid", list(ROWS), ids=list(ROWS))
@@ -460,13 +461,13 @@ def test_real_table_is_valid() -> None:
 
 def test_unreachable_state_is_refused() -> None:
     rows = [r for r in TABLE if r.target is not S.MERGING]
-    with pytest.raises(MachineDefinitionError, match="unreachable states.*Merging"):
+    with pytest.raises(MachineDefinitionError, match=r"unreachable states.*Merging"):
         validate_table(rows)
 
 
 def test_trap_state_is_refused() -> None:
     rows = [r for r in TABLE if r.source is not S.CLEANUP]
-    with pytest.raises(MachineDefinitionError, match="trap states.*Cleanup"):
+    with pytest.raises(MachineDefinitionError, match=r"trap states.*Cleanup"):
         validate_table(rows)
 
 
@@ -491,9 +492,7 @@ def test_two_rows_with_the_same_guard_are_refused() -> None:
 
 def test_table_queries() -> None:
     assert {r.name for r in transitions_from(S.CLEANUP)} == {"backlog_synced"}
-    assert allowed_events(S.PR_CREATED) == sorted(
-        [E.PR_APPROVED, E.PR_REJECTED, E.ABORT_SIGNAL]
-    )
+    assert allowed_events(S.PR_CREATED) == sorted([E.PR_APPROVED, E.PR_REJECTED, E.ABORT_SIGNAL])
     assert allowed_events(S.IDLE) == sorted([E.DEPS_RESOLVED, E.RETRY_REQUESTED])
 
 
@@ -693,7 +692,8 @@ def test_happy_path() -> None:
 
     d = w.event(E.PR_APPROVED, detail="alice")
     assert (d.task.state, d.effects) == (S.MERGING, (MergePullRequest(TID),))
-    assert d.task.pr is not None and d.task.pr.approved_by == "alice"
+    assert d.task.pr is not None
+    assert d.task.pr.approved_by == "alice"
 
     d = w.event(E.MERGE_COMPLETE, detail="0123456789abcdef")
     assert d.task.state is S.CLEANUP
@@ -982,7 +982,8 @@ def test_pr_rejected_cleans_up_and_puts_the_task_back_to_do() -> None:
         DeleteBranch(TID),
     )
     assert d.task.outcome == "rejected"
-    assert d.task.pr is not None and d.task.pr.state == "closed"
+    assert d.task.pr is not None
+    assert d.task.pr.state == "closed"
     d = w.event(E.BACKLOG_SYNCED)
     assert (d.task.state, d.effects) == (S.IDLE, ())
     # It can be picked up again later.

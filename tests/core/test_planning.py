@@ -107,7 +107,11 @@ def _phase_rows(ph: P, role: Role) -> dict[str, Setup]:
 
 
 SETUPS: dict[str, Setup] = {
-    "requirements-requirements_locked": lambda: (P.REQUIREMENTS, state(CH), on_signal(CH, "complete")),
+    "requirements-requirements_locked": lambda: (
+        P.REQUIREMENTS,
+        state(CH),
+        on_signal(CH, "complete"),
+    ),
     "planning-tasks_planned": lambda: (P.PLANNING, state(PS), on_signal(PS, "complete")),
     "planning-continue_role": lambda: (
         P.PLANNING,
@@ -144,7 +148,8 @@ def test_every_planning_row_has_a_case() -> None:
 def test_planning_transition(rid: str) -> None:
     row = ROWS[rid]
     phase, planning, event = SETUPS[rid]()
-    assert phase is row.source and event.name is row.event
+    assert phase is row.source
+    assert event.name is row.event
     d = decide_planning(phase, planning, event)
     target, effects = EXPECTED[rid]
     assert d.transition is row
@@ -172,7 +177,9 @@ def test_chaoswhisperer_complete_starts_pathseeker() -> None:
 
 
 def test_pathseeker_complete_moves_to_executing() -> None:
-    d = decide_planning(P.PLANNING, state(PS, attempts=2), on_signal(PS, "complete", session="s-ps"))
+    d = decide_planning(
+        P.PLANNING, state(PS, attempts=2), on_signal(PS, "complete", session="s-ps")
+    )
     assert (d.phase, d.effects) == (P.EXECUTING, ())
     assert d.planning.last_summary == "3 contexts, 7 observables"
     assert (d.planning.pending_run, d.planning.agent_running, d.planning.attempts) == (
@@ -200,7 +207,9 @@ def test_question_then_answer_resumes_the_asking_session(phase: P, role: Role) -
     assert (d.phase, d.planning.question_id, d.planning.pending_run) == (phase, "q-9", None)
     d = decide_planning(phase, d.planning, Event(E.ANSWER_RECEIVED, answer="admins only"))
     assert d.effects == (
-        StartAgent(None, AgentRun(role=role, resume_session="s-q", kind="answer", context="admins only")),
+        StartAgent(
+            None, AgentRun(role=role, resume_session="s-q", kind="answer", context="admins only")
+        ),
     )
     assert d.planning.question_id is None
 

@@ -10,6 +10,8 @@ Every way a run can end leaves no process behind:
   terminated, then killed;
 - the agent prints nothing on stdout for `stuck_timeout_s`: the whole group is stopped
   and the outcome says `stuck`;
+- the caller sets `stop_requested` (say the agent signalled and then lingered): the
+  group is stopped and the outcome says `stopped`;
 - the task running `run_agent` is cancelled (or `on_event` raises): the group is
   stopped before the exception propagates.
 
@@ -144,6 +146,8 @@ class AgentRunOutcome:
     # How the process group was stopped after the run: None when the agent and all its
     # children had already gone by themselves.
     stop: StopResult | None = None
+    # True when the caller asked for the stop (`stop_requested`).
+    stopped: bool = False
 
     @property
     def session_id(self) -> str | None:
@@ -202,13 +206,24 @@ def _group_alive(pgid: int) -> bool:
     return _has_live_member(pgid)
 
 
+async def _wait_exited(proc: asyncio.subprocess.Process) -> int:
+    """The leader's exit status, as soon as the child watcher has reaped it.
+
+    Not `proc.wait()`: before Python 3.12 that also waits for stdout and stderr to
+    close, which never happens while an escaped grandchild holds them open.
+    """
+    while proc.returncode is None:
+        await asyncio.sleep(_POLL_S)
+    return proc.returncode
+
+
 async def _wait_gone(proc: asyncio.subprocess.Process, pgid: int, timeout_s: float) -> bool:
     """Wait until the leader is reaped and no live process is left in its group."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     if proc.returncode is None:
         try:
-            await asyncio.wait_for(proc.wait(), timeout=max(0.0, timeout_s))
+            await asyncio.wait_for(_wait_exited(proc), timeout=max(0.0, timeout_s))
         except TimeoutError:
             return False
     while _group_alive(pgid):
@@ -310,24 +325,33 @@ async def run_agent(
     *,
     on_event: OnEvent | None = None,
     children: LiveChildren | None = None,
+    stop_requested: asyncio.Event | None = None,
 ) -> AgentRunOutcome:
     """Run the agent to the end and report how it went.
 
     `on_event` is called with each event in order (it may be a coroutine function; it
-    is awaited, so a slow consumer slows reading, never loses events). Raises
-    `AgentError` if the process cannot be started; a crash, a stuck agent or a run
-    without a result is reported in the outcome, not raised.
+    is awaited, so a slow consumer slows reading, never loses events). Setting
+    `stop_requested` stops the process group and still returns an outcome (with the
+    session id seen so far), unlike cancelling the task, which stops the group and
+    re-raises. Raises `AgentError` if the process cannot be started; a crash, a stuck
+    agent or a run without a result is reported in the outcome, not raised.
     """
-    return await _AgentRun(spec, on_event, children).run()
+    return await _AgentRun(spec, on_event, children, stop_requested).run()
 
 
 class _AgentRun:
     def __init__(
-        self, spec: AgentSpec, on_event: OnEvent | None, children: LiveChildren | None
+        self,
+        spec: AgentSpec,
+        on_event: OnEvent | None,
+        children: LiveChildren | None,
+        stop_requested: asyncio.Event | None,
     ) -> None:
         self.spec = spec
         self.on_event = on_event
         self.children = children
+        self.stop_requested = stop_requested
+        self.stopped = False
         self.decoder = StreamDecoder(spec.max_line_bytes)
         self.stderr_tail = bytearray()
         self.last_output = 0.0
@@ -361,11 +385,12 @@ class _AgentRun:
         assert proc.stderr is not None
         stdout_task = asyncio.create_task(self._pump_stdout(proc.stdout))
         stderr_task = asyncio.create_task(self._pump_stderr(proc.stderr))
-        exit_task = asyncio.create_task(proc.wait())
+        exit_task = asyncio.create_task(_wait_exited(proc))
         watchdog = asyncio.create_task(self._watchdog())
-        tasks = (stdout_task, stderr_task, exit_task, watchdog)
+        requested = asyncio.create_task(self._requested())
+        tasks = (stdout_task, stderr_task, exit_task, watchdog, requested)
         try:
-            await self._supervise(proc, stdout_task, exit_task, watchdog)
+            await self._supervise(proc, stdout_task, exit_task, watchdog, requested)
             await self._drain(stdout_task, stderr_task)
         except BaseException:
             # Cancelled, or on_event raised: the group must not outlive us.
@@ -386,6 +411,7 @@ class _AgentRun:
             summary=self.decoder.summary,
             stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
             stop=self.stop,
+            stopped=self.stopped,
         )
 
     async def _supervise(
@@ -394,18 +420,21 @@ class _AgentRun:
         stdout_task: asyncio.Task[None],
         exit_task: asyncio.Task[int],
         watchdog: asyncio.Task[None],
+        requested: asyncio.Task[None],
     ) -> None:
-        """Until the leader exits (or is stopped as stuck); then clear its group."""
+        """Until the leader exits (or is stopped as stuck or on request); then clear
+        its group."""
         spec = self.spec
         while not exit_task.done():
-            waiters: set[asyncio.Future[Any]] = {exit_task, watchdog}
+            waiters: set[asyncio.Future[Any]] = {exit_task, watchdog, requested}
             if not stdout_task.done():
                 waiters.add(stdout_task)
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             if stdout_task.done() and stdout_task.exception() is not None:
                 stdout_task.result()  # re-raise what on_event raised
-            if watchdog.done() and not exit_task.done():
-                self.stuck = True
+            if (watchdog.done() or requested.done()) and not exit_task.done():
+                self.stuck = watchdog.done()
+                self.stopped = requested.done()
                 self.stop = await stop_process_group(
                     proc,
                     terminate_wait_s=spec.terminate_grace_s,
@@ -441,6 +470,12 @@ class _AgentRun:
             # and the event loop's child watcher reaps the leader.
             _signal_group(proc.pid, signal.SIGKILL)
             raise
+
+    async def _requested(self) -> None:
+        if self.stop_requested is None:
+            await asyncio.get_running_loop().create_future()  # never set
+        else:
+            await self.stop_requested.wait()
 
     async def _watchdog(self) -> None:
         """Return once stdout has been silent for stuck_timeout_s."""

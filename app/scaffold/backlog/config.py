@@ -21,6 +21,7 @@ from scaffold.errors import BacklogError
 DEFAULT_STATUSES = ("To Do", "In Progress", "Done")
 DEFAULT_PRIORITIES = ("high", "medium", "low")
 BACKLOG_DIR_NAMES = ("backlog", ".backlog")
+ROOT_CONFIG = "backlog.config.yml"
 
 
 def status_key(status: str) -> str:
@@ -52,15 +53,50 @@ class BacklogConfig:
         return status_key(status) == status_key(self.default_status)
 
 
+def _root_config_dir(root: Path) -> Path | None:
+    """The folder named by ``backlog_directory`` in a root ``backlog.config.yml``, if any."""
+    path = root / ROOT_CONFIG
+    if not path.is_file():
+        return None
+    name = "backlog"
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
+    except (YAMLError, UnicodeDecodeError, OSError):
+        data = None
+    if isinstance(data, Mapping) and isinstance(data.get("backlog_directory"), str):
+        name = data["backlog_directory"].strip() or name
+    candidate = (root / name).resolve()
+    if not candidate.is_relative_to(root.resolve()):
+        raise BacklogError(path, f"backlog_directory {name!r} is outside the repository")
+    return candidate
+
+
 def find_backlog_dir(root: Path) -> Path:
-    """The Backlog.md folder for ``root``: ``root/backlog``, ``root/.backlog``, or ``root`` itself."""
+    """The Backlog.md folder for ``root``.
+
+    In order: the ``backlog_directory`` of a root ``backlog.config.yml``,
+    ``root/backlog``, ``root/.backlog``, or ``root`` itself when it holds
+    ``config.yml`` and ``tasks/`` (a backlog folder was passed directly).
+    """
+    named = _root_config_dir(root)
+    if named is not None and named.is_dir():
+        return named
     for name in BACKLOG_DIR_NAMES:
         candidate = root / name
         if candidate.is_dir():
             return candidate
-    if (root / "config.yml").is_file() or (root / "tasks").is_dir():
+    if (root / "config.yml").is_file() and (root / "tasks").is_dir():
         return root
     raise BacklogError(root, "no Backlog.md folder here (expected backlog/; run 'backlog init')")
+
+
+def config_path(backlog_dir: Path) -> Path:
+    """``config.yml`` in the backlog folder, or the root ``backlog.config.yml`` beside it."""
+    inside = backlog_dir / "config.yml"
+    if inside.is_file():
+        return inside
+    beside = backlog_dir.parent / ROOT_CONFIG
+    return beside if beside.is_file() else inside
 
 
 def _str_list(value: Any) -> tuple[str, ...] | None:
@@ -111,8 +147,8 @@ def parse_config(data: Mapping[str, Any]) -> tuple[BacklogConfig, list[str]]:
 
 
 def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
-    """Read ``config.yml``; absent means defaults, unreadable is reported."""
-    path = backlog_dir / "config.yml"
+    """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported."""
+    path = config_path(backlog_dir)
     if not path.is_file():
         return BacklogConfig(), []
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from scaffold.backlog import sections
 from scaffold.backlog.atomic import create_file
-from scaffold.backlog.config import BacklogConfig, find_backlog_dir, load_config
+from scaffold.backlog.config import BacklogConfig, config_path, find_backlog_dir, load_config
 from scaffold.backlog.format import BacklogTask, parse_task, read_task
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.backlog.writer import timestamp
@@ -89,8 +89,9 @@ def _number_parts(task_id: str) -> list[int] | None:
 def next_task_id(used: set[str], config: BacklogConfig, parent: str | None = None) -> str:
     """The next free id: one past the highest top-level number, or the next ``parent.N``."""
     prefix = config.task_prefix.upper()
+    numbers = [_number_parts(u) for u in used if u.upper().startswith(f"{prefix}-")]
     if parent is None:
-        top = [p[0] for p in map(_number_parts, used) if p is not None and len(p) == 1]
+        top = [p[0] for p in numbers if p is not None and len(p) == 1]
         number = str(max(top, default=0) + 1)
         if config.zero_padded_ids > 0:
             number = number.zfill(config.zero_padded_ids)
@@ -100,7 +101,7 @@ def next_task_id(used: set[str], config: BacklogConfig, parent: str | None = Non
         raise BacklogError(parent, "parent id is not numeric")
     children = [
         p[len(base)]
-        for p in map(_number_parts, used)
+        for p in numbers
         if p is not None and len(p) == len(base) + 1 and p[: len(base)] == base
     ]
     child = str(max(children, default=0) + 1)
@@ -200,7 +201,7 @@ def create_task(
     backlog_dir = find_backlog_dir(root)
     config, problems = load_config(backlog_dir)
     if problems:
-        raise BacklogError(backlog_dir / "config.yml", problems[0])
+        raise BacklogError(config_path(backlog_dir), problems[0])
     clean_title = title.strip()
     if not clean_title:
         raise BacklogError(backlog_dir, "a task needs a title")

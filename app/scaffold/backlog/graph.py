@@ -194,9 +194,11 @@ def compute_readiness(
             reasons.append(f"in dependency cycle {in_cycle[tid]}")
         for dep in task.dependencies:
             target = by_id.get(dep)
+            if dep == tid:
+                continue  # a self-loop is already reported as a cycle
             if target is None:
                 reasons.append(f"depends on {dep}, which does not exist")
-            elif dep in in_cycle and dep != tid:
+            elif dep in in_cycle:
                 reasons.append(f"depends on {dep}, which is in dependency cycle {in_cycle[dep]}")
             elif dep in doubtful:
                 reasons.append(f"depends on {dep}, whose id is used by more than one file")

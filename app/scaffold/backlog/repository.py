@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from scaffold.backlog.config import BacklogConfig, find_backlog_dir, load_config
+from scaffold.backlog.config import BacklogConfig, config_path, find_backlog_dir, load_config
 from scaffold.backlog.format import BacklogTask, read_task
 from scaffold.backlog.graph import (
     Readiness,
@@ -210,7 +210,7 @@ class _Loader:
 def load_backlog(repo_root: Path) -> BacklogSnapshot:
     """Read config, tasks, completed tasks and drafts of the backlog under ``repo_root``.
 
-    Raises BacklogError only when there is no backlog folder at all; every
+    Raises BacklogError only when the backlog folder cannot be located; every
     other defect is returned in ``problems``.
     """
     root = repo_root.resolve()
@@ -218,7 +218,7 @@ def load_backlog(repo_root: Path) -> BacklogSnapshot:
     config, config_problems = load_config(backlog_dir)
     loader = _Loader(root, backlog_dir, config)
     for reason in config_problems:
-        loader.problem(backlog_dir / "config.yml", reason, None, CONFIG)
+        loader.problem(config_path(backlog_dir), reason, None, CONFIG)
     prefix = config.task_prefix
     active = loader.read_folder(TASKS, [prefix])
     completed = loader.read_folder(COMPLETED, [prefix])

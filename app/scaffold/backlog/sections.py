@@ -94,17 +94,23 @@ def _marked_regex(key: str) -> re.Pattern[str]:
     )
 
 
-def _legacy_regex(key: str) -> re.Pattern[str]:
+def _legacy_regex(key: str, strict: bool) -> re.Pattern[str]:
     title = TITLES[key]
     others = "|".join(re.escape(t) for t in _KNOWN_TITLES if t.lower() != title.lower())
+    stop = r"\n+## " if strict else rf"\n+## (?:{others})(?:\s|$)"
     return re.compile(
-        rf"(?:^|(?<=\n))## {re.escape(title)}[ \t]*\n(.*?)(?=\n+## (?:{others})(?:\s|$)|\n*\Z)",
+        rf"(?:^|(?<=\n))## {re.escape(title)}[ \t]*\n(.*?)(?={stop}|\n*\Z)",
         re.S | re.I,
     )
 
 
-def find_sections(body: str) -> dict[str, Span]:
-    """The first occurrence of each known section, marked sections taking precedence."""
+def find_sections(body: str, *, strict: bool = False) -> dict[str, Span]:
+    """The first occurrence of each known section, marked sections taking precedence.
+
+    A section without markers runs to the next known heading, as the tool
+    reads it; with ``strict`` it stops at any ``## `` heading, which is how a
+    writer bounds the section it rewrites so unknown sections stay outside.
+    """
     found: dict[str, Span] = {}
     for key in ORDER:
         match = _marked_regex(key).search(body)
@@ -114,7 +120,7 @@ def find_sections(body: str) -> dict[str, Span]:
     for key in ORDER:
         if key in found:
             continue
-        for match in _legacy_regex(key).finditer(body):
+        for match in _legacy_regex(key, strict).finditer(body):
             if any(s.start <= match.start() < s.end for s in marked):
                 continue
             found[key] = Span(key, match.start(), match.end(), match.start(1), match.end(1), False)

@@ -97,7 +97,8 @@ def edit_task(
     """Apply frontmatter line changes and a body change, bump ``updated_date``, write atomically."""
     where = str(path)
     try:
-        raw = path.read_bytes().decode("utf-8")
+        original = path.read_bytes()
+        raw = original.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BacklogError(path, f"cannot read: {exc}") from exc
     prefix, folder = _context(path)
@@ -111,6 +112,13 @@ def edit_task(
     )
     content = doc.render(text)
     updated = parse_task(content, path, prefix=prefix, folder=folder)
+    try:
+        unchanged = path.read_bytes() == original
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        # Someone (an agent, the CLI) wrote in between: do not clobber their change.
+        raise BacklogError(path, "the file changed while scaffold was editing it; try again")
     replace_file(path, content.encode("utf-8"))
     return updated
 
@@ -124,7 +132,10 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
     wanted = status.strip()
     if not wanted or "\n" in wanted:
         raise BacklogError(path, f"invalid status {status!r}")
-    config, _ = load_config(path.parent.parent)
+    backlog_dir = path.parent.parent
+    if backlog_dir.name == "archive":
+        backlog_dir = backlog_dir.parent
+    config, _ = load_config(backlog_dir)
     spelled = next((s for s in config.statuses if status_key(s) == status_key(wanted)), None)
     if spelled is None:
         known = ", ".join(repr(s) for s in config.statuses)
@@ -134,7 +145,7 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
 
 def _append_section(key: str, text: str) -> Callable[[str], str]:
     def apply(body: str) -> str:
-        span = sections.find_sections(body).get(key)
+        span = sections.find_sections(body, strict=True).get(key)
         if span is None:
             return sections.insert_block(body, key, sections.build_block(key, text))
         old = body[span.content_start : span.content_end]
@@ -149,7 +160,7 @@ def _append_section(key: str, text: str) -> Callable[[str], str]:
 
 def _replace_section(key: str, text: str) -> Callable[[str], str]:
     def apply(body: str) -> str:
-        span = sections.find_sections(body).get(key)
+        span = sections.find_sections(body, strict=True).get(key)
         if span is None:
             return sections.insert_block(body, key, sections.build_block(key, text))
         if span.marked:

@@ -138,8 +138,7 @@ def status(repo_path: str | None, as_json: bool) -> None:
 
 def _find_question(repo: Path, question_id: str) -> str:
     for q in read_all_quests(repo):
-        found = q.questions.get(question_id)
-        if found is not None and found.answer is None:
+        if any(p.id == question_id for p in q.pending_questions()):
             return q.id
     raise UnknownQuestion(question_id)
 

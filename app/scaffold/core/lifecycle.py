@@ -381,7 +381,9 @@ def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
         context=f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}",
     )
     # Diagram-only work goes straight back to DiagramCheck after a Ward run.
-    return _start(t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1)
+    return _start(
+        t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
+    )
 
 
 def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:

@@ -191,7 +191,15 @@ class Quest(_Model):
     seq: int = 0
 
     def pending_questions(self) -> list[Question]:
-        return [q for q in self.questions.values() if q.answer is None]
+        """Unanswered questions someone still waits on (an aborted task waits on nothing)."""
+
+        def waited_on(q: Question) -> bool:
+            if q.task_id is None:
+                return self.planning.question_id == q.id
+            task = self.tasks.get(q.task_id)
+            return task is not None and task.question_id == q.id
+
+        return [q for q in self.questions.values() if q.answer is None and waited_on(q)]
 
 
 class HistoryEntry(_Model):

@@ -20,6 +20,7 @@ import functools
 import json
 import os
 import signal as signals
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,7 +56,7 @@ from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.git.diagram_rules import DiagramPaths, check_diagrams
-from scaffold.git.runner import run_git
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
 from scaffold.git.ward import format_ward_report, run_ward
 from scaffold.git.worktrees import Workspace
 from scaffold.ids import task_number
@@ -120,6 +121,8 @@ class Orchestrator:
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self.reported_problems: set[str] = set()
+        # Merges and commits on the default branch update the person's checkout: one at a time.
+        self.default_branch_lock = threading.Lock()
 
     # ------------------------------------------------------------------ state
 
@@ -565,8 +568,9 @@ class Orchestrator:
     def _start_conflict_merge(self, task_id: str) -> None:
         worktree = self.quest.tasks[task_id].worktree
         if worktree:
-            run_git(["merge", "--no-edit", self.workspace.default_branch()], cwd=Path(worktree),
-                    check=False)
+            # Leave the conflict markers in the worktree for the agent to resolve.
+            run_git([*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
+                    cwd=Path(worktree), check=False, env=IDENTITY_ENV)
 
     # -- checks
 
@@ -591,6 +595,11 @@ class Orchestrator:
 
     def _open_pr(self, task_id: str) -> Event | None:
         task = self.quest.tasks[task_id]
+        if task.state is not Lifecycle.PR_CREATED:
+            # A stale effect: e.g. the one a restart re-issues for a task that an inbox
+            # message (reject, abort) moved on before this job ran. Reopening would
+            # resurrect a closed pull request.
+            return None
         if task.pr is None or task.pr.state != "open":
             number = 1 + sum(1 for t in self.quest.tasks.values() if t.pr is not None)
             pr = PullRequest(branch=task.branch or "", base=self.workspace.default_branch(),
@@ -606,7 +615,8 @@ class Orchestrator:
 
     def _merge(self, task_id: str) -> Event | None:
         task = self.quest.tasks[task_id]
-        result = self.workspace.merge(task_id, f"Merge {task.branch}: {task_id} {task.title}")
+        with self.default_branch_lock:
+            result = self.workspace.merge(task_id, f"Merge {task.branch}: {task_id} {task.title}")
         if result.merged:
             return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
         if result.conflict_files:
@@ -637,12 +647,13 @@ class Orchestrator:
             bl.append_implementation_notes(bt.path, notes)
         if summary:
             bl.set_final_summary(bt.path, summary)
-        self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
+        with self.default_branch_lock:
+            self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
 
     # ------------------------------------------------------------------ restart
 
     def _recover(self) -> None:
-        killed = kill_orphan_agents(self.quest.id)
+        killed = kill_orphan_agents(self.quest.id, self.state_root / "runs" / self.quest.id)
         if killed:
             self.out.warn(f"killed {len(killed)} orphan agent process(es): {killed}")
         if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
@@ -665,6 +676,21 @@ class Orchestrator:
         sig = latest_signal(Path(run_dir) / "signals") if run_dir else None
         record: Any = self.quest.planning if key == PLAN_KEY else self.quest.tasks[key]
         session = record.sessions.get(role.value)
+        if sig is None and record.pending_run is not None and not self.quest.stop_reason:
+            # scaffold died, not the agent: run the same agent run again, resuming its
+            # session if it had one. Not an agent failure, so it uses up no attempt and
+            # does not count towards the consecutive-failure limit.
+            run = record.pending_run.model_copy(
+                update={"resume_session": session or record.pending_run.resume_session}
+            )
+            self.out.line(f"{key}: the agent run was interrupted by a restart; running it again")
+            if key == PLAN_KEY:
+                self._update_planning(agent_running=False, pending_run=run)
+            else:
+                self._update_task(key, "agent run interrupted by a restart of scaffold",
+                                  agent_running=False, pending_run=run)
+                self._start_job(key, [StartAgent(key, run)])
+            return
         event = self._outcome_event(key, role, sig, session, "interrupted by a restart of scaffold")
         self.out.line(f"{key}: the agent run was interrupted; {event.name.value}")
         self.queue.put_nowait((key, event))
@@ -728,25 +754,36 @@ def _describe_failure(outcome: Any) -> str:
     return " ".join(parts)
 
 
-def kill_orphan_agents(quest_id: str) -> list[int]:
-    """Kill agent process groups of this quest that outlived a previous scaffold run."""
+def kill_orphan_agents(quest_id: str, runs_dir: Path) -> list[int]:
+    """Kill agent process groups of this quest that outlived a previous scaffold run.
+
+    A quest id is only unique within one repository (every repository has a quest
+    ``backlog``), so a process counts as ours only if its ``SCAFFOLD_SIGNAL_DIR`` is
+    under this repository's ``runs_dir`` too: another repository's agents are left alone.
+    """
     marker = f"SCAFFOLD_QUEST_ID={quest_id}".encode()
+    prefix = b"SCAFFOLD_SIGNAL_DIR="
+    root = runs_dir.resolve()
     me = os.getpid()
     killed: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            environ = (entry / "environ").read_bytes()
+            environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker in environ.split(b"\0"):
-            pid = int(entry.name)
-            with contextlib.suppress(OSError):
-                pgid = os.getpgid(pid)
-                if pgid != os.getpgid(me):
-                    os.killpg(pgid, signals.SIGKILL)
-                    killed.append(pid)
+        if marker not in environ:
+            continue
+        dirs = [v[len(prefix):] for v in environ if v.startswith(prefix)]
+        if not any(Path(os.fsdecode(d)).resolve().is_relative_to(root) for d in dirs):
+            continue
+        pid = int(entry.name)
+        with contextlib.suppress(OSError):
+            pgid = os.getpgid(pid)
+            if pgid != os.getpgid(me):
+                os.killpg(pgid, signals.SIGKILL)
+                killed.append(pid)
     return killed
 
 

@@ -1,0 +1,631 @@
+"""Benchmark: what `scaffold run` costs on top of the agents it drives.
+
+One run measures, side by side:
+
+1. **Overhead.** A Backlog.md project of ``--tasks`` independent tasks is run by the real
+   orchestrator in-process (``open_or_create_quest`` + ``run_quest``, quiet Reporter) with
+   ``--slots`` slots, Ward empty, ``approval: auto``. Each task makes several agent runs
+   (Codeweaver, Siegemaster, Lawbringer), two Ward runs, a DiagramCheck, a merge and a
+   cleanup. The agent sleeps ``--sleep`` seconds and signals ``complete``. The same agent
+   program is then run by a bare ``--slots``-way asyncio process pool, with no scaffold:
+
+   - *per invocation*: the pool runs exactly the (step, role) invocations scaffold made
+     (counted from the agents' own invocation log). scaffold wall / pool wall is the
+     orchestrator's overhead for the same agent work: the fair ratio.
+   - *per task*: the pool runs one invocation per task. scaffold wall / pool wall is what
+     a task costs compared with "one agent run per task"; it includes the extra roles.
+
+2. **Signal-to-next-spawn latency.** Each agent logs ``time.time()`` at the top of its
+   program (start) and just before exiting (end); each accepted signal carries its
+   ``received_at``. Every signal is paired with the next start for the same step (the
+   next role), giving the median and p95 of signal -> next agent start, split into
+   signal -> agent exit (the agent's own tail) and agent exit -> next start (scaffold).
+   Also reported: task handoff, the k-th task's last agent exit -> the first agent start
+   of the (k + slots)-th task (merge, cleanup, Backlog.md sync, next worktree).
+
+Agents (``--agent``):
+
+- ``direct`` (default): a tiny script written to the temp dir. It reads the signal dir,
+  step and role from the ``--mcp-config`` file's server args and writes the signal
+  itself with :class:`scaffold.agent.signal_server.SignalWriter` (the exact on-disk
+  format), importing that module in a background thread during its sleep, so an agent
+  costs about ``--sleep`` plus Python start-up.
+- ``scripted``: ``scaffold.agent.scripted`` (via a two-line launcher that logs the start
+  time), signalling through the real ``signal-back`` MCP server: about 1 s of imports and
+  MCP start-up per invocation, in scaffold and in the pool alike.
+
+Usage::
+
+    .venv/bin/python bench/bench_orchestrator.py                 # 60 tasks, 3 slots, 0.2 s
+    .venv/bin/python bench/bench_orchestrator.py --quick         # 12 tasks
+    .venv/bin/python bench/bench_orchestrator.py --agent scripted
+    .venv/bin/python bench/bench_orchestrator.py --profile 25    # + cProfile of scaffold run
+
+Results go to ``bench/results/orchestrator.json`` (``orchestrator-quick.json`` with
+``--quick``; the agent kind is part of the key, so both variants can live in one file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scaffold import backlog as bl
+from scaffold.agent.signal_server import mcp_config, scan_signals
+from scaffold.config import load_config
+from scaffold.runtime.session import open_or_create_quest, run_quest
+from scaffold.runtime.view import Reporter
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ENV_LOG = "BENCH_AGENT_LOG"
+ENV_SLEEP = "BENCH_AGENT_SLEEP"
+ROLES_PER_TASK = ("codeweaver", "siegemaster", "lawbringer")
+
+# The direct agent. Kept free of heavy imports on its critical path: the scaffold
+# modules (pydantic) load in a thread while the agent sleeps.
+DIRECT_AGENT = '''\
+import time
+
+T0 = time.time()
+import json
+import os
+import sys
+import threading
+import uuid
+
+
+def log(ev, t, **kw):
+    path = os.environ.get("BENCH_AGENT_LOG")
+    if path:
+        rec = {"ev": ev, "t": t, "pid": os.getpid(), **kw}
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(rec) + "\\n").encode())
+        finally:
+            os.close(fd)
+
+
+def emit(event):
+    sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\\n")
+    sys.stdout.flush()
+
+
+def main():
+    argv = sys.argv[1:]
+    config = json.load(open(argv[argv.index("--mcp-config") + 1], encoding="utf-8"))
+    opts = {}
+    for arg in config["mcpServers"]["scaffold"]["args"]:
+        name, eq, value = arg.partition("=")
+        if eq:
+            opts[name] = value
+    step, role = opts["--step-id"], opts["--role"]
+    log("start", T0, step=step, role=role)
+    mods = {}
+
+    def load():
+        from pathlib import Path
+
+        from scaffold.agent.signal_server import Binding, SignalWriter
+        from scaffold.roles import Role
+        from scaffold.signals import parse_signal
+
+        mods.update(Path=Path, Binding=Binding, SignalWriter=SignalWriter, Role=Role,
+                    parse_signal=parse_signal)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    session = argv[argv.index("--resume") + 1] if "--resume" in argv else str(uuid.uuid4())
+    emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": session,
+          "tools": ["mcp__scaffold__signal-back"],
+          "mcp_servers": [{"name": "scaffold", "status": "connected"}], "model": "bench"})
+    time.sleep(float(os.environ.get("BENCH_AGENT_SLEEP", "0.2")))
+    if role == "codeweaver":
+        os.makedirs("notes", exist_ok=True)
+        with open(os.path.join("notes", step.lower() + ".md"), "w", encoding="utf-8") as fh:
+            fh.write("# " + step + "\\n")
+    loader.join()
+    Role = mods["Role"]
+    sig = mods["parse_signal"](
+        {"signal": "complete", "stepId": step, "summary": role + " done"}, role=Role(role))
+    binding = mods["Binding"](mods["Path"](opts["--signal-dir"]), step, Role(role),
+                              opts.get("--quest-id"))
+    record = mods["SignalWriter"](binding).write(sig)
+    log("signal", record.received_at.timestamp(), step=step, role=role)
+    emit({"type": "result", "subtype": "success", "is_error": False, "result": role + " done",
+          "num_turns": 1, "session_id": session, "total_cost_usd": 0.001})
+    log("end", time.time(), step=step, role=role)
+
+
+main()
+'''
+
+# The scripted agent, exactly as `python -m scaffold.agent.scripted`, plus start/end times.
+SCRIPTED_LAUNCHER = '''\
+import time
+
+T0 = time.time()
+import json
+import os
+import runpy
+import sys
+
+
+def log(ev, t):
+    path = os.environ.get("BENCH_AGENT_LOG")
+    if path:
+        rec = {"ev": ev, "t": t, "pid": os.getpid(), "step": os.environ.get("SCAFFOLD_STEP_ID"),
+               "role": os.environ.get("SCAFFOLD_ROLE")}
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(rec) + "\\n").encode())
+        finally:
+            os.close(fd)
+
+
+log("start", T0)
+code = 0
+try:
+    runpy.run_module("scaffold.agent.scripted", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+finally:
+    log("end", time.time())
+sys.exit(code)
+'''
+
+
+# --------------------------------------------------------------------------- setup
+
+
+@dataclass(frozen=True)
+class Agent:
+    """How to run the benchmark agent, and the environment it needs."""
+
+    kind: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+
+
+def make_agent(kind: str, root: Path, tasks: int, sleep: float) -> Agent:
+    env = {ENV_SLEEP: str(sleep)}
+    if kind == "direct":
+        path = root / "bench_agent.py"
+        path.write_text(DIRECT_AGENT, encoding="utf-8")
+        return Agent(kind, (sys.executable, str(path)), env)
+    path = root / "scripted_launcher.py"
+    path.write_text(SCRIPTED_LAUNCHER, encoding="utf-8")
+    runs: list[dict[str, Any]] = []
+    done = {"signal": {"signal": "complete", "summary": "done"}}  # stepId: the agent's own
+    for n in range(1, tasks + 1):  # one Codeweaver run per step: each writes its own file
+        runs.append({"role": "codeweaver", "step": f"TASK-{n}", "cost_usd": 0.001, "actions": [
+            {"sleep": sleep}, {"write": f"notes/task-{n}.md", "content": f"# TASK-{n}\n"}, done]})
+    for role in ROLES_PER_TASK[1:]:
+        runs.append({"role": role, "cost_usd": 0.001, "actions": [{"sleep": sleep}, done]})
+    script = root / "agent-script.json"
+    script.write_text(json.dumps({"runs": runs}), encoding="utf-8")
+    env["SCAFFOLD_AGENT_SCRIPT"] = str(script)
+    return Agent(kind, (sys.executable, str(path)), env)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def build_repo(repo: Path, tasks: int, slots: int, agent: Agent) -> None:
+    """A git repository with ``tasks`` independent To Do tasks and a scaffold.yml."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "bench")
+    _git(repo, "config", "user.email", "bench@localhost")
+    (repo / ".github").mkdir()
+    command = ", ".join(json.dumps(a) for a in agent.command)
+    (repo / ".github" / "scaffold.yml").write_text(
+        f"slots: {slots}\n"
+        f"agent:\n  command: [{command}]\n  stuck_timeout_s: 120\n  max_attempts: 3\n"
+        "ward: []\n"
+        "approval: auto\n"
+        "safety:\n  max_cost_usd: 1000000.0\n  max_hours: 100.0\n",
+        encoding="utf-8",
+    )
+    for sub in ("tasks", "completed", "drafts"):
+        (repo / "backlog" / sub).mkdir(parents=True)
+    (repo / "backlog" / "config.yml").write_text(
+        'project_name: "bench"\ndefault_status: "To Do"\n'
+        'statuses: ["To Do", "In Progress", "Done"]\nauto_commit: false\ntask_prefix: "task"\n',
+        encoding="utf-8",
+    )
+    (repo / "README.md").write_text("# bench\n", encoding="utf-8")
+    for n in range(1, tasks + 1):
+        bl.create_task(
+            repo, f"Bench task {n}", description=f"Benchmark task number {n}.",
+            priority="medium", acceptance_criteria=[f"notes/task-{n}.md exists"],
+        )
+    (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "benchmark project")
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class AgentLog:
+    """The agents' own records: starts, ends (and, for direct agents, signal times)."""
+
+    starts: list[tuple[float, str, str]] = field(default_factory=list)  # (t, step, role)
+    ends: list[tuple[float, str, str]] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path: Path) -> AgentLog:
+        log = cls()
+        if not path.exists():
+            return log
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            item = (float(rec["t"]), str(rec.get("step") or ""), str(rec.get("role") or ""))
+            if rec["ev"] == "start":
+                log.starts.append(item)
+            elif rec["ev"] == "end":
+                log.ends.append(item)
+        log.starts.sort()
+        log.ends.sort()
+        return log
+
+    def durations(self) -> list[float]:
+        """Start -> end of each invocation, paired per (step, role) in time order."""
+        ends: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for t, step, role in self.ends:
+            ends[(step, role)].append(t)
+        out: list[float] = []
+        seen: dict[tuple[str, str], int] = defaultdict(int)
+        for t, step, role in self.starts:
+            key = (step, role)
+            i = seen[key]
+            seen[key] += 1
+            if i < len(ends[key]):
+                out.append(ends[key][i] - t)
+        return out
+
+
+@dataclass
+class ScaffoldRun:
+    wall_s: float
+    exit_code: int
+    reason: str
+    merged: int
+    blocked: dict[str, str]
+    log: AgentLog
+    signals: list[tuple[float, str, str]]  # (received_at, step, role)
+    profile: str | None = None
+
+
+def run_scaffold(
+    repo: Path, agent: Agent, log_path: Path, profile_top: int
+) -> ScaffoldRun:
+    """``scaffold run`` in-process; the wall time covers opening the quest to the report."""
+    saved = {k: os.environ.get(k) for k in (*agent.env, ENV_LOG, "SCAFFOLD_AGENT_STATE")}
+    os.environ.update(agent.env)
+    os.environ[ENV_LOG] = str(log_path)
+    os.environ["SCAFFOLD_AGENT_STATE"] = str(log_path.parent / "scaffold-agent-state")
+    config = load_config(repo)
+    reporter = Reporter(io.StringIO(), color=False)
+    profiler = cProfile.Profile() if profile_top else None
+
+    blocked: dict[str, str] = {}
+
+    async def go() -> tuple[int, str, int]:
+        writer = open_or_create_quest(repo, None)
+        report = await run_quest(repo, config, writer, reporter)
+        tasks = writer.quest.tasks.values()
+        blocked.update({t.id: t.blocked_reason or "" for t in tasks if t.outcome != "merged"})
+        merged = sum(1 for t in tasks if t.outcome == "merged")
+        return report.exit_code, report.reason, merged
+
+    try:
+        t0 = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        code, reason, merged = asyncio.run(go())
+        if profiler is not None:
+            profiler.disable()
+        wall = time.perf_counter() - t0
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    signals: list[tuple[float, str, str]] = []
+    for signal_dir in (repo / ".scaffold" / "runs").glob("*/*/*/signals"):
+        records, _ = scan_signals(signal_dir)
+        signals += [(r.received_at.timestamp(), r.step_id, r.role.value) for r in records]
+    signals.sort()
+    text = None
+    if profiler is not None:
+        buf = io.StringIO()
+        stats = pstats.Stats(profiler, stream=buf)
+        stats.sort_stats("cumulative").print_stats(profile_top)
+        stats.sort_stats("tottime").print_stats(profile_top)
+        text = buf.getvalue()
+    if merged == 0:
+        tail = "\n".join(reporter.lines[-15:])
+        raise SystemExit(f"scaffold run failed: exit {code}: {reason}\n{tail}")
+    log = AgentLog.read(log_path)
+    return ScaffoldRun(wall, code, reason, merged, blocked, log, signals, text)
+
+
+async def _pool(
+    agent: Agent, jobs: list[tuple[str, str]], slots: int, root: Path, log_path: Path
+) -> float:
+    """Run ``jobs`` ((step, role) each) ``slots`` at a time, reading stdout to the end."""
+    sem = asyncio.Semaphore(slots)
+    env = {**os.environ, **agent.env, ENV_LOG: str(log_path),
+           "SCAFFOLD_AGENT_STATE": str(root / "agent-state"), "SCAFFOLD_QUEST_ID": "bench"}
+    prompt = "Benchmark prompt. " * 100
+    prepared = []
+    for i, (step, role) in enumerate(jobs):
+        run_dir = root / "runs" / f"{i:05d}-{role}"
+        signal_dir = run_dir / "signals"
+        signal_dir.mkdir(parents=True)
+        config = run_dir / "mcp.json"
+        config.write_text(json.dumps(mcp_config(signal_dir, step, role, "bench")), "utf-8")
+        cwd = root / "work" / step
+        cwd.mkdir(parents=True, exist_ok=True)
+        step_env = {**env, "SCAFFOLD_STEP_ID": step, "SCAFFOLD_ROLE": role,
+                    "SCAFFOLD_SIGNAL_DIR": str(signal_dir)}
+        argv = [*agent.command, "-p", prompt, "--output-format", "stream-json", "--verbose",
+                "--mcp-config", str(config)]
+        prepared.append((argv, cwd, step_env, signal_dir))
+
+    async def one(argv: list[str], cwd: Path, step_env: dict[str, str], sig: Path) -> None:
+        async with sem:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, cwd=cwd, env=step_env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+            _, err = await proc.communicate()
+            if proc.returncode != 0 or not any(sig.glob("signal-*.json")):
+                raise RuntimeError(f"pool agent failed ({proc.returncode}): {err[-500:]!r}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(*p) for p in prepared))
+    return time.perf_counter() - t0
+
+
+def run_pool(
+    agent: Agent, jobs: list[tuple[str, str]], slots: int, root: Path
+) -> tuple[float, AgentLog]:
+    log_path = root / "agents.jsonl"
+    wall = asyncio.run(_pool(agent, jobs, slots, root, log_path))
+    return wall, AgentLog.read(log_path)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return math.nan
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(xs, n=100, method="inclusive")[round(q) - 1]
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    return {
+        "n": len(xs),
+        "median_ms": 1000 * statistics.median(xs) if xs else math.nan,
+        "p95_ms": 1000 * pct(xs, 95),
+        "mean_ms": 1000 * statistics.fmean(xs) if xs else math.nan,
+        "max_ms": 1000 * max(xs) if xs else math.nan,
+    }
+
+
+def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
+    """signal -> next start (same step), split at the signalling agent's exit."""
+    starts: dict[str, list[float]] = defaultdict(list)
+    for t, step, _ in run.log.starts:
+        starts[step].append(t)
+    ends: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for t, step, role in run.log.ends:
+        ends[(step, role)].append(t)
+    total: list[float] = []
+    tail: list[float] = []
+    gap: list[float] = []
+    for t_sig, step, role in run.signals:
+        nxt = next((s for s in starts[step] if s > t_sig), None)
+        if nxt is None:
+            continue  # the task's last signal: no next role
+        total.append(nxt - t_sig)
+        end = next((e for e in ends[(step, role)] if e >= t_sig), None)
+        if end is not None and end <= nxt:
+            tail.append(end - t_sig)
+            gap.append(nxt - end)
+    return {"signal_to_next_start": total, "signal_to_agent_exit": tail,
+            "agent_exit_to_next_start": gap}
+
+
+def handoffs(run: ScaffoldRun, slots: int) -> list[float]:
+    """The k-th task to finish its last agent -> first agent start of the (k+slots)-th task."""
+    last_end: dict[str, float] = {}
+    first_start: dict[str, float] = {}
+    for t, step, _ in run.log.ends:
+        last_end[step] = max(t, last_end.get(step, t))
+    for t, step, _ in run.log.starts:
+        first_start[step] = min(t, first_start.get(step, t))
+    finishes = sorted(last_end.values())
+    begins = sorted(first_start.values())
+    return [b - f for f, b in zip(finishes, begins[slots:], strict=False)]
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    agent_dir = tmp / "agent"
+    agent_dir.mkdir()
+    agent = make_agent(args.agent, agent_dir, args.tasks, args.sleep)
+    repo = tmp / "repo"
+    t0 = time.perf_counter()
+    build_repo(repo, args.tasks, args.slots, agent)
+    print(f"built {args.tasks}-task repository in {time.perf_counter() - t0:.1f} s ({repo})")
+
+    print(f"scaffold run: {args.tasks} tasks, {args.slots} slots, {args.agent} agent ...",
+          flush=True)
+    sc = run_scaffold(repo, agent, tmp / "scaffold-agents.jsonl", args.profile)
+    jobs = [(step, role) for _, step, role in sc.log.starts]
+    invocations = len(jobs)
+    print(f"  {sc.wall_s:.2f} s, {sc.merged} merged, {invocations} agent invocations", flush=True)
+    if sc.blocked:
+        print(f"  WARNING: exit {sc.exit_code}; {len(sc.blocked)} task(s) not merged:", flush=True)
+        for tid, why in sorted(sc.blocked.items()):
+            print(f"    {tid}: {why.splitlines()[0][:160] if why else '?'}")
+
+    print(f"pool, same {invocations} invocations ...", flush=True)
+    pool_inv_wall, pool_inv_log = run_pool(agent, jobs, args.slots, tmp / "pool-inv")
+    print(f"  {pool_inv_wall:.2f} s", flush=True)
+    per_task_jobs = [(f"TASK-{n}", "codeweaver") for n in range(1, args.tasks + 1)]
+    print(f"pool, one invocation per task ({args.tasks}) ...", flush=True)
+    pool_task_wall, _ = run_pool(agent, per_task_jobs, args.slots, tmp / "pool-task")
+    print(f"  {pool_task_wall:.2f} s", flush=True)
+
+    lat = latencies(sc)
+    hand = handoffs(sc, args.slots)
+    sc_durs = sc.log.durations()
+    pool_durs = pool_inv_log.durations()
+    ideal = math.ceil(invocations / args.slots) * statistics.median(pool_durs)
+    return {
+        "agent": args.agent,
+        "tasks": args.tasks,
+        "slots": args.slots,
+        "sleep_s": args.sleep,
+        "invocations": invocations,
+        "invocations_per_task": invocations / args.tasks,
+        "merged": sc.merged,
+        "exit_code": sc.exit_code,
+        "not_merged": {tid: why[:300] for tid, why in sorted(sc.blocked.items())},
+        "wall_s": {
+            "scaffold": sc.wall_s,
+            "pool_same_invocations": pool_inv_wall,
+            "pool_one_per_task": pool_task_wall,
+            "ideal_same_invocations": ideal,
+        },
+        "ratio": {
+            "per_agent_invocation": sc.wall_s / pool_inv_wall,
+            "per_task": sc.wall_s / pool_task_wall,
+        },
+        "overhead": {
+            "slot_s_per_invocation": (sc.wall_s - pool_inv_wall) * args.slots / invocations,
+            "slot_s_per_task": (sc.wall_s - pool_inv_wall) * args.slots / args.tasks,
+        },
+        "agent_duration": {"scaffold": summary(sc_durs), "pool": summary(pool_durs)},
+        "latency": {name: summary(xs) for name, xs in lat.items()},
+        "task_handoff": summary(hand),
+        "profile": sc.profile,
+    }
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(r: dict[str, Any]) -> None:
+    w, ratio, o = r["wall_s"], r["ratio"], r["overhead"]
+    inv, tasks, slots = r["invocations"], r["tasks"], r["slots"]
+    print()
+    print(f"{r['agent']} agent, sleep {r['sleep_s']} s, {tasks} tasks, {slots} slots, "
+          f"{inv} agent invocations ({r['invocations_per_task']:.2f} per task)")
+    if r["not_merged"]:
+        print(f"WARNING: scaffold exited {r['exit_code']} with {len(r['not_merged'])} task(s) "
+              f"not merged ({r['merged']} merged): figures cover a partial run")
+    rows = [
+        ("scaffold run", w["scaffold"], inv, ""),
+        (f"pool, same {inv} invocations", w["pool_same_invocations"], inv,
+         f"per-invocation ratio {ratio['per_agent_invocation']:.2f}"),
+        (f"pool, {tasks} invocations (1/task)", w["pool_one_per_task"], tasks,
+         f"per-task ratio {ratio['per_task']:.2f}"),
+        ("ideal: ceil(n/slots) x median agent", w["ideal_same_invocations"], inv, ""),
+    ]
+    head = f"{'':<38} {'wall s':>8} {'agents':>7}  ratio (scaffold / row)"
+    print(head)
+    print("-" * len(head))
+    for name, wall, n, note in rows:
+        print(f"{name:<38} {wall:>8.2f} {n:>7}  {note}")
+    print(f"scaffold overhead: {o['slot_s_per_invocation'] * 1000:.0f} slot-ms per agent "
+          f"invocation, {o['slot_s_per_task']:.2f} slot-s per task")
+    print()
+    head = f"{'(ms)':<44} {'n':>4} {'median':>8} {'p95':>8} {'max':>8}"
+    print(head)
+    print("-" * len(head))
+    items = [
+        ("signal -> next agent start (same task)", r["latency"]["signal_to_next_start"]),
+        ("  signal -> signalling agent exits", r["latency"]["signal_to_agent_exit"]),
+        ("  agent exit -> next agent start", r["latency"]["agent_exit_to_next_start"]),
+        (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
+        ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
+        ("agent duration in the pool", r["agent_duration"]["pool"]),
+    ]
+    for name, s in items:
+        print(f"{name:<44} {s['n']:>4} {s['median_ms']:>8.0f} {s['p95_ms']:>8.0f} "
+              f"{s['max_ms']:>8.0f}")
+    if r.get("profile"):
+        print()
+        print("cProfile of the scaffold run (in-process; timings above include its cost):")
+        print(r["profile"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--agent", choices=("direct", "scripted"), default="direct")
+    parser.add_argument("--tasks", type=int, default=None, help="tasks (default 60; quick 12)")
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--sleep", type=float, default=0.2, help="agent sleep, seconds")
+    parser.add_argument("--quick", action="store_true", help="12 tasks unless --tasks")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile the scaffold run and print the top N functions")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    args = parser.parse_args()
+    if args.tasks is None:
+        args.tasks = 12 if args.quick else 60
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-orch-"))
+    try:
+        result = measure(args, tmp)
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    report(result)
+    if args.profile:
+        return  # a profiled run is slower: do not record it
+    result["when"] = datetime.now(UTC).isoformat(timespec="seconds")
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+                         "platform": platform.platform()}
+    result.pop("profile", None)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("orchestrator-quick.json" if args.quick else "orchestrator.json")
+    data: dict[str, Any] = json.loads(out.read_text("utf-8")) if out.exists() else {}
+    key = f"{args.agent}, {args.tasks} tasks, {args.slots} slots, sleep {args.sleep}"
+    data[key] = result
+    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+
+
+if __name__ == "__main__":
+    main()

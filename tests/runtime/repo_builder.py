@@ -1,0 +1,340 @@
+"""Throwaway projects for the runtime integration tests.
+
+A :class:`Project` is a real git repository with a Backlog.md backlog and a
+``.github/scaffold.yml`` whose ``agent.command`` runs the scripted agent
+(``python -m scaffold.agent.scripted``), plus the agent's script and state dir
+beside it. Tests run the real orchestrator in-process (:meth:`Project.run`) or the
+real CLI as a subprocess (:meth:`Project.cli`), then look at what happened through
+the quest store, the Backlog.md files, git, the scripted agent's
+``invocations.jsonl`` and ``/proc``.
+
+Agent runs are the slow part: a ``signal`` action starts the real MCP server and
+talks to it through the mcp SDK, and importing the SDK on both ends costs seconds on
+a busy machine. So the runs a test is *about* signal through the real MCP server,
+while the filler runs every task needs (Siegemaster and Lawbringer completing,
+:data:`VALIDATORS`) use :func:`quick_signal`: the ``signal-back`` tool's own handler
+(same checks, same signal files) called without the MCP transport. The success-path
+test runs the validators through MCP too (:data:`MCP_VALIDATORS`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scaffold import backlog as bl
+from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
+from scaffold.config import load_config
+from scaffold.quest.model import HistoryEntry, Quest, TaskRecord
+from scaffold.runtime.orchestrator import RunReport
+from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest
+from scaffold.runtime.view import Reporter
+
+PYTHON = sys.executable
+GIT_IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@localhost")
+
+BACKLOG_CONFIG = (
+    'project_name: "runtime-test"\n'
+    'default_status: "To Do"\n'
+    'statuses: ["To Do", "In Progress", "Done"]\n'
+    "auto_commit: false\n"
+    'task_prefix: "task"\n'
+)
+
+
+# --------------------------------------------------------------------------- scripts
+
+
+def complete(summary: str, **extra: Any) -> dict[str, Any]:
+    """A ``signal`` action for ``complete`` (the agent fills ``stepId`` in)."""
+    return {"signal": {"signal": "complete", "summary": summary, **extra}}
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"write": path, "content": content}
+
+
+# Runs as a ``run`` action inside the agent, so it sees the agent's environment
+# (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
+_QUICK_SIGNAL = """\
+import json, os, sys
+from scaffold.agent.signal_server import SignalWriter, handle_signal, resolve_binding
+payload = json.loads(sys.argv[1])
+payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
+outcome = handle_signal(SignalWriter(resolve_binding([], os.environ)), payload)
+print(outcome.text)
+sys.exit(1 if outcome.is_error else 0)
+"""
+
+
+def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``run`` action that signals through ``handle_signal`` without MCP (fast)."""
+    return {"run": [PYTHON, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}
+
+
+def quick_complete(summary: str) -> dict[str, Any]:
+    return quick_signal({"signal": "complete", "summary": summary})
+
+
+def codeweaver_done(step: str, *, quick: bool = False, **run: Any) -> dict[str, Any]:
+    """A Codeweaver run that adds ``notes/<step>.txt`` and signals complete
+    (through the MCP server, or with ``quick`` through :func:`quick_signal`)."""
+    summary = f"{step} implemented"
+    return {
+        "role": "codeweaver",
+        "step": step,
+        **run,
+        "actions": [
+            write(f"notes/{step.lower()}.txt", f"{step} done\n"),
+            quick_complete(summary) if quick else complete(summary),
+        ],
+    }
+
+
+VALIDATORS: list[dict[str, Any]] = [
+    {"role": "siegemaster", "actions": [quick_complete("edge cases hold")]},
+    {"role": "lawbringer", "actions": [quick_complete("reviewed: fine")]},
+]
+MCP_VALIDATORS: list[dict[str, Any]] = [
+    {"role": "siegemaster", "actions": [complete("edge cases hold")]},
+    {"role": "lawbringer", "actions": [complete("reviewed: fine")]},
+]
+
+
+# --------------------------------------------------------------------------- the project
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def default_config() -> dict[str, Any]:
+    return {
+        "slots": 2,
+        "agent": {"command": agent_command(), "stuck_timeout_s": 60, "max_attempts": 2},
+        "approval": "auto",
+        # Only the safety test wants the consecutive-failure limit to bite.
+        "safety": {"max_consecutive_failures": 20},
+    }
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    title: str
+    deps: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass
+class RunResult:
+    report: RunReport
+    output: str
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+
+class Project:
+    """One repository, its config and backlog, and the scripted agent's files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.repo = root / "repo"
+        self.script = root / "agent-script.json"
+        self.state = root / "agent-state"
+
+    @property
+    def agent_env(self) -> dict[str, str]:
+        return {ENV_SCRIPT: str(self.script), ENV_STATE: str(self.state)}
+
+    # -- building
+
+    def build(
+        self,
+        tasks: Sequence[str | TaskSpec],
+        runs: Sequence[Mapping[str, Any]],
+        config: Mapping[str, Any] | None = None,
+        *,
+        validators: Sequence[Mapping[str, Any]] = VALIDATORS,
+    ) -> Project:
+        repo = self.repo
+        repo.mkdir(parents=True)
+        self.git("init", "-q", "-b", "main")
+        self.write_config(_merge(default_config(), config or {}))
+        for sub in ("tasks", "completed", "drafts"):
+            (repo / "backlog" / sub).mkdir(parents=True)
+        (repo / "backlog" / "config.yml").write_text(BACKLOG_CONFIG, encoding="utf-8")
+        for spec in tasks:
+            spec = TaskSpec(spec) if isinstance(spec, str) else spec
+            bl.create_task(
+                repo, spec.title, description=spec.description or f"Do: {spec.title}.",
+                dependencies=spec.deps,
+            )
+        (repo / "README.md").write_text("# runtime test\n", encoding="utf-8")
+        (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
+        self.git("add", "-A")
+        self.git(*GIT_IDENTITY, "commit", "-q", "-m", "initial backlog")
+        self.write_script([*runs, *validators])
+        return self
+
+    def write_config(self, config: Mapping[str, Any] | str) -> None:
+        path = self.repo / ".github" / "scaffold.yml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = config if isinstance(config, str) else json.dumps(config, indent=2) + "\n"
+        path.write_text(text, encoding="utf-8")
+
+    def write_script(self, runs: Sequence[Mapping[str, Any]]) -> None:
+        self.script.write_text(json.dumps({"runs": list(runs)}, indent=1), encoding="utf-8")
+
+    # -- running
+
+    def run(self, quest_id: str | None = None) -> RunResult:
+        """One ``scaffold run``, in this process (the scripted agent env must be set)."""
+        for key, value in self.agent_env.items():
+            assert os.environ.get(key) == value, f"{key} is not set for this project"
+        out = io.StringIO()
+        writer = open_or_create_quest(self.repo, quest_id)
+        report = asyncio.run(
+            run_quest(self.repo, load_config(self.repo), writer, Reporter(out, color=False))
+        )
+        return RunResult(report, out.getvalue())
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """The real command line, ``python -m scaffold <args>``, in the repository."""
+        return subprocess.run(
+            [PYTHON, "-m", "scaffold", *args],
+            cwd=self.repo,
+            env={**os.environ, **self.agent_env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def cli_popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [PYTHON, "-m", "scaffold", *args],
+            cwd=self.repo,
+            env={**os.environ, **self.agent_env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def status_json(self) -> dict[str, Any]:
+        proc = self.cli("status", "--json")
+        assert proc.returncode == 0, proc.stderr
+        data: dict[str, Any] = json.loads(proc.stdout)
+        return data
+
+    # -- looking
+
+    def quest(self, quest_id: str = BACKLOG_QUEST) -> Quest:
+        return quest_store(self.repo).read(quest_id)
+
+    def task(self, task_id: str, quest_id: str = BACKLOG_QUEST) -> TaskRecord:
+        return self.quest(quest_id).tasks[task_id]
+
+    def history(self, quest_id: str = BACKLOG_QUEST) -> list[HistoryEntry]:
+        return list(quest_store(self.repo).history(quest_id))
+
+    def events(self, task_id: str, quest_id: str = BACKLOG_QUEST) -> list[str]:
+        return [e.event for e in self.history(quest_id) if e.task_id == task_id and e.event]
+
+    def backlog_task(self, task_id: str) -> bl.BacklogTask:
+        return bl.load_backlog(self.repo).task(task_id)
+
+    def invocations(self, step: str | None = None, role: str | None = None) -> list[dict[str, Any]]:
+        path = self.state / "invocations.jsonl"
+        if not path.exists():
+            return []
+        rows = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
+        return [
+            r
+            for r in rows
+            if (step is None or r["step"] == step) and (role is None or r["role"] == role)
+        ]
+
+    def git(self, *args: str) -> str:
+        proc = subprocess.run(
+            ["git", *args], cwd=self.repo, capture_output=True, text=True, check=False, timeout=60
+        )
+        assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+        return proc.stdout
+
+    def merge_subjects(self) -> list[str]:
+        return self.git("log", "--merges", "--format=%s", "main").splitlines()
+
+    def merges_of(self, task_number: int) -> int:
+        branch = f"scaffold/task-{task_number}:"
+        return sum(1 for s in self.merge_subjects() if branch in s.split())
+
+    def scaffold_branches(self) -> list[str]:
+        out = self.git("branch", "--list", "--format=%(refname:short)", "scaffold/*")
+        return out.split()
+
+    def worktrees(self) -> list[str]:
+        out = self.git("worktree", "list", "--porcelain")
+        return [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("worktree ")]
+
+    def live_agents(self, quest_id: str = BACKLOG_QUEST) -> list[int]:
+        return agent_pids(quest_id, self.repo)
+
+
+MakeProject = Callable[..., Project]
+"""The ``make_project`` fixture: ``make_project(tasks, runs, config=None, *, validators=...)``."""
+
+
+def agent_pids(quest_id: str, repo: Path) -> list[int]:
+    """Live processes of ``quest_id`` started for ``repo`` (an agent, its MCP server, ...).
+
+    Found by environment, as the orchestrator's orphan sweep does: the quest id and a
+    ``SCAFFOLD_SIGNAL_DIR`` inside this repository (other repositories on the machine
+    have a quest ``backlog`` too).
+    """
+    marker = f"SCAFFOLD_QUEST_ID={quest_id}".encode()
+    prefix = b"SCAFFOLD_SIGNAL_DIR="
+    root = str(repo.resolve()).encode() + b"/"
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X"):
+            continue
+        if marker in environ and any(
+            v.startswith(prefix) and v[len(prefix) :].startswith(root) for v in environ
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(
+    predicate: Callable[[], bool], timeout_s: float = 60, what: str = "condition"
+) -> None:
+    """Poll ``predicate`` (not a timed assertion: the deadline only stops a hung test)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

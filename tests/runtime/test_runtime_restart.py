@@ -1,0 +1,88 @@
+"""``kill -9`` of ``scaffold run`` mid-work, then a second run finishes without duplicates."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from repo_builder import MakeProject, quick_complete, wait_until, write
+
+from scaffold.agent.signal_server import read_signals
+from scaffold.errors import StoreError
+from scaffold.runtime.session import quest_store
+
+
+def _codeweaver(step: str, before: float, after: float = 0.0) -> dict[str, Any]:
+    return {
+        "role": "codeweaver",
+        "step": step,
+        "attempt": 1,
+        "actions": [
+            {"sleep": before},
+            write(f"notes/{step.lower()}.txt", f"{step}\n"),
+            quick_complete(f"{step} implemented"),
+            {"sleep": after},
+        ],
+    }
+
+
+def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
+    project = make_project(
+        ["One", "Two", "Three"],
+        [
+            # TASK-1 signals at once, then dawdles: killed with its signal on disk.
+            _codeweaver("TASK-1", 0.0, after=30.0),
+            # TASK-2 and TASK-3 are still working when scaffold dies.
+            _codeweaver("TASK-2", 3.0),
+            _codeweaver("TASK-3", 3.0),
+            # Their second runs (after the restart) just finish.
+            _codeweaver("TASK-2", 0.0) | {"attempt": 2},
+            _codeweaver("TASK-3", 0.0) | {"attempt": 2},
+        ],
+        # The default limit: a restart must not count as three agent failures.
+        {"slots": 3, "safety": {"max_consecutive_failures": 3}},
+    )
+    store = quest_store(project.repo)
+    runs_dir = project.repo / ".scaffold" / "runs" / "backlog"
+
+    def task_1_signalled_and_others_working() -> bool:
+        try:
+            quest = store.read("backlog")
+        except (StoreError, OSError):
+            return False  # not created yet
+        working = [t.id for t in quest.tasks.values() if t.agent_running]
+        signalled = any(read_signals(d / "signals") for d in runs_dir.glob("TASK-1/*"))
+        return signalled and len(working) == 3 and len(project.invocations()) == 3
+
+    run = project.cli_popen("run")
+    try:
+        wait_until(task_1_signalled_and_others_working, what="TASK-1's signal")
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=60)
+    assert run.returncode == -signal.SIGKILL
+    orphans = project.live_agents()
+    assert orphans  # the agents outlived their orchestrator
+
+    result = project.run()
+
+    assert result.exit_code == 0, result.output
+    assert "orphan agent" in result.output
+    for n in (1, 2, 3):
+        assert project.merges_of(n) == 1, project.merge_subjects()
+        assert project.backlog_task(f"TASK-{n}").status == "Done"
+        assert project.task(f"TASK-{n}").outcome == "merged"
+        assert project.git("show", f"main:notes/task-{n}.txt") == f"TASK-{n}\n"
+    assert len(project.merge_subjects()) == 3
+    assert project.worktrees() == [str(project.repo)]
+    assert project.scaffold_branches() == []
+    assert project.live_agents() == []
+    # The signal TASK-1's agent had delivered was used, not thrown away.
+    assert len(project.invocations(step="TASK-1", role="codeweaver")) == 1
+    # The interrupted runs ran again; an interruption is not an agent failure.
+    for step in ("TASK-2", "TASK-3"):
+        first, again = project.invocations(step=step, role="codeweaver")
+        assert again["resumed"] is True
+        assert again["session_id"] == first["session_id"]
+        assert "agent_failed" not in project.events(step)
+    assert project.quest().stop_reason is None
