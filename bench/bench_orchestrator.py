@@ -34,21 +34,36 @@ Agents (``--agent``):
   time), signalling through the real ``signal-back`` MCP server: about 1 s of imports and
   MCP start-up per invocation, in scaffold and in the pool alike.
 
+The gap agent exit -> next agent start is further split with the times a recording
+Reporter (passed to ``run_quest``) sees: exit -> "agent finished" (reaping the process;
+any time the event loop is busy elsewhere shows here), -> the signal's transition
+(signal read, worktree committed, event applied), -> "agent started" (Ward, the next
+run's prompt and files), -> the new agent's first line (fork/exec + Python start-up).
+
 Usage::
 
     .venv/bin/python bench/bench_orchestrator.py                 # 60 tasks, 3 slots, 0.2 s
     .venv/bin/python bench/bench_orchestrator.py --quick         # 12 tasks
     .venv/bin/python bench/bench_orchestrator.py --agent scripted
-    .venv/bin/python bench/bench_orchestrator.py --profile 25    # + cProfile of scaffold run
+    .venv/bin/python bench/bench_orchestrator.py --tasks 30 --slots 4 --sleep 0.5 --deps 5
+    .venv/bin/python bench/bench_orchestrator.py --profile 40    # + cProfile, not recorded
+    .venv/bin/python bench/bench_orchestrator.py --what-if-parse-cache   # experiment
+
+``--what-if-parse-cache`` runs scaffold with Backlog.md task parsing memoised (see
+:func:`parse_cache`): not the shipped code, an estimate of what the suggested fix buys;
+it is recorded under its own key. A machine busy with other work inflates every figure;
+compare rows of the same run, not runs.
 
 Results go to ``bench/results/orchestrator.json`` (``orchestrator-quick.json`` with
-``--quick``; the agent kind is part of the key, so both variants can live in one file).
+``--quick``), one entry per configuration (agent, tasks, slots, sleep, ...): a new run
+of the same configuration replaces its entry.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import json
@@ -63,6 +78,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -81,7 +97,7 @@ ROLES_PER_TASK = ("codeweaver", "siegemaster", "lawbringer")
 
 # The direct agent. Kept free of heavy imports on its critical path: the scaffold
 # modules (pydantic) load in a thread while the agent sleeps.
-DIRECT_AGENT = '''\
+DIRECT_AGENT = """\
 import time
 
 T0 = time.time()
@@ -155,10 +171,12 @@ def main():
 
 
 main()
-'''
+sys.stdout.flush()
+os._exit(0)  # skip interpreter teardown (~50 ms with pydantic loaded): "end" is the exit
+"""
 
 # The scripted agent, exactly as `python -m scaffold.agent.scripted`, plus start/end times.
-SCRIPTED_LAUNCHER = '''\
+SCRIPTED_LAUNCHER = """\
 import time
 
 T0 = time.time()
@@ -188,8 +206,10 @@ except SystemExit as exc:
     code = exc.code
 finally:
     log("end", time.time())
-sys.exit(code)
-'''
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code if isinstance(code, int) else 1)  # skip teardown: "end" is the exit
+"""
 
 
 # --------------------------------------------------------------------------- setup
@@ -215,8 +235,18 @@ def make_agent(kind: str, root: Path, tasks: int, sleep: float) -> Agent:
     runs: list[dict[str, Any]] = []
     done = {"signal": {"signal": "complete", "summary": "done"}}  # stepId: the agent's own
     for n in range(1, tasks + 1):  # one Codeweaver run per step: each writes its own file
-        runs.append({"role": "codeweaver", "step": f"TASK-{n}", "cost_usd": 0.001, "actions": [
-            {"sleep": sleep}, {"write": f"notes/task-{n}.md", "content": f"# TASK-{n}\n"}, done]})
+        runs.append(
+            {
+                "role": "codeweaver",
+                "step": f"TASK-{n}",
+                "cost_usd": 0.001,
+                "actions": [
+                    {"sleep": sleep},
+                    {"write": f"notes/task-{n}.md", "content": f"# TASK-{n}\n"},
+                    done,
+                ],
+            }
+        )
     for role in ROLES_PER_TASK[1:]:
         runs.append({"role": role, "cost_usd": 0.001, "actions": [{"sleep": sleep}, done]})
     script = root / "agent-script.json"
@@ -229,8 +259,9 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def build_repo(repo: Path, tasks: int, slots: int, agent: Agent) -> None:
-    """A git repository with ``tasks`` independent To Do tasks and a scaffold.yml."""
+def build_repo(repo: Path, tasks: int, slots: int, agent: Agent, deps: int = 0) -> None:
+    """A git repository with ``tasks`` To Do tasks and a scaffold.yml. The last ``deps``
+    tasks each depend on the task half the backlog before them; the rest are independent."""
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "config", "user.name", "bench")
@@ -255,12 +286,48 @@ def build_repo(repo: Path, tasks: int, slots: int, agent: Agent) -> None:
     (repo / "README.md").write_text("# bench\n", encoding="utf-8")
     for n in range(1, tasks + 1):
         bl.create_task(
-            repo, f"Bench task {n}", description=f"Benchmark task number {n}.",
-            priority="medium", acceptance_criteria=[f"notes/task-{n}.md exists"],
+            repo,
+            f"Bench task {n}",
+            description=f"Benchmark task number {n}.",
+            dependencies=[f"TASK-{n - tasks // 2}"] if n > tasks - deps else [],
+            priority="medium",
+            acceptance_criteria=[f"notes/task-{n}.md exists"],
         )
     (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "benchmark project")
+
+
+# --------------------------------------------------------------------------- what-if
+
+
+@contextlib.contextmanager
+def parse_cache() -> Iterator[dict[str, int]]:
+    """What-if experiment (``--what-if-parse-cache``), not the shipped code: memoise
+    Backlog.md task parsing on (path, mtime_ns, size, inode), the fix this benchmark
+    suggests. ``load_backlog`` then stats every file but parses only changed ones.
+    Swaps ``scaffold.backlog.repository.read_task`` for the duration and puts it back."""
+    from scaffold.backlog import repository
+
+    original = getattr(repository, "read_task")  # noqa: B009 (not re-exported)
+    cache: dict[tuple[Any, ...], Any] = {}
+    counts = {"hits": 0, "misses": 0}
+
+    def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> Any:
+        st = os.stat(path)
+        key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
+        if key in cache:
+            counts["hits"] += 1
+        else:
+            counts["misses"] += 1
+            cache[key] = original(path, prefix=prefix, folder=folder)
+        return cache[key]
+
+    setattr(repository, "read_task", read_task)  # noqa: B010
+    try:
+        yield counts
+    finally:
+        setattr(repository, "read_task", original)  # noqa: B010
 
 
 # --------------------------------------------------------------------------- measuring
@@ -305,6 +372,27 @@ class AgentLog:
         return out
 
 
+class TimedReporter(Reporter):
+    """A quiet Reporter that also keeps ``(time.time(), step, what)`` for every agent
+    start/finish and transition, to split the signal -> next start gap into stages."""
+
+    def __init__(self) -> None:
+        super().__init__(io.StringIO(), color=False)
+        self.marks: list[tuple[float, str, str]] = []
+
+    def transition(self, step: str, source: str | None, target: str | None, event: str) -> None:
+        self.marks.append((time.time(), step, f"event:{event}"))
+        super().transition(step, source, target, event)
+
+    def agent_started(self, step: str, role: str, kind: str, resume: str | None) -> None:
+        self.marks.append((time.time(), step, f"started:{role}"))
+        super().agent_started(step, role, kind, resume)
+
+    def agent_finished(self, step: str, role: str, seconds: float, cost: float) -> None:
+        self.marks.append((time.time(), step, f"finished:{role}"))
+        super().agent_finished(step, role, seconds, cost)
+
+
 @dataclass
 class ScaffoldRun:
     wall_s: float
@@ -312,13 +400,14 @@ class ScaffoldRun:
     reason: str
     merged: int
     blocked: dict[str, str]
+    marks: list[tuple[float, str, str]]
     log: AgentLog
     signals: list[tuple[float, str, str]]  # (received_at, step, role)
     profile: str | None = None
 
 
 def run_scaffold(
-    repo: Path, agent: Agent, log_path: Path, profile_top: int
+    repo: Path, agent: Agent, log_path: Path, profile_top: int, what_if_cache: bool = False
 ) -> ScaffoldRun:
     """``scaffold run`` in-process; the wall time covers opening the quest to the report."""
     saved = {k: os.environ.get(k) for k in (*agent.env, ENV_LOG, "SCAFFOLD_AGENT_STATE")}
@@ -326,7 +415,7 @@ def run_scaffold(
     os.environ[ENV_LOG] = str(log_path)
     os.environ["SCAFFOLD_AGENT_STATE"] = str(log_path.parent / "scaffold-agent-state")
     config = load_config(repo)
-    reporter = Reporter(io.StringIO(), color=False)
+    reporter = TimedReporter()
     profiler = cProfile.Profile() if profile_top else None
 
     blocked: dict[str, str] = {}
@@ -340,13 +429,16 @@ def run_scaffold(
         return report.exit_code, report.reason, merged
 
     try:
-        t0 = time.perf_counter()
-        if profiler is not None:
-            profiler.enable()
-        code, reason, merged = asyncio.run(go())
-        if profiler is not None:
-            profiler.disable()
-        wall = time.perf_counter() - t0
+        with parse_cache() if what_if_cache else contextlib.nullcontext() as counts:
+            t0 = time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
+            code, reason, merged = asyncio.run(go())
+            if profiler is not None:
+                profiler.disable()
+            wall = time.perf_counter() - t0
+        if counts:
+            print(f"  what-if parse cache: {counts['hits']} hits, {counts['misses']} misses")
     finally:
         for k, v in saved.items():
             if v is None:
@@ -369,7 +461,7 @@ def run_scaffold(
         tail = "\n".join(reporter.lines[-15:])
         raise SystemExit(f"scaffold run failed: exit {code}: {reason}\n{tail}")
     log = AgentLog.read(log_path)
-    return ScaffoldRun(wall, code, reason, merged, blocked, log, signals, text)
+    return ScaffoldRun(wall, code, reason, merged, blocked, reporter.marks, log, signals, text)
 
 
 async def _pool(
@@ -377,8 +469,13 @@ async def _pool(
 ) -> float:
     """Run ``jobs`` ((step, role) each) ``slots`` at a time, reading stdout to the end."""
     sem = asyncio.Semaphore(slots)
-    env = {**os.environ, **agent.env, ENV_LOG: str(log_path),
-           "SCAFFOLD_AGENT_STATE": str(root / "agent-state"), "SCAFFOLD_QUEST_ID": "bench"}
+    env = {
+        **os.environ,
+        **agent.env,
+        ENV_LOG: str(log_path),
+        "SCAFFOLD_AGENT_STATE": str(root / "agent-state"),
+        "SCAFFOLD_QUEST_ID": "bench",
+    }
     prompt = "Benchmark prompt. " * 100
     prepared = []
     for i, (step, role) in enumerate(jobs):
@@ -389,17 +486,33 @@ async def _pool(
         config.write_text(json.dumps(mcp_config(signal_dir, step, role, "bench")), "utf-8")
         cwd = root / "work" / step
         cwd.mkdir(parents=True, exist_ok=True)
-        step_env = {**env, "SCAFFOLD_STEP_ID": step, "SCAFFOLD_ROLE": role,
-                    "SCAFFOLD_SIGNAL_DIR": str(signal_dir)}
-        argv = [*agent.command, "-p", prompt, "--output-format", "stream-json", "--verbose",
-                "--mcp-config", str(config)]
+        step_env = {
+            **env,
+            "SCAFFOLD_STEP_ID": step,
+            "SCAFFOLD_ROLE": role,
+            "SCAFFOLD_SIGNAL_DIR": str(signal_dir),
+        }
+        argv = [
+            *agent.command,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            str(config),
+        ]
         prepared.append((argv, cwd, step_env, signal_dir))
 
     async def one(argv: list[str], cwd: Path, step_env: dict[str, str], sig: Path) -> None:
         async with sem:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=step_env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                *argv,
+                cwd=cwd,
+                env=step_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
             _, err = await proc.communicate()
@@ -448,20 +561,45 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
     ends: dict[tuple[str, str], list[float]] = defaultdict(list)
     for t, step, role in run.log.ends:
         ends[(step, role)].append(t)
-    total: list[float] = []
-    tail: list[float] = []
-    gap: list[float] = []
+    marks: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for t, step, what in run.marks:
+        marks[step].append((t, what))
+    out: dict[str, list[float]] = {name: [] for name in STAGES}
+    out.update(signal_to_next_start=[], signal_to_agent_exit=[], agent_exit_to_next_start=[])
     for t_sig, step, role in run.signals:
         nxt = next((s for s in starts[step] if s > t_sig), None)
         if nxt is None:
             continue  # the task's last signal: no next role
-        total.append(nxt - t_sig)
+        out["signal_to_next_start"].append(nxt - t_sig)
         end = next((e for e in ends[(step, role)] if e >= t_sig), None)
-        if end is not None and end <= nxt:
-            tail.append(end - t_sig)
-            gap.append(nxt - end)
-    return {"signal_to_next_start": total, "signal_to_agent_exit": tail,
-            "agent_exit_to_next_start": gap}
+        if end is None or end > nxt:
+            continue
+        out["signal_to_agent_exit"].append(end - t_sig)
+        out["agent_exit_to_next_start"].append(nxt - end)
+        # scaffold's own view of the same gap, from the Reporter's marks
+        window = [(t, w) for t, w in marks[step] if t_sig <= t <= nxt]
+        finished = next((t for t, w in window if w == f"finished:{role}"), None)
+        applied = next((t for t, w in window if w.startswith("event:")), None)
+        started = next((t for t, w in reversed(window) if w.startswith("started:")), None)
+        if finished is None or applied is None or started is None:
+            continue
+        for name, a, b in (
+            ("exit_seen", end, finished),
+            ("signal_applied", finished, applied),
+            ("next_launched", applied, started),
+            ("spawn", started, nxt),
+        ):
+            out[name].append(b - a)
+    return out
+
+
+# The stages of agent exit -> next agent start, as seen through the Reporter.
+STAGES = {
+    "exit_seen": "agent exit -> scaffold reports it finished",
+    "signal_applied": "-> signal read, worktree committed, event applied",
+    "next_launched": "-> Ward, next run prepared, 'agent started'",
+    "spawn": "-> next agent's first line runs",
+}
 
 
 def handoffs(run: ScaffoldRun, slots: int) -> list[float]:
@@ -483,12 +621,15 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     agent = make_agent(args.agent, agent_dir, args.tasks, args.sleep)
     repo = tmp / "repo"
     t0 = time.perf_counter()
-    build_repo(repo, args.tasks, args.slots, agent)
+    build_repo(repo, args.tasks, args.slots, agent, args.deps)
     print(f"built {args.tasks}-task repository in {time.perf_counter() - t0:.1f} s ({repo})")
 
-    print(f"scaffold run: {args.tasks} tasks, {args.slots} slots, {args.agent} agent ...",
-          flush=True)
-    sc = run_scaffold(repo, agent, tmp / "scaffold-agents.jsonl", args.profile)
+    print(
+        f"scaffold run: {args.tasks} tasks, {args.slots} slots, {args.agent} agent ...", flush=True
+    )
+    sc = run_scaffold(
+        repo, agent, tmp / "scaffold-agents.jsonl", args.profile, args.what_if_parse_cache
+    )
     jobs = [(step, role) for _, step, role in sc.log.starts]
     invocations = len(jobs)
     print(f"  {sc.wall_s:.2f} s, {sc.merged} merged, {invocations} agent invocations", flush=True)
@@ -512,7 +653,9 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     ideal = math.ceil(invocations / args.slots) * statistics.median(pool_durs)
     return {
         "agent": args.agent,
+        "what_if_parse_cache": args.what_if_parse_cache,
         "tasks": args.tasks,
+        "dependent_tasks": args.deps,
         "slots": args.slots,
         "sleep_s": args.sleep,
         "invocations": invocations,
@@ -548,17 +691,31 @@ def report(r: dict[str, Any]) -> None:
     w, ratio, o = r["wall_s"], r["ratio"], r["overhead"]
     inv, tasks, slots = r["invocations"], r["tasks"], r["slots"]
     print()
-    print(f"{r['agent']} agent, sleep {r['sleep_s']} s, {tasks} tasks, {slots} slots, "
-          f"{inv} agent invocations ({r['invocations_per_task']:.2f} per task)")
+    print(
+        f"{r['agent']} agent, sleep {r['sleep_s']} s, {tasks} tasks, {slots} slots, "
+        f"{inv} agent invocations ({r['invocations_per_task']:.2f} per task)"
+    )
+    if r["what_if_parse_cache"]:
+        print("WHAT-IF: scaffold ran with Backlog.md task parsing memoised (not shipped code)")
     if r["not_merged"]:
-        print(f"WARNING: scaffold exited {r['exit_code']} with {len(r['not_merged'])} task(s) "
-              f"not merged ({r['merged']} merged): figures cover a partial run")
+        print(
+            f"WARNING: scaffold exited {r['exit_code']} with {len(r['not_merged'])} task(s) "
+            f"not merged ({r['merged']} merged): figures cover a partial run"
+        )
     rows = [
         ("scaffold run", w["scaffold"], inv, ""),
-        (f"pool, same {inv} invocations", w["pool_same_invocations"], inv,
-         f"per-invocation ratio {ratio['per_agent_invocation']:.2f}"),
-        (f"pool, {tasks} invocations (1/task)", w["pool_one_per_task"], tasks,
-         f"per-task ratio {ratio['per_task']:.2f}"),
+        (
+            f"pool, same {inv} invocations",
+            w["pool_same_invocations"],
+            inv,
+            f"per-invocation ratio {ratio['per_agent_invocation']:.2f}",
+        ),
+        (
+            f"pool, {tasks} invocations (1/task)",
+            w["pool_one_per_task"],
+            tasks,
+            f"per-task ratio {ratio['per_task']:.2f}",
+        ),
         ("ideal: ceil(n/slots) x median agent", w["ideal_same_invocations"], inv, ""),
     ]
     head = f"{'':<38} {'wall s':>8} {'agents':>7}  ratio (scaffold / row)"
@@ -566,23 +723,27 @@ def report(r: dict[str, Any]) -> None:
     print("-" * len(head))
     for name, wall, n, note in rows:
         print(f"{name:<38} {wall:>8.2f} {n:>7}  {note}")
-    print(f"scaffold overhead: {o['slot_s_per_invocation'] * 1000:.0f} slot-ms per agent "
-          f"invocation, {o['slot_s_per_task']:.2f} slot-s per task")
+    print(
+        f"scaffold overhead: {o['slot_s_per_invocation'] * 1000:.0f} slot-ms per agent "
+        f"invocation, {o['slot_s_per_task']:.2f} slot-s per task"
+    )
     print()
-    head = f"{'(ms)':<44} {'n':>4} {'median':>8} {'p95':>8} {'max':>8}"
+    head = f"{'(ms)':<56} {'n':>4} {'median':>8} {'p95':>8} {'max':>8}"
     print(head)
     print("-" * len(head))
     items = [
         ("signal -> next agent start (same task)", r["latency"]["signal_to_next_start"]),
         ("  signal -> signalling agent exits", r["latency"]["signal_to_agent_exit"]),
         ("  agent exit -> next agent start", r["latency"]["agent_exit_to_next_start"]),
+        *((f"    {text}", r["latency"][name]) for name, text in STAGES.items()),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
         ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
         ("agent duration in the pool", r["agent_duration"]["pool"]),
     ]
     for name, s in items:
-        print(f"{name:<44} {s['n']:>4} {s['median_ms']:>8.0f} {s['p95_ms']:>8.0f} "
-              f"{s['max_ms']:>8.0f}")
+        print(
+            f"{name:<56} {s['n']:>4} {s['median_ms']:>8.0f} {s['p95_ms']:>8.0f} {s['max_ms']:>8.0f}"
+        )
     if r.get("profile"):
         print()
         print("cProfile of the scaffold run (in-process; timings above include its cost):")
@@ -596,12 +757,32 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--sleep", type=float, default=0.2, help="agent sleep, seconds")
     parser.add_argument("--quick", action="store_true", help="12 tasks unless --tasks")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="profile the scaffold run and print the top N functions")
+    parser.add_argument(
+        "--deps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the last N tasks each depend on one earlier task (default: none)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="profile the scaffold run and print the top N functions",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    parser.add_argument(
+        "--what-if-parse-cache",
+        action="store_true",
+        help="experiment: memoise Backlog.md task parsing during the scaffold "
+        "run (not the shipped code; recorded under its own key)",
+    )
     args = parser.parse_args()
     if args.tasks is None:
         args.tasks = 12 if args.quick else 60
+    if not 0 <= args.deps <= args.tasks // 2:
+        parser.error("--deps must be between 0 and half the tasks")
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-orch-"))
     try:
@@ -615,13 +796,20 @@ def main() -> None:
     if args.profile:
         return  # a profiled run is slower: do not record it
     result["when"] = datetime.now(UTC).isoformat(timespec="seconds")
-    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                         "platform": platform.platform()}
+    result["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
     result.pop("profile", None)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("orchestrator-quick.json" if args.quick else "orchestrator.json")
     data: dict[str, Any] = json.loads(out.read_text("utf-8")) if out.exists() else {}
     key = f"{args.agent}, {args.tasks} tasks, {args.slots} slots, sleep {args.sleep}"
+    if args.deps:
+        key += f", {args.deps} dependent"
+    if args.what_if_parse_cache:
+        key += ", WHAT-IF parse cache"
     data[key] = result
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")

@@ -13,6 +13,8 @@ each line 200 B to 20 KB, log-uniform, with escapes and non-ASCII text):
   messages). Its async plumbing (one await per chunk) is left out for both sides.
 - floor: split the chunks on newlines and `json.loads` each line, nothing else; the
   cost no reader can avoid.
+- scaffold_run_agent_pipe: `run_agent` on `cat <file>`: the same reader behind a real
+  pipe and the asyncio pump, as in production.
 
 Throughput is best-of-N wall time per reader (runs interleaved), in MB/s, and the
 ratio scaffold/sdk. Memory is the peak RSS (ru_maxrss) of a fresh child process that
@@ -31,10 +33,12 @@ to skip).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import codecs
 import json
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +48,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scaffold.agent.process import AgentSpec, run_agent
 from scaffold.agent.stream import DEFAULT_CHUNK_BYTES, StreamDecoder, iter_events
 
+MEMORY_READERS = ("scaffold", "sdk", "scaffold_run_agent_pipe")
 RESULTS = Path(__file__).resolve().parent / "results" / "stream.json"
 MB = 1024 * 1024
 POOL = 3000
@@ -313,10 +319,20 @@ def read_floor(path: Path) -> int:
     return n
 
 
+def read_scaffold_pipe(path: Path) -> int:
+    """End to end: `run_agent` on `cat <file>`, through a real pipe and the asyncio
+    pump (CPU time counts this process only, not cat)."""
+    cat = shutil.which("cat") or "/bin/cat"
+    spec = AgentSpec(argv=[cat, str(path)], cwd=path.parent, stuck_timeout_s=600)
+    outcome = asyncio.run(run_agent(spec))
+    return outcome.summary.events
+
+
 READERS: dict[str, Callable[[Path], int]] = {
     "scaffold": read_scaffold,
     "sdk": read_sdk,
     "floor": read_floor,
+    "scaffold_run_agent_pipe": read_scaffold_pipe,
 }
 
 
@@ -411,7 +427,7 @@ def main() -> None:
         tp = throughput(main_file, args.repeat)
         for name, r in tp.items():
             print(
-                f"  {name:9s} {r['mb_per_s']:8.1f} MB/s  cpu {r['cpu_seconds']:6.2f} s  "
+                f"  {name:24s} {r['mb_per_s']:8.1f} MB/s  cpu {r['cpu_seconds']:6.2f} s  "
                 f"wall {r['wall_seconds']:6.2f} s  {r['events']} events"
             )
         ratio = tp["scaffold"]["mb_per_s"] / tp["sdk"]["mb_per_s"]
@@ -433,24 +449,24 @@ def main() -> None:
         for label, mb in (("small", args.small_mb), ("big", args.big_mb)):
             f = tmpdir / f"{label}.jsonl"
             size = write_transcript(f, mb, pool, args.seed + 1)
-            row = {"mb": size / MB}
-            for reader in ("scaffold", "sdk"):
+            row: dict[str, float] = {"mb": size / MB}
+            for reader in MEMORY_READERS:
                 row[reader] = measure_child(reader, f)["maxrss_mib"]
             memory[label] = row
             print(
                 f"  {size / MB:7.0f} MB transcript: scaffold {row['scaffold']:.1f}, "
-                f"sdk {row['sdk']:.1f}"
+                f"sdk {row['sdk']:.1f}, run_agent pipe {row['scaffold_run_agent_pipe']:.1f}"
             )
             f.unlink()
-        for reader in ("scaffold", "sdk"):
+        for reader in MEMORY_READERS:
             growth = memory["big"][reader] - memory["small"][reader]
             memory[f"{reader}_growth_mib"] = growth
             print(f"  {reader}: big - small = {growth:+.1f} MiB")
         if args.giant_line_mb > 0:
             f = tmpdir / "giant.jsonl"
             size = write_giant(f, args.giant_line_mb, pool)
-            giant = {"mb": size / MB}
-            for reader in ("scaffold", "sdk"):
+            giant: dict[str, Any] = {"mb": size / MB}
+            for reader in MEMORY_READERS:
                 r = measure_child(reader, f)
                 giant[reader] = {
                     "maxrss_mib": r["maxrss_mib"],

@@ -417,7 +417,8 @@ def test_cancelling_the_runner_kills_and_reaps_the_group(tmp_path: Path) -> None
 def test_stop_request_stops_the_group_and_still_returns_an_outcome(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     script = agent_script(
-        tmp_path, "init('kept')\nspawn_grandchild(sys.argv[1])\nsay('signalled', sid='kept')\ntime.sleep(120)\n"
+        tmp_path,
+        "init('kept')\nspawn_grandchild(sys.argv[1])\nsay('signalled', sid='kept')\ntime.sleep(120)\n",
     )
     stop = asyncio.Event()
 

@@ -159,6 +159,15 @@ def test_parse_line_types_each_known_event() -> None:
     assert user.content == ({"type": "text", "text": "plain text"},)
 
 
+def test_surrounding_whitespace_and_crlf_are_accepted() -> None:
+    assert isinstance(
+        parse_line(b'  {"type": "result", "subtype": "s", "is_error": true}'), ResultEvent
+    )
+    events, summary = decode_all(line(RESULT).replace(b"\n", b"\r\n") * 2)
+    assert [type(e) for e in events] == [ResultEvent, ResultEvent]
+    assert summary.malformed_count == 0
+
+
 def test_unknown_types_and_system_subtypes_are_kept_as_unknown() -> None:
     event = parse_line(line({"type": "stream_event", "session_id": "z", "event": {}}))
     assert event == Unknown(type="stream_event", subtype=None, session_id="z", raw={})
@@ -174,6 +183,7 @@ def test_unknown_types_and_system_subtypes_are_kept_as_unknown() -> None:
         (b'{"type": "result"', "not JSON"),
         (b"[1, 2]", "expected a JSON object, got list"),
         (b'{"no_type": 1}', "without a string 'type'"),
+        (b'{"type": "user"} {"type": "user"}', "Extra data"),
         (b'{"type": 7}', "without a string 'type'"),
         (b'{"type": "assistant"}', "'message' must be an object"),
         (b'{"type": "assistant", "message": {"content": [1]}}', "items must be objects"),
@@ -185,6 +195,7 @@ def test_unknown_types_and_system_subtypes_are_kept_as_unknown() -> None:
         (b'{"type": "system", "subtype": "init", "tools": [1]}', "'tools' must be a list"),
         (b'{"type": "user", "message": {}, "session_id": 5}', "'session_id' must be a string"),
         (b"\xff\xfe{}", "not UTF-8"),
+        (b"[" * 200_000, "nested too deeply"),
     ],
 )
 def test_parse_line_errors_carry_line_number_reason_and_excerpt(raw: bytes, reason: str) -> None:

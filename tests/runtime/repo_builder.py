@@ -13,8 +13,7 @@ talks to it through the mcp SDK, and importing the SDK on both ends costs second
 a busy machine. So the runs a test is *about* signal through the real MCP server,
 while the filler runs every task needs (Siegemaster and Lawbringer completing,
 :data:`VALIDATORS`) use :func:`quick_signal`: the ``signal-back`` tool's own handler
-(same checks, same signal files) called without the MCP transport. The success-path
-test runs the validators through MCP too (:data:`MCP_VALIDATORS`).
+(same checks, same signal files) called without the MCP transport.
 """
 
 from __future__ import annotations
@@ -28,14 +27,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
-from scaffold.quest.model import HistoryEntry, Quest, TaskRecord
-from scaffold.runtime.orchestrator import RunReport
+from scaffold.quest.model import HistoryEntry, Quest, TaskRecord, utcnow
+from scaffold.runtime.orchestrator import Orchestrator, RunReport
 from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest
 from scaffold.runtime.view import Reporter
 
@@ -104,10 +104,6 @@ VALIDATORS: list[dict[str, Any]] = [
     {"role": "siegemaster", "actions": [quick_complete("edge cases hold")]},
     {"role": "lawbringer", "actions": [quick_complete("reviewed: fine")]},
 ]
-MCP_VALIDATORS: list[dict[str, Any]] = [
-    {"role": "siegemaster", "actions": [complete("edge cases hold")]},
-    {"role": "lawbringer", "actions": [complete("reviewed: fine")]},
-]
 
 
 # --------------------------------------------------------------------------- the project
@@ -128,7 +124,7 @@ def default_config() -> dict[str, Any]:
         "slots": 2,
         "agent": {"command": agent_command(), "stuck_timeout_s": 60, "max_attempts": 2},
         "approval": "auto",
-        # Only the safety test wants the consecutive-failure limit to bite.
+        # Tests about the consecutive-failure limit set it themselves.
         "safety": {"max_consecutive_failures": 20},
     }
 
@@ -180,10 +176,12 @@ class Project:
         for sub in ("tasks", "completed", "drafts"):
             (repo / "backlog" / sub).mkdir(parents=True)
         (repo / "backlog" / "config.yml").write_text(BACKLOG_CONFIG, encoding="utf-8")
-        for spec in tasks:
-            spec = TaskSpec(spec) if isinstance(spec, str) else spec
+        for item in tasks:
+            spec = TaskSpec(item) if isinstance(item, str) else item
             bl.create_task(
-                repo, spec.title, description=spec.description or f"Do: {spec.title}.",
+                repo,
+                spec.title,
+                description=spec.description or f"Do: {spec.title}.",
                 dependencies=spec.deps,
             )
         (repo / "README.md").write_text("# runtime test\n", encoding="utf-8")
@@ -204,15 +202,33 @@ class Project:
 
     # -- running
 
-    def run(self, quest_id: str | None = None) -> RunResult:
-        """One ``scaffold run``, in this process (the scripted agent env must be set)."""
+    def run(
+        self, quest_id: str | None = None, *, clock_offset: timedelta | None = None
+    ) -> RunResult:
+        """One ``scaffold run``, in this process (the scripted agent env must be set).
+
+        ``clock_offset`` runs the orchestrator with its clock that far ahead of now.
+        """
         for key, value in self.agent_env.items():
             assert os.environ.get(key) == value, f"{key} is not set for this project"
         out = io.StringIO()
+        reporter = Reporter(out, color=False)
         writer = open_or_create_quest(self.repo, quest_id)
-        report = asyncio.run(
-            run_quest(self.repo, load_config(self.repo), writer, Reporter(out, color=False))
-        )
+        if clock_offset is None:
+            report = asyncio.run(run_quest(self.repo, load_config(self.repo), writer, reporter))
+        else:
+            shift = clock_offset
+
+            def clock() -> datetime:
+                return utcnow() + shift
+
+            orchestrator = Orchestrator(
+                self.repo, load_config(self.repo), writer, reporter, clock=clock
+            )
+            try:
+                report = asyncio.run(orchestrator.run())
+            finally:
+                writer.close()
         return RunResult(report, out.getvalue())
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repo_builder import MakeProject, Project, TaskSpec, complete, quick_complete, write
+from repo_builder import (
+    PYTHON,
+    MakeProject,
+    Project,
+    TaskSpec,
+    complete,
+    quick_complete,
+    quick_signal,
+    write,
+)
 
 from scaffold.agent.signal_server import read_signals
 from scaffold.core.states import Lifecycle
+
+# Leaves a grandchild behind in the agent's process group (and with its environment).
+SPAWN_SLEEPER = [
+    PYTHON,
+    "-c",
+    "import subprocess as s, sys; s.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+    " stdout=s.DEVNULL, stderr=s.DEVNULL)",
+]
 
 
 def _failures(project: Project, task_id: str) -> list[str]:
@@ -31,7 +48,7 @@ def test_crash_is_retried_resuming_the_same_session(make_project: MakeProject) -
                 "actions": [
                     {"expect_prompt_contains": "previous attempt failed"},
                     write("notes/settings.txt", "defaults\n"),
-                    complete("settings loaded"),
+                    quick_complete("settings loaded"),
                 ],
             },
         ],
@@ -56,7 +73,7 @@ def test_crash_is_retried_resuming_the_same_session(make_project: MakeProject) -
 def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProject) -> None:
     project = make_project(
         ["Think forever"],
-        [{"role": "codeweaver", "actions": [{"say": "thinking"}, {"hang": True}]}],
+        [{"role": "codeweaver", "actions": [{"run": SPAWN_SLEEPER}, {"hang": True}]}],
         {"agent": {"stuck_timeout_s": 2, "max_attempts": 2}},
     )
 
@@ -75,7 +92,8 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     assert task.blocked_reason is not None
     assert "Codeweaver failed 3 times" in task.blocked_reason
     assert "stuck" in task.blocked_reason
-    assert "TASK-1" in result.report.reason and "stuck" in result.report.reason
+    assert "TASK-1" in result.report.reason
+    assert "stuck" in result.report.reason
     assert len(_failures(project, "TASK-1")) == 3
 
 
@@ -100,7 +118,7 @@ def test_garbage_and_a_2mb_line_do_not_stop_the_run(make_project: MakeProject) -
                     {"print_long_line": 2 * 1024 * 1024},
                     {"say": "still here"},
                     write("notes/noisy.txt", "ok\n"),
-                    complete("done despite the noise"),
+                    quick_complete("done despite the noise"),
                 ],
             }
         ],
@@ -131,7 +149,8 @@ def test_exit_zero_without_a_signal_is_a_crash(make_project: MakeProject) -> Non
     assert all("exited with code 0 without calling signal-back" in r for r in reasons)
     task = project.task("TASK-1")
     assert task.state is Lifecycle.BLOCKED
-    assert task.blocked_reason and "without calling signal-back" in task.blocked_reason
+    assert task.blocked_reason
+    assert "without calling signal-back" in task.blocked_reason
     assert project.backlog_task("TASK-1").status == "In Progress"
 
 
@@ -172,7 +191,9 @@ def test_signal_for_another_step_is_refused_and_the_run_is_a_crash(
     project = make_project(
         ["First", TaskSpec("Second", deps=("TASK-1",))],
         [
-            {"role": "codeweaver", "step": "TASK-1", "actions": [{"signal": wrong}]},
+            # through the real MCP server, then (the retry) through its handler alone
+            {"role": "codeweaver", "step": "TASK-1", "attempt": 1, "actions": [{"signal": wrong}]},
+            {"role": "codeweaver", "step": "TASK-1", "actions": [quick_signal(wrong)]},
             {"role": "codeweaver", "step": "TASK-2", "actions": [quick_complete("never")]},
         ],
         {"agent": {"max_attempts": 1}, "slots": 1},

@@ -33,8 +33,8 @@ def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
             # TASK-1 signals at once, then dawdles: killed with its signal on disk.
             _codeweaver("TASK-1", 0.0, after=30.0),
             # TASK-2 and TASK-3 are still working when scaffold dies.
-            _codeweaver("TASK-2", 3.0),
-            _codeweaver("TASK-3", 3.0),
+            _codeweaver("TASK-2", 10.0),
+            _codeweaver("TASK-3", 10.0),
             # Their second runs (after the restart) just finish.
             _codeweaver("TASK-2", 0.0) | {"attempt": 2},
             _codeweaver("TASK-3", 0.0) | {"attempt": 2},

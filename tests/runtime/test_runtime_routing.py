@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from repo_builder import MakeProject, codeweaver_done, complete, quick_complete, write
+from repo_builder import MakeProject, codeweaver_done, quick_complete, write
 
 GAP = "the empty input case is not handled"
 
@@ -36,7 +36,7 @@ def test_followup_runs_codeweaver_then_resumes_siegemaster(make_project: MakePro
                 "expect_resumed": True,
                 "actions": [
                     {"expect_prompt_contains": "empty input handled"},
-                    complete("edge cases hold now"),
+                    quick_complete("edge cases hold now"),
                 ],
             },
         ],
@@ -51,7 +51,7 @@ def test_followup_runs_codeweaver_then_resumes_siegemaster(make_project: MakePro
     assert siege_first["resumed"] is False
     assert siege_resumed["resumed"] is True
     assert siege_resumed["session_id"] == siege_first["session_id"]
-    weaver_first, weaver_followup = project.invocations(role="codeweaver")
+    _weaver_first, weaver_followup = project.invocations(role="codeweaver")
     assert weaver_followup["resumed"] is False  # the follow-up role starts its own session
     assert weaver_followup["session_id"] != siege_first["session_id"]
     events = project.events("TASK-1")

@@ -9,6 +9,12 @@ and correct. An accepted signal is on disk (written, fsynced, atomically named
 saw acknowledged survives a crash of anything afterwards. The orchestrator reads
 the files with :func:`read_signals` / :func:`latest_signal`; the last one wins.
 
+The planning roles get one more tool each (see :mod:`scaffold.agent.planning_tools`):
+ChaosWhisperer ``write-requirements`` and PathSeeker ``create-tasks``, which needs the
+repository root (``--repo-root``). Other roles are neither offered nor served them.
+The orchestrator reads what they stored with ``planning_tools.read_requirements`` and
+``planning_tools.read_plan``.
+
 The ``mcp`` SDK is imported only where the server is built: the orchestrator imports
 this module for :func:`mcp_config` and the readers and should not pay for the SDK.
 """
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scaffold.agent.planning_tools import TOOL_ROLES, PlanningTool, planning_tools
 from scaffold.errors import InvalidIdError, SignalError, UsageError
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
@@ -52,6 +59,7 @@ ENV_QUEST_ID = "SCAFFOLD_QUEST_ID"
 ENV_STEP_ID = "SCAFFOLD_STEP_ID"
 ENV_ROLE = "SCAFFOLD_ROLE"
 ENV_SIGNAL_DIR = "SCAFFOLD_SIGNAL_DIR"
+ENV_REPO_ROOT = "SCAFFOLD_REPO_ROOT"
 
 _SIGNAL_FILE = re.compile(r"^signal-(\d{1,9})\.json$")
 _log = logging.getLogger(__name__)
@@ -62,12 +70,17 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Binding:
-    """Who may signal through this server, and where accepted signals go."""
+    """Who may signal through this server, and where accepted signals go.
+
+    ``repo_root`` is the repository whose backlog ``create-tasks`` writes to; without
+    it that tool refuses.
+    """
 
     signal_dir: Path
     step_id: str
     role: Role
     quest_id: str | None = None
+    repo_root: Path | None = None
 
 
 def resolve_binding(argv: list[str] | None, environ: Mapping[str, str]) -> Binding:
@@ -88,6 +101,7 @@ def _binding_from(opts: argparse.Namespace, environ: Mapping[str, str]) -> Bindi
     step_id = (opts.step_id or environ.get(ENV_STEP_ID, "")).strip()
     role_name = (opts.role or environ.get(ENV_ROLE, "")).strip().lower()
     quest_id = (opts.quest_id or environ.get(ENV_QUEST_ID, "")).strip() or None
+    repo_root = opts.repo_root or environ.get(ENV_REPO_ROOT, "")
     if not signal_dir:
         raise UsageError(f"signal-server needs --signal-dir or {ENV_SIGNAL_DIR}")
     if not step_id:
@@ -99,7 +113,8 @@ def _binding_from(opts: argparse.Namespace, environ: Mapping[str, str]) -> Bindi
     except ValueError:
         names = ", ".join(r.value for r in Role)
         raise UsageError(f"unknown role {role_name!r}; expected one of {names}") from None
-    return Binding(Path(signal_dir).absolute(), step_id, role, quest_id)
+    root = Path(repo_root).absolute() if repo_root else None
+    return Binding(Path(signal_dir).absolute(), step_id, role, quest_id, root)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--step-id", help=f"the caller's step (env {ENV_STEP_ID})")
     parser.add_argument("--role", help=f"the caller's role (env {ENV_ROLE})")
     parser.add_argument("--quest-id", help=f"the caller's quest (env {ENV_QUEST_ID})")
+    parser.add_argument(
+        "--repo-root",
+        help=f"the repository whose backlog create-tasks writes (env {ENV_REPO_ROOT})",
+    )
     return parser
 
 
@@ -120,6 +139,7 @@ def mcp_config(
     role: Role | str,
     quest_id: str | None,
     python: str = sys.executable,
+    repo_root: Path | str | None = None,
 ) -> dict[str, Any]:
     """The ``--mcp-config`` JSON an agent gets: one stdio server named ``scaffold``.
 
@@ -127,7 +147,8 @@ def mcp_config(
     server runs as ``python -P -m scaffold.agent.signal_server`` so it needs no CLI
     wiring, and ``-P`` keeps the agent's cwd (the worktree, i.e. repository content)
     off ``sys.path``. ``alwaysLoad`` makes Claude Code wait for the server before the
-    first turn, so the tool is never "not available" under load.
+    first turn, so the tool is never "not available" under load. ``repo_root`` (the
+    repository whose backlog PathSeeker's ``create-tasks`` writes to) is passed when given.
     """
     role_name = Role(role).value
     directory = str(Path(signal_dir).absolute())
@@ -138,6 +159,10 @@ def mcp_config(
     if quest_id:
         args.append(f"--quest-id={quest_id}")
         env[ENV_QUEST_ID] = quest_id
+    if repo_root is not None:
+        root = str(Path(repo_root).absolute())
+        args.append(f"--repo-root={root}")
+        env[ENV_REPO_ROOT] = root
     entry = {"type": "stdio", "command": python, "args": args, "env": env, "alwaysLoad": True}
     return {"mcpServers": {SERVER_NAME: entry}}
 
@@ -419,32 +444,68 @@ def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> 
     return ToolOutcome(_acknowledgement(sig), False, record)
 
 
+def handle_call(
+    binding: Binding,
+    writer: SignalWriter,
+    planning: Mapping[str, PlanningTool],
+    name: str,
+    arguments: Mapping[str, Any] | None,
+) -> ToolOutcome:
+    """Route one tool call: ``signal-back``, the role's planning tool, or a refusal."""
+    if name == TOOL_NAME:
+        return handle_signal(writer, arguments)
+    tool = planning.get(name)
+    if tool is not None:
+        reply = tool.handle(arguments)
+        if not reply.is_error:
+            _log.info("accepted %s for %s", name, binding.step_id)
+        return ToolOutcome(reply.text, reply.is_error)
+    owner = TOOL_ROLES.get(name)
+    if owner is not None:
+        text = (
+            f"tool {name!r} is only for {owner.display}; you are {binding.role.display}. "
+            f"Nothing was done. Report with {TOOL_NAME}."
+        )
+        return ToolOutcome(text, True)
+    if not planning:
+        return ToolOutcome(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
+    names = ", ".join([TOOL_NAME, *planning])
+    return ToolOutcome(f"unknown tool {name!r}; your tools are {names}", True)
+
+
 def build_server(binding: Binding) -> Server[Any]:
-    """The low-level MCP server with the one tool; handlers close over ``binding``."""
+    """The low-level MCP server with ``signal-back`` and the role's planning tools.
+
+    Handlers close over ``binding``.
+    """
     from mcp import types
     from mcp.server import Server
 
     writer = SignalWriter(binding)
-    tool = types.Tool(
-        name=TOOL_NAME,
-        description=tool_description(binding),
-        input_schema=tool_input_schema(binding),
-    )
+    planning = {
+        t.name: t for t in planning_tools(binding.role, binding.signal_dir, binding.repo_root)
+    }
+    tools = [
+        types.Tool(
+            name=TOOL_NAME,
+            description=tool_description(binding),
+            input_schema=tool_input_schema(binding),
+        )
+    ]
+    tools += [
+        types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+        for t in planning.values()
+    ]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool])
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name != TOOL_NAME:
-            outcome = ToolOutcome(
-                f"unknown tool {params.name!r}; the only tool is {TOOL_NAME}", True
-            )
-        else:
-            outcome = handle_signal(writer, params.arguments)
+        outcome = handle_call(binding, writer, planning, params.name, params.arguments)
         content = [types.TextContent(type="text", text=outcome.text)]
         return types.CallToolResult(content=content, is_error=outcome.is_error)
 

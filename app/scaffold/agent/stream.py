@@ -373,6 +373,8 @@ def parse_line(line: bytes, line_no: int = 0) -> Event:
     except ValueError as exc:  # json.JSONDecodeError
         reason = "blank line" if not line.strip() else f"not JSON ({exc})"
         raise StreamLineError(line_no, reason, _excerpt(line)) from None
+    except RecursionError:
+        raise StreamLineError(line_no, "JSON nested too deeply", _excerpt(line)) from None
     if type(data) is not dict:
         raise StreamLineError(
             line_no, f"expected a JSON object, got {type(data).__name__}", _excerpt(line)

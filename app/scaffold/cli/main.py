@@ -55,7 +55,10 @@ def _repo(path: str | None) -> Path:
 
 
 repo_option = click.option(
-    "--repo", "repo_path", type=click.Path(file_okay=False), default=None,
+    "--repo",
+    "repo_path",
+    type=click.Path(file_okay=False),
+    default=None,
     help="The git repository (default: the one around the current directory).",
 )
 
@@ -72,8 +75,12 @@ def init(repo_path: str | None) -> None:
         cfg.write_text(DEFAULT_CONFIG_TEXT, encoding="utf-8")
         made.append(str(CONFIG_PATH))
     config = load_config(repo)
-    for rel in (config.diagrams.architecture, config.diagrams.data_model,
-                config.diagrams.states, config.diagrams.roadmap):
+    for rel in (
+        config.diagrams.architecture,
+        config.diagrams.data_model,
+        config.diagrams.states,
+        config.diagrams.roadmap,
+    ):
         path = repo / rel
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,7 @@ def init(repo_path: str | None) -> None:
         (backlog / "config.yml").write_text(
             f'project_name: "{repo.name}"\ndefault_status: "To Do"\n'
             'statuses: ["To Do", "In Progress", "Done"]\nlabels: []\n'
-            "date_format: yyyy-mm-dd\nauto_commit: false\ntask_prefix: \"task\"\n",
+            'date_format: yyyy-mm-dd\nauto_commit: false\ntask_prefix: "task"\n',
             encoding="utf-8",
         )
         made.append("backlog/")
@@ -164,13 +171,13 @@ def answer(repo_path: str | None, question_id: str, text: str) -> None:
     if not text.strip():
         raise UsageError("the answer is empty")
     quest_id = _find_question(repo, question_id)
-    inbox.post(state_root(repo), inbox.make("answer", quest_id, question_id=question_id,
-                                              text=text))
+    inbox.post(state_root(repo), inbox.make("answer", quest_id, question_id=question_id, text=text))
     click.echo(f"answer to {question_id} recorded; `scaffold run` resumes the session")
 
 
-def _task_message(kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...],
-                  text: str = "") -> None:
+def _task_message(
+    kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...], text: str = ""
+) -> None:
     repo = _repo(repo_path)
     quest_id = _find_task(repo, task_id, states)
     tid = normalize_task_id(task_id)
@@ -229,11 +236,18 @@ def diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> None
     repo = _repo(repo_path)
     verdict = run_diagram_check(repo, load_config(repo), base, head)
     if fmt == "json":
-        click.echo(json.dumps({
-            "synced": verdict.synced,
-            "missing": [{"diagram": m.diagram_path, "reason": m.reason, "source": m.source_path}
-                        for m in verdict.missing],
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "synced": verdict.synced,
+                    "missing": [
+                        {"diagram": m.diagram_path, "reason": m.reason, "source": m.source_path}
+                        for m in verdict.missing
+                    ],
+                },
+                indent=2,
+            )
+        )
     elif verdict.synced:
         click.echo("diagrams are in sync with the code")
     else:
@@ -252,10 +266,15 @@ def signal_server(args: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
-              help="Build the demo repository here and keep it.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Build the demo repository here and keep it.",
+)
 def demo(directory: str | None) -> None:
-    """Run a small project end to end with scripted agents, in a few seconds."""
+    """Run a small project end to end with scripted agents (under a minute)."""
     from scaffold.runtime.demo import run_demo
 
     sys.exit(run_demo(Path(directory) if directory else None))
@@ -286,8 +305,13 @@ def doctor(repo_path: str | None) -> None:
         sys.exit(1)
     try:
         config = load_config(repo)
-        report(True, "config", str(repo / CONFIG_PATH) if (repo / CONFIG_PATH).exists()
-               else "no .github/scaffold.yml: defaults")
+        report(
+            True,
+            "config",
+            str(repo / CONFIG_PATH)
+            if (repo / CONFIG_PATH).exists()
+            else "no .github/scaffold.yml: defaults",
+        )
     except ScaffoldError as exc:
         report(False, "config", str(exc))
         sys.exit(2)
@@ -295,9 +319,13 @@ def doctor(repo_path: str | None) -> None:
     found = shutil.which(agent)
     report(found is not None, "agent", found or f"{agent!r} not found on PATH (agent.command)")
     rep = status_report(repo)
-    report(not rep["errors"], "backlog",
-           f"{len(rep['tasks'])} task(s)" if not rep["errors"]
-           else "; ".join(f"{e['path']}: {e['reason']}" for e in rep["errors"][:5]))
+    report(
+        not rep["errors"],
+        "backlog",
+        f"{len(rep['tasks'])} task(s)"
+        if not rep["errors"]
+        else "; ".join(f"{e['path']}: {e['reason']}" for e in rep["errors"][:5]),
+    )
     sys.exit(1 if problems else 0)
 
 

@@ -54,18 +54,42 @@ sys.exit(1 if bad else 0)
 '''
 
 TASKS: list[dict[str, Any]] = [
-    {"title": "Add the greeting module", "deps": [], "priority": "high",
-     "ac": ["greet() returns the agreed greeting"]},
-    {"title": "Add the farewell module", "deps": [], "priority": "medium",
-     "ac": ["farewell() says goodbye"]},
-    {"title": "Add the command line", "deps": ["TASK-1", "TASK-2"], "priority": "medium",
-     "ac": ["main() prints greeting and farewell"]},
-    {"title": "Add the settings loader", "deps": [], "priority": "low",
-     "ac": ["load() returns defaults"]},
-    {"title": "Add the report module", "deps": ["TASK-4"], "priority": "medium",
-     "ac": ["report() summarises settings"]},
-    {"title": "Write the usage guide", "deps": ["TASK-3", "TASK-5"], "priority": "low",
-     "ac": ["docs/usage.md explains the command"]},
+    {
+        "title": "Add the greeting module",
+        "deps": [],
+        "priority": "high",
+        "ac": ["greet() returns the agreed greeting"],
+    },
+    {
+        "title": "Add the farewell module",
+        "deps": [],
+        "priority": "medium",
+        "ac": ["farewell() says goodbye"],
+    },
+    {
+        "title": "Add the command line",
+        "deps": ["TASK-1", "TASK-2"],
+        "priority": "medium",
+        "ac": ["main() prints greeting and farewell"],
+    },
+    {
+        "title": "Add the settings loader",
+        "deps": [],
+        "priority": "low",
+        "ac": ["load() returns defaults"],
+    },
+    {
+        "title": "Add the report module",
+        "deps": ["TASK-4"],
+        "priority": "medium",
+        "ac": ["report() summarises settings"],
+    },
+    {
+        "title": "Write the usage guide",
+        "deps": ["TASK-3", "TASK-5"],
+        "priority": "low",
+        "ac": ["docs/usage.md explains the command"],
+    },
 ]
 
 
@@ -78,8 +102,16 @@ _REPLACE = (
 
 def _arch(module: str) -> dict[str, Any]:
     """Name the module in its own line of the diagram, so parallel tasks merge cleanly."""
-    return {"run": [sys.executable, "-c", _REPLACE, ARCH, f"%% slot {module}",
-                    f"demo --> demo.{module}"]}
+    return {
+        "run": [
+            sys.executable,
+            "-c",
+            _REPLACE,
+            ARCH,
+            f"%% slot {module}",
+            f"demo --> demo.{module}",
+        ]
+    }
 
 
 def _complete(step: str, summary: str) -> dict[str, Any]:
@@ -89,95 +121,214 @@ def _complete(step: str, summary: str) -> dict[str, Any]:
 def demo_script() -> dict[str, Any]:
     runs: list[dict[str, Any]] = [
         # TASK-1: a question, answered, then the same session resumes.
-        {"role": "codeweaver", "step": "TASK-1", "attempt": 1, "actions": [
-            {"say": "Two greetings are plausible; asking the person."},
-            {"signal": {"signal": "needs-user-input", "stepId": "TASK-1",
+        {
+            "role": "codeweaver",
+            "step": "TASK-1",
+            "attempt": 1,
+            "actions": [
+                {"say": "Two greetings are plausible; asking the person."},
+                {
+                    "signal": {
+                        "signal": "needs-user-input",
+                        "stepId": "TASK-1",
                         "question": "Which greeting should greet() return?",
-                        "context": "The task says 'the agreed greeting' but none is written down."}},
-        ]},
-        {"role": "codeweaver", "step": "TASK-1", "attempt": 2, "expect_resumed": True, "actions": [
-            {"expect_prompt_contains": ANSWER},
-            {"write": "src/demo/greet.py",
-             "content": f'def greet() -> str:\n    return "{ANSWER}"\n'},
-            _arch("greet"),
-            _complete("TASK-1", "greet() returns the greeting the person chose"),
-        ]},
+                        "context": "The task says 'the agreed greeting' but none is written down.",
+                    }
+                },
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "step": "TASK-1",
+            "attempt": 2,
+            "expect_resumed": True,
+            "actions": [
+                {"expect_prompt_contains": ANSWER},
+                {
+                    "write": "src/demo/greet.py",
+                    "content": f'def greet() -> str:\n    return "{ANSWER}"\n',
+                },
+                _arch("greet"),
+                _complete("TASK-1", "greet() returns the greeting the person chose"),
+            ],
+        },
         # TASK-2: out of context, then a continuation from the continuation point.
-        {"role": "codeweaver", "step": "TASK-2", "attempt": 1, "actions": [
-            {"write": "src/demo/farewell.py", "content": '"""Farewells."""\n'},
-            {"signal": {"signal": "partially-complete", "stepId": "TASK-2",
+        {
+            "role": "codeweaver",
+            "step": "TASK-2",
+            "attempt": 1,
+            "actions": [
+                {"write": "src/demo/farewell.py", "content": '"""Farewells."""\n'},
+                {
+                    "signal": {
+                        "signal": "partially-complete",
+                        "stepId": "TASK-2",
                         "progress": "created the module file",
-                        "continuationPoint": "write farewell() and its docstring"}},
-        ]},
-        {"role": "codeweaver", "step": "TASK-2", "attempt": 2, "actions": [
-            {"expect_prompt_contains": "write farewell() and its docstring"},
-            {"append": "src/demo/farewell.py",
-             "content": 'def farewell() -> str:\n    return "Goodbye"\n'},
-            _arch("farewell"),
-            _complete("TASK-2", "farewell() added"),
-        ]},
+                        "continuationPoint": "write farewell() and its docstring",
+                    }
+                },
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "step": "TASK-2",
+            "attempt": 2,
+            "actions": [
+                {"expect_prompt_contains": "write farewell() and its docstring"},
+                {
+                    "append": "src/demo/farewell.py",
+                    "content": 'def farewell() -> str:\n    return "Goodbye"\n',
+                },
+                _arch("farewell"),
+                _complete("TASK-2", "farewell() added"),
+            ],
+        },
         # TASK-3: Ward fails, Spiritmender fixes.
-        {"role": "codeweaver", "step": "TASK-3", "actions": [
-            {"write": "src/demo/cli.py",
-             "content": "# TODO-BROKEN: wire the modules\ndef main() -> None:\n    pass\n"},
-            _arch("cli"),
-            _complete("TASK-3", "main() added (wiring left for later)"),
-        ]},
-        {"role": "spiritmender", "step": "TASK-3", "actions": [
-            {"expect_prompt_contains": "TODO-BROKEN"},
-            {"write": "src/demo/cli.py", "content": (
-                "from demo.farewell import farewell\nfrom demo.greet import greet\n\n\n"
-                "def main() -> None:\n    print(greet())\n    print(farewell())\n")},
-            _complete("TASK-3", "wired greet and farewell into main(); Ward is green"),
-        ]},
+        {
+            "role": "codeweaver",
+            "step": "TASK-3",
+            "actions": [
+                {
+                    "write": "src/demo/cli.py",
+                    "content": "# TODO-BROKEN: wire the modules\ndef main() -> None:\n    pass\n",
+                },
+                _arch("cli"),
+                _complete("TASK-3", "main() added (wiring left for later)"),
+            ],
+        },
+        {
+            "role": "spiritmender",
+            "step": "TASK-3",
+            "actions": [
+                {"expect_prompt_contains": "TODO-BROKEN"},
+                {
+                    "write": "src/demo/cli.py",
+                    "content": (
+                        "from demo.farewell import farewell\nfrom demo.greet import greet\n\n\n"
+                        "def main() -> None:\n    print(greet())\n    print(farewell())\n"
+                    ),
+                },
+                _complete("TASK-3", "wired greet and farewell into main(); Ward is green"),
+            ],
+        },
         # TASK-4: the first run crashes, the retry resumes the session.
-        {"role": "codeweaver", "step": "TASK-4", "attempt": 1, "actions": [
-            {"say": "Loading settings..."}, {"crash": 1},
-        ]},
-        {"role": "codeweaver", "step": "TASK-4", "attempt": 2, "actions": [
-            {"expect_prompt_contains": "previous attempt failed"},
-            {"write": "src/demo/settings.py",
-             "content": 'def load() -> dict[str, str]:\n    return {"name": "demo"}\n'},
-            _arch("settings"),
-            _complete("TASK-4", "load() returns the defaults"),
-        ]},
+        {
+            "role": "codeweaver",
+            "step": "TASK-4",
+            "attempt": 1,
+            "actions": [
+                {"say": "Loading settings..."},
+                {"crash": 1},
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "step": "TASK-4",
+            "attempt": 2,
+            "actions": [
+                {"expect_prompt_contains": "previous attempt failed"},
+                {
+                    "write": "src/demo/settings.py",
+                    "content": 'def load() -> dict[str, str]:\n    return {"name": "demo"}\n',
+                },
+                _arch("settings"),
+                _complete("TASK-4", "load() returns the defaults"),
+            ],
+        },
         # TASK-5: a new module without a diagram change is blocked, then fixed.
-        {"role": "codeweaver", "step": "TASK-5", "attempt": 1, "actions": [
-            {"write": "src/demo/report.py", "content": (
-                "from demo.settings import load\n\n\n"
-                "def report() -> str:\n    return ', '.join(load())\n")},
-            _complete("TASK-5", "report() added"),
-        ]},
-        {"role": "codeweaver", "step": "TASK-5", "attempt": 2, "actions": [
-            {"expect_prompt_contains": ARCH},
-            _arch("report"),
-            _complete("TASK-5", "architecture diagram names demo.report"),
-        ]},
+        {
+            "role": "codeweaver",
+            "step": "TASK-5",
+            "attempt": 1,
+            "actions": [
+                {
+                    "write": "src/demo/report.py",
+                    "content": (
+                        "from demo.settings import load\n\n\n"
+                        "def report() -> str:\n    return ', '.join(load())\n"
+                    ),
+                },
+                _complete("TASK-5", "report() added"),
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "step": "TASK-5",
+            "attempt": 2,
+            "actions": [
+                {"expect_prompt_contains": ARCH},
+                _arch("report"),
+                _complete("TASK-5", "architecture diagram names demo.report"),
+            ],
+        },
         # TASK-6: Siegemaster hands a gap to Codeweaver and is resumed after it.
-        {"role": "codeweaver", "step": "TASK-6", "attempt": 1, "actions": [
-            {"write": "docs/usage.md", "content": "# Usage\n\nRun `python -m demo.cli`.\n"},
-            _complete("TASK-6", "usage guide written"),
-        ]},
-        {"role": "siegemaster", "step": "TASK-6", "attempt": 1, "actions": [
-            {"signal": {"signal": "needs-role-followup", "stepId": "TASK-6",
-                        "targetRole": "codeweaver", "reason": "the guide has no example output",
-                        "context": "add the two lines main() prints", "resume": True}},
-        ]},
-        {"role": "codeweaver", "step": "TASK-6", "attempt": 2, "actions": [
-            {"expect_prompt_contains": "no example output"},
-            {"append": "docs/usage.md", "content": f"\nIt prints:\n\n    {ANSWER}\n    Goodbye\n"},
-            _complete("TASK-6", "example output added"),
-        ]},
-        {"role": "siegemaster", "step": "TASK-6", "attempt": 2, "expect_resumed": True,
-         "actions": [_complete("TASK-6", "edge cases covered after the follow-up")]},
+        {
+            "role": "codeweaver",
+            "step": "TASK-6",
+            "attempt": 1,
+            "actions": [
+                {"write": "docs/usage.md", "content": "# Usage\n\nRun `python -m demo.cli`.\n"},
+                _complete("TASK-6", "usage guide written"),
+            ],
+        },
+        {
+            "role": "siegemaster",
+            "step": "TASK-6",
+            "attempt": 1,
+            "actions": [
+                {
+                    "signal": {
+                        "signal": "needs-role-followup",
+                        "stepId": "TASK-6",
+                        "targetRole": "codeweaver",
+                        "reason": "the guide has no example output",
+                        "context": "add the two lines main() prints",
+                        "resume": True,
+                    }
+                },
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "step": "TASK-6",
+            "attempt": 2,
+            "actions": [
+                {"expect_prompt_contains": "no example output"},
+                {
+                    "append": "docs/usage.md",
+                    "content": f"\nIt prints:\n\n    {ANSWER}\n    Goodbye\n",
+                },
+                _complete("TASK-6", "example output added"),
+            ],
+        },
+        {
+            "role": "siegemaster",
+            "step": "TASK-6",
+            "attempt": 2,
+            "expect_resumed": True,
+            "actions": [_complete("TASK-6", "edge cases covered after the follow-up")],
+        },
     ]
     # Everyone else completes.
     for n in range(1, len(TASKS) + 1):
         step = f"TASK-{n}"
-        runs.append({"role": "siegemaster", "step": step, "actions": [
-            {"say": "Checked empty input and imports."}, _complete(step, "edge cases hold")]})
-        runs.append({"role": "lawbringer", "step": step, "actions": [
-            _complete(step, "reviewed: small, clear, tested")]})
+        runs.append(
+            {
+                "role": "siegemaster",
+                "step": step,
+                "actions": [
+                    {"say": "Checked empty input and imports."},
+                    _complete(step, "edge cases hold"),
+                ],
+            }
+        )
+        runs.append(
+            {
+                "role": "lawbringer",
+                "step": step,
+                "actions": [_complete(step, "reviewed: small, clear, tested")],
+            }
+        )
     return {"runs": runs}
 
 
@@ -220,8 +371,11 @@ def build_demo_repo(repo: Path) -> Path:
     )
     for spec in TASKS:
         bl.create_task(
-            repo, spec["title"], description=f"Demo task: {spec['title'].lower()}.",
-            dependencies=spec["deps"], priority=spec["priority"],
+            repo,
+            spec["title"],
+            description=f"Demo task: {spec['title'].lower()}.",
+            dependencies=spec["deps"],
+            priority=spec["priority"],
             acceptance_criteria=spec["ac"],
         )
     (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
@@ -264,13 +418,19 @@ def run_demo(directory: Path | None) -> int:
                 quest.close()
             for q in pending:
                 out.line(f'a person answers: scaffold answer {q.id} "{ANSWER}"')
-                inbox.post(state_root(repo), inbox.make("answer", quest_id, question_id=q.id,
-                                                        text=ANSWER))
+                inbox.post(
+                    state_root(repo), inbox.make("answer", quest_id, question_id=q.id, text=ANSWER)
+                )
             code = asyncio.run(_run(repo, out))
         snapshot = bl.load_backlog(repo)
         done = [t.id for t in snapshot.tasks if t.status == "Done"]
-        log = subprocess.run(["git", "log", "--oneline", "--merges", "main"], cwd=repo,
-                             capture_output=True, text=True, check=False).stdout
+        log = subprocess.run(
+            ["git", "log", "--oneline", "--merges", "main"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
         out.line(f"Backlog.md: {len(done)} of {len(snapshot.tasks)} task(s) Done")
         out.line(f"merge commits on main: {len(log.splitlines())}")
         ok = code == 0 and len(done) == len(TASKS)

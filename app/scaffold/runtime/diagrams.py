@@ -12,8 +12,9 @@ from scaffold.git.runner import run_git
 
 def diagram_paths(config: ScaffoldConfig) -> DiagramPaths:
     d = config.diagrams
-    return DiagramPaths(architecture=d.architecture, data_model=d.data_model, states=d.states,
-                        roadmap=d.roadmap)
+    return DiagramPaths(
+        architecture=d.architecture, data_model=d.data_model, states=d.states, roadmap=d.roadmap
+    )
 
 
 def run_diagram_check(repo: Path, config: ScaffoldConfig, base: str, head: str) -> DiagramVerdict:

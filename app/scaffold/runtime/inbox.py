@@ -49,8 +49,11 @@ def post(state_root: Path, message: InboxMessage) -> Path:
     return final
 
 
-def make(kind: Literal["answer", "approve", "reject", "abort", "retry"], quest_id: str,
-         **fields: str | None) -> InboxMessage:
+def make(
+    kind: Literal["answer", "approve", "reject", "abort", "retry"],
+    quest_id: str,
+    **fields: str | None,
+) -> InboxMessage:
     return InboxMessage(kind=kind, quest_id=quest_id, at=utcnow(), **fields)
 
 

@@ -7,9 +7,15 @@ Blocking work (git, Ward, Backlog.md writes) runs in threads.
 
 Restart after ``kill -9``: the quest file says what every task was doing. Orphan
 agent processes of this quest are killed, a signal an interrupted agent already
-delivered is used rather than re-running it, and every other in-flight task gets the
-effects its record implies (``due_effects``), all of which are idempotent (a merge
-that already happened is detected, not repeated).
+delivered is used rather than re-running it, an interrupted run without one is run
+again (resuming its session; scaffold's death is not the agent's failure, so it costs
+no attempt), and every other in-flight task gets the effects its record implies
+(``due_effects``), all of which are idempotent (a merge that already happened is
+detected, not repeated).
+
+Safety budgets (cost, hours, consecutive failures) are per run, as ``core/safety.py``
+defines them: each run starts with fresh ones, and a task a safety stop or an abort
+sent back to To Do is picked up again by the next run.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.roles import Role
 from scaffold.runtime import inbox
 from scaffold.runtime.prompts import PromptData, build_prompt
-from scaffold.runtime.view import Reporter
+from scaffold.runtime.view import Reporter, SlotRow
 
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
@@ -121,6 +127,9 @@ class Orchestrator:
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self.reported_problems: set[str] = set()
+        # The safety budgets are per run (core/safety.py): what this run has used.
+        self.run_started_at = clock()
+        self.run_cost_base = writer.quest.cost_usd
         # Merges and commits on the default branch update the person's checkout: one at a time.
         self.default_branch_lock = threading.Lock()
 
@@ -149,6 +158,7 @@ class Orchestrator:
 
     async def run(self) -> RunReport:
         self.workspace.ensure_excluded()
+        self._begin_run()
         self._recover()
         try:
             while True:
@@ -165,7 +175,24 @@ class Orchestrator:
                 self.apply(key, event)
         finally:
             await self._stop_all_jobs()
+            self.out.close()
         return self._report()
+
+    def _begin_run(self) -> None:
+        """Fresh budgets: a safety stop or abort ends a run, not the quest for good.
+
+        The ``backlog`` quest lives as long as the repository, so measuring its cost
+        and hours from its creation would stop every later run; a person running
+        scaffold again asks for new work, within new budgets.
+        """
+        q = self.quest
+        self.run_started_at = self.clock()
+        self.run_cost_base = q.cost_usd
+        if q.phase is QuestPhase.FAILED or not (q.stop_reason or q.consecutive_failures):
+            return
+        note = f"new run; the previous one stopped: {q.stop_reason}" if q.stop_reason else None
+        entries = [draft("note", note, at=self.run_started_at)] if note else []
+        self._commit(q.model_copy(update={"stop_reason": None, "consecutive_failures": 0}), entries)
 
     async def _stop_all_jobs(self) -> None:
         for job in self.jobs.values():
@@ -223,7 +250,24 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ scheduling
 
+    def _show_slots(self) -> None:
+        now = self.clock()
+        rows = [
+            SlotRow(
+                step=t.id,
+                state=t.state.value,
+                role=t.role.value if t.role else "-",
+                elapsed_s=(now - t.started_at).total_seconds() if t.started_at else 0.0,
+                cost_usd=t.cost_usd,
+            )
+            for t in self.quest.tasks.values()
+            if t.state in IN_FLIGHT
+        ]
+        done = sum(1 for t in self.quest.tasks.values() if t.outcome == "merged")
+        self.out.slots(rows, done, len(self.quest.tasks), self.quest.cost_usd)
+
     def _tick(self) -> None:
+        self._show_slots()
         if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
             self._tick_planning()
             return
@@ -234,8 +278,10 @@ class Orchestrator:
         now = self.clock()
         status_of = {t.id: t.status for t in snapshot.tasks}
         ready_ids = {tid for tid, r in snapshot.readiness.items() if r.ready}
+        # A task stopped by an abort or a safety limit is picked up again by a later run.
+        eligible = (None,) if self.quest.stop_reason else (None, "aborted")
         for task in list(self.quest.tasks.values()):
-            if task.state is Lifecycle.IDLE and task.outcome is None and task.id in ready_ids:
+            if task.state is Lifecycle.IDLE and task.outcome in eligible and task.id in ready_ids:
                 self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         if not ready:
@@ -289,17 +335,23 @@ class Orchestrator:
                 if snapshot.config.is_done_status(bt.status):
                     continue
                 tasks[bt.id] = TaskRecord(
-                    id=bt.id, title=bt.title, dependencies=tuple(bt.dependencies),
+                    id=bt.id,
+                    title=bt.title,
+                    dependencies=tuple(bt.dependencies),
                     priority=bt.priority,
                 )
                 changed = True
             elif current.state is Lifecycle.IDLE and (
-                current.dependencies != tuple(bt.dependencies) or current.title != bt.title
+                current.dependencies != tuple(bt.dependencies)
+                or current.title != bt.title
                 or current.priority != bt.priority
             ):
                 tasks[bt.id] = current.model_copy(
-                    update={"title": bt.title, "dependencies": tuple(bt.dependencies),
-                            "priority": bt.priority}
+                    update={
+                        "title": bt.title,
+                        "dependencies": tuple(bt.dependencies),
+                        "priority": bt.priority,
+                    }
                 )
                 changed = True
         if changed:
@@ -309,8 +361,8 @@ class Orchestrator:
     def _check_safety(self) -> None:
         q = self.quest
         ledger = safety.SafetyLedger(
-            cost_usd=q.cost_usd,
-            started_at=q.started_at,
+            cost_usd=max(0.0, q.cost_usd - self.run_cost_base),
+            started_at=self.run_started_at,
             consecutive_failures=q.consecutive_failures,
             aborted=q.stop_reason is not None,
             abort_reason=q.stop_reason,
@@ -357,7 +409,8 @@ class Orchestrator:
             self._commit(step.quest, step.entries)
             for task in list(self.quest.tasks.values()):
                 if task.state in (Lifecycle.READY, *IN_FLIGHT) and task.state not in (
-                    Lifecycle.MERGING, Lifecycle.CLEANUP
+                    Lifecycle.MERGING,
+                    Lifecycle.CLEANUP,
                 ):
                     self.apply(task.id, Event(EventName.ABORT_SIGNAL, detail="aborted"))
             if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
@@ -444,11 +497,18 @@ class Orchestrator:
 
     def _prompt_data(self, key: str) -> PromptData:
         q = self.quest
-        diagrams = (self.cfg.diagrams.architecture, self.cfg.diagrams.data_model,
-                    self.cfg.diagrams.states)
+        diagrams = (
+            self.cfg.diagrams.architecture,
+            self.cfg.diagrams.data_model,
+            self.cfg.diagrams.states,
+        )
         if key == PLAN_KEY:
-            return PromptData(step_id=PLAN_STEP, request=q.request, requirements=q.requirements,
-                              previous=q.planning.last_summary or "")
+            return PromptData(
+                step_id=PLAN_STEP,
+                request=q.request,
+                requirements=q.requirements,
+                previous=q.planning.last_summary or "",
+            )
         task = q.tasks[key]
         description, criteria = "", tuple[str, ...]()
         with contextlib.suppress(ScaffoldError, OSError):
@@ -457,9 +517,15 @@ class Orchestrator:
                 description = bt.description or ""
                 criteria = tuple(c.text for c in bt.acceptance_criteria)
         return PromptData(
-            step_id=key, request=q.request, requirements=q.requirements, task_title=task.title,
-            task_description=description, acceptance_criteria=criteria,
-            file_map=q.planning.file_map, diagrams=diagrams, previous=task.last_summary or "",
+            step_id=key,
+            request=q.request,
+            requirements=q.requirements,
+            task_title=task.title,
+            task_description=description,
+            acceptance_criteria=criteria,
+            file_map=q.planning.file_map,
+            diagrams=diagrams,
+            previous=task.last_summary or "",
         )
 
     async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
@@ -478,8 +544,16 @@ class Orchestrator:
             encoding="utf-8",
         )
         prompt = build_prompt(run.role, run, self._prompt_data(key))
-        argv = [*self.cfg.agent.command, "-p", prompt, "--output-format", "stream-json",
-                "--verbose", "--mcp-config", str(config_path)]
+        argv = [
+            *self.cfg.agent.command,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            str(config_path),
+        ]
         if run.resume_session:
             argv += ["--resume", run.resume_session]
         argv += list(self.cfg.agent.extra_args)
@@ -504,8 +578,11 @@ class Orchestrator:
             if isinstance(ev, SystemInit) and ev.session_id:
                 self._remember_session(key, run.role, ev.session_id)
 
-        agent = asyncio.create_task(run_agent(spec, on_event=on_event, children=self.children))
-        watcher = asyncio.create_task(_watch_signal(signal_dir, agent))
+        stop = asyncio.Event()
+        agent = asyncio.create_task(
+            run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
+        )
+        watcher = asyncio.create_task(_watch_signal(signal_dir, agent, stop))
         try:
             outcome = await agent
         finally:
@@ -535,19 +612,22 @@ class Orchestrator:
         else:
             self._update_task(key, None, agent_running=False)
         if sig is None:
-            return Event(EventName.AGENT_FAILED, at=now, role=role, session_id=session,
-                         detail=failure)
+            return Event(
+                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure
+            )
         qid = self._question_id(key)
         if key == PLAN_KEY:
             try:
                 name = planning_event_for(self.quest.phase, sig.signal)
             except IllegalTransition as exc:
-                return Event(EventName.AGENT_FAILED, at=now, role=role, session_id=session,
-                             detail=str(exc))
+                return Event(
+                    EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
+                )
             if name is EventName.CODE_COMPLETE and self.quest.phase is QuestPhase.PLANNING:
                 self._adopt_planned_tasks()
-            return Event(name, at=now, signal=sig.signal, role=role, session_id=session,
-                         question_id=qid)
+            return Event(
+                name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
+            )
         task = self.quest.tasks[key]
         msg = f"{role.value}: {getattr(sig.signal, 'summary', sig.signal.signal)}"
         with contextlib.suppress(ScaffoldError):
@@ -569,8 +649,12 @@ class Orchestrator:
         worktree = self.quest.tasks[task_id].worktree
         if worktree:
             # Leave the conflict markers in the worktree for the agent to resolve.
-            run_git([*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
-                    cwd=Path(worktree), check=False, env=IDENTITY_ENV)
+            run_git(
+                [*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
+                cwd=Path(worktree),
+                check=False,
+                env=IDENTITY_ENV,
+            )
 
     # -- checks
 
@@ -583,8 +667,9 @@ class Orchestrator:
 
     def _check_diagrams(self, task_id: str) -> Event:
         d = self.cfg.diagrams
-        paths = DiagramPaths(architecture=d.architecture, data_model=d.data_model,
-                             states=d.states, roadmap=d.roadmap)
+        paths = DiagramPaths(
+            architecture=d.architecture, data_model=d.data_model, states=d.states, roadmap=d.roadmap
+        )
         verdict = check_diagrams(self.workspace.changed_files(task_id), paths)
         if verdict.synced:
             return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
@@ -602,8 +687,9 @@ class Orchestrator:
             return None
         if task.pr is None or task.pr.state != "open":
             number = 1 + sum(1 for t in self.quest.tasks.values() if t.pr is not None)
-            pr = PullRequest(branch=task.branch or "", base=self.workspace.default_branch(),
-                             number=number)
+            pr = PullRequest(
+                branch=task.branch or "", base=self.workspace.default_branch(), number=number
+            )
             self._update_task(task_id, f"pull request #{number} opened", pr=pr)
         if self.cfg.approval == "auto":
             return Event(EventName.PR_APPROVED, at=self.clock(), detail="auto")
@@ -620,8 +706,9 @@ class Orchestrator:
         if result.merged:
             return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
         if result.conflict_files:
-            return Event(EventName.MERGE_CONFLICT, at=self.clock(),
-                         detail=", ".join(result.conflict_files))
+            return Event(
+                EventName.MERGE_CONFLICT, at=self.clock(), detail=", ".join(result.conflict_files)
+            )
         self.out.warn(
             f"{task_id}: cannot merge: uncommitted changes in {', '.join(result.blocked_paths)};"
             " commit or stash them and run again"
@@ -631,8 +718,9 @@ class Orchestrator:
     # -- Backlog.md
 
     def _sync_backlog_status(self, effect: SyncBacklog) -> None:
-        self._write_backlog_status(effect.task_id, effect.status, effect.notes,
-                                   effect.final_summary)
+        self._write_backlog_status(
+            effect.task_id, effect.status, effect.notes, effect.final_summary
+        )
 
     def _write_backlog_status(
         self, task_id: str, status: str, notes: str, summary: str | None
@@ -687,8 +775,12 @@ class Orchestrator:
             if key == PLAN_KEY:
                 self._update_planning(agent_running=False, pending_run=run)
             else:
-                self._update_task(key, "agent run interrupted by a restart of scaffold",
-                                  agent_running=False, pending_run=run)
+                self._update_task(
+                    key,
+                    "agent run interrupted by a restart of scaffold",
+                    agent_running=False,
+                    pending_run=run,
+                )
                 self._start_job(key, [StartAgent(key, run)])
             return
         event = self._outcome_event(key, role, sig, session, "interrupted by a restart of scaffold")
@@ -710,7 +802,7 @@ class Orchestrator:
             return RunReport(1, q.stop_reason or "planning failed")
         if q.pending_questions():
             ids = ", ".join(x.id for x in q.pending_questions())
-            return RunReport(3, f"waiting for answers: {ids} (scaffold answer <id> \"...\")")
+            return RunReport(3, f'waiting for answers: {ids} (scaffold answer <id> "...")')
         waiting = [t.id for t in q.tasks.values() if t.state is Lifecycle.PR_CREATED]
         if waiting:
             return RunReport(3, f"waiting for approval: {', '.join(waiting)}")
@@ -721,19 +813,28 @@ class Orchestrator:
         if blocked:
             why = "; ".join(f"{t.id}: {t.blocked_reason}" for t in blocked)
             return RunReport(1, f"blocked: {why}")
-        open_tasks = [t.id for t in q.tasks.values() if t.outcome != "merged"]
+        # A rejected pull request is a person's decision, not a failure: the task waits in
+        # To Do for `scaffold retry`.
+        rejected = [t.id for t in q.tasks.values() if t.outcome == "rejected"]
+        open_tasks = [t.id for t in q.tasks.values() if t.outcome not in ("merged", "rejected")]
         if open_tasks:
             return RunReport(1, f"not done and nothing can start: {', '.join(open_tasks)}")
-        return RunReport(0, f"all {len(q.tasks)} task(s) merged")
+        merged = len(q.tasks) - len(rejected)
+        tail = f"; rejected, back in To Do: {', '.join(rejected)}" if rejected else ""
+        return RunReport(0, f"all {merged} task(s) merged{tail}")
 
 
-async def _watch_signal(signal_dir: Path, agent: asyncio.Task[Any]) -> None:
-    """After a signal lands, give the agent a grace period to exit, then stop it."""
+async def _watch_signal(signal_dir: Path, agent: asyncio.Task[Any], stop: asyncio.Event) -> None:
+    """After a signal lands, give the agent a grace period to exit, then stop its group.
+
+    The seed's ``needs-role-followup`` kills the agent; a finished agent that lingers is
+    stopped the same way. ``stop`` makes ``run_agent`` return a normal outcome, so the
+    session id and cost of the run are kept.
+    """
     while not agent.done():
         if any(signal_dir.glob("signal-*.json")):
             await asyncio.sleep(SIGNAL_GRACE_S)
-            if not agent.done():
-                agent.cancel()
+            stop.set()
             return
         await asyncio.sleep(0.2)
 
@@ -742,10 +843,16 @@ def _describe_failure(outcome: Any) -> str:
     if outcome.stuck:
         return f"stuck: no output for the stuck timeout; process group killed after {outcome.duration_s:.1f}s"
     res = outcome.summary.result
-    parts = [f"exited with code {outcome.exit_code}" if outcome.exit_code is not None
-             else f"killed by signal {outcome.signal}", "without calling signal-back"]
+    parts = [
+        f"exited with code {outcome.exit_code}"
+        if outcome.exit_code is not None
+        else f"killed by signal {outcome.signal}",
+        "without calling signal-back",
+    ]
     if res is not None and res.is_error:
-        parts.append(f"(result: {res.subtype}{', API status ' + str(res.api_error_status) if res.api_error_status else ''})")
+        parts.append(
+            f"(result: {res.subtype}{', API status ' + str(res.api_error_status) if res.api_error_status else ''})"
+        )
     tail = outcome.stderr_tail.strip().splitlines()[-3:]
     if tail:
         parts.append("stderr: " + " | ".join(tail))
@@ -775,7 +882,7 @@ def kill_orphan_agents(quest_id: str, runs_dir: Path) -> list[int]:
             continue
         if marker not in environ:
             continue
-        dirs = [v[len(prefix):] for v in environ if v.startswith(prefix)]
+        dirs = [v[len(prefix) :] for v in environ if v.startswith(prefix)]
         if not any(Path(os.fsdecode(d)).resolve().is_relative_to(root) for d in dirs):
             continue
         pid = int(entry.name)

@@ -20,7 +20,9 @@ BACKLOG_QUEST = "backlog"
 def find_repo(start: Path) -> Path:
     proc = subprocess.run(
         ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise UsageError(f"{start} is not inside a git repository")
@@ -61,7 +63,9 @@ def open_or_create_quest(
             n += 1
         known = tuple(t.id for t in bl.load_backlog(repo).tasks)
         quest = Quest(
-            id=f"quest-{n}", request=request, phase=QuestPhase.REQUIREMENTS,
+            id=f"quest-{n}",
+            request=request,
+            phase=QuestPhase.REQUIREMENTS,
             planning=PlanningState(
                 role=Role.CHAOSWHISPERER,
                 pending_run=AgentRun(role=Role.CHAOSWHISPERER, kind="fresh"),
@@ -94,6 +98,14 @@ async def run_quest(
 
 
 __all__ = [
-    "BACKLOG_QUEST", "ScaffoldError", "StoreError", "find_repo", "open_or_create_quest",
-    "quest_store", "read_all_quests", "run_quest", "state_root", "utcnow",
+    "BACKLOG_QUEST",
+    "ScaffoldError",
+    "StoreError",
+    "find_repo",
+    "open_or_create_quest",
+    "quest_store",
+    "read_all_quests",
+    "run_quest",
+    "state_root",
+    "utcnow",
 ]

@@ -12,7 +12,9 @@ from scaffold.quest.model import Quest, TaskRecord
 from scaffold.runtime.session import quest_store
 
 
-def _task_entry(bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None) -> dict[str, Any]:
+def _task_entry(
+    bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": bt.id,
         "title": bt.title,
@@ -49,7 +51,9 @@ def status_report(repo: Path) -> dict[str, Any]:
     try:
         load_config(repo)
     except ConfigError as exc:
-        errors.append({"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason})
+        errors.append(
+            {"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason}
+        )
     quests: list[Quest] = []
     store = quest_store(repo)
     for qid in store.list_ids():
@@ -68,8 +72,14 @@ def status_report(repo: Path) -> dict[str, Any]:
         rec, quest = records.get(bt.id, (None, None))
         tasks.append(_task_entry(bt, bt.id in ready, rec, quest))
     for problem in snapshot.problems:
-        errors.append({"path": problem.path, "reason": problem.reason, "task": problem.task_id,
-                       "kind": problem.kind})
+        errors.append(
+            {
+                "path": problem.path,
+                "reason": problem.reason,
+                "task": problem.task_id,
+                "kind": problem.kind,
+            }
+        )
     quest_entries = [
         {
             "id": q.id,
@@ -81,8 +91,13 @@ def status_report(repo: Path) -> dict[str, Any]:
             "planning_role": q.planning.role.value,
             "tasks": sorted(q.tasks),
             "pending_questions": [
-                {"id": x.id, "task": x.task_id, "role": x.role.value, "question": x.question,
-                 "context": x.context}
+                {
+                    "id": x.id,
+                    "task": x.task_id,
+                    "role": x.role.value,
+                    "question": x.question,
+                    "context": x.context,
+                }
                 for x in q.pending_questions()
             ],
         }
@@ -94,16 +109,28 @@ def status_report(repo: Path) -> dict[str, Any]:
 def render_table(report: dict[str, Any]) -> str:
     rows = [("ID", "STATUS", "STATE", "READY", "ROLE", "TRIES", "COST", "TITLE")]
     for t in report["tasks"]:
-        rows.append((
-            t["id"], t["status"], t["state"], "yes" if t["ready"] else "-", t["role"] or "-",
-            str(t["attempts"]), f"${t['cost_usd']:.2f}", t["title"],
-        ))
+        rows.append(
+            (
+                t["id"],
+                t["status"],
+                t["state"],
+                "yes" if t["ready"] else "-",
+                t["role"] or "-",
+                str(t["attempts"]),
+                f"${t['cost_usd']:.2f}",
+                t["title"],
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
-             for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+        for r in rows
+    ]
     for q in report["quests"]:
-        lines.append(f"\nquest {q['id']}: {q['phase']}, ${q['cost_usd']:.2f}"
-                     + (f", stopped: {q['stop_reason']}" if q["stop_reason"] else ""))
+        lines.append(
+            f"\nquest {q['id']}: {q['phase']}, ${q['cost_usd']:.2f}"
+            + (f", stopped: {q['stop_reason']}" if q["stop_reason"] else "")
+        )
         for pq in q["pending_questions"]:
             lines.append(f"  question {pq['id']} ({pq['task'] or 'planning'}): {pq['question']}")
     if report["errors"]:
