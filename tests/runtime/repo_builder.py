@@ -35,7 +35,8 @@ from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest, TaskRecord, utcnow
-from scaffold.runtime.orchestrator import Orchestrator, RunReport
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.report import RunReport
 from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest
 from scaffold.runtime.view import Reporter
 

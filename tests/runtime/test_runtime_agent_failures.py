@@ -63,7 +63,7 @@ def test_crash_is_retried_resuming_the_same_session(make_project: MakeProject) -
     assert second["session_id"] == first["session_id"]
     reasons = _failures(project, "TASK-1")
     assert len(reasons) == 1
-    assert "exited with code 1 without calling signal-back" in reasons[0]
+    assert "exited with code 1 without an accepted signal-back" in reasons[0]
     assert "crashing with exit code 1" in reasons[0]  # the stderr tail is kept
     task = project.task("TASK-1")
     assert task.outcome == "merged"
@@ -146,11 +146,11 @@ def test_exit_zero_without_a_signal_is_a_crash(make_project: MakeProject) -> Non
     assert result.exit_code == 1, result.output
     reasons = _failures(project, "TASK-1")
     assert len(reasons) == 3
-    assert all("exited with code 0 without calling signal-back" in r for r in reasons)
+    assert all("exited with code 0 without an accepted signal-back" in r for r in reasons)
     task = project.task("TASK-1")
     assert task.state is Lifecycle.BLOCKED
     assert task.blocked_reason
-    assert "without calling signal-back" in task.blocked_reason
+    assert "without an accepted signal-back" in task.blocked_reason
     assert project.backlog_task("TASK-1").status == "In Progress"
 
 
@@ -209,5 +209,5 @@ def test_signal_for_another_step_is_refused_and_the_run_is_a_crash(
         assert read_signals(run_dir / "signals") == []
     reasons = _failures(project, "TASK-1")
     assert len(reasons) == 2
-    assert all("without calling signal-back" in r for r in reasons)
+    assert all("without an accepted signal-back" in r for r in reasons)
     assert project.task("TASK-1").state is Lifecycle.BLOCKED

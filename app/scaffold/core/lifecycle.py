@@ -297,8 +297,14 @@ def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 
 def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     role = e.role or t.role or Role.CODEWEAVER
-    session = e.session_id or t.sessions.get(role.value)
-    sessions = {**t.sessions, role.value: session} if session else dict(t.sessions)
+    if e.extra.get("fresh_session"):
+        # The agent lost the session (e.g. "No conversation found"): start a new one and
+        # carry the context over in the prompt instead.
+        session = None
+        sessions = {k: v for k, v in t.sessions.items() if k != role.value}
+    else:
+        session = e.session_id or t.sessions.get(role.value)
+        sessions = {**t.sessions, role.value: session} if session else dict(t.sessions)
     prev = t.pending_run
     run = AgentRun(
         role=role,

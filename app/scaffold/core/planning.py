@@ -101,14 +101,16 @@ def _answer(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Ef
 
 
 def _retry(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
-    session = e.session_id or p.sessions.get(p.role.value)
+    fresh = bool(e.extra.get("fresh_session"))
+    session = None if fresh else e.session_id or p.sessions.get(p.role.value)
+    sessions = {k: v for k, v in p.sessions.items() if not (fresh and k == p.role.value)}
     run = AgentRun(
         role=p.role,
         resume_session=session,
         kind="retry",
         context=f"The previous attempt failed: {e.detail}",
     )
-    return _start(p, run, attempts=p.attempts + 1)
+    return _start(p, run, attempts=p.attempts + 1, sessions=sessions)
 
 
 def _give_up(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:

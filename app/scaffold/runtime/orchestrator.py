@@ -24,18 +24,16 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
-import signal as signals
-import threading
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent.process import AgentSpec, LiveChildren, run_agent
-from scaffold.agent.signal_server import SignalRecord, latest_signal, mcp_config
+from scaffold.agent.planning_tools import read_plan, read_requirements
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, run_agent
+from scaffold.agent.signal_server import SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.core import quest_flow as qf
@@ -61,22 +59,27 @@ from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
-from scaffold.git.diagram_rules import DiagramPaths, check_diagrams
-from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
-from scaffold.git.ward import format_ward_report, run_ward
-from scaffold.git.worktrees import Workspace
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
 from scaffold.roles import Role
 from scaffold.runtime import inbox
-from scaffold.runtime.prompts import PromptData, build_prompt
+from scaffold.runtime.agent_runs import (
+    build_invocation,
+    describe_failure,
+    init_problem,
+    result_notes,
+    resume_lost,
+    watch_signal,
+)
+from scaffold.runtime.prompts import PromptData
+from scaffold.runtime.recovery import kill_orphan_agents
+from scaffold.runtime.repo_ops import RepoOps
+from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.view import Reporter, SlotRow
 
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
-# Once a signal is on disk, how long the agent may take to exit by itself.
-SIGNAL_GRACE_S = 5.0
 MAX_DIAGRAM_AUTOFIX = 2
 _SLOT_STATES = frozenset(
     {
@@ -88,12 +91,6 @@ _SLOT_STATES = frozenset(
         Lifecycle.CLEANUP,
     }
 )
-
-
-@dataclass(frozen=True)
-class RunReport:
-    exit_code: int
-    reason: str
 
 
 class Orchestrator:
@@ -116,7 +113,8 @@ class Orchestrator:
         self.poll_s = poll_s
         self.python = python or _python()
         self.state_root = repo / ".scaffold"
-        self.workspace = Workspace(repo, default_branch=config.default_branch)
+        self.ops = RepoOps(repo, config, clock, reporter.warn)
+        self.workspace = self.ops.workspace
         self.limits = Limits(max_attempts=config.agent.max_attempts)
         self.safety_limits = safety.SafetyLimits(
             max_cost_usd=config.safety.max_cost_usd,
@@ -130,8 +128,6 @@ class Orchestrator:
         # The safety budgets are per run (core/safety.py): what this run has used.
         self.run_started_at = clock()
         self.run_cost_base = writer.quest.cost_usd
-        # Merges and commits on the default branch update the person's checkout: one at a time.
-        self.default_branch_lock = threading.Lock()
 
     # ------------------------------------------------------------------ state
 
@@ -176,7 +172,7 @@ class Orchestrator:
         finally:
             await self._stop_all_jobs()
             self.out.close()
-        return self._report()
+        return final_report(self.quest)
 
     def _begin_run(self) -> None:
         """Fresh budgets: a safety stop or abort ends a run, not the quest for good.
@@ -447,17 +443,25 @@ class Orchestrator:
         if isinstance(effect, StartAgent):
             return await self._run_agent(key, effect.run)
         if isinstance(effect, CreateWorktree):
-            return await asyncio.to_thread(self._create_worktree, effect.task_id)
+            return await asyncio.to_thread(self.ops.create_worktree, effect.task_id)
         if isinstance(effect, RunWard):
-            return await asyncio.to_thread(self._run_ward, effect.task_id)
+            return await asyncio.to_thread(self.ops.run_ward, self._worktree(effect.task_id))
         if isinstance(effect, RunDiagramCheck):
-            return await asyncio.to_thread(self._check_diagrams, effect.task_id)
+            return await asyncio.to_thread(self.ops.check_diagrams, effect.task_id)
         if isinstance(effect, OpenPullRequest):
             return self._open_pr(effect.task_id)
         if isinstance(effect, MergePullRequest):
-            return await asyncio.to_thread(self._merge, effect.task_id)
+            task = self.quest.tasks[effect.task_id]
+            message = f"Merge {task.branch}: {task.id} {task.title}"
+            return await asyncio.to_thread(self.ops.merge, effect.task_id, message)
         if isinstance(effect, SyncBacklog):
-            await asyncio.to_thread(self._sync_backlog_status, effect)
+            await asyncio.to_thread(
+                self.ops.write_backlog_status,
+                effect.task_id,
+                effect.status,
+                effect.notes,
+                effect.final_summary,
+            )
             return None
         if isinstance(effect, RemoveWorktree):
             await asyncio.to_thread(self.workspace.remove_worktree, effect.task_id)
@@ -473,21 +477,6 @@ class Orchestrator:
             self.out.warn(f"{effect.task_id}: Blocked: {effect.reason}")
             return None
         return None  # StopAgent: the previous job was cancelled in _start_job
-
-    # -- allocation
-
-    def _create_worktree(self, task_id: str) -> Event:
-        try:
-            self._write_backlog_status(task_id, "In Progress", "", None)
-            path = self.workspace.create_worktree(task_id)
-        except (ScaffoldError, OSError) as exc:
-            return Event(EventName.ALLOCATION_FAILED, at=self.clock(), detail=str(exc))
-        branch = f"scaffold/task-{task_number(task_id)}"
-        return Event(
-            EventName.WORKTREE_CREATED,
-            at=self.clock(),
-            extra={"worktree": str(path), "branch": branch},
-        )
 
     # -- agents
 
@@ -536,34 +525,21 @@ class Orchestrator:
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
-            await asyncio.to_thread(self._start_conflict_merge, key)
+            await asyncio.to_thread(self.ops.start_conflict_merge, self._worktree(key))
         step_id = PLAN_STEP if is_plan else key
         config_path = run_dir / "mcp.json"
-        config_path.write_text(
-            json.dumps(mcp_config(signal_dir, step_id, run.role, self.quest.id, self.python)),
-            encoding="utf-8",
+        inv = build_invocation(
+            self.cfg,
+            run,
+            self._prompt_data(key),
+            quest_id=self.quest.id,
+            signal_dir=signal_dir,
+            config_path=config_path,
+            python=self.python,
+            repo_root=self.repo,
         )
-        prompt = build_prompt(run.role, run, self._prompt_data(key))
-        argv = [
-            *self.cfg.agent.command,
-            "-p",
-            prompt,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--mcp-config",
-            str(config_path),
-        ]
-        if run.resume_session:
-            argv += ["--resume", run.resume_session]
-        argv += list(self.cfg.agent.extra_args)
+        config_path.write_text(json.dumps(inv.mcp_config), encoding="utf-8")
         cwd = self.repo if is_plan else Path(self.quest.tasks[key].worktree or self.repo)
-        env = {
-            "SCAFFOLD_QUEST_ID": self.quest.id,
-            "SCAFFOLD_STEP_ID": step_id,
-            "SCAFFOLD_ROLE": run.role.value,
-            "SCAFFOLD_SIGNAL_DIR": str(signal_dir),
-        }
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
         if is_plan:
             self._update_planning(**marks)
@@ -571,29 +547,69 @@ class Orchestrator:
             self._update_task(key, f"agent started: {run.role.value} ({run.kind})", **marks)
         self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
         spec = AgentSpec(
-            argv=argv, cwd=cwd, env=env, stuck_timeout_s=self.cfg.agent.stuck_timeout_s
+            argv=inv.argv, cwd=cwd, env=inv.env, stuck_timeout_s=self.cfg.agent.stuck_timeout_s
         )
+        stop = asyncio.Event()
+        refused: list[str] = []
 
         async def on_event(ev: object) -> None:
-            if isinstance(ev, SystemInit) and ev.session_id:
-                self._remember_session(key, run.role, ev.session_id)
+            if isinstance(ev, SystemInit):
+                if ev.session_id:
+                    self._remember_session(key, run.role, ev.session_id)
+                problem = init_problem(ev)
+                if problem:
+                    refused.append(problem)
+                    stop.set()
 
-        stop = asyncio.Event()
         agent = asyncio.create_task(
             run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
         )
-        watcher = asyncio.create_task(_watch_signal(signal_dir, agent, stop))
+        watcher = asyncio.create_task(watch_signal(signal_dir, agent, stop))
         try:
             outcome = await agent
         finally:
             watcher.cancel()
+        return self._finish_run(key, run, outcome, refused, signal_dir)
+
+    def _finish_run(
+        self,
+        key: str,
+        run: AgentRun,
+        outcome: AgentRunOutcome,
+        refused: list[str],
+        signal_dir: Path,
+    ) -> Event:
+        """Cost, notes, and the event the run leads to (its signal, or a failure)."""
+        is_plan = key == PLAN_KEY
+        step_id = PLAN_STEP if is_plan else key
         cost = outcome.summary.total_cost_usd or 0.0
         if cost:
             self._commit(qf.add_cost(self.quest, None if is_plan else key, cost))
         self.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
-        sig = latest_signal(signal_dir)
+        for note in result_notes(outcome):
+            self._note(key, f"{run.role.value}: {note}")
+        sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
-        return self._outcome_event(key, run.role, sig, session, _describe_failure(outcome))
+        failure = describe_failure(outcome, refused[0] if refused else None)
+        fresh = sig is None and resume_lost(outcome, run.resume_session is not None)
+        if fresh:
+            failure = f"the session could not be resumed; starting a new one ({failure})"
+            session = None
+        event = self._outcome_event(key, run.role, sig, session, failure)
+        if fresh:
+            event = replace(event, extra={**event.extra, "fresh_session": "1"})
+        return event
+
+    def _note(self, key: str, text: str) -> None:
+        entry = draft(
+            "note",
+            "agent_result",
+            task_id=None if key == PLAN_KEY else key,
+            detail={"note": text},
+            at=self.clock(),
+        )
+        self._commit(self.quest, [entry])
+        self.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
         if key == PLAN_KEY:
@@ -623,8 +639,8 @@ class Orchestrator:
                 return Event(
                     EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
                 )
-            if name is EventName.CODE_COMPLETE and self.quest.phase is QuestPhase.PLANNING:
-                self._adopt_planned_tasks()
+            if name is EventName.CODE_COMPLETE:
+                self._take_planning_output(Path(self.quest.planning.run_dir or "") / "signals")
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
             )
@@ -639,42 +655,29 @@ class Orchestrator:
         n = sum(1 for q in self.quest.questions.values() if q.id.startswith(f"q-{base}-"))
         return f"q-{base}-{n + 1}"
 
-    def _adopt_planned_tasks(self) -> None:
+    def _take_planning_output(self, signal_dir: Path) -> None:
+        """ChaosWhisperer's requirements and PathSeeker's file map go into the quest."""
+        try:
+            if self.quest.phase is QuestPhase.REQUIREMENTS:
+                req = read_requirements(signal_dir)
+                if req is not None:
+                    locked = req.model_copy(update={"locked": True})
+                    self._commit(self.quest.model_copy(update={"requirements": locked}))
+                    self.out.line(f"requirements locked: {len(req.contexts)} context(s)")
+                return
+            plan = read_plan(signal_dir)
+        except ScaffoldError as exc:
+            self.out.warn(f"planning output unreadable: {exc}")
+            return
+        if plan is not None:
+            self._update_planning(file_map=tuple(plan.file_map))
         snapshot = bl.load_backlog(self.repo)
         known = set(self.quest.planning.known_before)
         new = [t.id for t in snapshot.tasks if t.id not in known]
         self.out.line(f"PathSeeker planned {len(new)} task(s): {', '.join(new) or '-'}")
 
-    def _start_conflict_merge(self, task_id: str) -> None:
-        worktree = self.quest.tasks[task_id].worktree
-        if worktree:
-            # Leave the conflict markers in the worktree for the agent to resolve.
-            run_git(
-                [*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
-                cwd=Path(worktree),
-                check=False,
-                env=IDENTITY_ENV,
-            )
-
-    # -- checks
-
-    def _run_ward(self, task_id: str) -> Event:
-        worktree = Path(self.quest.tasks[task_id].worktree or self.repo)
-        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s)
-        if result.passed:
-            return Event(EventName.WARD_PASSED, at=self.clock())
-        return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))
-
-    def _check_diagrams(self, task_id: str) -> Event:
-        d = self.cfg.diagrams
-        paths = DiagramPaths(
-            architecture=d.architecture, data_model=d.data_model, states=d.states, roadmap=d.roadmap
-        )
-        verdict = check_diagrams(self.workspace.changed_files(task_id), paths)
-        if verdict.synced:
-            return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
-        missing = tuple(f"{m.diagram_path}: {m.reason}" for m in verdict.missing)
-        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing)
+    def _worktree(self, task_id: str) -> Path:
+        return Path(self.quest.tasks[task_id].worktree or self.repo)
 
     # -- local forge
 
@@ -698,45 +701,6 @@ class Orchestrator:
             f"`scaffold reject {task_id}`"
         )
         return None
-
-    def _merge(self, task_id: str) -> Event | None:
-        task = self.quest.tasks[task_id]
-        with self.default_branch_lock:
-            result = self.workspace.merge(task_id, f"Merge {task.branch}: {task_id} {task.title}")
-        if result.merged:
-            return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
-        if result.conflict_files:
-            return Event(
-                EventName.MERGE_CONFLICT, at=self.clock(), detail=", ".join(result.conflict_files)
-            )
-        self.out.warn(
-            f"{task_id}: cannot merge: uncommitted changes in {', '.join(result.blocked_paths)};"
-            " commit or stash them and run again"
-        )
-        return None
-
-    # -- Backlog.md
-
-    def _sync_backlog_status(self, effect: SyncBacklog) -> None:
-        self._write_backlog_status(
-            effect.task_id, effect.status, effect.notes, effect.final_summary
-        )
-
-    def _write_backlog_status(
-        self, task_id: str, status: str, notes: str, summary: str | None
-    ) -> None:
-        bt = bl.load_backlog(self.repo).get(task_id)
-        if bt is None:
-            self.out.warn(f"{task_id}: no Backlog.md file to update")
-            return
-        if bt.status != status:
-            bl.set_status(bt.path, status)
-        if notes:
-            bl.append_implementation_notes(bt.path, notes)
-        if summary:
-            bl.set_final_summary(bt.path, summary)
-        with self.default_branch_lock:
-            self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
 
     # ------------------------------------------------------------------ restart
 
@@ -796,108 +760,8 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ the end
 
-    def _report(self) -> RunReport:
-        q = self.quest
-        if q.phase is QuestPhase.FAILED:
-            return RunReport(1, q.stop_reason or "planning failed")
-        if q.pending_questions():
-            ids = ", ".join(x.id for x in q.pending_questions())
-            return RunReport(3, f'waiting for answers: {ids} (scaffold answer <id> "...")')
-        waiting = [t.id for t in q.tasks.values() if t.state is Lifecycle.PR_CREATED]
-        if waiting:
-            return RunReport(3, f"waiting for approval: {', '.join(waiting)}")
-        if q.stop_reason:
-            code = 4 if "abort" not in q.stop_reason else 1
-            return RunReport(code, f"stopped: {q.stop_reason}")
-        blocked = [t for t in q.tasks.values() if t.state is Lifecycle.BLOCKED]
-        if blocked:
-            why = "; ".join(f"{t.id}: {t.blocked_reason}" for t in blocked)
-            return RunReport(1, f"blocked: {why}")
-        # A rejected pull request is a person's decision, not a failure: the task waits in
-        # To Do for `scaffold retry`.
-        rejected = [t.id for t in q.tasks.values() if t.outcome == "rejected"]
-        open_tasks = [t.id for t in q.tasks.values() if t.outcome not in ("merged", "rejected")]
-        if open_tasks:
-            return RunReport(1, f"not done and nothing can start: {', '.join(open_tasks)}")
-        merged = len(q.tasks) - len(rejected)
-        tail = f"; rejected, back in To Do: {', '.join(rejected)}" if rejected else ""
-        return RunReport(0, f"all {merged} task(s) merged{tail}")
-
-
-async def _watch_signal(signal_dir: Path, agent: asyncio.Task[Any], stop: asyncio.Event) -> None:
-    """After a signal lands, give the agent a grace period to exit, then stop its group.
-
-    The seed's ``needs-role-followup`` kills the agent; a finished agent that lingers is
-    stopped the same way. ``stop`` makes ``run_agent`` return a normal outcome, so the
-    session id and cost of the run are kept.
-    """
-    while not agent.done():
-        if any(signal_dir.glob("signal-*.json")):
-            await asyncio.sleep(SIGNAL_GRACE_S)
-            stop.set()
-            return
-        await asyncio.sleep(0.2)
-
-
-def _describe_failure(outcome: Any) -> str:
-    if outcome.stuck:
-        return f"stuck: no output for the stuck timeout; process group killed after {outcome.duration_s:.1f}s"
-    res = outcome.summary.result
-    parts = [
-        f"exited with code {outcome.exit_code}"
-        if outcome.exit_code is not None
-        else f"killed by signal {outcome.signal}",
-        "without calling signal-back",
-    ]
-    if res is not None and res.is_error:
-        parts.append(
-            f"(result: {res.subtype}{', API status ' + str(res.api_error_status) if res.api_error_status else ''})"
-        )
-    tail = outcome.stderr_tail.strip().splitlines()[-3:]
-    if tail:
-        parts.append("stderr: " + " | ".join(tail))
-    if outcome.summary.malformed_count:
-        parts.append(f"{outcome.summary.malformed_count} malformed output line(s)")
-    return " ".join(parts)
-
-
-def kill_orphan_agents(quest_id: str, runs_dir: Path) -> list[int]:
-    """Kill agent process groups of this quest that outlived a previous scaffold run.
-
-    A quest id is only unique within one repository (every repository has a quest
-    ``backlog``), so a process counts as ours only if its ``SCAFFOLD_SIGNAL_DIR`` is
-    under this repository's ``runs_dir`` too: another repository's agents are left alone.
-    """
-    marker = f"SCAFFOLD_QUEST_ID={quest_id}".encode()
-    prefix = b"SCAFFOLD_SIGNAL_DIR="
-    root = runs_dir.resolve()
-    me = os.getpid()
-    killed: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker not in environ:
-            continue
-        dirs = [v[len(prefix) :] for v in environ if v.startswith(prefix)]
-        if not any(Path(os.fsdecode(d)).resolve().is_relative_to(root) for d in dirs):
-            continue
-        pid = int(entry.name)
-        with contextlib.suppress(OSError):
-            pgid = os.getpgid(pid)
-            if pgid != os.getpgid(me):
-                os.killpg(pgid, signals.SIGKILL)
-                killed.append(pid)
-    return killed
-
 
 def _python() -> str:
     import sys
 
     return sys.executable
-
-
-Runner = Callable[[], Awaitable[RunReport]]

@@ -80,8 +80,8 @@ def _template(name: str) -> Template:
     return Template(text)
 
 
-def build_prompt(role: Role, run: AgentRun, data: PromptData) -> str:
-    """The text passed with ``-p`` for one agent run of ``role``."""
+def run_context(run: AgentRun, data: PromptData) -> str:
+    """The data of one run: what happened, the request, requirements, task, files."""
     parts = [f"## {_KIND_HEADINGS[run.kind]}"]
     if run.context:
         parts.append(quote("What scaffold knows about this run", run.context))
@@ -102,10 +102,29 @@ def build_prompt(role: Role, run: AgentRun, data: PromptData) -> str:
         parts.append(quote("What the previous role said", data.previous))
     if data.diagrams:
         parts.append("Diagrams to keep in sync: " + ", ".join(f"`{d}`" for d in data.diagrams))
-    signals = _template("_signals").safe_substitute(
-        step_id=data.step_id,
+    return "\n\n".join(parts)
+
+
+def _signals_text(role: Role, step_id: str) -> str:
+    return _template("_signals").safe_substitute(
+        step_id=step_id,
         role_name=role.display,
         allowed_signals=", ".join(sorted(ALLOWED_SIGNALS[role])),
     )
-    body = _template(role.value).safe_substitute(data="\n\n".join(parts), signals=signals)
+
+
+def role_instructions(role: Role, step_id: str) -> str:
+    """The role's standing instructions (Claude Code gets them as its system prompt)."""
+    body = _template(role.value).safe_substitute(
+        data="The data for this run is in the user message.",
+        signals=_signals_text(role, step_id),
+    )
+    return body.strip() + "\n"
+
+
+def build_prompt(role: Role, run: AgentRun, data: PromptData) -> str:
+    """The whole text for ``-p``: instructions and data in one (any agent program)."""
+    body = _template(role.value).safe_substitute(
+        data=run_context(run, data), signals=_signals_text(role, data.step_id)
+    )
     return body.strip() + "\n"

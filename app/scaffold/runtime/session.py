@@ -11,7 +11,8 @@ from scaffold.errors import ScaffoldError, StoreError, UsageError
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, utcnow
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.roles import Role
-from scaffold.runtime.orchestrator import Orchestrator, RunReport
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.report import RunReport
 from scaffold.runtime.view import Reporter
 
 BACKLOG_QUEST = "backlog"

@@ -1,0 +1,107 @@
+"""The repository-side effects of the lifecycle, each returning the event it leads to.
+
+Worktrees, Ward, DiagramCheck, the local forge's merge and Backlog.md writes: blocking
+work the orchestrator runs in threads. Anything that moves the default branch (merges,
+Backlog.md status commits) also updates the person's checkout, so it runs one at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from scaffold import backlog as bl
+from scaffold.config import ScaffoldConfig
+from scaffold.core.events import Event
+from scaffold.core.states import EventName
+from scaffold.errors import ScaffoldError
+from scaffold.git.diagram_rules import check_diagrams
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
+from scaffold.git.ward import format_ward_report, run_ward
+from scaffold.git.worktrees import Workspace
+from scaffold.ids import branch_for_task
+from scaffold.runtime.diagrams import diagram_paths
+
+
+class RepoOps:
+    def __init__(
+        self,
+        repo: Path,
+        config: ScaffoldConfig,
+        clock: Callable[[], datetime],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.repo = repo
+        self.cfg = config
+        self.clock = clock
+        self.warn = warn
+        self.workspace = Workspace(repo, default_branch=config.default_branch)
+        self.default_branch_lock = threading.Lock()
+
+    def create_worktree(self, task_id: str) -> Event:
+        try:
+            self.write_backlog_status(task_id, "In Progress", "", None)
+            path = self.workspace.create_worktree(task_id)
+        except (ScaffoldError, OSError) as exc:
+            return Event(EventName.ALLOCATION_FAILED, at=self.clock(), detail=str(exc))
+        return Event(
+            EventName.WORKTREE_CREATED,
+            at=self.clock(),
+            extra={"worktree": str(path), "branch": branch_for_task(task_id)},
+        )
+
+    def start_conflict_merge(self, worktree: Path) -> None:
+        """Merge the default branch into the task's worktree, leaving conflict markers
+        for the agent to resolve (its changes are committed after it completes)."""
+        run_git(
+            [*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
+            cwd=worktree,
+            check=False,
+            env=IDENTITY_ENV,
+        )
+
+    def run_ward(self, worktree: Path) -> Event:
+        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s)
+        if result.passed:
+            return Event(EventName.WARD_PASSED, at=self.clock())
+        return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))
+
+    def check_diagrams(self, task_id: str) -> Event:
+        verdict = check_diagrams(self.workspace.changed_files(task_id), diagram_paths(self.cfg))
+        if verdict.synced:
+            return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
+        missing = tuple(f"{m.diagram_path}: {m.reason}" for m in verdict.missing)
+        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing)
+
+    def merge(self, task_id: str, message: str) -> Event | None:
+        with self.default_branch_lock:
+            result = self.workspace.merge(task_id, message)
+        if result.merged:
+            return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
+        if result.conflict_files:
+            return Event(
+                EventName.MERGE_CONFLICT, at=self.clock(), detail=", ".join(result.conflict_files)
+            )
+        self.warn(
+            f"{task_id}: cannot merge: uncommitted changes in {', '.join(result.blocked_paths)};"
+            " commit or stash them and run again"
+        )
+        return None
+
+    def write_backlog_status(
+        self, task_id: str, status: str, notes: str, summary: str | None
+    ) -> None:
+        bt = bl.load_backlog(self.repo).get(task_id)
+        if bt is None:
+            self.warn(f"{task_id}: no Backlog.md file to update")
+            return
+        if bt.status != status:
+            bl.set_status(bt.path, status)
+        if notes:
+            bl.append_implementation_notes(bt.path, notes)
+        if summary:
+            bl.set_final_summary(bt.path, summary)
+        with self.default_branch_lock:
+            self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
