@@ -205,3 +205,14 @@ def test_data_model_names_every_model() -> None:
         "NeedsRoleFollowup",
     ):
         assert re.search(rf"^\s*class {name} \{{", text, re.MULTILINE), name
+
+
+def test_architecture_doc_matches_the_package() -> None:
+    from scaffold.core.diagram_sync import render_architecture_doc
+
+    path = ROOT / ARCHITECTURE_PATH
+    text = path.read_text(encoding="utf-8")
+    assert text == render_architecture_doc(text), (
+        f"{ARCHITECTURE_PATH} lags the modules under app/scaffold; "
+        "run `python -m scaffold.core.diagram_sync` to regenerate"
+    )
