@@ -224,12 +224,28 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     )
 
 
+# Parsed tasks by (path, prefix, folder, mtime, size, inode). The orchestrator re-reads
+# the backlog after every status change; YAML parsing dominates that, and most files have
+# not changed. Atomic writes replace the inode, so an edit always misses the cache.
+_PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
+_PARSED_MAX = 8192
+
+
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
-    """Read and parse one task file."""
+    """Read and parse one task file (a file unchanged since the last read is not re-parsed)."""
     try:
+        st = path.stat()
+        key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = _PARSED.get(key)
+        if cached is not None:
+            return cached
         raw = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_task(raw, path, prefix=prefix, folder=folder)
+    task = parse_task(raw, path, prefix=prefix, folder=folder)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = task
+    return task

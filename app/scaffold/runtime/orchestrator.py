@@ -72,6 +72,7 @@ from scaffold.runtime.agent_runs import (
     resume_lost,
     watch_signal,
 )
+from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
@@ -113,7 +114,8 @@ class Orchestrator:
         self.poll_s = poll_s
         self.python = python or _python()
         self.state_root = repo / ".scaffold"
-        self.ops = RepoOps(repo, config, clock, reporter.warn)
+        self.backlog = BacklogCache(repo)
+        self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         self.workspace = self.ops.workspace
         self.limits = Limits(max_attempts=config.agent.max_attempts)
         self.safety_limits = safety.SafetyLimits(
@@ -314,7 +316,7 @@ class Orchestrator:
         self._start_job(PLAN_KEY, [StartAgent(None, plan.pending_run)])
 
     def _sync_backlog(self) -> bl.BacklogSnapshot:
-        snapshot = bl.load_backlog(self.repo)
+        snapshot = self.backlog.get()
         for problem in snapshot.problems:
             key = f"{problem.path}:{problem.reason}"
             if key not in self.reported_problems:
@@ -501,7 +503,7 @@ class Orchestrator:
         task = q.tasks[key]
         description, criteria = "", tuple[str, ...]()
         with contextlib.suppress(ScaffoldError, OSError):
-            bt = bl.load_backlog(self.repo).get(key)
+            bt = self.backlog.get().get(key)
             if bt is not None:
                 description = bt.description or ""
                 criteria = tuple(c.text for c in bt.acceptance_criteria)
@@ -671,7 +673,7 @@ class Orchestrator:
             return
         if plan is not None:
             self._update_planning(file_map=tuple(plan.file_map))
-        snapshot = bl.load_backlog(self.repo)
+        snapshot = self.backlog.get()
         known = set(self.quest.planning.known_before)
         new = [t.id for t in snapshot.tasks if t.id not in known]
         self.out.line(f"PathSeeker planned {len(new)} task(s): {', '.join(new) or '-'}")

@@ -22,6 +22,7 @@ from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
 from scaffold.git.ward import format_ward_report, run_ward
 from scaffold.git.worktrees import Workspace
 from scaffold.ids import branch_for_task
+from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.diagrams import diagram_paths
 
 
@@ -32,11 +33,13 @@ class RepoOps:
         config: ScaffoldConfig,
         clock: Callable[[], datetime],
         warn: Callable[[str], None],
+        backlog: BacklogCache,
     ) -> None:
         self.repo = repo
         self.cfg = config
         self.clock = clock
         self.warn = warn
+        self.backlog = backlog
         self.workspace = Workspace(repo, default_branch=config.default_branch)
         self.default_branch_lock = threading.Lock()
 
@@ -93,7 +96,7 @@ class RepoOps:
     def write_backlog_status(
         self, task_id: str, status: str, notes: str, summary: str | None
     ) -> None:
-        bt = bl.load_backlog(self.repo).get(task_id)
+        bt = self.backlog.get().get(task_id)
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return
