@@ -571,6 +571,8 @@ class Orchestrator:
             outcome = await agent
         finally:
             watcher.cancel()
+        if not refused:
+            await asyncio.to_thread(self._commit_work, key, latest_signal(signal_dir), run.role)
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     def _finish_run(
@@ -647,10 +649,15 @@ class Orchestrator:
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
             )
         task = self.quest.tasks[key]
+        return signal_event(task, sig.signal, session_id=session, at=now, question_id=qid)
+
+    def _commit_work(self, key: str, sig: SignalRecord | None, role: Role) -> None:
+        """Commit what the agent changed in the worktree (runs in a worker thread)."""
+        if key == PLAN_KEY or sig is None:
+            return
         msg = f"{role.value}: {getattr(sig.signal, 'summary', sig.signal.signal)}"
         with contextlib.suppress(ScaffoldError):
             self.workspace.commit_all(key, f"{key} {msg}"[:200])
-        return signal_event(task, sig.signal, session_id=session, at=now, question_id=qid)
 
     def _question_id(self, key: str) -> str:
         base = "plan" if key == PLAN_KEY else task_number(key).replace(".", "-")
@@ -749,6 +756,7 @@ class Orchestrator:
                 )
                 self._start_job(key, [StartAgent(key, run)])
             return
+        self._commit_work(key, sig, role)
         event = self._outcome_event(key, role, sig, session, "interrupted by a restart of scaffold")
         self.out.line(f"{key}: the agent run was interrupted; {event.name.value}")
         self.queue.put_nowait((key, event))
