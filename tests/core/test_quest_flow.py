@@ -237,10 +237,11 @@ def test_planning_that_fails_for_good_stops_the_quest_with_a_reason() -> None:
 
 
 def test_stop_quest_is_recorded_once() -> None:
-    step = stop_quest(quest(), "cost budget of $5.00 spent", NOW)
+    step = stop_quest(quest(), "cost budget of $5.00 spent", NOW, "cost")
     assert step.quest.stop_reason == "cost budget of $5.00 spent"
+    assert step.quest.stop_limit == "cost"
     assert [(e.kind, e.event, e.detail) for e in step.entries] == [
-        ("quest", "stopped", {"reason": "cost budget of $5.00 spent"})
+        ("quest", "stopped", {"reason": "cost budget of $5.00 spent", "limit": "cost"})
     ]
     again = stop_quest(step.quest, "time budget spent", NOW)
     assert again.quest.stop_reason == "cost budget of $5.00 spent"

@@ -205,3 +205,40 @@ def test_cost_limit_stops_new_work_with_exit_4_for_this_run(make_project: MakePr
     assert project.task("TASK-1").outcome == "merged"
     assert project.task("TASK-2").outcome == "merged"
     assert project.quest().stop_reason is None
+
+
+def test_abort_without_a_running_scaffold_is_refused(make_project: MakeProject) -> None:
+    project = make_project(["Nothing"], [])
+    assert project.run().exit_code == 1  # the task never had an agent script: Blocked
+
+    proc = project.cli("abort")
+
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no scaffold run is active" in proc.stderr
+
+
+def test_abort_stops_a_running_scaffold_and_its_agents(make_project: MakeProject) -> None:
+    from repo_builder import wait_until
+
+    slow = {"role": "codeweaver", "actions": [{"sleep": 30}, quick_complete("late")]}
+    project = make_project(["Slow one", "Slow two"], [slow])
+    run = project.cli_popen("run")
+    try:
+        wait_until(lambda: len(project.live_agents()) >= 2, what="two agents running")
+
+        proc = project.cli("abort", "--reason", "changed my mind")
+        assert proc.returncode == 0, proc.stderr
+
+        output, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, output
+    assert "changed my mind" in output
+    assert project.live_agents() == []
+    for task_id in ("TASK-1", "TASK-2"):
+        task = project.task(task_id)
+        assert task.state is Lifecycle.IDLE
+        assert task.outcome == "aborted"
+        assert project.backlog_task(task_id).status == "To Do"
+    assert project.worktrees() == [str(project.repo)]

@@ -18,12 +18,13 @@ import click
 
 from scaffold import __version__
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
-from scaffold.errors import ScaffoldError, UnknownQuestion, UnknownTask, UsageError
+from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id
 from scaffold.runtime import inbox
 from scaffold.runtime.session import (
     find_repo,
     open_or_create_quest,
+    quest_store,
     read_all_quests,
     run_quest,
     state_root,
@@ -216,12 +217,25 @@ def retry(repo_path: str | None, task_id: str) -> None:
 def abort(repo_path: str | None, reason: str) -> None:
     """Stop the running quests: no new work starts, running agents are stopped."""
     repo = _repo(repo_path)
-    quests = [q for q in read_all_quests(repo) if q.stop_reason is None]
-    if not quests:
-        raise UsageError("no quest to abort")
-    for q in quests:
-        inbox.post(state_root(repo), inbox.make("abort", q.id, text=reason))
-    click.echo(f"abort recorded for {', '.join(q.id for q in quests)}")
+    running = [q.id for q in read_all_quests(repo) if _is_running(repo, q.id)]
+    if not running:
+        # An abort queued now would stop the next run the moment it starts.
+        raise UsageError(
+            "no scaffold run is active; nothing to abort "
+            "(`scaffold reject <task>` drops a task that waits for approval)"
+        )
+    for quest_id in running:
+        inbox.post(state_root(repo), inbox.make("abort", quest_id, text=reason))
+    click.echo(f"abort sent to the run of {', '.join(running)}")
+
+
+def _is_running(repo: Path, quest_id: str) -> bool:
+    """A run holds its quest's writer lock for as long as it lives."""
+    try:
+        quest_store(repo).open_writer(quest_id).close()
+    except StoreLocked:
+        return True
+    return False
 
 
 @cli.command(name="diagram-check")

@@ -210,12 +210,13 @@ def answer_question(
     return apply_task_event(quest, q.task_id, event, limits, now)
 
 
-def stop_quest(quest: Quest, reason: str, now: datetime) -> Step:
-    """Record why no new work starts (abort or a safety limit)."""
+def stop_quest(quest: Quest, reason: str, now: datetime, limit: str = "abort") -> Step:
+    """Record why no new work starts: ``limit`` is ``abort`` or the safety limit hit."""
     if quest.stop_reason:
         return Step(quest)
-    entry = _entry(now, "quest", "stopped", reason=reason)
-    return Step(quest.model_copy(update={"stop_reason": reason}), (), (entry,))
+    entry = _entry(now, "quest", "stopped", reason=reason, limit=limit)
+    update = {"stop_reason": reason, "stop_limit": limit}
+    return Step(quest.model_copy(update=update), (), (entry,))
 
 
 def add_cost(quest: Quest, task_id: str | None, usd: float) -> Quest:

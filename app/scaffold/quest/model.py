@@ -187,6 +187,8 @@ class Quest(_Model):
     consecutive_failures: int = 0
     started_at: datetime = Field(default_factory=utcnow)
     stop_reason: str | None = None
+    # "abort" (a person) or the safety limit that stopped new work ("cost", "time", ...).
+    stop_limit: str | None = None
     # Sequence number of the last journal record folded into this snapshot.
     seq: int = 0
 

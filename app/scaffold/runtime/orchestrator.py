@@ -190,7 +190,8 @@ class Orchestrator:
             return
         note = f"new run; the previous one stopped: {q.stop_reason}" if q.stop_reason else None
         entries = [draft("note", note, at=self.run_started_at)] if note else []
-        self._commit(q.model_copy(update={"stop_reason": None, "consecutive_failures": 0}), entries)
+        update = {"stop_reason": None, "stop_limit": None, "consecutive_failures": 0}
+        self._commit(q.model_copy(update=update), entries)
 
     async def _stop_all_jobs(self) -> None:
         for job in self.jobs.values():
@@ -367,7 +368,7 @@ class Orchestrator:
         )
         verdict = safety.check(self.safety_limits, ledger, self.clock())
         if not verdict.ok and not q.stop_reason and verdict.reason:
-            step = qf.stop_quest(q, verdict.reason, self.clock())
+            step = qf.stop_quest(q, verdict.reason, self.clock(), str(verdict.limit))
             self._commit(step.quest, step.entries)
             self.out.warn(f"stopping new work: {verdict.reason}")
 

@@ -25,7 +25,7 @@ def final_report(q: Quest) -> RunReport:
     if waiting:
         return RunReport(3, f"waiting for approval: {', '.join(waiting)}")
     if q.stop_reason:
-        code = 4 if "abort" not in q.stop_reason else 1
+        code = 1 if q.stop_limit == "abort" else 4
         return RunReport(code, f"stopped: {q.stop_reason}")
     blocked = [t for t in q.tasks.values() if t.state is Lifecycle.BLOCKED]
     if blocked:
