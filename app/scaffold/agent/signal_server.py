@@ -22,7 +22,6 @@ this module for :func:`mcp_config` and the readers and should not pay for the SD
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import re
@@ -36,7 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scaffold.agent.planning_tools import TOOL_ROLES, PlanningTool, planning_tools
+from scaffold.agent.planning_tools import (
+    TOOL_ROLES,
+    PlanningTool,
+    claim_durably,
+    planning_tools,
+)
 from scaffold.errors import InvalidIdError, SignalError, UsageError
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
@@ -279,7 +283,9 @@ class SignalWriter:
                     seq=seq,
                     signal=signal,
                 )
-                if _publish(directory, f"signal-{seq}.json", record.model_dump_json().encode()):
+                if claim_durably(
+                    directory, f"signal-{seq}.json", record.model_dump_json().encode()
+                ):
                     return record
                 seq += 1  # another writer took this number; never overwrite a signal
 
@@ -287,35 +293,6 @@ class SignalWriter:
 def _next_seq(directory: Path) -> int:
     seqs = [int(m.group(1)) for n in os.listdir(directory) if (m := _SIGNAL_FILE.match(n))]
     return max(seqs, default=0) + 1
-
-
-def _publish(directory: Path, name: str, data: bytes) -> bool:
-    """Temp file + fsync, then link it under ``name`` (no clobber) + fsync the directory.
-
-    Returns False when ``name`` already exists. Falls back to ``os.replace`` on a
-    file system without hard links.
-    """
-    tmp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        target = directory / name
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            return False
-        except OSError:
-            if target.exists():
-                return False
-            os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    _fsync_dir(directory)
-    return True
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from scaffold.backlog.config import BacklogConfig
 from scaffold.backlog.format import BacklogTask
+from scaffold.core import graph as core_graph
 from scaffold.errors import BacklogError, InvalidIdError
 from scaffold.ids import task_sort_key
 
@@ -35,55 +36,15 @@ def _successors(edges: Mapping[str, Sequence[str]], node: str) -> list[str]:
 
 
 def strongly_connected(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components, iteratively (no recursion limit).
+    """Strongly connected components of the task graph, members in id order.
 
     ``edges`` maps each node to the nodes it depends on; edges to nodes that
     are not keys are ignored.
     """
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    result: list[list[str]] = []
-    counter = 0
-    for root in sorted(edges, key=id_order):
-        if root in index:
-            continue
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        work = [(root, iter(_successors(edges, root)))]
-        while work:
-            node, successors = work[-1]
-            descended = False
-            for nxt in successors:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(_successors(edges, nxt))))
-                    descended = True
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            if descended:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component: list[str] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                result.append(sorted(component, key=id_order))
-    return result
+    components = core_graph.strongly_connected(
+        sorted(edges, key=id_order), lambda node: _successors(edges, node)
+    )
+    return [sorted(c, key=id_order) for c in components]
 
 
 def _cycle_walk(edges: Mapping[str, Sequence[str]], members: Sequence[str]) -> list[str]:

@@ -46,6 +46,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from scaffold.core.graph import strongly_connected
 from scaffold.errors import BacklogError
 from scaffold.ids import normalize_task_id, task_sort_key
 
@@ -222,53 +223,10 @@ class _Graph:
         return {tid: len(deps) for tid, deps in self.dependants.items()}
 
     def components(self) -> list[list[str]]:
-        """Strongly connected components of the not-done graph, sinks first.
-
-        Iterative Tarjan: a component is emitted only after every component it
-        reaches, which is the order the critical-path max needs.
-        """
+        """Strongly connected components of the not-done graph, sinks first
+        (the order the critical-path max needs)."""
         succ = self.dependants
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        on_stack: set[str] = set()
-        stack: list[str] = []
-        out: list[list[str]] = []
-        for root in succ:
-            if root in index:
-                continue
-            index[root] = low[root] = len(index)
-            stack.append(root)
-            on_stack.add(root)
-            work = [(root, iter(succ[root]))]
-            while work:
-                node, edges = work[-1]
-                descended = False
-                for nxt in edges:
-                    if nxt not in index:
-                        index[nxt] = low[nxt] = len(index)
-                        stack.append(nxt)
-                        on_stack.add(nxt)
-                        work.append((nxt, iter(succ[nxt])))
-                        descended = True
-                        break
-                    if nxt in on_stack:
-                        low[node] = min(low[node], index[nxt])
-                if descended:
-                    continue
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    component: list[str] = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    out.append(component)
-        return out
+        return strongly_connected(succ, lambda node: succ[node])
 
     def critical_paths(self) -> dict[str, float]:
         return self.analyse()[0]
