@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from typing import Any
 
@@ -86,3 +87,44 @@ def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
         assert again["session_id"] == first["session_id"]
         assert "agent_failed" not in project.events(step)
     assert project.quest().stop_reason is None
+
+
+def test_a_session_lost_in_a_restart_starts_afresh_without_counting(
+    make_project: MakeProject,
+) -> None:
+    """scaffold killed before the agent saved its session (Claude Code writes its
+    transcript a moment after its first request): the resumed run is told "No
+    conversation found", and scaffold starts a new session without spending an attempt."""
+    project = make_project(
+        ["Fragile"],
+        [
+            _codeweaver("TASK-1", 30.0),
+            # After the restart the resume of the lost session is refused (strict
+            # resume, like Claude Code); the fresh run finishes.
+            _codeweaver("TASK-1", 0.0) | {"attempt": 2, "resumed": False},
+        ],
+        {"agent": {"max_attempts": 1}},
+    )
+    script = json.loads(project.script.read_text(encoding="utf-8"))
+    project.script.write_text(json.dumps({**script, "strict_resume": True}), encoding="utf-8")
+
+    run = project.cli_popen("run")
+    try:
+        wait_until(lambda: len(project.live_agents()) >= 1, what="the agent")
+        wait_until(lambda: bool(project.task("TASK-1").sessions), what="the session id")
+        lost = project.task("TASK-1").sessions["codeweaver"]
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=60)
+    # The agent never saved its session: forget it, as Claude Code would not know it.
+    (project.state / "invocations.jsonl").unlink()
+
+    result = project.run()
+
+    assert result.exit_code == 0, result.output
+    assert project.task("TASK-1").outcome == "merged"
+    assert "agent_failed" not in project.events("TASK-1")
+    assert f"resuming session {lost[:8]}" in result.output  # refused: unknown session
+    [fresh] = project.invocations(step="TASK-1", role="codeweaver")  # the log was wiped
+    assert fresh["resumed"] is False
+    assert fresh["session_id"] != lost

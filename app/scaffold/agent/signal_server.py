@@ -25,6 +25,7 @@ import argparse
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -523,6 +524,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="scaffold signal-server: %(message)s"
     )
+    # Claude Code stops its MCP servers with SIGINT. asyncio's handler only cancels the
+    # main task while anyio's stdin reader thread sits in readline, so the server would
+    # linger until SIGTERM. Every accepted signal is on disk before the tool answers, so
+    # dying at once on SIGINT loses nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         anyio.run(serve, binding)
     except KeyboardInterrupt:

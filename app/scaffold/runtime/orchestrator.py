@@ -127,6 +127,8 @@ class Orchestrator:
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self.reported_problems: set[str] = set()
+        # Steps whose agent run was started again after a restart of scaffold.
+        self.restarted: set[str] = set()
         # The safety budgets are per run (core/safety.py): what this run has used.
         self.run_started_at = clock()
         self.run_cost_base = writer.quest.cost_usd
@@ -583,7 +585,7 @@ class Orchestrator:
         outcome: AgentRunOutcome,
         refused: list[str],
         signal_dir: Path,
-    ) -> Event:
+    ) -> Event | None:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
@@ -597,6 +599,13 @@ class Orchestrator:
         session = outcome.session_id or run.resume_session
         failure = describe_failure(outcome, refused[0] if refused else None)
         fresh = sig is None and resume_lost(outcome, run.resume_session is not None)
+        if fresh and key in self.restarted:
+            # scaffold died before the agent had saved its session: not the agent's
+            # failure either, so start the same run again in a new session, for free.
+            self.restarted.discard(key)
+            self._rerun(key, run.model_copy(update={"resume_session": None}), run.role)
+            return None
+        self.restarted.discard(key)
         if fresh:
             failure = f"the session could not be resumed; starting a new one ({failure})"
             session = None
@@ -746,21 +755,28 @@ class Orchestrator:
                 update={"resume_session": session or record.pending_run.resume_session}
             )
             self.out.line(f"{key}: the agent run was interrupted by a restart; running it again")
-            if key == PLAN_KEY:
-                self._update_planning(agent_running=False, pending_run=run)
-            else:
-                self._update_task(
-                    key,
-                    "agent run interrupted by a restart of scaffold",
-                    agent_running=False,
-                    pending_run=run,
-                )
-                self._start_job(key, [StartAgent(key, run)])
+            self.restarted.add(key)
+            self._rerun(key, run, role, "agent run interrupted by a restart of scaffold")
             return
         self._commit_work(key, sig, role)
         event = self._outcome_event(key, role, sig, session, "interrupted by a restart of scaffold")
         self.out.line(f"{key}: the agent run was interrupted; {event.name.value}")
         self.queue.put_nowait((key, event))
+
+    def _rerun(self, key: str, run: AgentRun, role: Role, note: str | None = None) -> None:
+        """Start ``run`` again without counting an attempt (scaffold's fault, not the agent's)."""
+        if key == PLAN_KEY:
+            sessions = {
+                k: v
+                for k, v in self.quest.planning.sessions.items()
+                if run.resume_session or k != role.value
+            }
+            self._update_planning(agent_running=False, pending_run=run, sessions=sessions)
+            return  # the planning tick starts it
+        task = self.quest.tasks[key]
+        sessions = {k: v for k, v in task.sessions.items() if run.resume_session or k != role.value}
+        self._update_task(key, note, agent_running=False, pending_run=run, sessions=sessions)
+        self._start_job(key, [StartAgent(key, run)])
 
     def _remove_orphan_worktrees(self) -> None:
         live = {t.id for t in self.quest.tasks.values() if t.state in IN_FLIGHT}
