@@ -381,7 +381,11 @@ def build_demo_repo(repo: Path) -> Path:
     (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "demo project with a Backlog.md backlog")
-    script = repo.parent / f"{repo.name}-agent-script.json"
+    # The scripted agent's script and state live in the repository's ignored state folder,
+    # so a demo never sees another demo's attempt counters.
+    agent_dir = repo / ".scaffold" / "demo-agent"
+    agent_dir.mkdir(parents=True)
+    script = agent_dir / "script.json"
     script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
     return script
 
@@ -403,7 +407,7 @@ def run_demo(directory: Path | None) -> int:
     out = Reporter()
     script = build_demo_repo(repo)
     os.environ["SCAFFOLD_AGENT_SCRIPT"] = str(script)
-    os.environ["SCAFFOLD_AGENT_STATE"] = str(script.with_suffix(".state"))
+    os.environ["SCAFFOLD_AGENT_STATE"] = str(script.parent / "state")
     out.line(f"demo repository: {repo} (6 tasks, 3 slots, scripted agents)")
     try:
         code = asyncio.run(_run(repo, out))
