@@ -120,7 +120,7 @@ from messages_server import (  # noqa: E402
     tool,
 )
 
-CLAUDE_DIRS = (REPO / ".tools" / "node_modules" / ".bin", Path("/tmp/npmtools/node_modules/.bin"))
+CLAUDE_DIRS = (REPO / ".tools" / "node_modules" / ".bin",)
 STEP = "TASK-900"  # the step of the single runs; the orchestrator's task is TASK-1
 NO_MCP = "no-mcp"  # reference: the CLI alone, without scaffold's signal server
 VARIANTS = (NO_MCP, "bare", "bare+argv", "scaffold")
@@ -131,7 +131,7 @@ _CWD = re.compile(r"Primary working directory: (\S+)")
 
 
 def find_claude() -> str:
-    """``SCAFFOLD_CLAUDE_BIN``, then ``<repo>/.tools``, then /tmp/npmtools, then PATH
+    """``SCAFFOLD_CLAUDE_BIN``, then ``<repo>/.tools``, then PATH
     (as ``tests/claude/conftest.py`` does). The path is kept unresolved: scaffold knows
     Claude Code by the name ``claude``."""
     explicit = os.environ.get("SCAFFOLD_CLAUDE_BIN")

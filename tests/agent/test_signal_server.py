@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -42,6 +41,7 @@ from scaffold.agent.signal_server import (
 from scaffold.errors import UsageError
 from scaffold.roles import Role
 from scaffold.signals import Complete, NeedsRoleFollowup
+from tools import require_tool
 
 FOUR: list[dict[str, Any]] = [
     {"signal": "partially-complete", "stepId": "TASK-3", "progress": "p", "continuationPoint": "c"},
@@ -310,13 +310,6 @@ def test_server_without_a_binding_exits_2() -> None:
 # --------------------------------------------------------------------------- real claude
 
 
-def _find_claude() -> str | None:
-    dirs = [os.environ.get("SCAFFOLD_TEST_BIN_DIR", "")]
-    dirs += ["/work/main/.tools/node_modules/.bin", "/tmp/npmtools/node_modules/.bin"]
-    path = os.pathsep.join([d for d in dirs if d] + [os.environ.get("PATH", "")])
-    return shutil.which("claude", path=path)
-
-
 def _sse(events: list[dict[str, Any]]) -> bytes:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
@@ -402,9 +395,7 @@ def scripted_api() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def test_real_claude_signals_through_the_server(
     tmp_path: Path, scripted_api: tuple[str, list[dict[str, Any]]]
 ) -> None:
-    claude = _find_claude()
-    if claude is None:
-        pytest.skip("claude CLI not installed")
+    claude = require_tool("claude", "SCAFFOLD_CLAUDE_BIN")
     url, requests = scripted_api
     sig_dir = tmp_path / "signals"
     config = tmp_path / "mcp.json"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,35 +9,20 @@ from pathlib import Path
 import pytest
 from backlog_cli import BacklogCLI
 
+from tools import find_tool, require_tool
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "backlog"
 
 
 def find_backlog_bin() -> str | None:
-    """SCAFFOLD_BACKLOG_BIN, else ``backlog`` on .tools, SCAFFOLD_TEST_BIN_DIR, /tmp/npmtools, PATH."""
-    explicit = os.environ.get("SCAFFOLD_BACKLOG_BIN")
-    if explicit:
-        return explicit
-    dirs = [str(REPO / ".tools" / "node_modules" / ".bin")]
-    if os.environ.get("SCAFFOLD_TEST_BIN_DIR"):
-        dirs.append(os.environ["SCAFFOLD_TEST_BIN_DIR"])
-    dirs += ["/tmp/npmtools/node_modules/.bin", os.environ.get("PATH", "")]
-    return shutil.which("backlog", path=os.pathsep.join(dirs))
+    return find_tool("backlog", "SCAFFOLD_BACKLOG_BIN")
 
 
 @pytest.fixture(scope="session")
 def backlog_bin() -> str:
     """Path of the real ``backlog`` CLI; fails (never skips) when it is missing."""
-    found = find_backlog_bin()
-    if not found or not os.access(found, os.X_OK):
-        pytest.fail(
-            "the Backlog.md CLI was not found: set SCAFFOLD_BACKLOG_BIN, or run "
-            "`npm install --prefix .tools backlog.md@1.52.0` in the repository "
-            f"(looked for {found or 'backlog'} in .tools/node_modules/.bin, "
-            "SCAFFOLD_TEST_BIN_DIR, /tmp/npmtools/node_modules/.bin and PATH)",
-            pytrace=False,
-        )
-    return found
+    return require_tool("backlog", "SCAFFOLD_BACKLOG_BIN")
 
 
 @pytest.fixture

@@ -2,53 +2,30 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from repo_builder import PYTHON
 
+from backlog_cli import BacklogCLI
 from scaffold import backlog as bl
+from tools import require_tool
 
 TESTS = Path(__file__).resolve().parents[1]
 UNICODE_TITLE = "Größe prüfen — 日本語のタイトル ✓"
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    """The backlog tests' helpers, by file (tests/ is not a package)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def backlog_cli(tmp_path: Path) -> Any:
     """The real ``backlog`` CLI in a fresh repository, found as tests/backlog finds it."""
-    cli_module = _load("backlog_cli", TESTS / "backlog" / "backlog_cli.py")
-    lookup = _load("_backlog_conftest", TESTS / "backlog" / "conftest.py")
-    found = lookup.find_backlog_bin()
-    if not found or not Path(found).is_file():
-        pytest.fail(
-            "the Backlog.md CLI was not found: set SCAFFOLD_BACKLOG_BIN, or run "
-            "`npm install --prefix .tools backlog.md@1.52.0` in the repository "
-            "(see tests/backlog/conftest.py for where it is looked for)",
-            pytrace=False,
-        )
+    found = require_tool("backlog", "SCAFFOLD_BACKLOG_BIN")
     repo, home = tmp_path / "repo", tmp_path / "home"
     repo.mkdir()
     home.mkdir()
-    cli = cli_module.BacklogCLI(found, repo, home)
+    cli = BacklogCLI(found, repo, home)
     cli.init("Status")
     return cli
 
