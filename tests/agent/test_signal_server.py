@@ -23,6 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from harness import require_tool
 from scaffold.agent.signal_server import (
     MODULE,
     Binding,
@@ -41,7 +42,6 @@ from scaffold.agent.signal_server import (
 from scaffold.errors import UsageError
 from scaffold.roles import Role
 from scaffold.signals import Complete, NeedsRoleFollowup
-from tools import require_tool
 
 FOUR: list[dict[str, Any]] = [
     {"signal": "partially-complete", "stepId": "TASK-3", "progress": "p", "continuationPoint": "c"},

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from backlog_cli import BacklogCLI
 
-from tools import find_tool, require_tool
+from backlog_cli import BacklogCLI
+from harness import find_tool, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "backlog"

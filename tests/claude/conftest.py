@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools import find_tool, require_tool
+from harness import find_tool, require_tool
 
 
 def find_claude() -> str | None:

@@ -24,15 +24,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import RunResult
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest
 from scaffold.runtime import inbox
-from scaffold.runtime.report import RunReport
 from scaffold.runtime.session import open_or_create_quest, quest_store, run_quest, state_root
 from scaffold.runtime.view import Reporter
 
@@ -55,16 +54,6 @@ def scaffold_config(claude_bin: str, **overrides: Any) -> dict[str, Any]:
     agent: dict[str, Any] = {"command": [claude_bin], "stuck_timeout_s": 60, "max_attempts": 2}
     agent.update(overrides.pop("agent", {}))
     return {"slots": 2, "agent": agent, "approval": "auto", **overrides}
-
-
-@dataclass
-class RunResult:
-    report: RunReport
-    output: str
-
-    @property
-    def exit_code(self) -> int:
-        return self.report.exit_code
 
 
 class E2EProject:

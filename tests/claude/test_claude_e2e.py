@@ -41,6 +41,7 @@ from messages_server import (
     tool,
 )
 
+from harness import isolate_git
 from scaffold.agent.claude import REQUIREMENTS_TOOL, TASKS_TOOL
 from scaffold.errors import StoreError
 from scaffold.quest.model import QuestPhase
@@ -64,14 +65,6 @@ _FOREIGN = (
     "CLAUDE_CONFIG_DIR",
     "CLAUDE_CODE_USE_BEDROCK",
     "CLAUDE_CODE_USE_VERTEX",
-    "GIT_AUTHOR_NAME",
-    "GIT_AUTHOR_EMAIL",
-    "GIT_COMMITTER_NAME",
-    "GIT_COMMITTER_EMAIL",
-    "EMAIL",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
 )
 
 
@@ -90,12 +83,7 @@ def project(
     At teardown no agent or MCP server of the project may be left running.
     """
     proj = E2EProject(tmp_path)
-    gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text("[user]\n\tuseConfigOnly = true\n[init]\n\tdefaultBranch = main\n")
-    for name in _FOREIGN:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    isolate_git(tmp_path, monkeypatch, also_unset=_FOREIGN)
     for name, value in claude_env(server.base_url, proj.home).items():
         monkeypatch.setenv(name, value)
     yield proj

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from repo_builder import VALIDATORS, MakeProject, Project, TaskSpec, agent_pids
 
+from harness import isolate_git
 from scaffold.runtime.session import BACKLOG_QUEST
 
 
@@ -19,26 +20,10 @@ from scaffold.runtime.session import BACKLOG_QUEST
 def isolated_git_config(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No system or user git config and no identity: scaffold's commits bring their own."""
+    """No git identity (scaffold's commits bring their own) and no agent script leaks."""
     home = tmp_path_factory.mktemp("home")
-    config = home / "gitconfig"
-    config.write_text("[user]\n\tuseConfigOnly = true\n[init]\n\tdefaultBranch = main\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("HOME", str(home))
-    for var in (
-        "GIT_AUTHOR_NAME",
-        "GIT_AUTHOR_EMAIL",
-        "GIT_COMMITTER_NAME",
-        "GIT_COMMITTER_EMAIL",
-        "EMAIL",
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "SCAFFOLD_AGENT_SCRIPT",
-        "SCAFFOLD_AGENT_STATE",
-    ):
-        monkeypatch.delenv(var, raising=False)
+    isolate_git(home, monkeypatch, also_unset=("SCAFFOLD_AGENT_SCRIPT", "SCAFFOLD_AGENT_STATE"))
 
 
 @pytest.fixture

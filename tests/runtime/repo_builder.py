@@ -31,12 +31,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness import RunResult
 from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest, TaskRecord, utcnow
 from scaffold.runtime.orchestrator import Orchestrator
-from scaffold.runtime.report import RunReport
 from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest
 from scaffold.runtime.view import Reporter
 
@@ -135,16 +135,6 @@ class TaskSpec:
     title: str
     deps: tuple[str, ...] = ()
     description: str = ""
-
-
-@dataclass
-class RunResult:
-    report: RunReport
-    output: str
-
-    @property
-    def exit_code(self) -> int:
-        return self.report.exit_code
 
 
 class Project:

@@ -11,8 +11,8 @@ import pytest
 from repo_builder import PYTHON
 
 from backlog_cli import BacklogCLI
+from harness import require_tool
 from scaffold import backlog as bl
-from tools import require_tool
 
 TESTS = Path(__file__).resolve().parents[1]
 UNICODE_TITLE = "Größe prüfen — 日本語のタイトル ✓"

@@ -1,0 +1,79 @@
+"""Shared test harness: the real external tools, an isolated git, the result of a run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scaffold.runtime.report import RunReport
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS_BIN = REPO / ".tools" / "node_modules" / ".bin"
+PINNED = {"backlog": "backlog.md@1.52.0", "claude": "@anthropic-ai/claude-code@2.1.197"}
+
+
+def find_tool(name: str, env_var: str) -> str | None:
+    """``$env_var`` if set, else ``.tools/node_modules/.bin/<name>``, else ``<name>`` on PATH."""
+    explicit = os.environ.get(env_var)
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    candidate = TOOLS_BIN / name
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return shutil.which(name)
+
+
+def require_tool(name: str, env_var: str) -> str:
+    """The tool's path; the test fails (never skips) when it is missing."""
+    found = find_tool(name, env_var)
+    if found is None:
+        pytest.fail(
+            f"the {name} CLI is required (looked at ${env_var}, {TOOLS_BIN} and PATH); "
+            f"run ./scripts/install --test, or npm install --prefix .tools {PINNED[name]}",
+            pytrace=False,
+        )
+    return found
+
+
+_GIT_IDENTITY_VARS = (
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "EMAIL",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+)
+
+
+def isolate_git(
+    home: Path, monkeypatch: pytest.MonkeyPatch, *, also_unset: tuple[str, ...] = ()
+) -> None:
+    """No system or user git config and no identity to fall back on.
+
+    ``user.useConfigOnly`` makes git refuse to guess an identity, so scaffold's own
+    commits prove they carry their fixed identity.
+    """
+    config = home / "gitconfig"
+    config.write_text("[user]\n\tuseConfigOnly = true\n[init]\n\tdefaultBranch = main\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in (*_GIT_IDENTITY_VARS, *also_unset):
+        monkeypatch.delenv(var, raising=False)
+
+
+@dataclass
+class RunResult:
+    """One ``scaffold run`` done in-process: its report and what it printed."""
+
+    report: RunReport
+    output: str
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
