@@ -77,3 +77,32 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         return self.report.exit_code
+
+
+def quest_pids(quest_id: str | None, repo: Path) -> list[int]:
+    """Live processes started for ``quest_id`` (any quest: None) of ``repo``: agents and
+    their MCP servers.
+
+    Found by environment, as scaffold's orphan sweep finds them: ``SCAFFOLD_QUEST_ID`` and
+    a ``SCAFFOLD_SIGNAL_DIR`` inside this repository. Zombies do not count.
+    """
+    marker = f"SCAFFOLD_QUEST_ID={quest_id or ''}".encode()
+    prefix = b"SCAFFOLD_SIGNAL_DIR="
+    root = str(repo.resolve()).encode() + b"/"
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X"):
+            continue
+        quest = any(v == marker if quest_id else v.startswith(marker) for v in environ)
+        if quest and any(
+            v.startswith(prefix) and v[len(prefix) :].startswith(root) for v in environ
+        ):
+            found.append(int(entry.name))
+    return found

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult
+from harness import RunResult, quest_pids
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest
@@ -165,35 +165,6 @@ class E2EProject:
 
     def live_agents(self, quest_id: str | None = None) -> list[int]:
         return quest_pids(quest_id, self.repo)
-
-
-def quest_pids(quest_id: str | None, repo: Path) -> list[int]:
-    """Live processes started for ``quest_id`` (any quest: None) of ``repo``: agents and
-    their MCP servers.
-
-    Found by environment, as scaffold's orphan sweep finds them: ``SCAFFOLD_QUEST_ID`` and
-    a ``SCAFFOLD_SIGNAL_DIR`` inside this repository. Zombies do not count.
-    """
-    marker = f"SCAFFOLD_QUEST_ID={quest_id or ''}".encode()
-    prefix = b"SCAFFOLD_SIGNAL_DIR="
-    root = str(repo.resolve()).encode() + b"/"
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X"):
-            continue
-        quest = any(v == marker if quest_id else v.startswith(marker) for v in environ)
-        if quest and any(
-            v.startswith(prefix) and v[len(prefix) :].startswith(root) for v in environ
-        ):
-            found.append(int(entry.name))
-    return found
 
 
 def alive(pid: int) -> bool:

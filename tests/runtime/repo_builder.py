@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult
+from harness import RunResult, quest_pids
 from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
@@ -315,25 +315,7 @@ def agent_pids(quest_id: str, repo: Path) -> list[int]:
     ``SCAFFOLD_SIGNAL_DIR`` inside this repository (other repositories on the machine
     have a quest ``backlog`` too).
     """
-    marker = f"SCAFFOLD_QUEST_ID={quest_id}".encode()
-    prefix = b"SCAFFOLD_SIGNAL_DIR="
-    root = str(repo.resolve()).encode() + b"/"
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X"):
-            continue
-        if marker in environ and any(
-            v.startswith(prefix) and v[len(prefix) :].startswith(root) for v in environ
-        ):
-            found.append(int(entry.name))
-    return found
+    return quest_pids(quest_id, repo)
 
 
 def wait_until(

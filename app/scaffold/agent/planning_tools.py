@@ -148,10 +148,10 @@ def _refusal(tool: str, problems: Sequence[Problem], nothing: str) -> ToolReply:
 def _ensure_dir(directory: Path) -> None:
     if not directory.is_dir():
         directory.mkdir(parents=True, exist_ok=True)
-        _fsync_dir(directory.parent)  # the new directory's own name must survive too
+        fsync_dir(directory.parent)  # the new directory's own name must survive too
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -183,7 +183,7 @@ def write_durably(directory: Path, name: str, data: bytes) -> Path:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return directory / name
 
 
@@ -208,14 +208,14 @@ def claim_durably(directory: Path, name: str, data: bytes) -> bool:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return True
 
 
 def _remove_durably(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -40,6 +40,7 @@ from scaffold.agent.planning_tools import (
     TOOL_ROLES,
     PlanningTool,
     claim_durably,
+    fsync_dir,
     planning_tools,
 )
 from scaffold.errors import InvalidIdError, SignalError, UsageError
@@ -273,7 +274,7 @@ class SignalWriter:
         with self._lock:
             if not directory.is_dir():
                 directory.mkdir(parents=True, exist_ok=True)
-                _fsync_dir(directory.parent)  # the new directory's own name must survive too
+                fsync_dir(directory.parent)  # the new directory's own name must survive too
             seq = _next_seq(directory)
             while True:
                 record = SignalRecord(
@@ -294,14 +295,6 @@ class SignalWriter:
 def _next_seq(directory: Path) -> int:
     seqs = [int(m.group(1)) for n in os.listdir(directory) if (m := _SIGNAL_FILE.match(n))]
     return max(seqs, default=0) + 1
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- the tool
