@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from backlog_cli import BacklogCLI
 
+from backlog_cli import BacklogCLI
 from scaffold.backlog import (
     CYCLE,
     MALFORMED,
