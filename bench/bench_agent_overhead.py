@@ -69,7 +69,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import itertools
 import json
 import os
@@ -100,13 +99,13 @@ from scaffold.runtime import orchestrator as orchestrator_module
 from scaffold.runtime.agent_runs import Invocation, build_invocation, init_problem, watch_signal
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.session import open_or_create_quest, run_quest
-from scaffold.runtime.view import Reporter
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 # The scripted Messages API is test support, not part of the package: this script is run,
 # never imported, so it takes it straight from tests/claude.
 sys.path.insert(0, str(REPO / "tests" / "claude"))
+from bench_orchestrator import TimedReporter  # noqa: E402  (the same stage marks)
 from messages_server import (  # noqa: E402
     SIGNAL_TOOL,
     MessagesServer,
@@ -439,27 +438,6 @@ class Bench:
 
 
 # --------------------------------------------------------------------------- orchestrator
-
-
-class TimedReporter(Reporter):
-    """A quiet Reporter keeping ``(time.time(), step, what)`` for agent starts/finishes
-    and transitions."""
-
-    def __init__(self) -> None:
-        super().__init__(io.StringIO(), color=False)
-        self.marks: list[tuple[float, str, str]] = []
-
-    def transition(self, step: str, source: str | None, target: str | None, event: str) -> None:
-        self.marks.append((time.time(), step, f"event:{event}"))
-        super().transition(step, source, target, event)
-
-    def agent_started(self, step: str, role: str, kind: str, resume: str | None) -> None:
-        self.marks.append((time.time(), step, f"started:{role}"))
-        super().agent_started(step, role, kind, resume)
-
-    def agent_finished(self, step: str, role: str, seconds: float, cost: float) -> None:
-        self.marks.append((time.time(), step, f"finished:{role}"))
-        super().agent_finished(step, role, seconds, cost)
 
 
 RunAgent = Callable[..., Awaitable[AgentRunOutcome]]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,3 +109,34 @@ def quest_pids(quest_id: str | None, repo: Path) -> list[int]:
         ):
             found.append(int(entry.name))
     return found
+
+
+def scaffold_cli(
+    repo: Path, args: tuple[str, ...], env: Mapping[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real command line to the end: ``python -m scaffold <args>`` in ``repo``."""
+    return subprocess.run(
+        [sys.executable, "-m", "scaffold", *args],
+        cwd=repo,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def scaffold_popen(
+    repo: Path, args: tuple[str, ...], env: Mapping[str, str]
+) -> subprocess.Popen[str]:
+    """The real command line in the background, output merged into stdout."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "scaffold", *args],
+        cwd=repo,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )

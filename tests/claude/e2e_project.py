@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult, quest_pids
+from harness import RunResult, quest_pids, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest
@@ -98,29 +98,11 @@ class E2EProject:
         return RunResult(report, out.getvalue())
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """The real command line to the end: ``python -m scaffold <args>``."""
-        return subprocess.run(
-            [PYTHON, "-m", "scaffold", *args],
-            cwd=self.repo,
-            env=dict(os.environ),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        """The real command line, ``python -m scaffold <args>``, in the repository."""
+        return scaffold_cli(self.repo, args, os.environ, timeout)
 
     def cli_popen(self, *args: str) -> subprocess.Popen[str]:
-        """The real command line, ``python -m scaffold <args>``, with this environment."""
-        return subprocess.Popen(
-            [PYTHON, "-m", "scaffold", *args],
-            cwd=self.repo,
-            env=dict(os.environ),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        return scaffold_popen(self.repo, args, os.environ)
 
     def answer(self, quest_id: str, question_id: str, text: str) -> None:
         """What ``scaffold answer`` does: drop the answer in the inbox."""

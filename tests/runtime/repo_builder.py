@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult, quest_pids
+from harness import RunResult, quest_pids, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
@@ -224,25 +224,10 @@ class Project:
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """The real command line, ``python -m scaffold <args>``, in the repository."""
-        return subprocess.run(
-            [PYTHON, "-m", "scaffold", *args],
-            cwd=self.repo,
-            env={**os.environ, **self.agent_env},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return scaffold_cli(self.repo, args, {**os.environ, **self.agent_env}, timeout)
 
     def cli_popen(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [PYTHON, "-m", "scaffold", *args],
-            cwd=self.repo,
-            env={**os.environ, **self.agent_env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        return scaffold_popen(self.repo, args, {**os.environ, **self.agent_env})
 
     def status_json(self) -> dict[str, Any]:
         proc = self.cli("status", "--json")

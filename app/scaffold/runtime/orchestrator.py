@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -112,7 +113,7 @@ class Orchestrator:
         self.out = reporter
         self.clock = clock
         self.poll_s = poll_s
-        self.python = python or _python()
+        self.python = python or sys.executable
         self.state_root = repo / ".scaffold"
         self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
@@ -786,9 +787,3 @@ class Orchestrator:
                 self.out.line(f"removed orphan worktree of {info.task_id}")
 
     # ------------------------------------------------------------------ the end
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable

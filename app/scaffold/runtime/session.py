@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig
-from scaffold.errors import ScaffoldError, StoreError, UsageError
-from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, utcnow
+from scaffold.errors import UsageError
+from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.roles import Role
 from scaffold.runtime.orchestrator import Orchestrator
@@ -96,17 +96,3 @@ async def run_quest(
         return report
     finally:
         writer.close()
-
-
-__all__ = [
-    "BACKLOG_QUEST",
-    "ScaffoldError",
-    "StoreError",
-    "find_repo",
-    "open_or_create_quest",
-    "quest_store",
-    "read_all_quests",
-    "run_quest",
-    "state_root",
-    "utcnow",
-]
