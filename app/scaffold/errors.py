@@ -149,3 +149,14 @@ class GitError(ScaffoldError):
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
+
+
+class GitHubError(ScaffoldError):
+    """A GitHub REST call failed for good (after the retries it deserved)."""
+
+    def __init__(self, method: str, path: str, status: int | None, reason: str) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        where = f"{method} {path}"
+        super().__init__(f"GitHub {where} failed ({status or 'no response'}): {reason}")

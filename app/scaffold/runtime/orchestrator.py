@@ -25,6 +25,7 @@ import contextlib
 import functools
 import json
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -61,7 +62,7 @@ from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.ids import task_number
-from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord, utcnow
+from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
 from scaffold.roles import Role
 from scaffold.runtime import inbox
@@ -74,6 +75,7 @@ from scaffold.runtime.agent_runs import (
     watch_signal,
 )
 from scaffold.runtime.backlog_cache import BacklogCache
+from scaffold.runtime.forge import Forge, LocalForge
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
@@ -106,6 +108,8 @@ class Orchestrator:
         python: str | None = None,
         clock: Callable[[], datetime] = utcnow,
         poll_s: float = 0.25,
+        forge: Callable[[RepoOps], Forge] | None = None,
+        default_branch_lock: threading.Lock | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -117,7 +121,16 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
+        if default_branch_lock is not None:
+            self.ops.default_branch_lock = default_branch_lock
         self.workspace = self.ops.workspace
+        self.forge: Forge = (
+            forge(self.ops)
+            if forge
+            else LocalForge(
+                config, self.workspace.default_branch, self.ops.merge, clock, reporter.line
+            )
+        )
         self.limits = Limits(max_attempts=config.agent.max_attempts)
         self.safety_limits = safety.SafetyLimits(
             max_cost_usd=config.safety.max_cost_usd,
@@ -176,6 +189,8 @@ class Orchestrator:
                 self.apply(key, event)
         finally:
             await self._stop_all_jobs()
+            with contextlib.suppress(ScaffoldError):
+                await self.forge.flush(self.quest)
             self.out.close()
         return final_report(self.quest)
 
@@ -224,6 +239,7 @@ class Orchestrator:
             self._start_job(key, step.effects)
         if key != PLAN_KEY:
             self._after_transition(key, event)
+        self.forge.progress(self.quest)
 
     def _after_transition(self, task_id: str, event: Event) -> None:
         task = self.quest.tasks[task_id]
@@ -449,17 +465,19 @@ class Orchestrator:
         if isinstance(effect, StartAgent):
             return await self._run_agent(key, effect.run)
         if isinstance(effect, CreateWorktree):
+            await self.forge.prepare_allocation(self.quest, self.quest.tasks[effect.task_id])
             return await asyncio.to_thread(self.ops.create_worktree, effect.task_id)
         if isinstance(effect, RunWard):
             return await asyncio.to_thread(self.ops.run_ward, self._worktree(effect.task_id))
         if isinstance(effect, RunDiagramCheck):
             return await asyncio.to_thread(self.ops.check_diagrams, effect.task_id)
         if isinstance(effect, OpenPullRequest):
-            return self._open_pr(effect.task_id)
+            return await self._open_pr(effect.task_id)
         if isinstance(effect, MergePullRequest):
             task = self.quest.tasks[effect.task_id]
-            message = f"Merge {task.branch}: {task.id} {task.title}"
-            return await asyncio.to_thread(self.ops.merge, effect.task_id, message)
+            if task.state is not Lifecycle.MERGING:
+                return None  # stale (re-issued after a restart, and moved on since)
+            return await self.forge.merge_pull_request(self.quest, task)
         if isinstance(effect, SyncBacklog):
             await asyncio.to_thread(
                 self.ops.write_backlog_status,
@@ -474,13 +492,16 @@ class Orchestrator:
             return None
         if isinstance(effect, DeleteBranch):
             await asyncio.to_thread(self.workspace.delete_branch, effect.task_id)
+            await self.forge.branch_deleted(self.quest, effect.task_id)
             return None
         if isinstance(effect, AskQuestion):
             q = self.quest.questions[effect.question_id]
             self.out.question(q.task_id or PLAN_STEP, q.id, q.question, q.context)
+            await self.forge.ask(self.quest, q)
             return None
         if isinstance(effect, ReportBlocked):
             self.out.warn(f"{effect.task_id}: Blocked: {effect.reason}")
+            await self.forge.report_blocked(self.quest, effect.task_id, effect.reason)
             return None
         return None  # StopAgent: the previous job was cancelled in _start_job
 
@@ -699,28 +720,19 @@ class Orchestrator:
     def _worktree(self, task_id: str) -> Path:
         return Path(self.quest.tasks[task_id].worktree or self.repo)
 
-    # -- local forge
+    # -- pull requests
 
-    def _open_pr(self, task_id: str) -> Event | None:
+    async def _open_pr(self, task_id: str) -> Event | None:
         task = self.quest.tasks[task_id]
         if task.state is not Lifecycle.PR_CREATED:
             # A stale effect: e.g. the one a restart re-issues for a task that an inbox
             # message (reject, abort) moved on before this job ran. Reopening would
             # resurrect a closed pull request.
             return None
-        if task.pr is None or task.pr.state != "open":
-            number = 1 + sum(1 for t in self.quest.tasks.values() if t.pr is not None)
-            pr = PullRequest(
-                branch=task.branch or "", base=self.workspace.default_branch(), number=number
-            )
-            self._update_task(task_id, f"pull request #{number} opened", pr=pr)
-        if self.cfg.approval == "auto":
-            return Event(EventName.PR_APPROVED, at=self.clock(), detail="auto")
-        self.out.line(
-            f"{task_id}: pull request ready; `scaffold approve {task_id}` or "
-            f"`scaffold reject {task_id}`"
-        )
-        return None
+        opened = await self.forge.open_pull_request(self.quest, task)
+        if opened.pr != task.pr:
+            self._update_task(task_id, opened.note, pr=opened.pr)
+        return opened.event
 
     # ------------------------------------------------------------------ restart
 

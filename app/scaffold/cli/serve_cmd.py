@@ -1,0 +1,82 @@
+"""``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from scaffold.errors import ScaffoldError
+
+DEFAULT_STATE_DIR = "~/.local/share/scaffold"
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise click.UsageError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if value < 0:
+        raise click.UsageError(f"{name} must not be negative")
+    return value
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--state-dir",
+    envvar="SCAFFOLD_STATE_DIR",
+    default=DEFAULT_STATE_DIR,
+    show_default=True,
+    help="Clones, quests and the delivery log (env SCAFFOLD_STATE_DIR).",
+)
+@click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning"]))
+def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
+    """Run the GitHub App: POST /webhook, GET /healthz, GET /metrics.
+
+    Credentials come from the environment: SCAFFOLD_APP_ID, SCAFFOLD_PRIVATE_KEY or
+    SCAFFOLD_PRIVATE_KEY_PATH, SCAFFOLD_WEBHOOK_SECRET, and SCAFFOLD_GITHUB_URL for
+    GitHub Enterprise.
+    """
+    from scaffold.github.auth import AppCredentials
+    from scaffold.github.client import GitHubApp
+    from scaffold.github.service import AppOptions, AppService
+    from scaffold.server.app import create_app
+    from scaffold.server.logs import configure_json_logging
+    from scaffold.server.run import serve as run_server
+    from scaffold.server.settings import ServerSettings
+
+    root = Path(state_dir).expanduser()
+    try:
+        settings = ServerSettings.from_env(os.environ, root)
+    except ScaffoldError as exc:
+        click.echo(f"scaffold serve: {exc}", err=True)
+        sys.exit(2)
+    configure_json_logging(log_level.upper())
+    root.mkdir(parents=True, exist_ok=True)
+    github = GitHubApp(
+        AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
+    )
+    options = AppOptions(
+        state_dir=root,
+        status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
+        reconcile_interval_s=_seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0),
+    )
+    service = AppService(github, options)
+    app = create_app(settings, service.handle, gauges=service.gauges)
+
+    async def on_startup(_: object) -> None:
+        await service.start()
+
+    async def on_shutdown(_: object) -> None:
+        await service.stop()
+
+    app.on_startup.append(on_startup)
+    app.on_shutdown.append(on_shutdown)
+    run_server(app, host, port, drain_timeout_s=settings.drain_timeout_s)

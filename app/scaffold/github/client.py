@@ -1,0 +1,279 @@
+"""The REST client: gidgethub over one aiohttp session, with retries and App auth.
+
+``GitHubClient`` is what the rest of the App calls (``get``, ``get_all``, ``post``,
+``patch``, ``put``, ``delete``); paths are URI templates filled from ``url_vars``
+(gidgethub escapes them), never absolute URLs taken from a payload, so
+``SCAFFOLD_GITHUB_URL`` decides where every request goes. Failures that deserve it are
+retried at the transport (see ``retry.py``); what is left raises ``GitHubError`` with
+the status. ``GitHubApp`` owns the session, the App JWT and one client per
+installation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+import gidgethub
+import gidgethub.aiohttp
+
+from scaffold.errors import GitHubError
+from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
+from scaffold.github.retry import RetryPolicy, describe, retry_delay
+
+log = logging.getLogger("scaffold.github")
+
+DEFAULT_API_URL = "https://api.github.com"
+USER_AGENT = "scaffold-app"
+UrlVars = Mapping[str, str | int]
+
+
+class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
+    """gidgethub's aiohttp transport, retrying timeouts, 5xx and rate limits."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        base_url: str,
+        policy: RetryPolicy,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(session, USER_AGENT, base_url=base_url.rstrip("/"))
+        self.policy = policy
+        self._sleep = sleep
+        self._clock = clock
+        self.retries = 0
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        attempt = 0
+        timeout = aiohttp.ClientTimeout(total=self.policy.timeout_s)
+        while True:
+            attempt += 1
+            status: int | None = None
+            response_headers: Mapping[str, str] = {}
+            data = b""
+            try:
+                async with self._session.request(
+                    method, url, headers=headers, data=body, timeout=timeout
+                ) as response:
+                    status, response_headers = response.status, response.headers
+                    data = await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            else:
+                if status < 400:
+                    return status, response_headers, data
+                failure = describe(status, response_headers)
+            delay = retry_delay(self.policy, attempt, status, response_headers, self._clock())
+            if delay is None:
+                if status is None:
+                    raise GitHubError(method, _path_of(url), None, failure)
+                return status, response_headers, data
+            self.retries += 1
+            log.warning(
+                "github call failed; retrying",
+                extra={
+                    "method": method,
+                    "path": _path_of(url),
+                    "reason": failure,
+                    "attempt": attempt,
+                    "wait_s": round(delay, 3),
+                },
+            )
+            await self._sleep(delay)
+
+
+def _path_of(url: str) -> str:
+    """The path of a request URL, for errors and logs (no query: it may name things)."""
+    rest = url.split("://", 1)[-1]
+    path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return path.split("?", 1)[0]
+
+
+TokenSource = Callable[[], Awaitable[str]]
+
+
+class GitHubClient:
+    """REST calls authenticated by a token source (installation token, or a plain token)."""
+
+    def __init__(self, transport: RetryingTransport, token: TokenSource, *, jwt: bool = False):
+        self._api = transport
+        self._token = token
+        self._jwt = jwt
+
+    @property
+    def base_url(self) -> str:
+        return str(self._api.base_url)
+
+    async def token(self) -> str:
+        """The current token, for git over HTTPS (never for an agent's environment)."""
+        return await self._token()
+
+    async def _auth(self) -> tuple[str | None, str | None]:
+        """``(jwt, oauth_token)``: exactly one of them is set."""
+        value = await self._token()
+        return (value, None) if self._jwt else (None, value)
+
+    async def _call(self, method: str, path: str, coro: Awaitable[Any]) -> Any:
+        try:
+            return await coro
+        except gidgethub.HTTPException as exc:
+            status = int(exc.status_code)
+            raise GitHubError(method, path, status, _message(exc)) from None
+        except gidgethub.GitHubException as exc:
+            raise GitHubError(method, path, None, str(exc)) from None
+
+    async def get(self, path: str, url_vars: UrlVars | None = None) -> Any:
+        jwt, oauth = await self._auth()
+        return await self._call(
+            "GET", path, self._api.getitem(path, _vars(url_vars), jwt=jwt, oauth_token=oauth)
+        )
+
+    async def get_all(
+        self, path: str, url_vars: UrlVars | None = None, *, key: str = ""
+    ) -> list[Any]:
+        """Every page of a list endpoint (``key`` names the list in a wrapped answer)."""
+        jwt, oauth = await self._auth()
+
+        async def collect() -> list[Any]:
+            items: list[Any] = []
+            async for item in self._api.getiter(
+                path, _vars(url_vars), iterable_key=key or None, jwt=jwt, oauth_token=oauth
+            ):
+                items.append(item)
+            return items
+
+        result: list[Any] = await self._call("GET", path, collect())
+        return result
+
+    async def post(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
+        jwt, oauth = await self._auth()
+        body = b"" if data is None else data
+        return await self._call(
+            "POST",
+            path,
+            self._api.post(path, _vars(url_vars), data=body, jwt=jwt, oauth_token=oauth),
+        )
+
+    async def patch(self, path: str, url_vars: UrlVars | None = None, *, data: Any) -> Any:
+        jwt, oauth = await self._auth()
+        return await self._call(
+            "PATCH",
+            path,
+            self._api.patch(path, _vars(url_vars), data=data, jwt=jwt, oauth_token=oauth),
+        )
+
+    async def put(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
+        jwt, oauth = await self._auth()
+        body = b"" if data is None else data
+        return await self._call(
+            "PUT", path, self._api.put(path, _vars(url_vars), data=body, jwt=jwt, oauth_token=oauth)
+        )
+
+    async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
+        jwt, oauth = await self._auth()
+        await self._call(
+            "DELETE", path, self._api.delete(path, _vars(url_vars), jwt=jwt, oauth_token=oauth)
+        )
+
+
+def _vars(url_vars: UrlVars | None) -> dict[str, str]:
+    return {k: str(v) for k, v in (url_vars or {}).items()}
+
+
+def _message(exc: gidgethub.HTTPException) -> str:
+    text = str(exc) or exc.status_code.phrase
+    errors = getattr(exc, "errors", None)
+    return f"{text} {errors}" if errors else text
+
+
+class GitHubApp:
+    """The App: one aiohttp session, its JWT, and one client per installation."""
+
+    def __init__(
+        self,
+        credentials: AppCredentials,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        refresh_margin_s: float = 300.0,
+    ) -> None:
+        self.credentials = credentials
+        self.base_url = base_url.rstrip("/")
+        self.policy = policy or RetryPolicy()
+        self._clock = clock
+        self._sleep = sleep
+        self._session: aiohttp.ClientSession | None = None
+        self._transport: RetryingTransport | None = None
+        self._clients: dict[int, GitHubClient] = {}
+        self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
+        self.tokens_minted = 0
+
+    def transport(self) -> RetryingTransport:
+        if self._transport is None:
+            self._session = aiohttp.ClientSession()
+            self._transport = RetryingTransport(
+                self._session,
+                base_url=self.base_url,
+                policy=self.policy,
+                sleep=self._sleep,
+                clock=self._clock,
+            )
+        return self._transport
+
+    def app_client(self) -> GitHubClient:
+        """Calls as the App itself (``/app``...), authenticated by a fresh JWT."""
+
+        async def jwt_token() -> str:
+            return self.credentials.jwt(self._clock())
+
+        return GitHubClient(self.transport(), jwt_token, jwt=True)
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        client = self._clients.get(installation_id)
+        if client is None:
+
+            async def token() -> str:
+                return await self.tokens.token(installation_id)
+
+            client = GitHubClient(self.transport(), token)
+            self._clients[installation_id] = client
+        return client
+
+    async def _mint(self, installation_id: int) -> InstallationToken:
+        data = await self.app_client().post(
+            "/app/installations/{installation_id}/access_tokens",
+            {"installation_id": installation_id},
+        )
+        self.tokens_minted += 1
+        return parse_token_response(data)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+            self._transport = None
+            self._clients.clear()
+
+
+def token_client(
+    token: str, *, base_url: str = DEFAULT_API_URL
+) -> tuple[GitHubClient, aiohttp.ClientSession]:
+    """A client for a plain token (a GitHub Actions ``GITHUB_TOKEN``); close the session."""
+    session = aiohttp.ClientSession()
+    transport = RetryingTransport(session, base_url=base_url, policy=RetryPolicy())
+
+    async def source() -> str:
+        return token
+
+    return GitHubClient(transport, source), session

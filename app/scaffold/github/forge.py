@@ -1,0 +1,384 @@
+"""The GitHub App's forge: pull requests, reviews, checks, merges and comments on GitHub.
+
+What the orchestrator decides, done on GitHub (see ``runtime/forge.py`` for the seam):
+
+- open: the task's Backlog.md file is marked Done on the task branch (so merging the
+  PR is what completes the task, even on a protected default branch), the branch is
+  pushed with the installation token, the PR is opened (or found again), Lawbringer's
+  review is posted as a PR review and DiagramCheck's verdict as the check run
+  ``scaffold/diagram-check``;
+- merge: only when GitHub says the PR can be merged: merged already (idempotent),
+  conflicts (back to an agent), behind the base (update the branch, then wait),
+  required checks not green yet (wait), else merge with ``merge.method`` and the head
+  sha guard;
+- questions, blocked tasks and the one status comment go to the quest's issue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scaffold import backlog as bl
+from scaffold.config import ScaffoldConfig
+from scaffold.core.events import Event
+from scaffold.core.states import EventName
+from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github.checkout import Checkout
+from scaffold.github.client import GitHubClient
+from scaffold.github.comments import render_pr_body, render_question, render_status
+from scaffold.github.links import LinkStore
+from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
+from scaffold.runtime.forge import Opened
+from scaffold.runtime.repo_ops import RepoOps
+
+log = logging.getLogger("scaffold.github")
+
+DIAGRAM_CHECK_NAME = "scaffold/diagram-check"
+REVIEW_MARKER = "<!-- scaffold:review {sha} -->"
+
+
+class GitHubForge:
+    def __init__(
+        self,
+        client: GitHubClient,
+        checkout: Checkout,
+        ops: RepoOps,
+        links: LinkStore,
+        config: ScaffoldConfig,
+        *,
+        clock: Callable[[], datetime],
+        status_interval_s: float = 10.0,
+    ) -> None:
+        self.gh = client
+        self.checkout = checkout
+        self.workspace = ops.workspace
+        self.links = links
+        self.cfg = config
+        self.lock = ops.default_branch_lock
+        self.clock = clock
+        self.status_interval_s = status_interval_s
+        owner, _, name = checkout.full_name.partition("/")
+        self.repo_vars = {"owner": owner, "repo": name}
+        self._status_task: asyncio.Task[None] | None = None
+        self._status_dirty = False
+        self._last_status_at = 0.0
+        self._status_lock = asyncio.Lock()
+        self._latest: Quest | None = None
+
+    # ------------------------------------------------------------- helpers
+
+    def _vars(self, **more: str | int) -> dict[str, str | int]:
+        return {**self.repo_vars, **more}
+
+    async def _update_checkout(self) -> None:
+        token = await self.gh.token()
+
+        def work() -> None:
+            with self.lock:
+                self.checkout.update(token)
+
+        await asyncio.to_thread(work)
+
+    async def comment(self, issue_number: int, body: str) -> int:
+        data = await self.gh.post(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            self._vars(number=issue_number),
+            data={"body": body},
+        )
+        return int(data["id"])
+
+    # ------------------------------------------------------------- Forge
+
+    async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
+        await self._update_checkout()
+
+    def _mark_done_on_branch(self, task: TaskRecord) -> None:
+        worktree = Path(task.worktree or "")
+        bt = bl.load_backlog(worktree).get(task.id) if worktree.is_dir() else None
+        if bt is None:
+            return
+        if bt.status != "Done":
+            bl.set_status(bt.path, "Done")
+            if task.last_summary:
+                bl.set_final_summary(bt.path, task.last_summary)
+        self.workspace.commit_all(task.id, f"{task.id}: Backlog.md Done (merged with this PR)")
+
+    async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
+        branch = task.branch or ""
+        token = await self.gh.token()
+
+        def push() -> str:
+            self._mark_done_on_branch(task)
+            return self.checkout.push_branch(branch, token)
+
+        head_sha = await asyncio.to_thread(push)
+        pr = await self._find_or_create_pr(quest, task, branch)
+        number = int(pr["number"])
+        await self._post_review(number, head_sha, task)
+        await self.report_diagram_check(head_sha, task)
+        record = PullRequest(
+            branch=branch,
+            base=self.checkout.default_branch,
+            number=number,
+            url=str(pr.get("html_url") or ""),
+            head_sha=head_sha,
+        )
+        note = None if task.pr and task.pr.number == number else f"pull request #{number} opened"
+        self.progress(quest)
+        return Opened(record, note)
+
+    async def _find_or_create_pr(self, quest: Quest, task: TaskRecord, branch: str) -> Any:
+        owner = self.repo_vars["owner"]
+        existing = await self.gh.get(
+            "/repos/{owner}/{repo}/pulls{?head,state}",
+            self._vars(head=f"{owner}:{branch}", state="open"),
+        )
+        if existing:
+            return existing[0]
+        description = ""
+        with contextlib.suppress(ScaffoldError, OSError):
+            bt = bl.load_backlog(Path(task.worktree or "")).get(task.id)
+            description = (bt.description or "") if bt else ""
+        link = self.links.get(quest.id)
+        body = render_pr_body(
+            quest,
+            task,
+            issue_number=link.issue_number if link else None,
+            description=description,
+            diagram_paths=(
+                self.cfg.diagrams.architecture,
+                self.cfg.diagrams.data_model,
+                self.cfg.diagrams.states,
+            ),
+        )
+        return await self.gh.post(
+            "/repos/{owner}/{repo}/pulls",
+            self.repo_vars,
+            data={
+                "title": f"{task.id}: {task.title}"[:250],
+                "head": branch,
+                "base": self.checkout.default_branch,
+                "body": body,
+            },
+        )
+
+    async def _post_review(self, number: int, head_sha: str, task: TaskRecord) -> None:
+        marker = REVIEW_MARKER.format(sha=head_sha)
+        reviews = await self.gh.get_all(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews", self._vars(number=number)
+        )
+        if any(marker in (r.get("body") or "") for r in reviews):
+            return
+        verdict = _lawbringer_summary(task) or "Reviewed by Lawbringer; no findings recorded."
+        await self.gh.post(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            self._vars(number=number),
+            data={
+                "commit_id": head_sha,
+                "event": "COMMENT",
+                "body": f"{marker}\n**Lawbringer review** of {task.id}\n\n{verdict}",
+            },
+        )
+
+    async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
+        """DiagramCheck passed in the orchestrator before the PR: say so as a check run."""
+        summary = "Every diagram this change requires is in sync."
+        await self.gh.post(
+            "/repos/{owner}/{repo}/check-runs",
+            self.repo_vars,
+            data={
+                "name": DIAGRAM_CHECK_NAME,
+                "head_sha": head_sha,
+                "status": "completed",
+                "conclusion": "success",
+                "output": {"title": "Diagrams in sync", "summary": summary},
+            },
+        )
+
+    async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
+        number = task.pr.number if task.pr is not None else None
+        if number is None:
+            # Approved while the PR was still being opened: find it by its branch.
+            owner = self.repo_vars["owner"]
+            found = await self.gh.get(
+                "/repos/{owner}/{repo}/pulls{?head,state}",
+                self._vars(head=f"{owner}:{task.branch or ''}", state="open"),
+            )
+            if not found:
+                return None
+            number = int(found[0]["number"])
+        pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
+        if pr.get("merged"):
+            await self._update_checkout()
+            return Event(
+                EventName.MERGE_COMPLETE, at=self.clock(), detail=pr.get("merge_commit_sha") or ""
+            )
+        if pr.get("state") != "open":
+            log.warning("pull request closed before merging", extra={"pr": number})
+            return None
+        state = pr.get("mergeable_state")
+        head_sha = pr["head"]["sha"]
+        if pr.get("mergeable") is False or state == "dirty":
+            await self._update_checkout()
+            return Event(
+                EventName.MERGE_CONFLICT,
+                at=self.clock(),
+                detail=f"the pull request conflicts with {self.checkout.default_branch}",
+            )
+        if state == "behind":
+            with contextlib.suppress(GitHubError):
+                await self.gh.put(
+                    "/repos/{owner}/{repo}/pulls/{number}/update-branch",
+                    self._vars(number=number),
+                    data={"expected_head_sha": head_sha},
+                )
+            return None  # the update arrives as pull_request.synchronize; merge then
+        if not await self._required_checks_green(head_sha):
+            return None
+        try:
+            merged = await self.gh.put(
+                "/repos/{owner}/{repo}/pulls/{number}/merge",
+                self._vars(number=number),
+                data={"merge_method": self.cfg.merge.method, "sha": head_sha},
+            )
+        except GitHubError as exc:
+            if exc.status in (405, 409, 422):
+                log.info(
+                    "pull request not mergeable yet", extra={"pr": number, "status": exc.status}
+                )
+                return None
+            raise
+        await self._update_checkout()
+        return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=str(merged.get("sha") or ""))
+
+    async def _required_checks_green(self, head_sha: str) -> bool:
+        try:
+            protection = await self.gh.get(
+                "/repos/{owner}/{repo}/branches/{branch}/protection",
+                self._vars(branch=self.checkout.default_branch),
+            )
+        except GitHubError as exc:
+            if exc.status in (403, 404):
+                return True
+            raise
+        checks = (protection.get("required_status_checks") or {}).get("contexts") or []
+        if not checks:
+            return True
+        runs = await self.gh.get(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs", self._vars(ref=head_sha)
+        )
+        latest: dict[str, Any] = {}
+        for run in runs.get("check_runs", []):
+            name = run.get("name")
+            if name not in latest or int(run["id"]) > int(latest[name]["id"]):
+                latest[name] = run
+        return all(
+            name in latest and latest[name].get("conclusion") in ("success", "neutral", "skipped")
+            for name in checks
+        )
+
+    async def branch_deleted(self, quest: Quest, task_id: str) -> None:
+        task = quest.tasks.get(task_id)
+        if task is None or not task.branch:
+            return
+        try:
+            await self.gh.delete(
+                "/repos/{owner}/{repo}/git/refs/{ref}", self._vars(ref=f"heads/{task.branch}")
+            )
+        except GitHubError as exc:
+            if exc.status not in (404, 422):
+                raise
+
+    async def ask(self, quest: Quest, question: Question) -> None:
+        link = self.links.get(quest.id)
+        if link is None or question.id in link.question_comments:
+            return
+        several = len(quest.pending_questions()) > 1
+        comment_id = await self.comment(
+            link.issue_number, render_question(question, several_open=several)
+        )
+        self.links.update(
+            quest.id, question_comments={**link.question_comments, question.id: comment_id}
+        )
+
+    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
+        link = self.links.get(quest.id)
+        if link is None:
+            return
+        await self.comment(
+            link.issue_number,
+            f"⛔ **{task_id} is blocked** and needs a person: {reason}\n\n"
+            f"When it is sorted out, `/scaffold retry {task_id}` starts it again.",
+        )
+
+    def progress(self, quest: Quest) -> None:
+        self._latest = quest
+        self._status_dirty = True
+        if self._status_task is None or self._status_task.done():
+            with contextlib.suppress(RuntimeError):
+                self._status_task = asyncio.get_running_loop().create_task(self._status_soon(quest))
+
+    async def _status_soon(self, quest: Quest) -> None:
+        wait = self._last_status_at + self.status_interval_s - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        await self._publish_status(self._latest)
+
+    async def _publish_status(self, quest: Quest | None) -> None:
+        if quest is None:
+            return
+        async with self._status_lock:
+            if not self._status_dirty:
+                return
+            self._status_dirty = False
+            self._last_status_at = time.monotonic()
+            try:
+                await self.publish_status(quest)
+            except (GitHubError, ScaffoldError) as exc:
+                log.warning(
+                    "status comment not updated", extra={"quest": quest.id, "error": str(exc)}
+                )
+
+    async def publish_status(self, quest: Quest) -> None:
+        link = self.links.get(quest.id)
+        if link is None:
+            return
+        body = render_status(
+            quest,
+            now=self.clock(),
+            max_cost_usd=self.cfg.safety.max_cost_usd,
+            max_hours=self.cfg.safety.max_hours,
+            slots=self.cfg.slots,
+        )
+        if link.status_comment_id is None:
+            comment_id = await self.comment(link.issue_number, body)
+            self.links.update(quest.id, status_comment_id=comment_id)
+            return
+        await self.gh.patch(
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            self._vars(comment_id=link.status_comment_id),
+            data={"body": body},
+        )
+
+    async def flush(self, quest: Quest) -> None:
+        if self._status_task is not None and not self._status_task.done():
+            self._status_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_task
+        self._status_dirty = True
+        await self._publish_status(quest)
+
+
+def _lawbringer_summary(task: TaskRecord) -> str | None:
+    for entry in reversed(task.signals):
+        summary = entry.signal.get("summary")
+        if entry.role.value == "lawbringer" and isinstance(summary, str) and summary:
+            return summary
+    return task.last_summary

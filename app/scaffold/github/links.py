@@ -1,0 +1,82 @@
+"""What ties a quest to GitHub: its repository, issue, installation and comments.
+
+Owned by the App (the quest file belongs to the orchestrator's single writer), one small
+JSON file per quest next to the quest store, replaced atomically on every change.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scaffold.errors import StoreError
+from scaffold.ids import validate_quest_id
+
+
+class QuestLink(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    quest_id: str
+    repo: str
+    issue_number: int
+    installation_id: int
+    requested_by: str
+    status_comment_id: int | None = None
+    # question id -> the comment that asked it
+    question_comments: dict[str, int] = {}
+    active: bool = True
+
+
+class LinkStore:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+
+    def _path(self, quest_id: str) -> Path:
+        return self.folder / f"{validate_quest_id(quest_id)}.json"
+
+    def get(self, quest_id: str) -> QuestLink | None:
+        path = self._path(quest_id)
+        try:
+            return QuestLink.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (ValidationError, ValueError) as exc:
+            raise StoreError(path, f"unreadable quest link: {exc}") from None
+
+    def put(self, link: QuestLink) -> QuestLink:
+        with self._lock:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self._path(link.quest_id)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(link.model_dump_json(indent=2), encoding="utf-8")
+            os.replace(tmp, path)
+        return link
+
+    def update(self, quest_id: str, **changes: Any) -> QuestLink:
+        with self._lock:
+            current = self.get(quest_id)
+        if current is None:
+            raise StoreError(self._path(quest_id), "no such quest link")
+        return self.put(current.model_copy(update=changes))
+
+    def all(self) -> list[QuestLink]:
+        if not self.folder.is_dir():
+            return []
+        links = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                links.append(QuestLink.model_validate_json(path.read_bytes()))
+            except (ValidationError, ValueError):
+                continue
+        return links
+
+    def for_issue(self, repo: str, issue_number: int) -> QuestLink | None:
+        for link in self.all():
+            if link.repo == repo and link.issue_number == issue_number and link.active:
+                return link
+        return None

@@ -1,0 +1,169 @@
+"""Running quests for the App: one orchestrator run at a time per repository clone.
+
+A run goes until the quest waits for a person (a question, an approval) or is done,
+exactly like ``scaffold run``; a delivery that changes something (an answer, an
+approval, a merge) pokes the quest, and a poke either reaches the run in progress
+(through the inbox, which the orchestrator reads every turn) or starts a new run. Runs
+of one repository are serialised because they share the clone's default branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from scaffold.errors import ScaffoldError
+from scaffold.github.checkout import Checkout
+from scaffold.github.client import GitHubClient
+from scaffold.github.forge import GitHubForge
+from scaffold.github.links import LinkStore
+from scaffold.quest.model import QuestPhase, utcnow
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.repo_ops import RepoOps
+from scaffold.runtime.session import quest_store
+from scaffold.runtime.view import Reporter
+
+log = logging.getLogger("scaffold.app")
+
+
+class _LogStream(io.TextIOBase):
+    """The orchestrator's report lines, as log records of the quest."""
+
+    def __init__(self, quest_id: str) -> None:
+        self.quest_id = quest_id
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                log.info(line.strip(), extra={"quest": self.quest_id})
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+@dataclass
+class RepoContext:
+    """One installed repository the App works on."""
+
+    full_name: str
+    installation_id: int
+    checkout: Checkout
+    client: GitHubClient
+    run_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def links(self) -> LinkStore:
+        return LinkStore(self.checkout.path / ".scaffold" / "github")
+
+
+class QuestRunner:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        status_interval_s: float = 10.0,
+        python: str | None = None,
+    ) -> None:
+        self.clock = clock
+        self.status_interval_s = status_interval_s
+        self.python = python
+        self._pending: set[tuple[str, str]] = set()
+        self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self.running: dict[tuple[str, str], Orchestrator] = {}
+        self.runs_finished = 0
+
+    def poke(self, ctx: RepoContext, quest_id: str) -> None:
+        key = (ctx.full_name, quest_id)
+        self._pending.add(key)
+        task = self._tasks.get(key)
+        if task is None or task.done():
+            self._tasks[key] = asyncio.get_running_loop().create_task(self._drive(ctx, quest_id))
+
+    async def _drive(self, ctx: RepoContext, quest_id: str) -> None:
+        key = (ctx.full_name, quest_id)
+        while key in self._pending:
+            self._pending.discard(key)
+            try:
+                await self._run_once(ctx, quest_id)
+            except ScaffoldError as exc:
+                log.error("quest run failed", extra={"quest": quest_id, "error": str(exc)})
+            except Exception:
+                log.exception("quest run crashed", extra={"quest": quest_id})
+            self.runs_finished += 1
+
+    async def _run_once(self, ctx: RepoContext, quest_id: str) -> None:
+        async with ctx.run_lock:
+            token = await ctx.client.token()
+
+            def refresh() -> None:
+                with ctx.default_branch_lock:
+                    ctx.checkout.ensure(token)
+
+            await asyncio.to_thread(refresh)
+            config = ctx.checkout.config()
+            store = quest_store(ctx.checkout.path)
+            writer = store.open_writer(quest_id)
+            try:
+                forges: list[GitHubForge] = []
+
+                def make_forge(ops: RepoOps) -> GitHubForge:
+                    forge = GitHubForge(
+                        ctx.client,
+                        ctx.checkout,
+                        ops,
+                        ctx.links,
+                        config,
+                        clock=self.clock,
+                        status_interval_s=self.status_interval_s,
+                    )
+                    forges.append(forge)
+                    return forge
+
+                orch = Orchestrator(
+                    ctx.checkout.path,
+                    config,
+                    writer,
+                    Reporter(_LogStream(quest_id), color=False),  # type: ignore[arg-type]
+                    python=self.python,
+                    clock=self.clock,
+                    forge=make_forge,
+                    default_branch_lock=ctx.default_branch_lock,
+                )
+                forge = forges[0]
+                self.running[(ctx.full_name, quest_id)] = orch
+                try:
+                    report = await orch.run()
+                finally:
+                    self.running.pop((ctx.full_name, quest_id), None)
+                quest = writer.quest
+                if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
+                    writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
+                    await forge.flush(writer.quest)
+                log.info(
+                    "quest run ended",
+                    extra={"quest": quest_id, "exit": report.exit_code, "reason": report.reason},
+                )
+            finally:
+                writer.close()
+
+    async def stop(self) -> None:
+        """Stop every run (their agents are killed; the quests resume on the next start)."""
+        for task in self._tasks.values():
+            task.cancel()
+        for task in list(self._tasks.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def wait_idle(self) -> None:
+        while any(not t.done() for t in self._tasks.values()):
+            await asyncio.gather(
+                *[t for t in self._tasks.values() if not t.done()], return_exceptions=True
+            )

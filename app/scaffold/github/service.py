@@ -1,0 +1,638 @@
+"""The App's flows: what each delivery means for a quest.
+
+Routers by feature, each a method taking a ``Delivery``:
+
+- ``issues.labeled`` with the trigger label, by a person with write access: 👀, a new
+  quest, its status comment, and a run. ``issues.unlabeled`` (the trigger label) aborts.
+- ``issue_comment.created``: ``/scaffold status|abort|retry <task>`` commands and answers
+  to open questions, from people with write access only. Bots (scaffold itself among
+  them) and read-only users never reach an agent.
+- ``pull_request_review.submitted`` approved by a writer who is not a bot: approval.
+- ``pull_request.closed``: merged -> the merge is finished (cleanup); unmerged -> rejected.
+- ``pull_request.synchronize``, ``check_run``/``check_suite`` completed: a quest waiting
+  to merge looks again.
+
+Nothing here trusts a payload's claims about permissions: write access is asked of
+GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
+quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
+pull requests and issues on a timer, so a lost delivery never strands a quest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scaffold.core.states import IN_FLIGHT, Lifecycle
+from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github.checkout import Checkout, check_repo_name
+from scaffold.github.client import GitHubApp, GitHubClient
+from scaffold.github.comments import (
+    NOTICE_MARKER,
+    match_answer,
+    parse_command,
+    render_ambiguous,
+)
+from scaffold.github.links import QuestLink
+from scaffold.github.runner import QuestRunner, RepoContext
+from scaffold.github.sanitize import clean
+from scaffold.ids import BRANCH_PREFIX
+from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource, utcnow
+from scaffold.roles import Role
+from scaffold.runtime import inbox
+from scaffold.runtime.session import quest_store
+from scaffold.server.delivery import Delivery
+from scaffold.server.metrics import AppGauges
+
+log = logging.getLogger("scaffold.app")
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+PERMISSION_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    state_dir: Path
+    status_interval_s: float = 10.0
+    reconcile_interval_s: float = 300.0
+    python: str | None = None
+
+
+class AppService:
+    def __init__(
+        self,
+        github: GitHubApp,
+        options: AppOptions,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.github = github
+        self.options = options
+        self.clock = clock
+        self.runner = QuestRunner(
+            clock=clock, status_interval_s=options.status_interval_s, python=options.python
+        )
+        self.repos: dict[str, RepoContext] = {}
+        self._permissions: dict[tuple[str, str], tuple[float, bool]] = {}
+        self._bot_login: str | None = None
+        self._reconciler: asyncio.Task[None] | None = None
+        self.handled: dict[str, int] = {}
+        self._delivery_locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Resume the open quests of every installation, then reconcile on a timer."""
+        try:
+            await self.adopt_installations()
+        except (GitHubError, ScaffoldError) as exc:
+            log.warning("could not list installations at start", extra={"error": str(exc)})
+        self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_forever())
+
+    async def stop(self) -> None:
+        if self._reconciler is not None:
+            self._reconciler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconciler
+        await self.runner.stop()
+        await self.github.close()
+
+    def gauges(self) -> AppGauges:
+        states: dict[str, int] = {}
+        busy = 0
+        cost = 0.0
+        for ctx in self.repos.values():
+            store = quest_store(ctx.checkout.path)
+            for link in ctx.links.all():
+                with contextlib.suppress(ScaffoldError, OSError):
+                    quest = store.read(link.quest_id)
+                    states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
+                    cost += quest.cost_usd
+                    busy += sum(1 for t in quest.tasks.values() if t.agent_running)
+        return AppGauges(quests_by_state=states, busy_slots=busy, cost_usd_total=cost)
+
+    # ------------------------------------------------------------------ routing
+
+    async def handle(self, delivery: Delivery) -> None:
+        routes: dict[str, Callable[[Delivery], Awaitable[None]]] = {
+            "issues.labeled": self.on_labeled,
+            "issues.unlabeled": self.on_unlabeled,
+            "issue_comment.created": self.on_comment,
+            "pull_request_review.submitted": self.on_review,
+            "pull_request.closed": self.on_pr_closed,
+            "pull_request.synchronize": self.on_pr_changed,
+            "check_run.completed": self.on_check_done,
+            "check_suite.completed": self.on_check_done,
+        }
+        route = routes.get(f"{delivery.event}.{delivery.action}")
+        outcome = "ignored"
+        if route is not None:
+            # One repository's deliveries are handled one at a time, in arrival order.
+            name = str((delivery.payload.get("repository") or {}).get("full_name", ""))
+            async with self._delivery_locks.setdefault(name, asyncio.Lock()):
+                await route(delivery)
+            outcome = "handled"
+        key = f"{delivery.event}.{delivery.action}:{outcome}"
+        self.handled[key] = self.handled.get(key, 0) + 1
+        log.info(
+            "delivery processed",
+            extra={
+                "delivery": delivery.id,
+                "event": delivery.event,
+                "action": delivery.action,
+                "outcome": outcome,
+            },
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    async def bot_login(self) -> str:
+        if self._bot_login is None:
+            app = await self.github.app_client().get("/app")
+            self._bot_login = f"{app['slug']}[bot]"
+        return self._bot_login
+
+    async def _context(self, payload: dict[str, Any], installation_id: int | None) -> RepoContext:
+        repo = payload.get("repository") or {}
+        full_name = check_repo_name(str(repo.get("full_name", "")))
+        if installation_id is None:
+            raise ScaffoldError(f"{full_name}: delivery without an installation")
+        ctx = self.repos.get(full_name)
+        if ctx is None or ctx.installation_id != installation_id:
+            client = self.github.installation(installation_id)
+            owner, _, name = full_name.partition("/")
+            info = await client.get("/repos/{owner}/{repo}", {"owner": owner, "repo": name})
+            checkout = Checkout(
+                self.options.state_dir,
+                full_name,
+                str(info["clone_url"]),
+                str(info.get("default_branch") or "main"),
+            )
+            ctx = RepoContext(full_name, installation_id, checkout, client)
+            self.repos[full_name] = ctx
+        return ctx
+
+    async def _ensure_clone(self, ctx: RepoContext) -> None:
+        token = await ctx.client.token()
+
+        def work() -> None:
+            with ctx.default_branch_lock:
+                ctx.checkout.ensure(token)
+
+        await asyncio.to_thread(work)
+
+    async def is_writer(self, ctx: RepoContext, sender: dict[str, Any]) -> bool:
+        """A person (not a bot) with write access to the repository, asked of GitHub."""
+        login = str(sender.get("login", ""))
+        if not login or sender.get("type") == "Bot" or login.endswith("[bot]"):
+            return False
+        key = (ctx.full_name, login)
+        cached = self._permissions.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < PERMISSION_TTL_S:
+            return cached[1]
+        owner, _, name = ctx.full_name.partition("/")
+        try:
+            data = await ctx.client.get(
+                "/repos/{owner}/{repo}/collaborators/{username}/permission",
+                {"owner": owner, "repo": name, "username": login},
+            )
+        except GitHubError as exc:
+            if exc.status == 404:
+                self._permissions[key] = (now, False)
+                return False
+            raise
+        allowed = data.get("permission") in WRITE_PERMISSIONS or data.get("role_name") in (
+            WRITE_PERMISSIONS
+        )
+        self._permissions[key] = (now, allowed)
+        return allowed
+
+    async def _react(self, ctx: RepoContext, path: str, content: str, **ids: int) -> None:
+        owner, _, name = ctx.full_name.partition("/")
+        with contextlib.suppress(GitHubError):
+            await ctx.client.post(
+                path, {"owner": owner, "repo": name, **ids}, data={"content": content}
+            )
+
+    async def _comment(self, ctx: RepoContext, number: int, body: str) -> None:
+        owner, _, name = ctx.full_name.partition("/")
+        await ctx.client.post(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            {"owner": owner, "repo": name, "number": number},
+            data={"body": body},
+        )
+
+    def _post(self, ctx: RepoContext, link: QuestLink, message: inbox.InboxMessage) -> None:
+        inbox.post(ctx.checkout.path / ".scaffold", message)
+        self.runner.poke(ctx, link.quest_id)
+
+    def _quest(self, ctx: RepoContext, quest_id: str) -> Quest:
+        return quest_store(ctx.checkout.path).read(quest_id)
+
+    def _task_of_pr(
+        self, ctx: RepoContext, number: int, branch: str
+    ) -> tuple[QuestLink, str] | None:
+        if not branch.startswith(BRANCH_PREFIX):
+            return None
+        for link in ctx.links.all():
+            with contextlib.suppress(ScaffoldError, OSError):
+                quest = self._quest(ctx, link.quest_id)
+                for task in quest.tasks.values():
+                    if task.pr is not None and task.pr.number == number:
+                        return link, task.id
+                # The PR may be younger than the quest file's record of it.
+                for task in quest.tasks.values():
+                    if task.branch == branch and task.state in IN_FLIGHT:
+                        return link, task.id
+        return None
+
+    # ------------------------------------------------------------------ issues
+
+    async def on_labeled(self, d: Delivery) -> None:
+        p = d.payload
+        ctx = await self._context(p, d.installation_id)
+        await self._ensure_clone(ctx)
+        config = ctx.checkout.config()
+        label = str((p.get("label") or {}).get("name", ""))
+        if label != config.trigger_label:
+            return
+        issue = p["issue"]
+        number = int(issue["number"])
+        sender = p.get("sender") or {}
+        if not await self.is_writer(ctx, sender):
+            log.warning(
+                "label ignored: the sender lacks write access or is a bot",
+                extra={"delivery": d.id, "sender": sender.get("login"), "issue": number},
+            )
+            return
+        existing = ctx.links.for_issue(ctx.full_name, number)
+        if existing is not None:
+            quest = self._quest(ctx, existing.quest_id)
+            if quest.phase not in (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED):
+                self.runner.poke(ctx, existing.quest_id)
+                return
+            ctx.links.update(existing.quest_id, active=False)
+        await self._react(
+            ctx, "/repos/{owner}/{repo}/issues/{number}/reactions", "eyes", number=number
+        )
+        quest_id = self._new_quest(ctx, issue, str(sender.get("login")))
+        ctx.links.put(
+            QuestLink(
+                quest_id=quest_id,
+                repo=ctx.full_name,
+                issue_number=number,
+                installation_id=ctx.installation_id,
+                requested_by=str(sender.get("login")),
+            )
+        )
+        log.info("quest started", extra={"quest": quest_id, "issue": number, "repo": ctx.full_name})
+        self.runner.poke(ctx, quest_id)
+
+    def _new_quest(self, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
+        from scaffold import backlog as bl
+
+        store = quest_store(ctx.checkout.path)
+        number = int(issue["number"])
+        quest_id = f"issue-{number}"
+        n = 1
+        while store.exists(quest_id):
+            n += 1
+            quest_id = f"issue-{number}-{n}"
+        title = clean(str(issue.get("title") or ""), 500)
+        body = clean(str(issue.get("body") or ""))
+        request = f"{title}\n\n{body}".strip()
+        known: tuple[str, ...] = ()
+        with contextlib.suppress(ScaffoldError, OSError):
+            known = tuple(t.id for t in bl.load_backlog(ctx.checkout.path).tasks)
+        quest = Quest(
+            id=quest_id,
+            request=request,
+            source=QuestSource(kind="github", repo=ctx.full_name, issue_number=number),
+            phase=QuestPhase.REQUIREMENTS,
+            planning=PlanningState(
+                role=Role.CHAOSWHISPERER,
+                pending_run=AgentRun(role=Role.CHAOSWHISPERER, kind="fresh"),
+                known_before=known,
+            ),
+        )
+        store.create(quest).close()
+        return quest_id
+
+    async def on_unlabeled(self, d: Delivery) -> None:
+        p = d.payload
+        ctx = await self._context(p, d.installation_id)
+        link = ctx.links.for_issue(ctx.full_name, int(p["issue"]["number"]))
+        if link is None:
+            return
+        config = ctx.checkout.config()
+        if str((p.get("label") or {}).get("name", "")) != config.trigger_label:
+            return
+        if not await self.is_writer(ctx, p.get("sender") or {}):
+            return
+        by = str(p["sender"]["login"])
+        self._post(
+            ctx, link, inbox.make("abort", link.quest_id, text=f"label removed by {by}", by=by)
+        )
+
+    # ------------------------------------------------------------------ comments
+
+    async def on_comment(self, d: Delivery) -> None:
+        p = d.payload
+        sender = p.get("sender") or {}
+        comment = p.get("comment") or {}
+        if sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]"):
+            return  # scaffold's own comments, and other bots
+        body = str(comment.get("body") or "")
+        ctx = await self._context(p, d.installation_id)
+        number = int(p["issue"]["number"])
+        link = ctx.links.for_issue(ctx.full_name, number)
+        command = parse_command(body)
+        if link is None or (command is None and NOTICE_MARKER in body):
+            return
+        if not await self.is_writer(ctx, sender):
+            log.info(
+                "comment ignored: the sender lacks write access",
+                extra={"delivery": d.id, "sender": sender.get("login")},
+            )
+            return
+        by = str(sender["login"])
+        comment_id = int(comment["id"])
+        if command is not None:
+            await self._command(ctx, link, command, by, number, comment_id)
+            return
+        quest = self._quest(ctx, link.quest_id)
+        pending = quest.pending_questions()
+        match = match_answer(body, [q.id for q in pending])
+        if match is None:
+            return
+        if match.question_id is None:
+            text = (
+                render_ambiguous(pending)
+                if match.problem == "ambiguous"
+                else (f"{NOTICE_MARKER}\nI could not take that as an answer: {match.problem}.")
+            )
+            await self._comment(ctx, number, text)
+            return
+        await self._react(
+            ctx,
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+            "+1",
+            comment_id=comment_id,
+        )
+        self._post(
+            ctx,
+            link,
+            inbox.make(
+                "answer",
+                link.quest_id,
+                question_id=match.question_id,
+                text=clean(match.text),
+                by=by,
+            ),
+        )
+
+    async def _command(
+        self, ctx: RepoContext, link: QuestLink, command: Any, by: str, number: int, comment_id: int
+    ) -> None:
+        await self._react(
+            ctx,
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+            "eyes",
+            comment_id=comment_id,
+        )
+        if command.problem:
+            await self._comment(
+                ctx,
+                number,
+                f"{NOTICE_MARKER}\n{command.problem}. Commands: "
+                "`/scaffold status`, `/scaffold abort`, `/scaffold retry <task>`.",
+            )
+            return
+        if command.verb == "abort":
+            self._post(
+                ctx, link, inbox.make("abort", link.quest_id, text=f"aborted by {by}", by=by)
+            )
+        elif command.verb == "retry":
+            quest = self._quest(ctx, link.quest_id)
+            if command.task_id not in quest.tasks:
+                await self._comment(
+                    ctx, number, f"{NOTICE_MARKER}\nThis quest has no task `{command.task_id}`."
+                )
+                return
+            self._post(
+                ctx, link, inbox.make("retry", link.quest_id, task_id=command.task_id, by=by)
+            )
+        else:  # status: rewrite the status comment now
+            self.runner.poke(ctx, link.quest_id)
+
+    # ------------------------------------------------------------------ pull requests
+
+    def _pr_task(self, ctx: RepoContext, pr: dict[str, Any]) -> tuple[QuestLink, str] | None:
+        return self._task_of_pr(ctx, int(pr["number"]), str(pr["head"]["ref"]))
+
+    async def on_review(self, d: Delivery) -> None:
+        p = d.payload
+        review = p.get("review") or {}
+        if str(review.get("state", "")).lower() != "approved":
+            return
+        ctx = await self._context(p, d.installation_id)
+        found = self._pr_task(ctx, p["pull_request"])
+        if found is None:
+            return
+        reviewer = review.get("user") or p.get("sender") or {}
+        if reviewer.get("login") == await self.bot_login() or not await self.is_writer(
+            ctx, reviewer
+        ):
+            log.info("approval ignored", extra={"delivery": d.id, "sender": reviewer.get("login")})
+            return
+        link, task_id = found
+        by = str(reviewer["login"])
+        self._post(ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by))
+
+    async def on_pr_closed(self, d: Delivery) -> None:
+        p = d.payload
+        ctx = await self._context(p, d.installation_id)
+        pr = p["pull_request"]
+        found = self._pr_task(ctx, pr)
+        if found is None:
+            return
+        link, task_id = found
+        quest = self._quest(ctx, link.quest_id)
+        task = quest.tasks[task_id]
+        by = str((p.get("sender") or {}).get("login", "github"))
+        if pr.get("merged"):
+            if task.state is Lifecycle.PR_CREATED:  # merged by a person on GitHub
+                self._post(
+                    ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
+                )
+            else:
+                self.runner.poke(ctx, link.quest_id)
+            return
+        if task.state in (Lifecycle.PR_CREATED, Lifecycle.BLOCKED):
+            self._post(
+                ctx,
+                link,
+                inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by),
+            )
+
+    async def on_pr_changed(self, d: Delivery) -> None:
+        ctx = await self._context(d.payload, d.installation_id)
+        found = self._pr_task(ctx, d.payload["pull_request"])
+        if found is not None:
+            self.runner.poke(ctx, found[0].quest_id)
+
+    async def on_check_done(self, d: Delivery) -> None:
+        p = d.payload
+        ctx = await self._context(p, d.installation_id)
+        run = p.get("check_run") or p.get("check_suite") or {}
+        for pr in run.get("pull_requests") or []:
+            head = (pr.get("head") or {}).get("ref", "")
+            found = self._task_of_pr(ctx, int(pr["number"]), str(head))
+            if found is not None:
+                self.runner.poke(ctx, found[0].quest_id)
+
+    # ------------------------------------------------------------------ reconciliation
+
+    async def _reconcile_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.reconcile_interval_s)
+            try:
+                await self.reconcile()
+            except Exception:
+                log.exception("reconciliation pass failed")
+
+    async def reconcile(self) -> None:
+        """Re-read every open quest's PRs, reviews and issue from GitHub; act on what
+        deliveries would have said. Level-triggered: running it twice changes nothing."""
+        for ctx in list(self.repos.values()):
+            for link in ctx.links.all():
+                if not link.active:
+                    continue
+                try:
+                    await self._reconcile_quest(ctx, link)
+                except (GitHubError, ScaffoldError) as exc:
+                    log.warning(
+                        "reconcile failed", extra={"quest": link.quest_id, "error": str(exc)}
+                    )
+
+    async def _reconcile_quest(self, ctx: RepoContext, link: QuestLink) -> None:
+        quest = self._quest(ctx, link.quest_id)
+        if quest.phase in (QuestPhase.DONE, QuestPhase.FAILED):
+            ctx.links.update(link.quest_id, active=False)
+            return
+        owner, _, name = ctx.full_name.partition("/")
+        repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
+        bot = await self.bot_login()
+        for task in quest.tasks.values():
+            if task.state is not Lifecycle.PR_CREATED or task.pr is None or task.pr.number is None:
+                continue
+            pr = await ctx.client.get(
+                "/repos/{owner}/{repo}/pulls/{number}", {**repo_vars, "number": task.pr.number}
+            )
+            if pr.get("merged") or pr.get("state") == "closed":
+                payload = {"pull_request": pr, "sender": pr.get("merged_by") or {"login": "github"}}
+                await self._closed_from_state(ctx, link, task.id, payload)
+                continue
+            reviews = await ctx.client.get_all(
+                "/repos/{owner}/{repo}/pulls/{number}/reviews",
+                {**repo_vars, "number": task.pr.number},
+            )
+            for review in reviews:
+                user = review.get("user") or {}
+                if (
+                    review.get("state") == "APPROVED"
+                    and user.get("login") != bot
+                    and await self.is_writer(ctx, user)
+                ):
+                    by = str(user["login"])
+                    self._post(
+                        ctx,
+                        link,
+                        inbox.make("approve", link.quest_id, task_id=task.id, text=by, by=by),
+                    )
+                    break
+        pending = quest.pending_questions()
+        if pending:
+            comments = await ctx.client.get_all(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                {**repo_vars, "number": link.issue_number},
+            )
+            asked = min(link.question_comments.get(q.id, 0) for q in pending)
+            for comment in comments:
+                if int(comment["id"]) <= asked:
+                    continue
+                user = comment.get("user") or {}
+                if not await self.is_writer(ctx, user):
+                    continue
+                match = match_answer(str(comment.get("body") or ""), [q.id for q in pending])
+                if match is not None and match.question_id is not None:
+                    by = str(user["login"])
+                    self._post(
+                        ctx,
+                        link,
+                        inbox.make(
+                            "answer",
+                            link.quest_id,
+                            question_id=match.question_id,
+                            text=clean(match.text),
+                            by=by,
+                        ),
+                    )
+                    pending = [q for q in pending if q.id != match.question_id]
+                    if not pending:
+                        break
+        issue = await ctx.client.get(
+            "/repos/{owner}/{repo}/issues/{number}", {**repo_vars, "number": link.issue_number}
+        )
+        labels = {str(label.get("name")) for label in issue.get("labels") or []}
+        config = ctx.checkout.config()
+        if config.trigger_label not in labels and not quest.stop_reason:
+            self._post(
+                ctx,
+                link,
+                inbox.make("abort", link.quest_id, text="the label was removed", by="reconcile"),
+            )
+            return
+        self.runner.poke(ctx, link.quest_id)
+
+    async def _closed_from_state(
+        self, ctx: RepoContext, link: QuestLink, task_id: str, payload: dict[str, Any]
+    ) -> None:
+        pr = payload["pull_request"]
+        by = str(payload["sender"].get("login", "github"))
+        if pr.get("merged"):
+            self._post(
+                ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
+            )
+        else:
+            self._post(
+                ctx,
+                link,
+                inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by),
+            )
+
+    async def adopt_installations(self) -> None:
+        """At start: learn the repositories of every installation, so open quests resume."""
+        installations = await self.github.app_client().get_all("/app/installations")
+        for inst in installations:
+            client = self.github.installation(int(inst["id"]))
+            repos = await client.get_all("/installation/repositories", key="repositories")
+            for repo in repos:
+                payload = {"repository": repo}
+                with contextlib.suppress(GitHubError, ScaffoldError):
+                    ctx = await self._context(payload, int(inst["id"]))
+                    if (ctx.checkout.path / ".git").exists():
+                        for link in ctx.links.all():
+                            if link.active:
+                                self.runner.poke(ctx, link.quest_id)
+
+
+__all__ = ["AppOptions", "AppService", "GitHubClient"]

@@ -1,0 +1,110 @@
+"""Where pull requests live: the seam between the orchestrator and a forge.
+
+The orchestrator decides (through the pure core) that a task's pull request is to be
+opened, merged or abandoned, that a person must be asked something, or that a task is
+blocked; a ``Forge`` carries it out. ``LocalForge`` is plain git (the local branch is
+the pull request; approval comes from ``scaffold approve`` or ``approval: auto``); the
+GitHub App's forge (``scaffold.github.forge``) pushes branches and talks to GitHub.
+
+Every method is idempotent: after a restart the orchestrator re-issues the effects of
+a task's current state, and a forge must notice what it already did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from scaffold.config import ScaffoldConfig
+from scaffold.core.events import Event
+from scaffold.core.states import EventName
+from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The pull request as it now stands, and the event that follows (None: wait)."""
+
+    pr: PullRequest
+    note: str | None = None
+    event: Event | None = None
+
+
+class Forge(Protocol):
+    async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
+        """Before a task's worktree is created (e.g. bring the default branch up to date)."""
+
+    async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened: ...
+
+    async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
+        """MERGE_COMPLETE, MERGE_CONFLICT, or None to wait (checks pending, behind base)."""
+
+    async def branch_deleted(self, quest: Quest, task_id: str) -> None:
+        """The local branch is gone; remove the forge's copy too."""
+
+    async def ask(self, quest: Quest, question: Question) -> None: ...
+
+    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None: ...
+
+    def progress(self, quest: Quest) -> None:
+        """The quest changed (cheap; a forge may throttle what it does with it)."""
+
+    async def flush(self, quest: Quest) -> None:
+        """The run is ending: publish the last progress now."""
+
+
+class LocalForge:
+    """Plain git: the task branch is the pull request, merged into the local default branch."""
+
+    def __init__(
+        self,
+        config: ScaffoldConfig,
+        default_branch: Callable[[], str],
+        merge: Callable[[str, str], Event | None],
+        clock: Callable[[], datetime],
+        say: Callable[[str], None],
+    ) -> None:
+        self.cfg = config
+        self._default_branch = default_branch
+        self._merge = merge
+        self._clock = clock
+        self._say = say
+
+    async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
+        return None
+
+    async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
+        pr, note = task.pr, None
+        if pr is None or pr.state != "open":
+            number = 1 + sum(1 for t in quest.tasks.values() if t.pr is not None)
+            pr = PullRequest(branch=task.branch or "", base=self._default_branch(), number=number)
+            note = f"pull request #{number} opened"
+        if self.cfg.approval == "auto":
+            return Opened(pr, note, Event(EventName.PR_APPROVED, at=self._clock(), detail="auto"))
+        self._say(
+            f"{task.id}: pull request ready; `scaffold approve {task.id}` or "
+            f"`scaffold reject {task.id}`"
+        )
+        return Opened(pr, note)
+
+    async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
+        message = f"Merge {task.branch}: {task.id} {task.title}"
+        return await asyncio.to_thread(self._merge, task.id, message)
+
+    async def branch_deleted(self, quest: Quest, task_id: str) -> None:
+        return None
+
+    async def ask(self, quest: Quest, question: Question) -> None:
+        return None
+
+    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
+        return None
+
+    def progress(self, quest: Quest) -> None:
+        return None
+
+    async def flush(self, quest: Quest) -> None:
+        return None

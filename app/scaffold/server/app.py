@@ -1,0 +1,78 @@
+"""The aiohttp adapter: routes, and the ingest's start and stop tied to the app's lifecycle.
+
+app = create_app(settings, handler, gauges=lambda: AppGauges(...))
+app.on_shutdown.append(stop_agents)   # runs after the queue has drained
+serve(app, "0.0.0.0", 8080, drain_timeout_s=settings.drain_timeout_s)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+
+from scaffold.server.delivery import DeliveryHandler
+from scaffold.server.ingest import Ingest, Reply
+from scaffold.server.metrics import AppGauges
+from scaffold.server.settings import ServerSettings
+
+INGEST = web.AppKey("scaffold_ingest", Ingest)
+WEBHOOK_PATH = "/webhook"
+_PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def create_app(
+    settings: ServerSettings,
+    handler: DeliveryHandler,
+    *,
+    gauges: Callable[[], AppGauges] | None = None,
+) -> web.Application:
+    app = web.Application(client_max_size=settings.max_body_bytes)
+    app[INGEST] = Ingest(settings, handler, gauges=gauges)
+    app.router.add_post(WEBHOOK_PATH, _webhook)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/metrics", _metrics)
+    app.cleanup_ctx.append(_ingest_lifecycle)
+    return app
+
+
+async def _ingest_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    ingest = app[INGEST]
+    await ingest.start()
+    yield
+    await ingest.stop()
+
+
+def _respond(reply: Reply) -> web.Response:
+    return web.Response(status=reply.status, body=reply.body, content_type="application/json")
+
+
+async def _webhook(request: web.Request) -> web.Response:
+    ingest = request.app[INGEST]
+    if ingest.draining:
+        return _respond(ingest.refuse_draining())
+    length = request.content_length
+    if length is not None and length > ingest.settings.max_body_bytes:
+        return _respond(ingest.refuse_too_large())
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _respond(ingest.refuse_too_large())
+    return _respond(ingest.accept(request.headers, body))
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    ingest = request.app[INGEST]
+    status = "draining" if ingest.draining else "ok"
+    body = {"status": status, "queue": ingest.queue.depth, "in_flight": ingest.queue.in_flight}
+    return web.Response(
+        status=503 if ingest.draining else 200,
+        body=json.dumps(body).encode(),
+        content_type="application/json",
+    )
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    body = request.app[INGEST].metrics.render()
+    return web.Response(body=body, headers={"Content-Type": _PROMETHEUS_TEXT})

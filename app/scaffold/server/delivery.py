@@ -1,0 +1,114 @@
+"""One webhook delivery, and the pure step that turns a request into one.
+
+:func:`verify_and_parse` checks, in order, the signature (401), the delivery and
+event headers, the content type and the JSON body (400). It does no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from gidgethub import ValidationFailure
+from gidgethub.sansio import validate_event
+
+SIGNATURE_HEADER = "X-Hub-Signature-256"
+EVENT_HEADER = "X-GitHub-Event"
+DELIVERY_HEADER = "X-GitHub-Delivery"
+
+# GitHub sends GUIDs; ids are written one per line to the dedupe log, so keep them tame.
+DELIVERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: str
+    event: str
+    action: str | None
+    payload: dict[str, Any]
+    installation_id: int | None
+    received_at: float
+
+
+DeliveryHandler = Callable[[Delivery], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    outcome: Literal["bad_signature", "bad_request"]
+    status: int
+    reason: str
+
+
+def verify_and_parse(
+    headers: Mapping[str, str], body: bytes, secret: str, *, received_at: float
+) -> tuple[Delivery, bytes] | Rejection:
+    """The delivery and its JSON bytes (what the spool keeps), or why it is refused.
+
+    ``headers`` must look names up case-insensitively (aiohttp's headers do).
+    """
+    signature = headers.get(SIGNATURE_HEADER, "")
+    if not signature:
+        return Rejection("bad_signature", 401, f"missing {SIGNATURE_HEADER}")
+    if not signature.startswith("sha256="):
+        return Rejection("bad_signature", 401, f"{SIGNATURE_HEADER} is not sha256")
+    try:
+        validate_event(body, signature=signature, secret=secret)
+    except ValidationFailure:
+        return Rejection("bad_signature", 401, "signature does not match")
+    delivery_id = headers.get(DELIVERY_HEADER, "")
+    if not DELIVERY_ID.match(delivery_id):
+        return Rejection("bad_request", 400, f"missing or malformed {DELIVERY_HEADER}")
+    event = headers.get(EVENT_HEADER, "")
+    if not EVENT_NAME.match(event):
+        return Rejection("bad_request", 400, f"missing or malformed {EVENT_HEADER}")
+    raw = _json_bytes(headers.get("Content-Type", ""), body)
+    if raw is None:
+        return Rejection("bad_request", 400, "content type is not JSON or form-encoded JSON")
+    payload = parse_payload(raw)
+    if payload is None:
+        return Rejection("bad_request", 400, "body is not a JSON object")
+    return delivery_from(delivery_id, event, payload, received_at), raw
+
+
+def delivery_from(
+    delivery_id: str, event: str, payload: dict[str, Any], received_at: float
+) -> Delivery:
+    action = payload.get("action")
+    installation = payload.get("installation")
+    inst_id = installation.get("id") if isinstance(installation, dict) else None
+    return Delivery(
+        id=delivery_id,
+        event=event,
+        action=action if isinstance(action, str) else None,
+        payload=payload,
+        installation_id=inst_id if type(inst_id) is int else None,
+        received_at=received_at,
+    )
+
+
+def parse_payload(raw: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError included
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _json_bytes(content_type: str, body: bytes) -> bytes | None:
+    mime = content_type.partition(";")[0].strip().lower()
+    if mime == "application/json":
+        return body
+    if mime == "application/x-www-form-urlencoded":
+        try:
+            fields = parse_qs(body.decode("utf-8"), strict_parsing=True)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        values = fields.get("payload", [])
+        return values[0].encode("utf-8") if len(values) == 1 else None
+    return None

@@ -1,0 +1,66 @@
+"""Run the app until SIGTERM or SIGINT, then drain it and exit cleanly.
+
+On the signal: stop listening and answer 503 (healthz too), wait up to
+``drain_timeout_s`` for the queued and running deliveries (what is left stays in the
+spool for the next start), then run the app's on_shutdown and cleanup hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+
+from scaffold.server.app import INGEST
+
+_log = logging.getLogger("scaffold.server")
+SHUTDOWN_TIMEOUT_S = 5.0  # for HTTP requests still open after the drain
+
+
+async def serve_async(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    drain_timeout_s: float,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until ``stop`` is set or a SIGTERM/SIGINT arrives; then drain and clean up."""
+    if stop is None:
+        stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        _log.info("listening", extra={"host": host, "port": _bound_port(runner, port)})
+        await stop.wait()
+        _log.info("stopping: draining the queue", extra={"timeout_s": drain_timeout_s})
+        ingest = app[INGEST]
+        ingest.draining = True
+        for s in list(runner.sites):
+            await s.stop()
+        drained = await ingest.drain(drain_timeout_s)
+        _log.info("drained" if drained else "drain incomplete", extra={"drained": drained})
+    finally:
+        await runner.cleanup()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    _log.info("stopped")
+
+
+def serve(app: web.Application, host: str, port: int, *, drain_timeout_s: float) -> None:
+    """Blocking form of :func:`serve_async`."""
+    asyncio.run(serve_async(app, host, port, drain_timeout_s=drain_timeout_s))
+
+
+def _bound_port(runner: web.AppRunner, port: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[1], int):
+            return address[1]
+    return port

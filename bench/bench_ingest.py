@@ -1,0 +1,516 @@
+"""Benchmark: webhook ingest of `scaffold serve` against a bare aiohttp receiver and Probot.
+
+Every server gets the same signed 15 KB ``issues.labeled`` delivery (GitHub's example
+payload, its issue body padded), each request with a unique ``X-GitHub-Delivery``:
+
+- scaffold: ``create_app`` + ``serve`` with a no-op handler and warning-level logs
+  (verify, dedupe, spool, enqueue, answer 202; the worker then handles and marks done);
+- scaffold-info: the same with info-level JSON logs (one line per handled delivery);
+- bare: an aiohttp app doing only HMAC-SHA256 + ``compare_digest`` + ``json.loads`` and
+  answering 202: the practical floor for a Python receiver;
+- probot: a minimal Probot 14.3.2 app (bench/probot) whose ``issues.labeled`` handler does
+  nothing; it answers 200 after its handlers (``LOG_LEVEL=warn``).
+
+Each server runs pinned to core 0 (``taskset -c 0``); the load generator (raw asyncio
+sockets, keep-alive, ``--concurrency`` connections, closed loop) runs pinned to core 1 and
+reports its own CPU use so one can see it is not the bottleneck. Rounds of ``--requests``
+are interleaved across servers; figures are medians over rounds. RSS is read from
+/proc after each round (VmRSS) and at the end (VmHWM, the peak).
+
+Two more checks on scaffold:
+- busy: the same load on a scaffold whose handler sleeps 50 ms (4 workers), so the
+  queue grows by thousands while the 202s are measured; compare p99 with idle scaffold.
+- burst: 10,000 deliveries to a scaffold whose handler sleeps 1 ms; once the queue is
+  empty, handled (from /metrics) must equal the number of 202s.
+
+    .venv/bin/python bench/bench_ingest.py [--rounds 5] [--requests 20000] [--quick]
+
+Probot must be installed first: ``npm install --prefix bench/probot``. Results go to
+stdout and ``bench/results/ingest.json`` (``--no-save`` to skip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PROBOT_DIR = BENCH / "probot"
+PROBOT_BIN = PROBOT_DIR / "node_modules" / "probot" / "bin" / "probot.js"
+EXAMPLE = REPO / "tests" / "fixtures" / "github" / "webhook-examples" / "issues" / "labeled.0.json"
+RESULTS = BENCH / "results" / "ingest.json"
+SECRET = "bench-webhook-secret"
+PAYLOAD_BYTES = 15 * 1024
+SERVER_CORE, LOAD_CORE = 0, 1
+
+SCAFFOLD_SERVER = """
+import asyncio, logging, sys
+from pathlib import Path
+from scaffold.server.app import create_app
+from scaffold.server.logs import configure_json_logging
+from scaffold.server.run import serve
+from scaffold.server.settings import ServerSettings
+
+port, state, delay, level, secret = int(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+configure_json_logging(level.upper(), extra_secrets=[secret])
+
+async def handler(delivery):
+    if delay:
+        await asyncio.sleep(delay)
+
+settings = ServerSettings(app_id=123456, private_key=b"-", webhook_secret=secret, state_dir=state)
+serve(create_app(settings, handler), "127.0.0.1", port, drain_timeout_s=1.0)
+"""
+
+BARE_SERVER = """
+import asyncio, hashlib, hmac, json, sys
+from aiohttp import web
+
+port, secret = int(sys.argv[1]), sys.argv[2].encode()
+
+async def webhook(request):
+    body = await request.read()
+    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, request.headers.get("X-Hub-Signature-256", "")):
+        return web.Response(status=401)
+    json.loads(body)
+    return web.json_response({"status": "queued"}, status=202)
+
+async def main():
+    app = web.Application(client_max_size=25 * 1024 * 1024)
+    app.router.add_post("/webhook", webhook)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+# -- the payload and the requests --------------------------------------------------------------
+
+
+def make_payload() -> bytes:
+    payload = json.loads(EXAMPLE.read_bytes())
+    payload["issue"]["body"] = ""
+    base = len(json.dumps(payload).encode())
+    filler = "Steps to reproduce: open the page, click the button, wait. " * 400
+    payload["issue"]["body"] = filler[: PAYLOAD_BYTES - base]
+    body = json.dumps(payload).encode()
+    assert len(body) == PAYLOAD_BYTES, len(body)
+    return body
+
+
+def request_parts(path: str, port: int, body: bytes) -> tuple[bytes, bytes]:
+    """What comes before and after the delivery id in every request."""
+    sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
+        f"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"X-GitHub-Event: issues\r\nX-GitHub-Hook-ID: 1\r\nX-Hub-Signature-256: {sig}\r\n"
+        "X-GitHub-Delivery: "
+    ).encode()
+    return head, b"\r\n\r\n" + body
+
+
+# -- the load generator ------------------------------------------------------------------------
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection; one request at a time."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.waiter: asyncio.Future[int] | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._try_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("connection closed"))
+
+    def _try_complete(self) -> None:
+        if self.waiter is None or self.waiter.done():
+            return
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buf[:end]).decode("latin-1")
+        status = int(head.split(" ", 2)[1])
+        m = re.search(r"(?im)^content-length:\s*(\d+)", head)
+        if m:
+            total = end + 4 + int(m.group(1))
+            if len(self.buf) < total:
+                return
+        elif re.search(r"(?im)^transfer-encoding:\s*chunked", head):
+            fin = self.buf.find(b"0\r\n\r\n", end + 4)
+            if fin < 0:
+                return
+            total = fin + 5
+        else:
+            total = end + 4
+        del self.buf[:total]
+        self.waiter.set_result(status)
+
+    async def send(self, data: bytes) -> int:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(data)
+        return await self.waiter
+
+
+@dataclass
+class LoadResult:
+    requests: int
+    seconds: float
+    statuses: dict[int, int]
+    latencies_ms: list[float] = field(repr=False)
+    client_cpu: float  # share of one core the load generator used
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    def pct(self, q: float) -> float:
+        xs = sorted(self.latencies_ms)
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def run_load(
+    port: int, path: str, body: bytes, n: int, concurrency: int, prefix: str
+) -> LoadResult:
+    loop = asyncio.get_running_loop()
+    head, tail = request_parts(path, port, body)
+    conns = []
+    for _ in range(concurrency):
+        _, proto = await loop.create_connection(_Conn, "127.0.0.1", port)
+        conns.append(proto)
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    counter = iter(range(n))
+    perf = time.perf_counter
+
+    async def worker(conn: _Conn) -> None:
+        for i in counter:
+            data = head + f"{prefix}-{i:07d}".encode() + tail
+            t0 = perf()
+            status = await conn.send(data)
+            latencies.append((perf() - t0) * 1000)
+            statuses[status] = statuses.get(status, 0) + 1
+
+    cpu0, t0 = time.process_time(), perf()
+    await asyncio.gather(*(worker(c) for c in conns))
+    seconds = perf() - t0
+    cpu = (time.process_time() - cpu0) / seconds
+    for c in conns:
+        assert c.transport is not None
+        c.transport.close()
+    return LoadResult(n, seconds, statuses, latencies, cpu)
+
+
+# -- the servers -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    proc: subprocess.Popen[bytes]
+    port: int
+    path: str
+    rss_kb: list[int] = field(default_factory=list)
+
+    def status(self, key: str) -> int:
+        text = Path(f"/proc/{self.proc.pid}/status").read_text()
+        m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
+        return int(m.group(1)) if m else 0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wait_listening(server: Server, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"{server.name} exited with {server.proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{server.name} did not start listening")
+
+
+def pinned(argv: list[str]) -> list[str]:
+    return ["taskset", "-c", str(SERVER_CORE), *argv]
+
+
+def start_scaffold(name: str, tmp: Path, delay: float = 0.0, level: str = "warning") -> Server:
+    port = free_port()
+    state = tmp / name
+    argv = [sys.executable, "-c", SCAFFOLD_SERVER, str(port), str(state), str(delay), level, SECRET]
+    proc = subprocess.Popen(pinned(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = Server(name, proc, port, "/webhook")
+    wait_listening(server)
+    return server
+
+
+def start_bare(tmp: Path) -> Server:
+    port = free_port()
+    argv = [sys.executable, "-c", BARE_SERVER, str(port), SECRET]
+    proc = subprocess.Popen(pinned(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = Server("bare", proc, port, "/webhook")
+    wait_listening(server)
+    return server
+
+
+def start_probot(tmp: Path) -> Server | None:
+    if not PROBOT_BIN.is_file():
+        print(
+            "probot is not installed; to include it run:  npm install --prefix bench/probot",
+            file=sys.stderr,
+        )
+        return None
+    if (PROBOT_DIR / ".env").exists():
+        raise RuntimeError("bench/probot/.env exists; Probot would read it")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp / "key.pem"
+    pem.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "APP_ID": "123456",
+        "PRIVATE_KEY_PATH": str(pem),
+        "WEBHOOK_SECRET": SECRET,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "LOG_LEVEL": "warn",
+        "NODE_ENV": "production",
+    }
+    argv = pinned(["node", str(PROBOT_BIN), "run", "./index.js"])
+    proc = subprocess.Popen(
+        argv, cwd=PROBOT_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    server = Server("probot", proc, port, "/api/github/webhooks")
+    wait_listening(server)
+    return server
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def summarize(results: list[LoadResult], server: Server) -> dict[str, Any]:
+    statuses: dict[str, int] = {}
+    for r in results:
+        for k, v in r.statuses.items():
+            statuses[str(k)] = statuses.get(str(k), 0) + v
+    return {
+        "rounds": len(results),
+        "rps_median": statistics.median(r.rps for r in results),
+        "rps_all": [round(r.rps) for r in results],
+        "p50_ms_median": statistics.median(r.pct(0.50) for r in results),
+        "p99_ms_median": statistics.median(r.pct(0.99) for r in results),
+        "p99_ms_all": [round(r.pct(0.99), 2) for r in results],
+        "load_generator_cpu_median": statistics.median(r.client_cpu for r in results),
+        "statuses": statuses,
+        "rss_mb_after_rounds_max": max(server.rss_kb) / 1024 if server.rss_kb else None,
+        "rss_mb_peak": server.status("VmHWM") / 1024,
+    }
+
+
+async def burst(tmp: Path, body: bytes, n: int, concurrency: int) -> dict[str, Any]:
+    server = start_scaffold("scaffold-burst", tmp, delay=0.001)
+    try:
+        before = scrape(server.port)
+        r = await run_load(server.port, server.path, body, n, concurrency, uuid.uuid4().hex)
+        accepted = r.statuses.get(202, 0)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            text = scrape(server.port)
+            if metric_sum(text, "scaffold_queue_depth") == 0 and (
+                metric_sum(text, "scaffold_webhook_in_flight") == 0
+            ):
+                break
+            await asyncio.sleep(0.2)
+        handled = metric_sum(text, "scaffold_webhook_deliveries_total", outcome="handled")
+        failed = metric_sum(text, "scaffold_webhook_deliveries_total", outcome="failed")
+        handled -= metric_sum(before, "scaffold_webhook_deliveries_total", outcome="handled")
+        return {
+            "sent": n,
+            "accepted_202": accepted,
+            "handled": int(handled),
+            "failed": int(failed),
+            "lost": accepted - int(handled) - int(failed),
+            "rss_mb_peak": server.status("VmHWM") / 1024,
+        }
+    finally:
+        server.stop()
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    os.sched_setaffinity(0, {LOAD_CORE})
+    body = make_payload()
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp_name:
+        tmp = Path(tmp_name)
+        servers = [
+            start_scaffold("scaffold", tmp),
+            start_scaffold("scaffold-info", tmp, level="info"),
+            start_bare(tmp),
+        ]
+        probot = start_probot(tmp)
+        if probot:
+            servers.append(probot)
+        busy = start_scaffold("scaffold-busy", tmp, delay=0.05)
+        servers.append(busy)
+        results: dict[str, list[LoadResult]] = {s.name: [] for s in servers}
+        try:
+            for s in servers:  # warm-up
+                await run_load(
+                    s.port, s.path, body, args.warmup, args.concurrency, uuid.uuid4().hex
+                )
+            for rnd in range(args.rounds):
+                order = servers[rnd % len(servers) :] + servers[: rnd % len(servers)]
+                for s in order:
+                    r = await run_load(
+                        s.port, s.path, body, args.requests, args.concurrency, uuid.uuid4().hex
+                    )
+                    s.rss_kb.append(s.status("VmRSS"))
+                    results[s.name].append(r)
+                    print(
+                        f"round {rnd + 1} {s.name:14s} {r.rps:8.0f} req/s  p50 {r.pct(0.5):6.2f} ms"
+                        f"  p99 {r.pct(0.99):6.2f} ms  rss {s.rss_kb[-1] / 1024:6.1f} MB"
+                        f"  loadgen cpu {r.client_cpu:4.0%}  {r.statuses}",
+                        flush=True,
+                    )
+            summary = {s.name: summarize(results[s.name], s) for s in servers}
+            busy_text = scrape(busy.port)
+            summary["scaffold-busy"]["queue_depth_at_end"] = metric_sum(
+                busy_text, "scaffold_queue_depth"
+            )
+        finally:
+            for s in servers:
+                s.stop()
+        burst_result = await burst(tmp, body, args.burst, args.concurrency)
+    return {
+        "payload_bytes": len(body),
+        "concurrency": args.concurrency,
+        "requests_per_round": args.requests,
+        "rounds": args.rounds,
+        "cpu": f"servers on core {SERVER_CORE}, load generator on core {LOAD_CORE}",
+        "python": sys.version.split()[0],
+        "servers": summary,
+        "ratios": ratios(summary),
+        "burst": burst_result,
+    }
+
+
+def ratios(summary: dict[str, Any]) -> dict[str, float | None]:
+    sc, bare, busy = summary["scaffold"], summary["bare"], summary["scaffold-busy"]
+    probot = summary.get("probot")
+    out: dict[str, float | None] = {
+        "rps_scaffold_over_bare": sc["rps_median"] / bare["rps_median"],
+        "rps_scaffold_info_over_bare": summary["scaffold-info"]["rps_median"] / bare["rps_median"],
+        "p99_busy_over_idle": busy["p99_ms_median"] / sc["p99_ms_median"],
+        "rps_scaffold_over_probot": None,
+        "p99_scaffold_over_probot": None,
+        "rss_scaffold_over_probot": None,
+    }
+    if probot:
+        out["rps_scaffold_over_probot"] = sc["rps_median"] / probot["rps_median"]
+        out["p99_scaffold_over_probot"] = sc["p99_ms_median"] / probot["p99_ms_median"]
+        out["rss_scaffold_over_probot"] = sc["rss_mb_peak"] / probot["rss_mb_peak"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--warmup", type=int, default=2_000)
+    parser.add_argument("--burst", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 3,000 requests")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.requests, args.warmup, args.burst = 2, 3_000, 500, 2_000
+    if len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("needs two cores")
+    report = asyncio.run(main_async(args))
+    print(json.dumps({k: report[k] for k in ("ratios", "burst")}, indent=2))
+    for name, s in report["servers"].items():
+        print(
+            f"{name:14s} {s['rps_median']:8.0f} req/s  p50 {s['p50_ms_median']:6.2f} ms  "
+            f"p99 {s['p99_ms_median']:6.2f} ms  rss peak {s['rss_mb_peak']:6.1f} MB  "
+            f"loadgen cpu {s['load_generator_cpu_median']:4.0%}"
+        )
+    if not args.no_save and not args.quick:
+        RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"saved {RESULTS.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()

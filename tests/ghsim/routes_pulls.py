@@ -1,0 +1,337 @@
+"""Pull requests: create/list/get/update, files, reviews, merge, update-branch."""
+
+from __future__ import annotations
+
+from . import events
+from . import objects as ob
+from .context import ApiError, Ctx, Reply, invalid, not_found, paginate, route
+from .gitrepo import valid_branch
+from .merging import merge_commit, mergeability
+from .state import Issue, Pull, RepoState, Review, now_iso
+
+
+def _pull(ctx: Ctx, repo: RepoState) -> Pull:
+    pr = repo.pulls.get(ctx.int_param("pull_number"))
+    if pr is None:
+        raise not_found()
+    return pr
+
+
+def _head_name(repo: RepoState, head: str) -> str:
+    if ":" in head:
+        owner, _, branch = head.partition(":")
+        if owner.lower() != repo.owner.lower():
+            raise invalid("PullRequest", "head")
+        return branch
+    return head
+
+
+@route("pulls/list")
+async def list_pulls(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        state = ctx.query.get("state", "open")
+        head = ctx.query.get("head")
+        base = ctx.query.get("base")
+        pulls = sorted(repo.pulls.values(), key=lambda p: -p.number)
+        items = [
+            sim.pull_json(repo, p)
+            for p in pulls
+            if (state == "all" or p.issue.state == state)
+            and (head is None or p.head == _head_name(repo, head))
+            and (base is None or p.base == base)
+        ]
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, chunk, headers)
+
+
+@route("pulls/create")
+async def create_pull(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        git = sim.git_of(repo)
+        title = ctx.field("title", str, required=False, resource="PullRequest")
+        head = _head_name(repo, ctx.field("head", str, resource="PullRequest"))
+        base = ctx.field("base", str, resource="PullRequest")
+        body = ctx.field("body", str, required=False, resource="PullRequest")
+        draft = bool(
+            ctx.field("draft", bool, required=False, default=False, resource="PullRequest")
+        )
+        if (
+            title is None
+            and ctx.field("issue", int, required=False, resource="PullRequest") is None
+        ):
+            raise invalid("PullRequest", "title", "missing_field")
+        head_sha = git.branch_sha(head) if valid_branch(head) else None
+        base_sha = git.branch_sha(base) if valid_branch(base) else None
+        if head_sha is None:
+            raise invalid("PullRequest", "head")
+        if base_sha is None:
+            raise invalid("PullRequest", "base")
+        if not git.rev_list(f"{base_sha}..{head_sha}"):
+            raise invalid("PullRequest", "head", "custom", f"No commits between {base} and {head}")
+        for other in repo.pulls.values():
+            if other.head == head and other.base == base and other.issue.state == "open":
+                raise invalid(
+                    "PullRequest",
+                    "head",
+                    "custom",
+                    f"A pull request already exists for {repo.owner}:{head}.",
+                )
+        issue = Issue(
+            repo.take_number(), sim.ids.next(), title or head, body, ctx.actor_login, is_pull=True
+        )
+        repo.issues[issue.number] = issue
+        pr = Pull(
+            issue.number,
+            sim.ids.next(),
+            issue,
+            head,
+            base,
+            head_sha,
+            base_sha,
+            draft=draft,
+            maintainer_can_modify=bool(
+                ctx.field(
+                    "maintainer_can_modify",
+                    bool,
+                    required=False,
+                    default=False,
+                    resource="PullRequest",
+                )
+            ),
+        )
+        repo.pulls[pr.number] = pr
+        events.pull_request(sim, repo, pr, "opened", ctx.actor_login)
+        obj = sim.pull_json(repo, pr)
+    return Reply(201, obj, {"Location": obj["url"]})
+
+
+@route("pulls/get")
+async def get_pull(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        return Reply(200, sim.pull_json(repo, _pull(ctx, repo)))
+
+
+@route("pulls/update")
+async def update_pull(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        body = ctx.body if isinstance(ctx.body, dict) else {}
+        if "title" in body:
+            pr.issue.title = ctx.field("title", str, resource="PullRequest")
+        if "body" in body:
+            pr.issue.body = ctx.field("body", str, required=False, resource="PullRequest")
+        if "base" in body:
+            base = ctx.field("base", str, resource="PullRequest")
+            sha = sim.git_of(repo).branch_sha(base) if valid_branch(base) else None
+            if sha is None:
+                raise invalid("PullRequest", "base")
+            pr.base, pr.base_sha = base, sha
+        pr.issue.updated_at = now_iso()
+        state = body.get("state")
+        if state is not None:
+            if state not in ("open", "closed"):
+                raise invalid("PullRequest", "state")
+            if state == "closed" and pr.issue.state == "open":
+                sim._close_pull(repo, pr, ctx.actor_login)
+            elif state == "open" and pr.issue.state == "closed":
+                if pr.merged:
+                    raise invalid(
+                        "PullRequest", "state", "custom", "Cannot reopen a merged pull request"
+                    )
+                pr.issue.state = "open"
+                pr.issue.closed_at = None
+                events.pull_request(sim, repo, pr, "reopened", ctx.actor_login)
+        return Reply(200, sim.pull_json(repo, pr))
+
+
+@route("pulls/list-files")
+async def list_files(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        git = sim.git_of(repo)
+        urls = sim.urls
+        files = [
+            {
+                **f,
+                "blob_url": f"{urls.web}/{repo.full_name}/blob/{pr.head_sha}/{f['filename']}",
+                "raw_url": f"{urls.web}/{repo.full_name}/raw/{pr.head_sha}/{f['filename']}",
+                "contents_url": f"{urls.repo(repo.full_name)}/contents/{f['filename']}?ref={pr.head_sha}",
+            }
+            for f in git.changed_files(pr.base_sha, pr.head_sha)
+        ]
+    chunk, headers = paginate(ctx, files)
+    return Reply(200, chunk, headers)
+
+
+@route("pulls/check-if-merged")
+async def check_merged(ctx: Ctx) -> Reply:
+    with ctx.sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        if not pr.merged:
+            raise not_found()
+    return Reply(204)
+
+
+@route("pulls/merge")
+async def merge(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        git = sim.git_of(repo)
+        method = ctx.field(
+            "merge_method", str, required=False, default="merge", resource="PullRequest"
+        )
+        if method not in ("merge", "squash", "rebase"):
+            raise invalid("PullRequest", "merge_method")
+        if pr.issue.state != "open":
+            raise ApiError(405, "Pull Request is not mergeable")
+        head_sha = git.branch_sha(pr.head) or pr.head_sha
+        expected = ctx.field("sha", str, required=False, resource="PullRequest")
+        if expected is not None and expected != head_sha:
+            raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+        status = mergeability(git, repo, pr)
+        if status.state == "dirty":
+            raise ApiError(405, "Pull Request is not mergeable")
+        if status.state in ("blocked", "behind"):
+            raise ApiError(405, status.reason or "Pull Request is not mergeable")
+        default_title = (
+            f"{pr.issue.title} (#{pr.number})"
+            if method == "squash"
+            else f"Merge pull request #{pr.number} from {repo.owner}/{pr.head}"
+        )
+        title = ctx.field(
+            "commit_title", str, required=False, default=default_title, resource="PullRequest"
+        )
+        message = ctx.field(
+            "commit_message",
+            str,
+            required=False,
+            default=pr.issue.title if method == "merge" else "",
+            resource="PullRequest",
+        )
+        bot = sim.users[ctx.actor_login]
+        before = git.branch_sha(pr.base)
+        assert before is not None
+        new_tip = merge_commit(
+            git,
+            pr,
+            method,
+            title,
+            message,
+            (bot.login, f"{bot.id}+{bot.login}@users.noreply.sim.invalid"),
+        )
+        if new_tip is None:
+            raise ApiError(405, "Pull Request is not mergeable")
+        git.update_ref(f"refs/heads/{pr.base}", new_tip, before)
+        pr.head_sha = head_sha
+        pr.base_sha = before
+        pr.merged = True
+        pr.merged_at = now_iso()
+        pr.merged_by = ctx.actor_login
+        pr.merge_commit_sha = new_tip
+        pr.issue.state = "closed"
+        pr.issue.closed_at = pr.issue.updated_at = pr.merged_at
+        events.pull_request(sim, repo, pr, "closed", ctx.actor_login)
+        sim.on_ref_changes(repo, {f"refs/heads/{pr.base}": (before, new_tip)}, ctx.actor_login)
+        return Reply(
+            200, {"sha": new_tip, "merged": True, "message": "Pull Request successfully merged"}
+        )
+
+
+@route("pulls/update-branch")
+async def update_branch(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        git = sim.git_of(repo)
+        if pr.issue.state != "open":
+            raise ApiError(422, "Pull request is closed")
+        head_sha = git.branch_sha(pr.head)
+        base_sha = git.branch_sha(pr.base)
+        if head_sha is None or base_sha is None:
+            raise ApiError(422, "Branch not found")
+        expected = ctx.field("expected_head_sha", str, required=False, resource="PullRequest")
+        if expected is not None and expected != head_sha:
+            raise ApiError(422, "expected head sha didn't match current head ref.")
+        if git.is_ancestor(base_sha, head_sha):
+            raise ApiError(422, "There are no new commits on the base branch.")
+        tree = git.merge_tree(head_sha, base_sha)
+        if tree is None:
+            raise ApiError(422, "merge conflict between base and head")
+        bot = sim.users[ctx.actor_login]
+        sha = git.commit_tree(
+            tree,
+            [head_sha, base_sha],
+            f"Merge branch '{pr.base}' into {pr.head}",
+            (bot.login, f"{bot.id}+{bot.login}@users.noreply.sim.invalid"),
+        )
+        git.update_ref(f"refs/heads/{pr.head}", sha, head_sha)
+        sim.on_ref_changes(repo, {f"refs/heads/{pr.head}": (head_sha, sha)}, ctx.actor_login)
+        return Reply(
+            202, {"message": "Updating pull request branch.", "url": sim.pull_json(repo, pr)["url"]}
+        )
+
+
+@route("pulls/list-reviews")
+async def list_reviews(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        items = [
+            ob.review_obj(sim.urls, repo, r, sim.users)
+            for r in sorted(repo.reviews.values(), key=lambda r: r.id)
+            if r.pr_number == pr.number
+        ]
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, chunk, headers)
+
+
+@route("pulls/create-review")
+async def create_review(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        event = ctx.field("event", str, required=False, resource="PullRequestReview")
+        text = ctx.field("body", str, required=False, default="", resource="PullRequestReview")
+        states = {
+            "APPROVE": "APPROVED",
+            "REQUEST_CHANGES": "CHANGES_REQUESTED",
+            "COMMENT": "COMMENTED",
+        }
+        if event is not None and event not in states:
+            raise invalid("PullRequestReview", "event")
+        if event in ("REQUEST_CHANGES", "COMMENT") and not text:
+            raise ApiError(422, "Unprocessable Entity", [f"Review body is required for {event}"])  # type: ignore[list-item]
+        if event in ("APPROVE", "REQUEST_CHANGES") and pr.issue.user == ctx.actor_login:
+            verb = "approve" if event == "APPROVE" else "request changes on"
+            raise ApiError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])  # type: ignore[list-item]
+        commit_id = ctx.field(
+            "commit_id", str, required=False, default=pr.head_sha, resource="PullRequestReview"
+        )
+        review = Review(
+            sim.ids.next(),
+            pr.number,
+            ctx.actor_login,
+            states[event] if event else "PENDING",
+            text,
+            commit_id,
+        )
+        repo.reviews[review.id] = review
+        if event:
+            events.review_submitted(sim, repo, review.id, ctx.actor_login)
+        return Reply(200, ob.review_obj(sim.urls, repo, review, sim.users))

@@ -1,0 +1,704 @@
+"""GitHubSimulator: a stateful, offline stand-in for GitHub (REST slice, webhooks, git over HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+from aiohttp import web
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from . import events
+from . import objects as ob
+from .actions import WorkflowDispatch, WorkflowOutcome
+from .deliveries import DeliveryRecord, Sender
+from .gitrepo import ZERO, BareRepo, valid_branch
+from .merging import mergeability
+from .state import (
+    PERMISSION_LEVELS,
+    CheckRun,
+    CheckSuite,
+    Comment,
+    Ids,
+    Installation,
+    Issue,
+    Label,
+    Protection,
+    Pull,
+    RepoState,
+    Review,
+    Token,
+    User,
+    now_iso,
+)
+from .webhooks import DeliverySchemaError, build_delivery
+
+log = logging.getLogger("ghsim")
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98})(?:\[bot\])?$")
+
+
+@dataclass
+class Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: Any
+    times: int
+    delay_s: float
+
+
+class Repo:
+    """Read access to one repository's state, for assertions."""
+
+    def __init__(self, sim: GitHubSimulator, state: RepoState) -> None:
+        self._sim = sim
+        self.state = state
+        self.bare = BareRepo(state.bare_path)
+
+    @property
+    def bare_path(self) -> Path:
+        return self.state.bare_path
+
+    @property
+    def full_name(self) -> str:
+        return self.state.full_name
+
+    @property
+    def clone_url(self) -> str:
+        return f"{self._sim.urls.git}/{self.full_name}.git"
+
+    @property
+    def issues(self) -> dict[int, Issue]:
+        return {n: i for n, i in self.state.issues.items() if not i.is_pull}
+
+    @property
+    def pulls(self) -> dict[int, Pull]:
+        return self.state.pulls
+
+    @property
+    def comments(self) -> dict[int, Comment]:
+        return self.state.comments
+
+    @property
+    def reactions(self) -> list[Any]:
+        return self.state.reactions
+
+    @property
+    def check_runs(self) -> dict[int, CheckRun]:
+        return self.state.check_runs
+
+    @property
+    def check_suites(self) -> dict[int, CheckSuite]:
+        return self.state.check_suites
+
+    @property
+    def reviews(self) -> dict[int, Review]:
+        return self.state.reviews
+
+    @property
+    def labels(self) -> dict[str, Label]:
+        return self.state.labels
+
+    @property
+    def statuses(self) -> list[Any]:
+        return self.state.statuses
+
+    @property
+    def workflow_runs(self) -> dict[int, Any]:
+        return self.state.workflow_runs
+
+    def branch_sha(self, branch: str) -> str | None:
+        return self.bare.branch_sha(branch)
+
+    def git(self, *args: str) -> str:
+        return self.bare.out(*args)
+
+    def file_at(self, ref: str, path: str) -> bytes | None:
+        return self.bare.file_at(ref, path)
+
+
+class GitHubSimulator:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        webhook_secret: str,
+        webhook_url: str | None = None,
+        app_id: int = 4242,
+        app_slug: str = "scaffold-app",
+        private_key_pem: bytes | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.app_id = app_id
+        self.app_slug = app_slug
+        if private_key_pem is None:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            private_key_pem = key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        self.private_key_pem = private_key_pem
+        private = serialization.load_pem_private_key(private_key_pem, password=None)
+        self.public_key_pem = private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        self.lock = threading.RLock()
+        self.ids = Ids()
+        self.users: dict[str, User] = {}
+        self.repos: dict[str, RepoState] = {}
+        self.installations: dict[int, Installation] = {}
+        self.tokens: dict[str, Token] = {}
+        self.tokens_issued = 0
+        self.token_ttl_s = 3600
+        self.violations: list[str] = []
+        self.deliveries: list[DeliveryRecord] = []
+        self.requests: list[tuple[str, str, int]] = []
+        self.injected_hits = 0
+        self.faults: list[Fault] = []
+        self.workflow_runner: Callable[[WorkflowDispatch], WorkflowOutcome] | None = None
+        self.rate_limit = 5000
+        self.rate_used = 0
+        self.rate_reset = int(time.time()) + 3600
+        self.hook_id = 1
+        self._held = False
+        self._sender = Sender()
+        self._sender.secret = webhook_secret
+        self._sender.url = webhook_url
+        self._sender.target_id = app_id
+        self.bot_login = f"{app_slug}[bot]"
+        self.url = ""
+        self.add_user(self.bot_login, type="Bot")
+        self.add_user("sim-app-owner")
+        self.url = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._workers: list[threading.Thread] = []
+        self.response_hook: Callable[[str, int, Any], Any] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> GitHubSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        from .api import make_app
+
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                runner = web.AppRunner(make_app(self), access_log=None)
+                loop.run_until_complete(runner.setup())
+                site = web.TCPSite(runner, "127.0.0.1", 0)
+                loop.run_until_complete(site.start())
+                sockets = site._server.sockets  # type: ignore[union-attr]
+                port = sockets[0].getsockname()[1]
+                self.url = f"http://127.0.0.1:{port}"
+                self._runner = runner
+                self._sender.start(loop)
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._sender.stop())
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=run, name="ghsim", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if failure:
+            raise failure[0]
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.join(timeout=30)
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=15)
+        self._loop = None
+
+    @property
+    def urls(self) -> ob.Urls:
+        return ob.Urls(self.url)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
+
+    # ------------------------------------------------------------------ setup
+    def add_user(self, login: str, *, type: str = "User") -> dict[str, Any]:
+        if not _NAME.match(login):
+            raise ValueError(f"bad login {login!r}")
+        with self.lock:
+            if login not in self.users:
+                self.users[login] = User(login, self.ids.next(), type)
+            return ob.user_obj(self.urls, self.users[login])
+
+    def create_repo(
+        self,
+        owner: str,
+        name: str,
+        files: dict[str, str | bytes],
+        *,
+        default_branch: str = "main",
+        private: bool = False,
+    ) -> Repo:
+        if not _NAME.match(name) or not valid_branch(default_branch):
+            raise ValueError("bad repository name or branch")
+        with self.lock:
+            self.add_user(owner)
+            path = self.root / "git" / owner / f"{name}.git"
+            state = RepoState(self.ids.next(), owner, name, default_branch, private, path)
+            git = BareRepo(path)
+            git.init(default_branch)
+            git.set_protected([])
+            sha = git.commit_files(None, dict(files), "Initial commit")
+            git.update_ref(f"refs/heads/{default_branch}", sha)
+            self.repos[state.full_name.lower()] = state
+            return Repo(self, state)
+
+    def repo(self, full_name: str) -> Repo:
+        return Repo(self, self.repo_state(full_name))
+
+    def repo_state(self, full_name: str) -> RepoState:
+        return self.repos[full_name.lower()]
+
+    def git_of(self, repo: RepoState) -> BareRepo:
+        return BareRepo(repo.bare_path)
+
+    def install(self, owner: str, repos: list[str]) -> int:
+        with self.lock:
+            self.add_user(owner)
+            full = [r if "/" in r else f"{owner}/{r}" for r in repos]
+            for name in full:
+                self.repo_state(name)
+            inst = Installation(
+                self.ids.next(), owner, [self.repo_state(n).full_name for n in full]
+            )
+            self.installations[inst.id] = inst
+            events.installation_created(self, inst.id, owner)
+            return inst.id
+
+    def installation_for(self, full_name: str) -> Installation | None:
+        for inst in self.installations.values():
+            if any(r.lower() == full_name.lower() for r in inst.repos):
+                return inst
+        return None
+
+    def set_permission(self, full_name: str, login: str, level: str) -> None:
+        if level not in PERMISSION_LEVELS:
+            raise ValueError(level)
+        with self.lock:
+            self.add_user(login)
+            self.repo_state(full_name).permissions[login] = level
+
+    def protect_branch(
+        self,
+        full_name: str,
+        branch: str,
+        *,
+        required_checks: list[str] | None = None,
+        required_approvals: int = 1,
+        strict: bool = True,
+    ) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            repo.protections[branch] = Protection(
+                branch, list(required_checks or []), required_approvals, strict
+            )
+            self.git_of(repo).set_protected(sorted(repo.protections))
+
+    def set_webhook(self, url: str | None, secret: str) -> None:
+        self._sender.url = url
+        self._sender.secret = secret
+
+    def hold_deliveries(self, hold: bool) -> None:
+        self._held = hold
+
+    def wait_deliveries(self, timeout: float = 10.0) -> None:
+        if not self._sender.wait(timeout):
+            raise TimeoutError(f"{self._sender.pending} deliveries still queued after {timeout}s")
+
+    async def wait_deliveries_async(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self._sender.pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self._sender.pending} deliveries still queued")
+            await asyncio.sleep(0.02)
+
+    def redeliver(self, delivery_id: str) -> DeliveryRecord:
+        with self.lock:
+            original = next(d for d in self.deliveries if d.delivery_id == delivery_id)
+            record = DeliveryRecord(
+                original.event,
+                original.action,
+                original.delivery_id,
+                original.payload,
+                original.body,
+                dict(original.headers),
+                redelivery=True,
+            )
+            self.deliveries.append(record)
+        self._sender.enqueue(record)
+        return record
+
+    def deliveries_of(self, event: str, action: str | None = None) -> list[DeliveryRecord]:
+        return [
+            d
+            for d in self.deliveries
+            if d.event == event and (action is None or d.action == action)
+        ]
+
+    def inject(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        status: int,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        times: int = 1,
+        delay_s: float = 0.0,
+    ) -> None:
+        with self.lock:
+            self.faults.append(
+                Fault(
+                    method.upper(),
+                    re.compile(path_regex),
+                    status,
+                    dict(headers or {}),
+                    body,
+                    times,
+                    delay_s,
+                )
+            )
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.method in (method, "*") and fault.path.search(path):
+                    fault.times -= 1
+                    self.injected_hits += 1
+                    return fault
+        return None
+
+    def violation(self, text: str) -> None:
+        log.error("GitHub simulator violation: %s", text)
+        with self.lock:
+            self.violations.append(text)
+
+    # ------------------------------------------------------------------ deliveries
+    def emit(self, event: str, action: str | None, payload: dict[str, Any]) -> DeliveryRecord:
+        try:
+            full = build_delivery(event, action, payload, api=self.url)
+        except DeliverySchemaError as exc:
+            self.violation(str(exc))
+            raise
+        with self.lock:
+            record = self._sender.record(event, action, full, held=self._held)
+            self.deliveries.append(record)
+        self._sender.enqueue(record)
+        return record
+
+    # ------------------------------------------------------------------ tokens and JWTs
+    def app_json(self, *, webhook: bool = False) -> dict[str, Any]:
+        obj = ob.app_obj(self.urls, self.app_id, self.app_slug, self.users["sim-app-owner"])
+        if webhook:  # the webhook schema's `app` admits fewer keys than the REST one
+            obj.pop("client_id")
+            obj.pop("installations_count")
+        return obj
+
+    def app_jwt(self, *, expires_in: int = 540) -> str:
+        now = int(time.time())
+        return jwt.encode(
+            {"iat": now - 30, "exp": now + expires_in, "iss": str(self.app_id)},
+            self.private_key_pem,
+            algorithm="RS256",
+        )
+
+    def verify_jwt(self, token: str) -> bool:
+        skew = 60
+        try:
+            claims = jwt.decode(
+                token,
+                self.public_key_pem,
+                algorithms=["RS256"],
+                options={"require": ["iat", "exp", "iss"], "verify_iat": False},
+                leeway=skew,
+            )
+        except jwt.PyJWTError:
+            return False
+        now = time.time()
+        iat, exp = claims["iat"], claims["exp"]
+        if not isinstance(iat, int | float) or not isinstance(exp, int | float):
+            return False
+        if str(claims["iss"]) != str(self.app_id):
+            return False
+        return exp - iat <= 600 and iat <= now + skew and exp > now - skew
+
+    def issue_token(self, installation_id: int) -> Token:
+        with self.lock:
+            token = Token(
+                "ghs_" + secrets.token_urlsafe(27)[:36].replace("-", "a").replace("_", "b"),
+                installation_id,
+                time.time() + self.token_ttl_s,
+                dict(ob.APP_PERMISSIONS),
+            )
+            self.tokens[token.token] = token
+            self.tokens_issued += 1
+            return token
+
+    def live_token(self, token: str) -> Token | None:
+        with self.lock:
+            found = self.tokens.get(token)
+        if found is None or found.expires_at <= time.time():
+            return None
+        return found
+
+    def installation_token(self, full_name: str) -> str:
+        """A fresh token for the installation covering ``full_name`` (for tests)."""
+        inst = self.installation_for(full_name)
+        if inst is None:
+            raise KeyError(f"{full_name} is not installed")
+        return self.issue_token(inst.id).token
+
+    # ------------------------------------------------------------------ JSON of state
+    def pull_json(self, repo: RepoState, pr: Pull) -> dict[str, Any]:
+        git = self.git_of(repo)
+        if pr.issue.state == "open":
+            pr.head_sha = git.branch_sha(pr.head) or pr.head_sha
+            pr.base_sha = git.branch_sha(pr.base) or pr.base_sha
+        status = mergeability(git, repo, pr)
+        files = git.changed_files(pr.base_sha, pr.head_sha)
+        stats = {
+            "commits": len(git.rev_list(f"{pr.base_sha}..{pr.head_sha}"))
+            if pr.issue.state == "open"
+            else 1,
+            "additions": sum(int(f["additions"]) for f in files),  # type: ignore[call-overload]
+            "deletions": sum(int(f["deletions"]) for f in files),  # type: ignore[call-overload]
+            "changed_files": len(files),
+        }
+        return ob.pull_obj(
+            self.urls,
+            repo,
+            pr,
+            self.users,
+            mergeable=status.mergeable,
+            mergeable_state=status.state,
+            stats=stats,
+        )
+
+    def pulls_for_sha(self, repo: RepoState, sha: str) -> list[Pull]:
+        return [p for p in repo.pulls.values() if p.head_sha == sha and p.issue.state == "open"]
+
+    def suite_json(self, repo: RepoState, suite: CheckSuite) -> dict[str, Any]:
+        git = self.git_of(repo)
+        info = git.commit_info(suite.head_sha) if git.object_exists(suite.head_sha) else None
+        return ob.suite_obj(
+            self.urls,
+            repo,
+            suite,
+            self.app_json(),
+            self.users[repo.owner],
+            self.pulls_for_sha(repo, suite.head_sha),
+            info,
+        )
+
+    def check_run_json(self, repo: RepoState, run: CheckRun) -> dict[str, Any]:
+        suite = repo.check_suites[run.suite_id]
+        return ob.check_run_obj(
+            self.urls, repo, run, suite, self.app_json(), self.pulls_for_sha(repo, run.head_sha)
+        )
+
+    def suite_for(
+        self, repo: RepoState, sha: str, branch: str | None, before: str | None = None
+    ) -> CheckSuite:
+        for suite in repo.check_suites.values():
+            if suite.head_sha == sha and suite.app_id == self.app_id:
+                return suite
+        suite = CheckSuite(self.ids.next(), sha, branch, self.app_id, before=before, after=sha)
+        repo.check_suites[suite.id] = suite
+        return suite
+
+    # ------------------------------------------------------------------ reactions to ref changes
+    def on_ref_changes(
+        self, repo: RepoState, changes: dict[str, tuple[str, str]], sender: str
+    ) -> None:
+        """Deliveries after refs moved (git push, API ref writes, merges): push,
+        pull_request.synchronize / closed, check_suite.requested."""
+        git = self.git_of(repo)
+        for ref, (before, after) in sorted(changes.items()):
+            if not ref.startswith("refs/heads/"):
+                continue
+            branch = ref.removeprefix("refs/heads/")
+            events.push(self, repo, git, ref, before, after, sender)
+            for pr in list(repo.pulls.values()):
+                if pr.issue.state != "open":
+                    continue
+                if pr.head == branch and after == ZERO:
+                    self._close_pull(repo, pr, sender)
+                elif pr.head == branch:
+                    old = pr.head_sha
+                    pr.head_sha = after
+                    pr.issue.updated_at = now_iso()
+                    events.pull_request(
+                        self, repo, pr, "synchronize", sender, before=old, after=after
+                    )
+                elif pr.base == branch and after != ZERO:
+                    pr.base_sha = after
+            if after != ZERO and self.installation_for(repo.full_name) is not None:
+                suite = self.suite_for(repo, after, branch, before)
+                events.check_suite(self, repo, suite, "requested", sender)
+
+    def _close_pull(self, repo: RepoState, pr: Pull, sender: str) -> None:
+        pr.issue.state = "closed"
+        pr.issue.closed_at = pr.issue.updated_at = now_iso()
+        events.pull_request(self, repo, pr, "closed", sender)
+
+    # ------------------------------------------------------------------ person actions
+    def _person(self, login: str) -> str:
+        self.add_user(login)
+        return login
+
+    def open_issue(self, full_name: str, title: str, body: str, by: str) -> int:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            issue = Issue(repo.take_number(), self.ids.next(), title, body, self._person(by))
+            repo.issues[issue.number] = issue
+            events.issues(self, repo, issue.number, "opened", by)
+            return issue.number
+
+    def ensure_label(
+        self, repo: RepoState, name: str, color: str = "ededed", description: str | None = None
+    ) -> Label:
+        if name not in repo.labels:
+            repo.labels[name] = Label(self.ids.next(), name, color, description)
+        return repo.labels[name]
+
+    def label_issue(self, full_name: str, number: int, label: str, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            issue = repo.issues[number]
+            self.ensure_label(repo, label)
+            if label not in issue.labels:
+                issue.labels.append(label)
+                issue.updated_at = now_iso()
+                self._labels_event(repo, issue, "labeled", label, self._person(by))
+
+    def unlabel_issue(self, full_name: str, number: int, label: str, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            issue = repo.issues[number]
+            if label in issue.labels:
+                issue.labels.remove(label)
+                issue.updated_at = now_iso()
+                self._labels_event(repo, issue, "unlabeled", label, self._person(by))
+
+    def _labels_event(
+        self, repo: RepoState, issue: Issue, action: str, label: str, by: str
+    ) -> None:
+        if issue.is_pull:
+            pr = repo.pulls[issue.number]
+            events.pull_request(
+                self, repo, pr, action, by, label=ob.label_obj(self.urls, repo, repo.labels[label])
+            )
+        else:
+            events.issues(self, repo, issue.number, action, by, label=label)
+
+    def comment(self, full_name: str, number: int, body: str, by: str) -> int:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            if number not in repo.issues:
+                raise KeyError(number)
+            comment = Comment(self.ids.next(), number, body, self._person(by))
+            repo.comments[comment.id] = comment
+            repo.issues[number].updated_at = now_iso()
+            events.issue_comment(self, repo, comment.id, "created", by)
+            return comment.id
+
+    def submit_review(
+        self, full_name: str, pr_number: int, state: str = "APPROVED", *, by: str, body: str = ""
+    ) -> int:
+        if state not in ("APPROVED", "CHANGES_REQUESTED", "COMMENTED"):
+            raise ValueError(state)
+        with self.lock:
+            repo = self.repo_state(full_name)
+            pr = repo.pulls[pr_number]
+            review = Review(self.ids.next(), pr_number, self._person(by), state, body, pr.head_sha)
+            repo.reviews[review.id] = review
+            events.review_submitted(self, repo, review.id, by)
+            return review.id
+
+    def close_pr(self, full_name: str, number: int, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            self._close_pull(repo, repo.pulls[number], self._person(by))
+
+    def push_files(
+        self,
+        full_name: str,
+        branch: str,
+        files: dict[str, str | bytes | None],
+        by: str,
+        message: str,
+    ) -> str:
+        if not valid_branch(branch):
+            raise ValueError(branch)
+        with self.lock:
+            repo = self.repo_state(full_name)
+            git = self.git_of(repo)
+            user = self.users[self._person(by)]
+            before = git.branch_sha(branch)
+            parent = before or git.branch_sha(repo.default_branch)
+            sha = git.commit_files(
+                parent, files, message, (user.login, f"{user.login}@users.sim.invalid")
+            )
+            git.update_ref(f"refs/heads/{branch}", sha, before)
+            self.on_ref_changes(repo, {f"refs/heads/{branch}": (before or ZERO, sha)}, user.login)
+            return sha
+
+    def rerequest_check_run(self, full_name: str, check_run_id: int, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            run = repo.check_runs[check_run_id]
+            if run.status != "completed":
+                raise ValueError("only a completed check run can be re-requested")
+            events.check_run(self, repo, run, "rerequested", self._person(by))
+
+    def rerequest_check_suite(self, full_name: str, check_suite_id: int, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            events.check_suite(
+                self, repo, repo.check_suites[check_suite_id], "rerequested", self._person(by)
+            )
+
+    # ------------------------------------------------------------------ workers
+    def spawn(self, target: Callable[[], None], name: str) -> None:
+        worker = threading.Thread(target=target, name=name, daemon=True)
+        self._workers.append(worker)
+        worker.start()

@@ -1,0 +1,1 @@
+from ghsim.fixture import github_sim  # noqa: F401
