@@ -68,10 +68,32 @@ class DiagramsConfig(_Section):
     data_model: str = "docs/diagrams/05-data-model.md"
     states: str = "docs/diagrams/03-state-machine.md"
     roadmap: str = "docs/diagrams/04-roadmap.md"
+    # Folders holding importable code (``src``, ``app``); empty: every folder, with
+    # dotted names worked out from ``__init__.py`` files.
     source_roots: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ("tests/**", "test_*.py", "**/tests/**", "docs/**")
+    # Paths DiagramCheck never reads (gitignore-style globs; no ``/`` matches any depth).
+    ignore: tuple[str, ...] = (
+        "tests/**",
+        "test/**",
+        "**/tests/**",
+        "test_*.py",
+        "*_test.py",
+        "conftest.py",
+        "bench/**",
+        "benchmarks/**",
+        "scripts/**",
+        "examples/**",
+        "setup.py",
+        "noxfile.py",
+    )
+    # Which classes belong on the data-model diagram (globs); empty: all of them.
+    data_model_sources: tuple[str, ...] = ()
+    # An Enum whose name ends like this is a state machine's states.
+    state_enum_suffixes: tuple[str, ...] = ("State", "Status")
 
-    @field_validator("source_roots", "ignore", mode="before")
+    @field_validator(
+        "source_roots", "ignore", "data_model_sources", "state_enum_suffixes", mode="before"
+    )
     @classmethod
     def _as_tuple(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
@@ -79,6 +101,16 @@ class DiagramsConfig(_Section):
 
 class MergeConfig(_Section):
     method: Literal["merge", "squash", "rebase"] = "merge"
+
+
+class ActionsConfig(_Section):
+    """``executor: actions``: slot runs as workflow runs of this workflow file."""
+
+    workflow: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")] = "scaffold-slot.yml"
+    # Give up on a workflow run that has not finished after this long (counts as a crash).
+    timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+    # How often the App re-reads a run's status in case its delivery was lost.
+    poll_s: Annotated[float, Field(gt=0)] = 30.0
 
 
 class ScaffoldConfig(_Section):
@@ -93,6 +125,9 @@ class ScaffoldConfig(_Section):
     approval: Literal["manual", "auto"] = "manual"
     merge: MergeConfig = MergeConfig()
     default_branch: str | None = None
+    # Where task agents run: here, or as GitHub Actions workflow runs (App mode only).
+    executor: Literal["local", "actions"] = "local"
+    actions: ActionsConfig = ActionsConfig()
 
     @field_validator("ward", mode="before")
     @classmethod

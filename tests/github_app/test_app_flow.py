@@ -97,7 +97,7 @@ def test_labelled_issue_goes_to_merged_prs_and_done_tasks(
     sim = github_sim
     _setup(sim)
     write_script(tmp_path, _script())
-    with app_process(sim, tmp_path):
+    with app_process(sim, tmp_path) as app:
         number = sim.open_issue(
             REPO,
             "Greetings",
@@ -147,6 +147,9 @@ def test_labelled_issue_goes_to_merged_prs_and_done_tasks(
         status = wait_for("the status comment to show both merged", status_done)
         assert "```mermaid" in status
         assert "TASK_1 --> TASK_2" in status
+        metrics = app.get("/metrics")
+        assert 'scaffold_quests{state="done"} 1.0' in metrics
+        assert 'scaffold_webhook_deliveries_total{event="pull_request_review"' in metrics
 
     repo = sim.repo(REPO)
     assert repo.file_at("main", "notes/greeting.txt") == b"hello\n"

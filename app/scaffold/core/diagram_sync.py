@@ -139,10 +139,13 @@ PACKAGE_ROLES = {
     "scaffold.quest": "the quest file and its journal",
     "scaffold.backlog": "Backlog.md tasks, read and written like the backlog CLI",
     "scaffold.agent": "agent processes, stream-json, the signal-back MCP server",
-    "scaffold.git": "git, worktrees, Ward, DiagramCheck rules",
+    "scaffold.git": "git, worktrees, Ward",
+    "scaffold.diagramcheck": "DiagramCheck: the ast analyzer of a diff, Mermaid, drafts",
     "scaffold.runtime": "the imperative shell: executes effects",
     "scaffold.cli": "the scaffold command",
-    "scaffold.app": "the GitHub App",
+    "scaffold.server": "the webhook server: verify, dedupe, spool, queue, metrics",
+    "scaffold.github": "the GitHub App: auth, REST client, flows, forge, checks",
+    "scaffold.action": "the GitHub Action's entry points",
 }
 
 

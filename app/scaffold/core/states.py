@@ -31,6 +31,17 @@ IN_FLIGHT = frozenset(
         Lifecycle.CLEANUP,
     }
 )
+# The states in which a task holds one of the N slots (a question parks it, freeing it).
+HOLDS_SLOT = frozenset(
+    {
+        Lifecycle.ALLOCATING,
+        Lifecycle.PROCESSING,
+        Lifecycle.TEST_VALIDATION,
+        Lifecycle.DIAGRAM_CHECK,
+        Lifecycle.MERGING,
+        Lifecycle.CLEANUP,
+    }
+)
 
 
 class Stage(StrEnum):

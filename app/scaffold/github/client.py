@@ -21,7 +21,7 @@ import aiohttp
 import gidgethub
 import gidgethub.aiohttp
 
-from scaffold.errors import GitHubError
+from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
 from scaffold.github.retry import RetryPolicy, describe, retry_delay
 
@@ -178,6 +178,18 @@ class GitHubClient:
             "PUT", path, self._api.put(path, _vars(url_vars), data=body, jwt=jwt, oauth_token=oauth)
         )
 
+    async def download(self, path: str, url_vars: UrlVars | None = None) -> bytes:
+        """A binary download (an artifact archive), following GitHub's redirect."""
+        from gidgethub import sansio
+
+        url = sansio.format_url(path, _vars(url_vars), base_url=self.base_url)
+        jwt, oauth = await self._auth()
+        headers = sansio.create_headers(USER_AGENT, jwt=jwt, oauth_token=oauth)
+        status, _, body = await self._api._request("GET", url, headers)
+        if status >= 400:
+            raise GitHubError("GET", path, status, body[:200].decode("utf-8", "replace"))
+        return body
+
     async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
         jwt, oauth = await self._auth()
         await self._call(
@@ -186,7 +198,13 @@ class GitHubClient:
 
 
 def _vars(url_vars: UrlVars | None) -> dict[str, str]:
-    return {k: str(v) for k, v in (url_vars or {}).items()}
+    values = {k: str(v) for k, v in (url_vars or {}).items()}
+    for name, value in values.items():
+        # Expansion escapes "/", "?" and "#", but not dots, and the URL library drops dot
+        # segments: ".." would climb out of the template to another endpoint.
+        if value in (".", ".."):
+            raise ScaffoldError(f"the URL variable {name!r} may not be {value!r}")
+    return values
 
 
 def _message(exc: gidgethub.HTTPException) -> str:

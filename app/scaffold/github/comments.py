@@ -85,6 +85,13 @@ def task_graph(quest: Quest) -> str:
     return "\n".join(lines)
 
 
+def slot_numbers(quest: Quest) -> dict[str, int]:
+    """Slot 1..N of the tasks holding a slot now, in the order they started."""
+    busy = [t for t in quest.tasks.values() if t.state in IN_FLIGHT and not t.question_id]
+    busy.sort(key=lambda t: (t.started_at is None, t.started_at, t.id))
+    return {t.id: i for i, t in enumerate(busy, 1)}
+
+
 def render_status(
     quest: Quest,
     *,
@@ -126,7 +133,7 @@ def render_status(
         lines += ["", "```mermaid", task_graph(quest), "```", ""]
     hours = (now - quest.started_at).total_seconds() / 3600
     cost_left = max(0.0, max_cost_usd - quest.cost_usd)
-    busy = sum(1 for t in quest.tasks.values() if t.state in IN_FLIGHT and not t.question_id)
+    busy = len(slot_numbers(quest))
     lines.append(
         f"Budget: ${quest.cost_usd:.2f} spent, ${cost_left:.2f} left of ${max_cost_usd:.2f}; "
         f"{hours:.1f} h of {max_hours:g} h; slots busy {busy}/{slots}."
@@ -203,7 +210,7 @@ class Command:
     problem: str | None = None
 
 
-_COMMAND = re.compile(r"^\s*/scaffold(?:\s+(\S+))?(?:\s+(\S+))?\s*$", re.M)
+_COMMAND = re.compile(r"^[ \t]*/scaffold(?=[ \t]|$)(?:[ \t]+(\S+))?(?:[ \t]+(\S+))?[^\n]*$", re.M)
 _TASK_ID = re.compile(r"^task-\d+(?:\.\d+)*$", re.I)
 
 
@@ -212,7 +219,9 @@ def parse_command(body: str) -> Command | None:
     m = _COMMAND.search(body)
     if m is None:
         return None
-    verb = (m.group(1) or "help").lower()
+    if m.group(1) is None:
+        return Command("help", problem="say what to do")
+    verb = m.group(1).lower()
     arg = m.group(2)
     if verb == "status":
         return Command("status")
@@ -259,11 +268,13 @@ def match_answer(body: str, open_ids: Sequence[str]) -> AnswerMatch | None:
     if not text:
         return None
     quoted = [q for q in _QUOTE_ID.findall(body) if q in open_ids]
+    reply = "\n".join(line for line in text.splitlines() if not line.startswith(">")).strip()
+    if not reply:
+        return None  # only quotes, nothing of its own
     if len(set(quoted)) == 1:
-        reply = "\n".join(line for line in text.splitlines() if not line.startswith(">"))
-        return AnswerMatch(quoted[0], reply.strip() or text)
+        return AnswerMatch(quoted[0], reply)
     if len(open_ids) == 1:
-        return AnswerMatch(open_ids[0], text)
+        return AnswerMatch(open_ids[0], reply)
     return AnswerMatch(None, text, "ambiguous")
 
 

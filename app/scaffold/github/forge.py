@@ -32,7 +32,12 @@ from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient
-from scaffold.github.comments import render_pr_body, render_question, render_status
+from scaffold.github.comments import (
+    render_pr_body,
+    render_question,
+    render_status,
+    slot_numbers,
+)
 from scaffold.github.links import LinkStore
 from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
@@ -356,6 +361,7 @@ class GitHubForge:
             max_cost_usd=self.cfg.safety.max_cost_usd,
             max_hours=self.cfg.safety.max_hours,
             slots=self.cfg.slots,
+            slot_of=slot_numbers(quest),
         )
         if link.status_comment_id is None:
             comment_id = await self.comment(link.issue_number, body)

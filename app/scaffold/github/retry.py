@@ -29,7 +29,9 @@ class RetryPolicy:
 
 
 def _backoff(policy: RetryPolicy, attempt: int) -> float:
-    delay: float = policy.base_delay_s * (2 ** (attempt - 1))
+    # The exponent is bounded: past 2**64 the cap has long applied, and a bigger power
+    # would not fit in a float.
+    delay: float = policy.base_delay_s * (2.0 ** min(attempt - 1, 64))
     return min(policy.max_delay_s, delay)
 
 

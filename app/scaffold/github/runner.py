@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scaffold.errors import ScaffoldError
+from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient
 from scaffold.github.forge import GitHubForge
@@ -57,6 +58,7 @@ class RepoContext:
     checkout: Checkout
     client: GitHubClient
     run_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
     default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -136,6 +138,11 @@ class QuestRunner:
                     clock=self.clock,
                     forge=make_forge,
                     default_branch_lock=ctx.default_branch_lock,
+                    remote=(
+                        ActionsExecutor(ctx.client, ctx.checkout, config.actions, ctx.waiters)
+                        if config.executor == "actions"
+                        else None
+                    ),
                 )
                 forge = forges[0]
                 self.running[(ctx.full_name, quest_id)] = orch

@@ -40,6 +40,7 @@ from scaffold.github.comments import (
     parse_command,
     render_ambiguous,
 )
+from scaffold.github.diagram_pr import CHECK_NAME, check_pull_request
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
@@ -127,7 +128,13 @@ class AppService:
             "issue_comment.created": self.on_comment,
             "pull_request_review.submitted": self.on_review,
             "pull_request.closed": self.on_pr_closed,
+            "pull_request.opened": self.on_pr_changed,
+            "pull_request.reopened": self.on_pr_changed,
             "pull_request.synchronize": self.on_pr_changed,
+            "check_suite.requested": self.on_check_requested,
+            "check_suite.rerequested": self.on_check_requested,
+            "check_run.rerequested": self.on_check_requested,
+            "workflow_run.completed": self.on_workflow_run,
             "check_run.completed": self.on_check_done,
             "check_suite.completed": self.on_check_done,
         }
@@ -484,10 +491,42 @@ class AppService:
             )
 
     async def on_pr_changed(self, d: Delivery) -> None:
+        """A new head: DiagramCheck it (any PR of the repository), then wake its quest."""
         ctx = await self._context(d.payload, d.installation_id)
-        found = self._pr_task(ctx, d.payload["pull_request"])
+        pr = d.payload["pull_request"]
+        await self._ensure_clone(ctx)
+        await self._diagram_check(ctx, pr, force=False)
+        found = self._pr_task(ctx, pr)
         if found is not None:
             self.runner.poke(ctx, found[0].quest_id)
+
+    async def on_check_requested(self, d: Delivery) -> None:
+        """A check suite for a new push, or a person asking to re-run the check."""
+        p = d.payload
+        run = p.get("check_run") or {}
+        if run and run.get("name") != CHECK_NAME:
+            return
+        suite = p.get("check_suite") or run.get("check_suite") or {}
+        ctx = await self._context(p, d.installation_id)
+        await self._ensure_clone(ctx)
+        force = d.action == "rerequested"
+        owner, _, name = ctx.full_name.partition("/")
+        for ref in run.get("pull_requests") or suite.get("pull_requests") or []:
+            pr = await ctx.client.get(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                {"owner": owner, "repo": name, "number": int(ref["number"])},
+            )
+            if pr.get("state") == "open":
+                await self._diagram_check(ctx, pr, force=force)
+
+    async def _diagram_check(self, ctx: RepoContext, pr: dict[str, Any], *, force: bool) -> None:
+        try:
+            await check_pull_request(ctx, pr, force=force)
+        except (ScaffoldError, GitHubError) as exc:
+            log.warning(
+                "diagram check failed to run",
+                extra={"repo": ctx.full_name, "pr": pr.get("number"), "error": str(exc)},
+            )
 
     async def on_check_done(self, d: Delivery) -> None:
         p = d.payload
@@ -498,6 +537,12 @@ class AppService:
             found = self._task_of_pr(ctx, int(pr["number"]), str(head))
             if found is not None:
                 self.runner.poke(ctx, found[0].quest_id)
+
+    async def on_workflow_run(self, d: Delivery) -> None:
+        """A slot run finished on GitHub Actions (``executor: actions``)."""
+        run = d.payload.get("workflow_run") or {}
+        ctx = await self._context(d.payload, d.installation_id)
+        ctx.waiters.completed(int(run.get("id") or 0), str(run.get("conclusion") or "failure"))
 
     # ------------------------------------------------------------------ reconciliation
 

@@ -16,12 +16,14 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
+from scaffold.agent.process import AgentRunOutcome
 from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
-from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
+from scaffold.quest.model import AgentRun, PullRequest, Quest, Question, TaskRecord
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,18 @@ class LocalForge:
 
     async def flush(self, quest: Quest) -> None:
         return None
+
+
+class RemoteAgents(Protocol):
+    """Runs a task's agent somewhere else (e.g. a GitHub Actions runner).
+
+    The run must leave the same traces a local run leaves: the accepted signals in
+    ``signal_dir`` (``signal-<seq>.json``), the agent's commits on the task branch (the
+    worktree is brought up to date), and an ``AgentRunOutcome`` with the session id and
+    cost. A run that failed, was cancelled or timed out is an outcome without a signal:
+    the lifecycle treats it as a crash (retried, resuming the session).
+    """
+
+    async def run_agent(
+        self, quest: Quest, task: TaskRecord, run: AgentRun, run_dir: Path, signal_dir: Path
+    ) -> AgentRunOutcome: ...

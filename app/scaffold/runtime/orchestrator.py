@@ -59,7 +59,7 @@ from scaffold.core.events import Event, signal_event
 from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, schedule
-from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
+from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
@@ -75,7 +75,7 @@ from scaffold.runtime.agent_runs import (
     watch_signal,
 )
 from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.forge import Forge, LocalForge
+from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
@@ -85,16 +85,6 @@ from scaffold.runtime.view import Reporter, SlotRow
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
 MAX_DIAGRAM_AUTOFIX = 2
-_SLOT_STATES = frozenset(
-    {
-        Lifecycle.ALLOCATING,
-        Lifecycle.PROCESSING,
-        Lifecycle.TEST_VALIDATION,
-        Lifecycle.DIAGRAM_CHECK,
-        Lifecycle.MERGING,
-        Lifecycle.CLEANUP,
-    }
-)
 
 
 class Orchestrator:
@@ -110,6 +100,7 @@ class Orchestrator:
         poll_s: float = 0.25,
         forge: Callable[[RepoOps], Forge] | None = None,
         default_branch_lock: threading.Lock | None = None,
+        remote: RemoteAgents | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -137,6 +128,8 @@ class Orchestrator:
             max_hours=config.safety.max_hours,
             max_consecutive_failures=config.safety.max_consecutive_failures,
         )
+        # Where task agents run when not here (``executor: actions``); planning stays local.
+        self.remote = remote
         self.children = LiveChildren()
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -324,7 +317,7 @@ class Orchestrator:
 
     @staticmethod
     def _holds_slot(task: TaskRecord) -> bool:
-        return task.state in _SLOT_STATES and task.question_id is None
+        return task.state in HOLDS_SLOT and task.question_id is None
 
     def _tick_planning(self) -> None:
         plan = self.quest.planning
@@ -573,6 +566,13 @@ class Orchestrator:
         else:
             self._update_task(key, f"agent started: {run.role.value} ({run.kind})", **marks)
         self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+        if self.remote is not None and not is_plan:
+            outcome = await self.remote.run_agent(
+                self.quest, self.quest.tasks[key], run, run_dir, signal_dir
+            )
+            if outcome.session_id:
+                self._remember_session(key, run.role, outcome.session_id)
+            return self._finish_run(key, run, outcome, [], signal_dir)
         spec = AgentSpec(
             argv=inv.argv, cwd=cwd, env=inv.env, stuck_timeout_s=self.cfg.agent.stuck_timeout_s
         )

@@ -17,13 +17,12 @@ from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import ScaffoldError
-from scaffold.git.diagram_rules import check_diagrams
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
 from scaffold.git.ward import format_ward_report, run_ward
 from scaffold.git.worktrees import Workspace
 from scaffold.ids import branch_for_task
 from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.diagrams import diagram_paths
+from scaffold.runtime.diagrams import missing_lines, task_report
 
 
 class RepoOps:
@@ -72,11 +71,13 @@ class RepoOps:
         return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))
 
     def check_diagrams(self, task_id: str) -> Event:
-        verdict = check_diagrams(self.workspace.changed_files(task_id), diagram_paths(self.cfg))
-        if verdict.synced:
+        """DiagramCheck on the task branch against the default branch (their merge base)."""
+        report = task_report(self.repo, self.cfg, self.workspace, task_id)
+        for warning in report.warnings:
+            self.warn(f"{task_id}: DiagramCheck: {warning.message}")
+        if not report.blocking:
             return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
-        missing = tuple(f"{m.diagram_path}: {m.reason}" for m in verdict.missing)
-        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing)
+        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing_lines(report))
 
     def merge(self, task_id: str, message: str) -> Event | None:
         with self.default_branch_lock:

@@ -24,6 +24,11 @@ def final_report(q: Quest) -> RunReport:
     waiting = [t.id for t in q.tasks.values() if t.state is Lifecycle.PR_CREATED]
     if waiting:
         return RunReport(3, f"waiting for approval: {', '.join(waiting)}")
+    merging = [t.id for t in q.tasks.values() if t.state is Lifecycle.MERGING]
+    if merging:
+        # The forge is waiting for something outside scaffold (required checks, an
+        # update of the branch); the next delivery or reconciliation picks it up.
+        return RunReport(3, f"waiting to merge: {', '.join(merging)}")
     if q.stop_reason:
         code = 1 if q.stop_limit == "abort" else 4
         return RunReport(code, f"stopped: {q.stop_reason}")

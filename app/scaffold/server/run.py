@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 
+import uvloop
 from aiohttp import web
 
 from scaffold.server.app import INGEST
@@ -55,8 +56,8 @@ async def serve_async(
 
 
 def serve(app: web.Application, host: str, port: int, *, drain_timeout_s: float) -> None:
-    """Blocking form of :func:`serve_async`."""
-    asyncio.run(serve_async(app, host, port, drain_timeout_s=drain_timeout_s))
+    """Blocking form of :func:`serve_async`, on uvloop (libuv's event loop)."""
+    uvloop.run(serve_async(app, host, port, drain_timeout_s=drain_timeout_s))
 
 
 def _bound_port(runner: web.AppRunner, port: int) -> int:

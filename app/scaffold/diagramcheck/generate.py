@@ -1,0 +1,310 @@
+"""Mermaid drafts of a repository's architecture, data model and states.
+
+``scaffold diagrams generate`` reads the Python files of the working tree
+(tracked or untracked, never git-ignored ones; the ``diagrams`` ignore globs
+and source roots apply) with the same readers DiagramCheck uses, so a draft
+names everything the checker would ask for:
+
+* architecture: a ``flowchart`` of every module, boxed by package, with an
+  arrow from a package to each package it imports;
+* data model: a ``classDiagram`` of every dataclass, pydantic model, attrs
+  class, TypedDict, NamedTuple, SQLAlchemy model and Enum with its fields;
+* states: one ``stateDiagram-v2`` per transition table, state Enum,
+  python-statemachine class and ``transitions`` machine.
+
+With ``write`` each draft replaces the block between
+``<!-- diagramcheck:<kind>:begin -->`` and ``<!-- diagramcheck:<kind>:end -->``
+in the configured diagram file (appended under a heading when absent), so the
+prose around it stays as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaffold.config import DiagramsConfig
+from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.rules import mermaid_type
+from scaffold.git.runner import run_git
+
+KINDS = ("architecture", "data-model", "states")
+_HEADINGS = {"architecture": "Modules", "data-model": "Data model", "states": "States"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    module: str
+    info: pm.ModuleInfo
+
+
+def _id(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def read_sources(repo: Path, cfg: DiagramsConfig) -> list[SourceFile]:
+    """Every Python file of the working tree DiagramCheck would read, parsed."""
+    out = run_git(
+        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"], repo
+    )
+    paths = sorted({p for p in out.stdout.split("\0") if p.endswith(".py")})
+    packages = frozenset(p for p in paths if p.endswith("__init__.py"))
+    files: list[SourceFile] = []
+    for path in paths:
+        if matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None:
+            continue
+        name = module_name(path, cfg.source_roots, packages)
+        if name is None:
+            continue
+        try:
+            text = (repo / path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            continue
+        files.append(
+            SourceFile(path, name, pm.read_module(text, name, path.endswith("__init__.py")))
+        )
+    return files
+
+
+# --------------------------------------------------------------------------- architecture
+
+
+def architecture_draft(files: Sequence[SourceFile]) -> str:
+    """A flowchart of the modules, boxed by package, with the package import graph."""
+    modules = {f.module for f in files}
+    package_of: dict[str, str] = {}
+    for f in files:
+        is_pkg = f.path.endswith("__init__.py")
+        package_of[f.module] = f.module if is_pkg else f.module.rpartition(".")[0]
+    groups: dict[str, list[str]] = {}
+    for module in sorted(modules):
+        groups.setdefault(package_of[module], []).append(module)
+    lines = ["flowchart LR"]
+    for pkg in sorted(groups):
+        members = groups[pkg]
+        if not pkg:
+            lines += [f'    {_id(m)}["{m}"]' for m in members]
+            continue
+        lines.append(f'    subgraph pkg_{_id(pkg)}["{pkg}"]')
+        lines += [f'        {_id(m)}["{m}"]' for m in members if m != pkg]
+        if pkg in members:
+            lines.append(f'        {_id(pkg)}["{pkg}"]')
+        lines.append("    end")
+
+    def endpoint(module: str) -> str:
+        pkg = package_of[module]
+        return f"pkg_{_id(pkg)}" if pkg else _id(module)
+
+    edges: set[tuple[str, str]] = set()
+    for f in files:
+        for imported in f.info.imports:
+            if imported not in modules or imported == f.module:
+                continue
+            src, dst = endpoint(f.module), endpoint(imported)
+            if src != dst:
+                edges.add((src, dst))
+    lines += [f"    {a} --> {b}" for a, b in sorted(edges)]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- data model
+
+
+def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
+    classes = [c for f in files for c in f.info.classes]
+    bases = [b for f in files for b in f.info.declarative_bases]
+    return pm.classify(classes, bases)
+
+
+def state_enums(files: Sequence[SourceFile], cfg: DiagramsConfig) -> set[str]:
+    kinds = _kinds(files)
+    found = {t.enum for f in files for t in f.info.tables}
+    for f in files:
+        for m in f.info.machines:
+            found.update(
+                s.name.removeprefix("@enum:") for s in m.states if s.name.startswith("@enum:")
+            )
+    suffixes = tuple(cfg.state_enum_suffixes)
+    found.update(n for n, k in kinds.items() if k == pm.ENUM and suffixes and n.endswith(suffixes))
+    return found
+
+
+def data_model_draft(files: Sequence[SourceFile], cfg: DiagramsConfig) -> str:
+    """A class diagram of the data classes and Enums with their fields and members."""
+    kinds = _kinds(files)
+    states = state_enums(files, cfg)
+    drawn: dict[str, pm.ClassInfo] = {}
+    for f in files:
+        if cfg.data_model_sources and not matches_any(f.path, cfg.data_model_sources):
+            continue
+        for cls in f.info.classes:
+            kind = kinds.get(cls.name)
+            if kind in pm.DATA_KINDS and not cls.name.startswith("_") and cls.name not in states:
+                drawn.setdefault(cls.name, cls)
+    lines = ["classDiagram"]
+    links: list[str] = []
+    for name, cls in drawn.items():
+        kind = kinds[name]
+        lines.append(f"    class {name} {{")
+        if kind == pm.ENUM:
+            lines.append("        <<enumeration>>")
+            lines += [f"        {m.value or m.name}" for m in cls.members]
+        else:
+            if kind != pm.DATACLASS:
+                lines.append(f"        <<{kind}>>")
+            for fld in cls.fields:
+                typ = mermaid_type(fld.type)
+                lines.append(f"        +{typ} {fld.name}" if typ else f"        +{fld.name}")
+                for word in set(re.findall(r"[A-Za-z_]\w*", fld.type)):
+                    if word in drawn and word != name:
+                        links.append(f"    {name} --> {word} : {fld.name}")
+        lines.append("    }")
+    lines += sorted(set(links))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- states
+
+
+def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> str:
+    lines = ["stateDiagram-v2", f"    %% {title}"]
+    seen: set[str] = set()
+    for a, b, event in edges:
+        lines.append(f"    {_id(a)} --> {_id(b)}" + (f" : {event}" if event else ""))
+        seen.update((a, b))
+    lines += [f"    state {_id(s)}" for s in states if s not in seen]
+    return "\n".join(lines) + "\n"
+
+
+def states_drafts(files: Sequence[SourceFile], cfg: DiagramsConfig) -> list[str]:
+    """One ``stateDiagram-v2`` per table, state Enum, statemachine class and machine."""
+    kinds = _kinds(files)
+    enums: dict[str, pm.ClassInfo] = {}
+    for f in files:
+        for cls in f.info.classes:
+            if kinds.get(cls.name) == pm.ENUM:
+                enums.setdefault(cls.name, cls)
+    wanted = state_enums(files, cfg)
+    blocks: list[str] = []
+    tabled: set[str] = set()
+
+    def label(enum: str, member: str) -> str:
+        cls = enums.get(enum)
+        for m in cls.members if cls else ():
+            if m.name == member:
+                return m.value or m.name
+        return member
+
+    for f in files:
+        for table in f.info.tables:
+            tabled.add(table.enum)
+            members = (
+                [m.value or m.name for m in enums[table.enum].members]
+                if (table.enum in enums)
+                else []
+            )
+            edges = [
+                (label(table.enum, r.source), label(table.enum, r.target), r.event)
+                for r in table.rows
+            ]
+            blocks.append(
+                _state_block(
+                    f"{f.module}.{table.name} ({table.enum})", members, list(dict.fromkeys(edges))
+                )
+            )
+    for name in sorted(wanted - tabled):
+        if name in enums:
+            blocks.append(_state_block(name, [m.value or m.name for m in enums[name].members], []))
+    for f in files:
+        for cls in f.info.classes:
+            if kinds.get(cls.name) == pm.STATEMACHINE and cls.states:
+                names = {s.name: (s.value or s.name) for s in cls.states}
+                edges = [
+                    (names.get(t.source, t.source), names.get(t.target, t.target), t.event)
+                    for t in cls.transitions
+                ]
+                blocks.append(_state_block(f"{f.module}.{cls.name}", list(names.values()), edges))
+        for machine in f.info.machines:
+            states = [s.name for s in machine.states if not s.name.startswith("@enum:")]
+            for s in machine.states:
+                enum = s.name.removeprefix("@enum:")
+                if s.name.startswith("@enum:") and enum in enums:
+                    states += [m.value or m.name for m in enums[enum].members]
+            edges = [(t.source, t.target, t.event) for t in machine.transitions]
+            blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
+    return blocks
+
+
+# --------------------------------------------------------------------------- files
+
+
+def begin_marker(kind: str) -> str:
+    return f"<!-- diagramcheck:{kind}:begin -->"
+
+
+def end_marker(kind: str) -> str:
+    return f"<!-- diagramcheck:{kind}:end -->"
+
+
+def fenced(bodies: Sequence[str]) -> str:
+    return "\n".join(f"```mermaid\n{b.rstrip()}\n```" for b in bodies)
+
+
+def replace_block(existing: str, kind: str, bodies: Sequence[str]) -> str:
+    """``existing`` with the generated block of ``kind`` replaced (or appended)."""
+    block = f"{begin_marker(kind)}\n{fenced(bodies)}\n{end_marker(kind)}"
+    pattern = re.compile(
+        re.escape(begin_marker(kind)) + r".*?" + re.escape(end_marker(kind)), re.DOTALL
+    )
+    found = pattern.search(existing)
+    if found:
+        text = existing[: found.start()] + block + existing[found.end() :]
+    else:
+        lead = existing.rstrip("\n") + "\n\n" if existing.strip() else ""
+        text = f"{lead}## {_HEADINGS[kind]}\n\n{block}\n"
+    return text if text.endswith("\n") else text + "\n"
+
+
+def drafts(
+    files: Sequence[SourceFile], cfg: DiagramsConfig, kinds: Iterable[str]
+) -> dict[str, list[str]]:
+    """Mermaid bodies per kind."""
+    out: dict[str, list[str]] = {}
+    for kind in kinds:
+        if kind == "architecture":
+            out[kind] = [architecture_draft(files)]
+        elif kind == "data-model":
+            out[kind] = [data_model_draft(files, cfg)]
+        elif kind == "states":
+            out[kind] = states_drafts(files, cfg) or ["stateDiagram-v2\n    %% no states found\n"]
+        else:
+            raise ValueError(f"unknown diagram kind {kind!r}")
+    return out
+
+
+def target_path(cfg: DiagramsConfig, kind: str) -> str:
+    return normalize_path(
+        {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}[kind]
+    )
+
+
+def write_drafts(repo: Path, cfg: DiagramsConfig, bodies: Mapping[str, list[str]]) -> list[str]:
+    """Write each kind's block into its diagram file; returns the paths rewritten."""
+    written: list[str] = []
+    for kind, blocks in bodies.items():
+        rel = target_path(cfg, kind)
+        path = repo / rel
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = f"# {_HEADINGS[kind]}\n"
+        wanted = replace_block(current, kind, blocks)
+        if wanted != current:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(wanted, encoding="utf-8")
+            written.append(rel)
+    return written

@@ -1,0 +1,410 @@
+"""Mermaid blocks: found in Markdown or ``.mmd`` files, checked, and read for names.
+
+This is not Mermaid's grammar. It is a tolerant reader that knows enough to
+(1) report blocks a renderer would refuse for the usual reasons (no or an
+unknown diagram type, unbalanced brackets or quotes, an arrow with no end, an
+unclosed ``subgraph``/``{``), and (2) list the names a block mentions: node and
+state ids, labels split into words, dotted paths (``a.b.c`` counts as itself
+and as ``a``, ``b``, ``c``), class members, and the edges of state diagrams and
+flowcharts. Valid diagrams must never be reported, so anything it does not
+understand is read for names and otherwise left alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+DIAGRAM_TYPES = {
+    "flowchart",
+    "graph",
+    "classDiagram",
+    "classDiagram-v2",
+    "stateDiagram",
+    "stateDiagram-v2",
+    "erDiagram",
+    "sequenceDiagram",
+    "gantt",
+    "pie",
+    "journey",
+    "gitGraph",
+    "mindmap",
+    "timeline",
+    "quadrantChart",
+    "requirementDiagram",
+    "C4Context",
+    "C4Container",
+    "C4Component",
+    "C4Dynamic",
+    "C4Deployment",
+    "sankey-beta",
+    "xychart-beta",
+    "block-beta",
+    "packet-beta",
+    "architecture-beta",
+    "kanban",
+    "radar-beta",
+    "treemap-beta",
+    "zenuml",
+    "info",
+}
+
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_ARROW = (
+    r"(?:<\|--|\*--|o--|<--|--\|>|--\*|--o|-->|---|==>|-\.->|\.\.>|\.\.\|>|<\|\.\.|"
+    r"--x|--o|<-->|\.\.|--|==|-\.-)"
+)
+_DANGLING_END = re.compile(_ARROW + r"\s*(?:\|[^|]*\|)?\s*$")
+_DANGLING_START = re.compile(r"^\s*" + _ARROW + r"(?!\s*$)")
+_STATE_EDGE = re.compile(r"^\s*(\[\*\]|[\w.\-]+)\s*-->\s*(\[\*\]|[\w.\-]+)\s*(?::.*)?$")
+_FLOW_NODE = re.compile(r"[A-Za-z_][\w.\-]*")
+_CLASS_OPEN = re.compile(r"^\s*class\s+([\w.\-]+)(?:~[^~]*~)?\s*(?:\[[^\]]*\])?\s*\{\s*$")
+_CLASS_MEMBER_LINE = re.compile(r"^\s*([\w.\-]+)\s*:\s*(.+)$")
+_ER_OPEN = re.compile(r"^\s*([\w.\-\"]+)\s*(?:\[[^\]]*\])?\s*\{\s*$")
+_STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
+_RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_HEADER_DIRECTIVE = re.compile(r"^\s*%%\{.*\}%%\s*$")
+
+
+@dataclass(frozen=True)
+class MermaidBlock:
+    """One Mermaid source: ``line`` is the 1-based line of its first source line."""
+
+    source: str
+    line: int
+
+
+@dataclass(frozen=True)
+class MermaidProblem:
+    line: int
+    message: str
+
+
+@dataclass
+class ParsedDiagram:
+    """What one block holds. ``members`` maps a class/entity to the words of its body."""
+
+    kind: str
+    line: int
+    names: set[str] = field(default_factory=set)
+    members: dict[str, set[str]] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+    states: set[str] = field(default_factory=set)
+    problems: list[MermaidProblem] = field(default_factory=list)
+
+
+def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
+    """The Mermaid sources of a file: the whole of a ``.mmd`` file, else fenced blocks."""
+    if path.endswith((".mmd", ".mermaid")):
+        return [MermaidBlock(text, 1)] if text.strip() else []
+    blocks: list[MermaidBlock] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m.group("fence"), m.group("info").strip()
+        lang = info.split()[0].strip("{}.") if info else ""
+        end = i + 1
+        while end < len(lines):
+            close = lines[end].strip()
+            if close.startswith(fence[0] * len(fence)) and set(close) <= {fence[0]}:
+                break
+            end += 1
+        if lang == "mermaid":
+            blocks.append(MermaidBlock("\n".join(lines[i + 1 : end]), i + 2))
+        i = end + 1
+    return blocks
+
+
+def words(text: str) -> set[str]:
+    """Every identifier-like word, dotted paths whole and split."""
+    found: set[str] = set()
+    for match in _WORD.finditer(_HTML_TAG.sub(" ", text)):
+        word = match.group(0)
+        found.add(word)
+        if "." in word:
+            parts = word.split(".")
+            found.update(parts)
+            # Every dotted suffix as well: ``a.b.c`` -> ``b.c``.
+            found.update(".".join(parts[i:]) for i in range(1, len(parts)))
+    return found
+
+
+def _strip_quoted(line: str) -> str:
+    return re.sub(r'"[^"]*"', '""', line)
+
+
+def _balanced(line: str, kind: str) -> str | None:
+    """Why a statement's brackets or quotes do not pair up, or ``None``."""
+    if line.count('"') % 2:
+        return "unbalanced double quote"
+    bare = _strip_quoted(line)
+    if kind in ("stateDiagram", "classDiagram", "erDiagram") and " : " in bare:
+        bare = bare.split(" : ", 1)[0]
+    if kind == "flowchart":
+        # ``id>label]`` is the asymmetric shape: its ``]`` closes a ``>``.
+        bare = re.sub(r"(\w)>([^\]]*)\]", r"\1\2", bare)
+        bare = re.sub(r"\|[^|]*\|", "", bare)  # edge labels
+    pairs = {")": "(", "]": "[", "}": "{"}
+    stack: list[str] = []
+    for ch in bare:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in pairs:
+            if not stack or stack[-1] != pairs[ch]:
+                return f"unexpected '{ch}'"
+            stack.pop()
+    if stack and not (kind in ("classDiagram", "stateDiagram", "erDiagram") and stack == ["{"]):
+        return f"unclosed '{stack[-1]}'"
+    return None
+
+
+def _split_statements(line: str) -> list[str]:
+    """A flowchart line split at ``;`` outside double quotes."""
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted = False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch == ";" and not quoted:
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return [p for p in parts if p.strip()]
+
+
+def _family(header: str) -> str:
+    if header in ("flowchart", "graph"):
+        return "flowchart"
+    if header.startswith("classDiagram"):
+        return "classDiagram"
+    if header.startswith("stateDiagram"):
+        return "stateDiagram"
+    return header
+
+
+def _flow_edges(line: str) -> list[tuple[str, str]]:
+    """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
+    body = re.sub(r'"[^"]*"', '""', line)
+    body = re.sub(
+        r"(\w)\s*(\[\[|\[\(|\(\(|\[/|\[\\|\{\{|\(\[|[\[({>])[^\n]*?"
+        r"(\]\]|\)\]|\)\)|/\]|\\\]|\}\}|\]\)|[\])}])",
+        r"\1",
+        body,
+    )
+    body = re.sub(r":::[\w-]+", "", body)
+    parts = re.split(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*\|)?\s*", body)
+    ids: list[list[str]] = []
+    for raw in parts:
+        part = re.sub(r"^--\s.*$", "", raw.strip())
+        names = [n.strip() for n in part.split("&")]
+        ids.append([n for n in names if _FLOW_NODE.fullmatch(n)])
+    edges: list[tuple[str, str]] = []
+    for left, right in itertools.pairwise(ids):
+        edges += [(a, b) for a in left for b in right]
+    return edges
+
+
+def _skip_preamble(lines: list[str]) -> int:
+    """Index of the diagram-type line: after frontmatter, directives and comments."""
+    idx = 0
+    while idx < len(lines) and not lines[idx].strip():
+        idx += 1
+    if idx < len(lines) and lines[idx].strip() == "---":
+        idx += 1
+        while idx < len(lines) and lines[idx].strip() != "---":
+            idx += 1
+        idx += 1
+    while idx < len(lines) and (
+        not lines[idx].strip()
+        or lines[idx].strip().startswith("%%")
+        or _HEADER_DIRECTIVE.match(lines[idx])
+    ):
+        idx += 1
+    return idx
+
+
+class _Reader:
+    """Reads the statements of one structured diagram into a :class:`ParsedDiagram`."""
+
+    def __init__(self, diagram: ParsedDiagram, kind: str) -> None:
+        self.d = diagram
+        self.kind = kind
+        self.open: list[tuple[str, int]] = []  # ("subgraph" | "{", line)
+        self.current: str | None = None  # the class/entity whose body we are in
+
+    def problem(self, line: int, message: str) -> None:
+        self.d.problems.append(MermaidProblem(line, message))
+
+    def close(self, n: int) -> None:
+        if not self.open:
+            self.problem(n, "'}' without '{'")
+        else:
+            self.open.pop()
+
+    def statement(self, stmt: str, n: int) -> None:
+        if self.current is not None:
+            if stmt == "}":
+                self.current = None
+                self.close(n)
+            else:
+                self.d.members.setdefault(self.current, set()).update(words(stmt))
+            return
+        problem = None if stmt == "}" else _balanced(stmt, self.kind)
+        if problem:
+            self.problem(n, f"{problem}: {stmt}")
+            return
+        if not (self.kind == "stateDiagram" and stmt == "--") and (
+            _DANGLING_END.search(stmt) or _DANGLING_START.match(stmt)
+        ):
+            self.problem(n, f"arrow without an end: {stmt}")
+            return
+        handler = {
+            "flowchart": self.flowchart,
+            "classDiagram": self.class_diagram,
+            "erDiagram": self.er_diagram,
+            "stateDiagram": self.state_diagram,
+        }[self.kind]
+        handler(stmt, n)
+
+    def flowchart(self, stmt: str, n: int) -> None:
+        first = stmt.split(maxsplit=1)[0]
+        if first == "subgraph":
+            self.open.append(("subgraph", n))
+        elif stmt == "end":
+            if not self.open:
+                self.problem(n, "'end' without 'subgraph'")
+            else:
+                self.open.pop()
+        elif first not in ("classDef", "class", "click", "style", "linkStyle", "direction"):
+            self.d.edges.update(_flow_edges(stmt))
+
+    def class_diagram(self, stmt: str, n: int) -> None:
+        if m := _CLASS_OPEN.match(stmt):
+            self.current = m.group(1)
+            self.d.members.setdefault(self.current, set())
+            self.open.append(("{", n))
+        elif stmt.startswith("namespace ") and stmt.endswith("{"):
+            self.open.append(("{", n))
+        elif stmt == "}":
+            self.close(n)
+        elif (m := _CLASS_MEMBER_LINE.match(stmt)) and not _RELATION.search(
+            stmt.split(":", maxsplit=1)[0]
+        ):
+            self.d.members.setdefault(m.group(1), set()).update(words(m.group(2)))
+
+    def er_diagram(self, stmt: str, n: int) -> None:
+        if (m := _ER_OPEN.match(stmt)) and "--" not in stmt:
+            self.current = m.group(1).strip('"')
+            self.d.members.setdefault(self.current, set())
+            self.open.append(("{", n))
+        elif stmt == "}":
+            self.close(n)
+
+    def state_diagram(self, stmt: str, n: int) -> None:
+        if m := _STATE_EDGE.match(stmt):
+            a, b = m.group(1), m.group(2)
+            self.d.edges.add((a, b))
+            self.d.states.update(s for s in (a, b) if s != "[*]")
+        elif m := _STATE_DECL.match(stmt):
+            self.d.states.add(m.group(1))
+            if stmt.endswith("{"):
+                self.open.append(("{", n))
+        elif stmt == "}":
+            self.close(n)
+        elif (m := re.match(r"^([\w.\-]+)\s*:", stmt)) and not stmt.startswith(
+            ("note", "direction", "classDef", "class ")
+        ):
+            self.d.states.add(m.group(1))
+
+    def finish(self) -> None:
+        if self.current is not None or self.open:
+            what, where = self.open[-1] if self.open else ("{", self.d.line)
+            self.problem(where, f"'{what}' opened here is never closed")
+
+
+def parse_block(block: MermaidBlock) -> ParsedDiagram:
+    """Check one block and collect what it names (see the module docstring)."""
+    raw_lines = block.source.splitlines()
+    offset = block.line
+    idx = _skip_preamble(raw_lines)
+    if idx >= len(raw_lines):
+        diagram = ParsedDiagram("", offset)
+        diagram.problems.append(MermaidProblem(offset, "empty Mermaid block"))
+        return diagram
+    header_line = raw_lines[idx].strip()
+    header = header_line.split()[0].rstrip(";")
+    diagram = ParsedDiagram(header, offset + idx)
+    if header not in DIAGRAM_TYPES:
+        diagram.problems.append(MermaidProblem(offset + idx, f"unknown diagram type {header!r}"))
+        diagram.names |= words(block.source)
+        return diagram
+    kind = _family(header)
+    if kind == "flowchart" and len(header_line.split()) > 1:
+        direction = header_line.split()[1].rstrip(";")
+        if direction not in ("TB", "TD", "BT", "RL", "LR"):
+            diagram.problems.append(
+                MermaidProblem(offset + idx, f"unknown flowchart direction {direction!r}")
+            )
+    structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
+    reader = _Reader(diagram, kind)
+    for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
+        line = raw.strip()
+        if not line or line.startswith("%%"):
+            continue
+        diagram.names |= words(line)
+        if not structured:
+            continue
+        statements = _split_statements(line) if kind == "flowchart" else [line]
+        for stmt in statements:
+            reader.statement(stmt.strip(), n)
+    if structured:
+        reader.finish()
+    return diagram
+
+
+@dataclass
+class DiagramIndex:
+    """Everything the blocks of one file name, merged, with their problems."""
+
+    names: set[str] = field(default_factory=set)
+    members: dict[str, set[str]] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+    states: set[str] = field(default_factory=set)
+    kinds: list[str] = field(default_factory=list)
+    problems: list[MermaidProblem] = field(default_factory=list)
+
+    def names_any(self, candidates: Iterable[str]) -> bool:
+        return any(c in self.names for c in candidates)
+
+    def member_of(self, owner: str, candidates: Iterable[str]) -> bool | None:
+        """Whether ``owner``'s body names one of ``candidates``; ``None`` if it has no body."""
+        body = self.members.get(owner)
+        if body is None:
+            return None
+        return any(c in body for c in candidates)
+
+
+def index_text(text: str, path: str = "") -> DiagramIndex:
+    """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""
+    index = DiagramIndex()
+    for block in extract_blocks(text, path):
+        parsed = parse_block(block)
+        index.kinds.append(parsed.kind)
+        index.names |= parsed.names
+        index.edges |= parsed.edges
+        index.states |= parsed.states
+        for owner, body in parsed.members.items():
+            index.members.setdefault(owner, set()).update(body)
+        index.problems += parsed.problems
+    return index

@@ -1,0 +1,98 @@
+"""Paths: gitignore-style globs, which files are Python modules, and their dotted names."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Sequence
+from pathlib import PurePosixPath
+
+
+def normalize_path(path: str) -> str:
+    """``./docs//x.md`` -> ``docs/x.md``: the form git prints paths in."""
+    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
+    return "/".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    pat = normalize_path(pattern.strip())
+    anchored = "/" in pat
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    # Like .gitignore: a pattern without a slash matches a name at any depth.
+    prefix = "" if anchored else "(?:.*/)?"
+    return re.compile(f"^{prefix}{body}(?:/.*)?$")
+
+
+def matches_any(path: str, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` (repository-relative) matches one of the globs.
+
+    ``**`` spans folders, ``*`` and ``?`` stay within one; a pattern with no
+    ``/`` matches a file or folder name anywhere; a folder pattern covers what
+    is inside it.
+    """
+    norm = normalize_path(path)
+    return any(_glob_regex(p).match(norm) for p in patterns if p.strip())
+
+
+def under_roots(path: str, roots: Sequence[str]) -> str | None:
+    """``path`` relative to the first root holding it (``""`` roots hold all); else None."""
+    norm = normalize_path(path)
+    if not roots:
+        return norm
+    for root in roots:
+        r = normalize_path(root)
+        if not r:
+            return norm
+        if norm.startswith(r + "/"):
+            return norm[len(r) + 1 :]
+    return None
+
+
+def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
+    """The dotted import name of a ``.py`` file, or ``None`` outside the source roots.
+
+    With ``roots`` the name is the path below the root. Without, the name
+    climbs the folders that hold an ``__init__.py`` (``packages`` is the set of
+    those ``__init__.py`` paths), so ``app/pkg/mod.py`` is ``pkg.mod`` when only
+    ``app/pkg`` is a package, and a top-level ``src/`` folder is dropped.
+    ``pkg/__init__.py`` names the package ``pkg``.
+    """
+    rel = under_roots(path, roots)
+    if rel is None or not rel.endswith(".py"):
+        return None
+    parts = rel[: -len(".py")].split("/")
+    if roots:
+        names = parts
+    else:
+        norm_parts = normalize_path(path)[: -len(".py")].split("/")
+        names = [norm_parts[-1]]
+        folders = norm_parts[:-1]
+        while folders and "/".join([*folders, "__init__.py"]) in packages:
+            names.insert(0, folders.pop())
+        if len(names) == 1 and folders and folders[-1] != "src" and names[0] != "__init__":
+            # A plain folder of scripts: keep the folder so names stay distinct.
+            names.insert(0, folders[-1])
+    if names and names[-1] == "__init__":
+        names = names[:-1]
+    if not names or not all(n.isidentifier() for n in names):
+        return None
+    return ".".join(names)

@@ -1,0 +1,181 @@
+"""DiagramCheck on any pull request of an installed repository, as a GitHub check.
+
+For each new head of a pull request (opened, synchronize, reopened, a check suite
+requested, a re-run asked for), the App fetches the head into its clone, runs the
+analyzer between the base branch and the head (with ``diagrams`` from the DEFAULT
+branch's ``.github/scaffold.yml``, so a pull request cannot relax its own check), and
+reports:
+
+- a check run ``scaffold/diagram-check`` with a summary and annotations on the lines
+  that need a diagram;
+- ONE pull request comment listing what is missing, edited in place, and turned into a
+  pass once the diagrams are fixed (no comment at all for a PR that always passed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from scaffold.diagramcheck.analyzer import analyze_commits
+from scaffold.diagramcheck.findings import Report
+from scaffold.diagramcheck.render import check_annotations, render_markdown
+from scaffold.errors import GitError, GitHubError, ScaffoldError
+from scaffold.git.runner import run_git
+from scaffold.github.runner import RepoContext
+
+log = logging.getLogger("scaffold.app")
+
+CHECK_NAME = "scaffold/diagram-check"
+COMMENT_MARKER = "<!-- scaffold:diagram-check -->"
+MAX_ANNOTATIONS = 50  # per request, GitHub's limit
+
+
+def _conclusion(report: Report) -> str:
+    return "failure" if report.blocking else "success"
+
+
+def _title(report: Report) -> str:
+    if not report.blocking:
+        return "Diagrams in sync"
+    n = len(report.failures)
+    return f"{n} diagram update{'s' * (n != 1)} missing"
+
+
+async def _fetch_head(ctx: RepoContext, number: int, head_ref: str, head_sha: str) -> None:
+    token = await ctx.client.token()
+    from scaffold.github.checkout import auth_env
+
+    def work() -> None:
+        with ctx.default_branch_lock:
+            env = auth_env(token)
+            for refspec in (
+                f"+refs/pull/{number}/head:refs/scaffold/pr/{number}",
+                f"+refs/heads/{head_ref}:refs/scaffold/pr/{number}",
+            ):
+                out = run_git(
+                    ["fetch", "--quiet", "origin", refspec],
+                    cwd=ctx.checkout.path,
+                    env=env,
+                    check=False,
+                )
+                if out.returncode == 0:
+                    break
+            have = run_git(
+                ["cat-file", "-e", f"{head_sha}^{{commit}}"], cwd=ctx.checkout.path, check=False
+            )
+            if have.returncode != 0:
+                raise ScaffoldError(f"cannot fetch the head {head_sha[:12]} of #{number}")
+
+    await asyncio.to_thread(work)
+
+
+async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: bool) -> Report | None:
+    """Run DiagramCheck on ``pr``'s head and report it; None when it was already done."""
+    owner, _, name = ctx.full_name.partition("/")
+    repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
+    number = int(pr["number"])
+    head_sha = str(pr["head"]["sha"])
+    if not force and await _already_checked(ctx, repo_vars, head_sha):
+        return None
+    run = await ctx.client.post(
+        "/repos/{owner}/{repo}/check-runs",
+        repo_vars,
+        data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
+    )
+    try:
+        await _fetch_head(ctx, number, str(pr["head"]["ref"]), head_sha)
+        base_ref = f"origin/{pr['base']['ref']}"
+        config = ctx.checkout.config().diagrams
+        base_sha = run_git(["rev-parse", base_ref], cwd=ctx.checkout.path).stdout.strip()
+        report = await asyncio.to_thread(
+            analyze_commits, ctx.checkout.path, base_sha, head_sha, config
+        )
+    except (ScaffoldError, GitError) as exc:
+        await ctx.client.patch(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+            {**repo_vars, "check_run_id": int(run["id"])},
+            data={
+                "status": "completed",
+                "conclusion": "neutral",
+                "output": {"title": "DiagramCheck could not run", "summary": str(exc)[:60000]},
+            },
+        )
+        raise
+    summary = render_markdown(report)
+    annotations = [dict(a) for a in check_annotations(report)]
+    first, rest = annotations[:MAX_ANNOTATIONS], annotations[MAX_ANNOTATIONS:]
+    await ctx.client.patch(
+        "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+        {**repo_vars, "check_run_id": int(run["id"])},
+        data={
+            "status": "completed",
+            "conclusion": _conclusion(report),
+            "output": {"title": _title(report), "summary": summary[:60000], "annotations": first},
+        },
+    )
+    while rest:
+        batch, rest = rest[:MAX_ANNOTATIONS], rest[MAX_ANNOTATIONS:]
+        await ctx.client.patch(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+            {**repo_vars, "check_run_id": int(run["id"])},
+            data={
+                "output": {
+                    "title": _title(report),
+                    "summary": summary[:60000],
+                    "annotations": batch,
+                }
+            },
+        )
+    await _sync_comment(ctx, repo_vars, number, report, summary)
+    log.info(
+        "diagram check reported",
+        extra={"repo": ctx.full_name, "pr": number, "blocking": report.blocking},
+    )
+    return report
+
+
+async def _already_checked(ctx: RepoContext, repo_vars: dict[str, str | int], sha: str) -> bool:
+    try:
+        runs = await ctx.client.get(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs", {**repo_vars, "ref": sha}
+        )
+    except GitHubError:
+        return False
+    return any(
+        r.get("name") == CHECK_NAME and r.get("status") == "completed"
+        for r in runs.get("check_runs", [])
+    )
+
+
+async def _sync_comment(
+    ctx: RepoContext, repo_vars: dict[str, str | int], number: int, report: Report, summary: str
+) -> None:
+    comments = await ctx.client.get_all(
+        "/repos/{owner}/{repo}/issues/{number}/comments", {**repo_vars, "number": number}
+    )
+    ours = next(
+        (
+            c
+            for c in comments
+            if COMMENT_MARKER in str(c.get("body") or "")
+            and str((c.get("user") or {}).get("login", "")).endswith("[bot]")
+        ),
+        None,
+    )
+    body = f"{COMMENT_MARKER}\n{summary}"
+    if ours is None:
+        if report.blocking:
+            await ctx.client.post(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                {**repo_vars, "number": number},
+                data={"body": body},
+            )
+        return
+    if ours.get("body") != body:
+        await ctx.client.patch(
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            {**repo_vars, "comment_id": int(ours["id"])},
+            data={"body": body},
+        )
