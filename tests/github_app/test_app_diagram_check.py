@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app_harness import app_process, repo_files, wait_for, write_script
 from github import Auth, Github
+
 from ghsim import GitHubSimulator
 
 REPO = "acme/widgets"

@@ -17,6 +17,7 @@ from app_harness import (
     wait_for,
     write_script,
 )
+
 from ghsim import GitHubSimulator
 
 REPO = "acme/widgets"
@@ -107,7 +108,7 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
         wait_for(
             "task-2's conflict resolved and pushed",
             lambda: (
-                (sim.repo(REPO).file_at(f"scaffold/task-2", "shared.txt") == b"one\ntwo\n") or None
+                (sim.repo(REPO).file_at("scaffold/task-2", "shared.txt") == b"one\ntwo\n") or None
             ),
         )
         sim.submit_review(REPO, prs[2].number, "APPROVED", by="alice")

@@ -17,6 +17,8 @@ from typing import Any
 import click
 
 from scaffold import __version__
+from scaffold.cli.action_cmds import action
+from scaffold.cli.diagram_cmds import diagram_check, diagrams
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id
@@ -238,38 +240,6 @@ def _is_running(repo: Path, quest_id: str) -> bool:
     return False
 
 
-@cli.command(name="diagram-check")
-@repo_option
-@click.option("--base", required=True, help="The commit the change starts from.")
-@click.option("--head", default="HEAD", help="The commit the change ends at.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> None:
-    """Exit 1 when a change leaves the diagrams behind the code."""
-    from scaffold.runtime.diagrams import run_diagram_check
-
-    repo = _repo(repo_path)
-    verdict = run_diagram_check(repo, load_config(repo), base, head)
-    if fmt == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "synced": verdict.synced,
-                    "missing": [
-                        {"diagram": m.diagram_path, "reason": m.reason, "source": m.source_path}
-                        for m in verdict.missing
-                    ],
-                },
-                indent=2,
-            )
-        )
-    elif verdict.synced:
-        click.echo("diagrams are in sync with the code")
-    else:
-        for m in verdict.missing:
-            click.echo(f"{m.source_path}: needs {m.diagram_path}: {m.reason}")
-    sys.exit(0 if verdict.synced else 1)
-
-
 @cli.command(name="signal-server", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def signal_server(args: tuple[str, ...]) -> None:
@@ -341,6 +311,16 @@ def doctor(repo_path: str | None) -> None:
         else "; ".join(f"{e['path']}: {e['reason']}" for e in rep["errors"][:5]),
     )
     sys.exit(1 if problems else 0)
+
+
+from scaffold.cli.serve_cmd import serve as _serve  # noqa: E402
+
+cli.add_command(_serve)
+
+
+cli.add_command(diagram_check)
+cli.add_command(diagrams)
+cli.add_command(action)
 
 
 def main() -> None:

@@ -236,6 +236,7 @@ class GitHubApp:
         self._clients: dict[int, GitHubClient] = {}
         self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
         self.tokens_minted = 0
+        self._bot_login: str | None = None
 
     def transport(self) -> RetryingTransport:
         if self._transport is None:
@@ -267,6 +268,17 @@ class GitHubApp:
             client = GitHubClient(self.transport(), token)
             self._clients[installation_id] = client
         return client
+
+    async def bot_login(self) -> str:
+        """The App's bot account, ``<slug>[bot]``."""
+        if self._bot_login is None:
+            app = await self.app_client().get("/app")
+            self._bot_login = f"{app['slug']}[bot]"
+        return self._bot_login
+
+    async def installation_ids(self) -> list[int]:
+        installations = await self.app_client().get_all("/app/installations")
+        return [int(inst["id"]) for inst in installations]
 
     async def _mint(self, installation_id: int) -> InstallationToken:
         data = await self.app_client().post(

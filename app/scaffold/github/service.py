@@ -32,8 +32,9 @@ from typing import Any
 
 from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import GitHubApp, GitHubClient
+from scaffold.github.client import GitHubClient
 from scaffold.github.comments import (
     NOTICE_MARKER,
     match_answer,
@@ -69,7 +70,7 @@ class AppOptions:
 class AppService:
     def __init__(
         self,
-        github: GitHubApp,
+        github: GitHubAccess,
         options: AppOptions,
         *,
         clock: Callable[[], datetime] = utcnow,
@@ -82,7 +83,6 @@ class AppService:
         )
         self.repos: dict[str, RepoContext] = {}
         self._permissions: dict[tuple[str, str], tuple[float, bool]] = {}
-        self._bot_login: str | None = None
         self._reconciler: asyncio.Task[None] | None = None
         self.handled: dict[str, int] = {}
         self._delivery_locks: dict[str, asyncio.Lock] = {}
@@ -161,10 +161,7 @@ class AppService:
     # ------------------------------------------------------------------ helpers
 
     async def bot_login(self) -> str:
-        if self._bot_login is None:
-            app = await self.github.app_client().get("/app")
-            self._bot_login = f"{app['slug']}[bot]"
-        return self._bot_login
+        return await self.github.bot_login()
 
     async def _context(self, payload: dict[str, Any], installation_id: int | None) -> RepoContext:
         repo = payload.get("repository") or {}
@@ -184,6 +181,12 @@ class AppService:
             )
             ctx = RepoContext(full_name, installation_id, checkout, client)
             self.repos[full_name] = ctx
+        return ctx
+
+    async def open_repo(self, full_name: str, installation_id: int) -> RepoContext:
+        """The repository's context, cloned and up to date (for reconciliation runs)."""
+        ctx = await self._context({"repository": {"full_name": full_name}}, installation_id)
+        await self._ensure_clone(ctx)
         return ctx
 
     async def _ensure_clone(self, ctx: RepoContext) -> None:
@@ -666,14 +669,13 @@ class AppService:
 
     async def adopt_installations(self) -> None:
         """At start: learn the repositories of every installation, so open quests resume."""
-        installations = await self.github.app_client().get_all("/app/installations")
-        for inst in installations:
-            client = self.github.installation(int(inst["id"]))
+        for inst_id in await self.github.installation_ids():
+            client = self.github.installation(inst_id)
             repos = await client.get_all("/installation/repositories", key="repositories")
             for repo in repos:
                 payload = {"repository": repo}
                 with contextlib.suppress(GitHubError, ScaffoldError):
-                    ctx = await self._context(payload, int(inst["id"]))
+                    ctx = await self._context(payload, inst_id)
                     if (ctx.checkout.path / ".git").exists():
                         for link in ctx.links.all():
                             if link.active:

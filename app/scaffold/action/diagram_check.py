@@ -1,0 +1,190 @@
+"""DiagramCheck as a workflow step: the event's commits in, annotations and outputs out.
+
+:func:`choose_range` is the decision (which two commits, or why there is nothing
+to check); :func:`run_diagram_check` is the adapter that fetches what a shallow
+checkout lacks, runs :func:`~scaffold.diagramcheck.analyze`, prints workflow
+commands, writes the JSON report, the job summary and the step outputs, and
+returns the exit code (1 blocking, 0 in sync or nothing to check).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_range
+from scaffold.action.outputs import append_summary, write_outputs
+from scaffold.diagramcheck.analyzer import analyze
+from scaffold.diagramcheck.findings import Report
+from scaffold.diagramcheck.git_diff import check_ref
+from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
+from scaffold.errors import UsageError
+from scaffold.git.runner import run_git
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
+TITLE = "DiagramCheck"
+REPORT_DIR = "scaffold-diagram-check"
+
+
+@dataclass(frozen=True)
+class CheckRange:
+    base: str
+    head: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+def choose_range(
+    event_name: str,
+    payload: Mapping[str, Any],
+    base: str | None,
+    head: str | None,
+    *,
+    default_head: str | None,
+    parent_of: Callable[[str], str | None],
+) -> CheckRange | Skip:
+    """The commits to compare: ``base``/``head`` win over what the event names.
+
+    A pull request compares ``base.sha`` with ``head.sha``; a push ``before``
+    with ``after``. A push that created the branch (``before`` all zeros) is
+    checked against the parent of ``after``; a root commit or a deleted branch
+    leaves nothing to check. Any other event needs ``base``.
+    """
+    found = event_range(event_name, payload)
+    if found.skip and not base and not head:
+        return Skip(found.skip)
+    the_head = head or found.head or default_head or "HEAD"
+    the_base = base or found.base
+    if the_base is None and event_name == "push":
+        parent = parent_of(the_head)
+        if parent is None:
+            return Skip(
+                f"the push created a branch at a root commit ({the_head[:12]}): nothing to compare"
+            )
+        the_base = parent
+    if the_base is None:
+        if event_name in PULL_REQUEST_EVENTS:
+            raise UsageError(f"the {event_name} payload names no base commit; pass --base")
+        what = f"a {event_name} event" if event_name else "a run outside GitHub Actions"
+        raise UsageError(f"{what} names no commits to compare: pass --base (the `base` input)")
+    return CheckRange(check_ref(the_base), check_ref(the_head))
+
+
+# --------------------------------------------------------------------------- git
+
+
+def _has_commit(repo: Path, ref: str) -> bool:
+    out = run_git(["cat-file", "-e", "--end-of-options", f"{ref}^{{commit}}"], repo, check=False)
+    return out.returncode == 0
+
+
+def parent_commit(repo: Path, ref: str) -> str | None:
+    out = run_git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{check_ref(ref)}^1^{{commit}}"],
+        repo,
+        check=False,
+    )
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and _SHA.match(sha) else None
+
+
+def fetch_missing(repo: Path, refs: Sequence[str]) -> None:
+    """Fetch commits a shallow or partial checkout lacks (best effort, quietly).
+
+    ``actions/checkout`` fetches one commit by default; the merge base needs the
+    history, so a shallow repository is deepened too. A failed fetch is left for
+    the revision lookup to report.
+    """
+    shallow = (
+        run_git(["rev-parse", "--is-shallow-repository"], repo, check=False).stdout.strip()
+        == "true"
+    )
+    missing = [r for r in refs if _SHA.match(r) and r != NULL_SHA and not _has_commit(repo, r)]
+    if not missing and not shallow:
+        return
+    if run_git(["remote", "get-url", "origin"], repo, check=False).returncode != 0:
+        return
+    args = ["fetch", "--no-tags", "--quiet", *(["--unshallow"] if shallow else []), "origin"]
+    run_git([*args, *missing], repo, check=False)
+
+
+# --------------------------------------------------------------------------- the step
+
+
+@dataclass(frozen=True)
+class StepResult:
+    exit_code: int
+    stdout: str
+    outputs: dict[str, str]
+    summary: str
+
+
+def report_step(report: Report, fmt: str, report_path: Path) -> StepResult:
+    """What the step prints, writes and returns for one report (pure but for the JSON file)."""
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(render_json(report), encoding="utf-8")
+    text = render(report, fmt)
+    if fmt == "github" and not report.blocking:
+        text += (
+            workflow_command(
+                "notice",
+                "DiagramCheck passed: the diagrams are in sync with the code",
+                {"title": TITLE},
+            )
+            + "\n"
+        )
+    outputs = {
+        "blocking": "true" if report.blocking else "false",
+        "findings": str(len(report.findings)),
+        "report": str(report_path),
+    }
+    return StepResult(1 if report.blocking else 0, text, outputs, render_markdown(report))
+
+
+def skip_step(skip: Skip) -> StepResult:
+    text = workflow_command("notice", f"DiagramCheck skipped: {skip.reason}", {"title": TITLE})
+    outputs = {"blocking": "false", "findings": "0", "report": ""}
+    return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
+
+
+def run_diagram_check(
+    env: ActionEnv,
+    payload: Mapping[str, Any],
+    repo: Path,
+    *,
+    base: str | None,
+    head: str | None,
+    fmt: str,
+    report_path: Path | None,
+    echo: Callable[[str], None],
+) -> int:
+    """The whole step; raises :class:`~scaffold.errors.ScaffoldError` for usage errors."""
+    for given in (base, head):
+        if given is not None:
+            check_ref(given)
+    event = event_range(env.event_name, payload)
+    fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r])
+    chosen = choose_range(
+        env.event_name,
+        payload,
+        base,
+        head,
+        default_head=env.sha,
+        parent_of=lambda ref: parent_commit(repo, ref),
+    )
+    if isinstance(chosen, Skip):
+        result = skip_step(chosen)
+    else:
+        report = analyze(repo, chosen.base, chosen.head)
+        path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
+        result = report_step(report, fmt, path)
+    echo(result.stdout)
+    append_summary(env.step_summary, result.summary)
+    write_outputs(env.output, result.outputs)
+    return result.exit_code

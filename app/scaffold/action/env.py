@@ -1,0 +1,113 @@
+"""What the GitHub Actions runner tells a step, read once from the environment.
+
+Plain data and pure functions: :func:`action_env` takes the environment as a
+mapping, :func:`load_event` reads the payload file, :func:`event_range` picks
+the commits a DiagramCheck compares for an event. Nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scaffold.errors import UsageError
+
+NULL_SHA = "0" * 40
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+@dataclass(frozen=True)
+class ActionEnv:
+    """The variables of a step. Paths are ``None`` when the variable is unset or empty."""
+
+    event_name: str
+    event_path: Path | None
+    workspace: Path | None
+    output: Path | None
+    step_summary: Path | None
+    runner_temp: Path | None
+    sha: str | None
+
+    @property
+    def in_actions(self) -> bool:
+        return self.event_path is not None or self.output is not None
+
+    def temp_dir(self) -> Path:
+        """``$RUNNER_TEMP``, or the system's temporary folder outside Actions."""
+        return self.runner_temp or Path(tempfile.gettempdir())
+
+
+def _path(environ: Mapping[str, str], name: str) -> Path | None:
+    value = environ.get(name, "")
+    return Path(value) if value else None
+
+
+def action_env(environ: Mapping[str, str] | None = None) -> ActionEnv:
+    env = os.environ if environ is None else environ
+    sha = env.get("GITHUB_SHA", "").strip().lower()
+    return ActionEnv(
+        event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
+        event_path=_path(env, "GITHUB_EVENT_PATH"),
+        workspace=_path(env, "GITHUB_WORKSPACE"),
+        output=_path(env, "GITHUB_OUTPUT"),
+        step_summary=_path(env, "GITHUB_STEP_SUMMARY"),
+        runner_temp=_path(env, "RUNNER_TEMP"),
+        sha=sha if _SHA.match(sha) else None,
+    )
+
+
+def load_event(path: Path | None) -> dict[str, Any]:
+    """The webhook payload the run was triggered by (``{}`` when there is none)."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the event payload {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"the event payload {path} is not a JSON object")
+    return data
+
+
+def _sha(value: Any) -> str | None:
+    if isinstance(value, str) and _SHA.match(value.lower()):
+        return value.lower()
+    return None
+
+
+def _field(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+    value = obj.get(outer)
+    return value.get(inner) if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class EventRange:
+    """The commits an event names. ``base`` is ``None`` when it names none to compare
+    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
+    nothing to check at all (a deleted branch)."""
+
+    base: str | None
+    head: str | None
+    skip: str | None = None
+
+
+def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
+    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
+    if event_name in PULL_REQUEST_EVENTS:
+        pr = payload.get("pull_request")
+        if not isinstance(pr, dict):
+            raise UsageError(f"the {event_name} payload has no pull_request object")
+        return EventRange(_sha(_field(pr, "base", "sha")), _sha(_field(pr, "head", "sha")))
+    if event_name == "push":
+        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
+        if after is None or after == NULL_SHA:
+            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
+        return EventRange(None if before == NULL_SHA else before, after)
+    return EventRange(None, None)

@@ -1,0 +1,399 @@
+"""One slot on a runner: one agent run for one task, on its branch, pushed back.
+
+:func:`parse_slot_request` checks every input (task id, role, run spec, agent
+command, session) before anything runs. :func:`run_slot` then does what the
+orchestrator's ``_run_agent`` does for one agent, in the workflow's checkout:
+
+1. check out (or create) ``scaffold/task-<n>``;
+2. build the invocation with :func:`~scaffold.runtime.agent_runs.build_invocation`
+   (the role's prompt, the ``scaffold`` MCP server writing signals to the output
+   folder) and run it with :func:`~scaffold.agent.process.run_agent`, its
+   environment scrubbed of credentials and the checkout's own push credentials
+   hidden (:mod:`~scaffold.action.credentials`);
+3. when the agent signalled: commit what it changed as scaffold and push the
+   branch to ``origin``;
+4. write ``signal.json``, ``transcript.jsonl``, ``outcome.json`` and the Claude
+   Code session file (``session.jsonl``) to the output folder for the caller.
+
+Exit code: 0 the agent signalled (whatever it said), 1 it crashed, stalled or
+its work could not be pushed. Usage errors raise before the agent starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from scaffold.action import slot_git
+from scaffold.action.claude_sessions import (
+    check_session_id,
+    find_session_file,
+    restore_session_file,
+)
+from scaffold.action.credentials import hidden_credentials
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, run_agent
+from scaffold.agent.signal_server import SignalRecord, latest_signal
+from scaffold.agent.stream import SystemInit
+from scaffold.backlog.repository import load_backlog
+from scaffold.config import ScaffoldConfig, load_config
+from scaffold.errors import ScaffoldError, UsageError
+from scaffold.ids import normalize_task_id, validate_quest_id
+from scaffold.quest.model import AgentRun
+from scaffold.roles import Role
+from scaffold.runtime.agent_runs import (
+    build_invocation,
+    describe_failure,
+    init_problem,
+    result_notes,
+    resume_lost,
+    watch_signal,
+)
+from scaffold.runtime.prompts import PromptData
+
+SIGNAL_FILE = "signal.json"
+OUTCOME_FILE = "outcome.json"
+TRANSCRIPT_FILE = "transcript.jsonl"
+SESSION_FILE = "session.jsonl"
+DEFAULT_OUTPUT_DIR = "scaffold-slot"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class SlotRequest:
+    task_id: str
+    run: AgentRun
+    quest_id: str
+    output_dir: Path
+    agent_command: tuple[str, ...] | None = None
+    stuck_timeout_s: float | None = None
+    session_file: Path | None = None
+
+
+def parse_agent_command(text: str) -> tuple[str, ...]:
+    """A JSON array of strings (an argv, never a shell line)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise UsageError(f"agent-command must be a JSON array of strings, got {text!r}") from None
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(a, str) for a in value)
+        or not value[0]
+    ):
+        raise UsageError("agent-command must be a non-empty JSON array of strings")
+    return tuple(value)
+
+
+def parse_role(value: str) -> Role:
+    try:
+        return Role(value.strip().lower())
+    except ValueError:
+        names = ", ".join(r.value for r in Role)
+        raise UsageError(f"unknown role {value!r}; expected one of {names}") from None
+
+
+def parse_run_spec(text: str | None, role: str | None, resume_session: str | None) -> AgentRun:
+    """The run to start: the JSON of an AgentRun, with ``role`` and the session filled in."""
+    data: dict[str, Any] = {}
+    if text and text.strip():
+        try:
+            loaded = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"run-spec is not JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError("run-spec must be a JSON object (an AgentRun)")
+        data = loaded
+    if role:
+        wanted = parse_role(role).value
+        given = data.get("role")
+        if given is not None and str(given).strip().lower() != wanted:
+            raise UsageError(f"role {wanted!r} contradicts the run spec's role {given!r}")
+        data["role"] = wanted
+    if "role" not in data:
+        raise UsageError("no role: pass --role or a run spec with a role")
+    if resume_session:
+        data["resume_session"] = resume_session
+    try:
+        run = AgentRun.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "run-spec"
+        raise UsageError(f"bad run spec: {where}: {err['msg']}") from None
+    if run.resume_session is not None:
+        check_session_id(run.resume_session)
+    return run
+
+
+def parse_slot_request(
+    *,
+    task_id: str,
+    role: str | None,
+    run_spec: str | None,
+    quest_id: str | None,
+    resume_session: str | None,
+    agent_command: str | None,
+    output_dir: Path,
+    stuck_timeout_s: float | None = None,
+    session_file: Path | None = None,
+) -> SlotRequest:
+    tid = normalize_task_id(task_id)
+    slot_git.task_branch(tid)
+    run = parse_run_spec(run_spec, role, resume_session or None)
+    quest = validate_quest_id(quest_id) if quest_id else ""
+    command = parse_agent_command(agent_command) if agent_command else None
+    if stuck_timeout_s is not None and stuck_timeout_s <= 0:
+        raise UsageError("the stuck timeout must be positive")
+    if session_file is not None and run.resume_session is None:
+        raise UsageError("a session file only makes sense with a session to resume")
+    return SlotRequest(
+        task_id=tid,
+        run=run,
+        quest_id=quest,
+        output_dir=output_dir,
+        agent_command=command,
+        stuck_timeout_s=stuck_timeout_s,
+        session_file=session_file,
+    )
+
+
+# --------------------------------------------------------------------------- outcome
+
+
+@dataclass
+class SlotResult:
+    exit_code: int
+    branch: str
+    signal: SignalRecord | None
+    session_id: str | None
+    head_sha: str | None
+    output_dir: Path
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def signal_type(self) -> str:
+        return self.signal.signal.signal if self.signal is not None else ""
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            "signal": self.signal_type,
+            "session-id": self.session_id or "",
+            "head-sha": self.head_sha or "",
+            "output-dir": str(self.output_dir),
+        }
+
+    def summary(self) -> str:
+        what = (
+            f"signalled `{self.signal_type}`"
+            if self.signal is not None
+            else f"failed: {self.outcome.get('failure') or 'no signal'}"
+        )
+        role = self.outcome.get("role", "")
+        cost = self.outcome.get("cost_usd") or 0.0
+        lines = [
+            f"### scaffold slot: {self.outcome.get('task_id', '')} ({role})",
+            "",
+            f"- The agent {what}.",
+            f"- Branch `{self.branch}` at `{(self.head_sha or '')[:12]}`"
+            + (" pushed." if self.outcome.get("pushed") else " not pushed."),
+            f"- Cost ${cost:.4f}, {self.outcome.get('duration_s', 0.0):.1f}s.",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def outcome_document(
+    request: SlotRequest,
+    outcome: AgentRunOutcome,
+    signal: SignalRecord | None,
+    failure: str | None,
+    *,
+    branch: str,
+    head_sha: str | None,
+    pushed: bool,
+    commit: str | None,
+    lost_session: bool,
+) -> dict[str, Any]:
+    return {
+        "task_id": request.task_id,
+        "quest_id": request.quest_id or None,
+        "role": request.run.role.value,
+        "kind": request.run.kind,
+        "branch": branch,
+        "signalled": signal is not None,
+        "signal": signal.signal.signal if signal is not None else None,
+        "exit_code": outcome.exit_code,
+        "killed_by_signal": outcome.signal,
+        "stuck": outcome.stuck,
+        "session_id": outcome.session_id or request.run.resume_session,
+        "resumed": request.run.resume_session,
+        "resume_lost": lost_session,
+        "cost_usd": outcome.summary.total_cost_usd or 0.0,
+        "duration_s": round(outcome.duration_s, 3),
+        "failure": failure,
+        "notes": result_notes(outcome),
+        "commit": commit,
+        "head_sha": head_sha,
+        "pushed": pushed,
+    }
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _prepare_output_dir(path: Path, workspace: Path) -> Path:
+    out = path.absolute()
+    if out.resolve().is_relative_to(workspace.resolve()):
+        raise UsageError(f"the output folder {out} must be outside the checkout {workspace}")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"the output folder {out} must be absent or empty")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _config(workspace: Path, request: SlotRequest) -> ScaffoldConfig:
+    cfg = load_config(workspace)
+    agent = cfg.agent
+    if request.agent_command is not None:
+        agent = agent.model_copy(update={"command": request.agent_command})
+    if request.stuck_timeout_s is not None:
+        agent = agent.model_copy(update={"stuck_timeout_s": request.stuck_timeout_s})
+    return cfg.model_copy(update={"agent": agent})
+
+
+def _prompt_data(workspace: Path, cfg: ScaffoldConfig, task_id: str) -> PromptData:
+    title, description, criteria = "", "", tuple[str, ...]()
+    with contextlib.suppress(ScaffoldError, OSError):
+        task = load_backlog(workspace).get(task_id)
+        if task is not None:
+            title, description = task.title, task.description or ""
+            criteria = tuple(c.text for c in task.acceptance_criteria)
+    diagrams = (cfg.diagrams.architecture, cfg.diagrams.data_model, cfg.diagrams.states)
+    return PromptData(
+        step_id=task_id,
+        task_title=title,
+        task_description=description,
+        acceptance_criteria=criteria,
+        diagrams=diagrams,
+    )
+
+
+async def _run(
+    spec: AgentSpec, signal_dir: Path, transcript: IO[str]
+) -> tuple[AgentRunOutcome, list[str]]:
+    stop = asyncio.Event()
+    refused: list[str] = []
+
+    def on_event(ev: Any) -> None:
+        transcript.write(json.dumps(ev.raw, ensure_ascii=False) + "\n")
+        transcript.flush()
+        if isinstance(ev, SystemInit):
+            problem = init_problem(ev)
+            if problem:
+                refused.append(problem)
+                stop.set()
+
+    agent = asyncio.create_task(run_agent(spec, on_event=on_event, stop_requested=stop))
+    watcher = asyncio.create_task(watch_signal(signal_dir, agent, stop))
+    try:
+        outcome = await agent
+    finally:
+        watcher.cancel()
+    return outcome, refused
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def run_slot(
+    request: SlotRequest,
+    workspace: Path,
+    *,
+    python: str = sys.executable,
+    environ: Mapping[str, str] | None = None,
+) -> SlotResult:
+    """Run the slot to the end; raises :class:`ScaffoldError` only before the agent starts."""
+    out = _prepare_output_dir(request.output_dir, workspace)
+    cfg = _config(workspace, request)
+    url = slot_git.origin_url(workspace)
+    branch = slot_git.prepare_branch(workspace, request.task_id)
+    run = request.run
+    if request.session_file is not None and run.resume_session is not None:
+        restore_session_file(request.session_file, run.resume_session, workspace, environ)
+    signal_dir = out / "signals"
+    signal_dir.mkdir()
+    config_path = out / "mcp.json"
+    inv = build_invocation(
+        cfg,
+        run,
+        _prompt_data(workspace, cfg, request.task_id),
+        quest_id=request.quest_id,
+        signal_dir=signal_dir,
+        config_path=config_path,
+        python=python,
+        repo_root=workspace,
+    )
+    config_path.write_text(json.dumps(inv.mcp_config), encoding="utf-8")
+    spec = AgentSpec(
+        argv=inv.argv,
+        cwd=workspace,
+        env=inv.env,
+        stuck_timeout_s=cfg.agent.stuck_timeout_s,
+        base_env=environ,
+    )
+    with (
+        hidden_credentials(workspace),
+        (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,
+    ):
+        outcome, refused = asyncio.run(_run(spec, signal_dir, transcript))
+
+    signal = None if refused else latest_signal(signal_dir)
+    failure = (
+        None if signal is not None else describe_failure(outcome, refused[0] if refused else None)
+    )
+    lost = signal is None and resume_lost(outcome, run.resume_session is not None)
+    commit: str | None = None
+    pushed = False
+    if signal is not None:
+        summary = getattr(signal.signal, "summary", signal.signal.signal)
+        message = f"{request.task_id} {run.role.value}: {summary}"[:200]
+        try:
+            commit = slot_git.commit_work(workspace, message)
+            slot_git.push_branch(workspace, url, branch)
+            pushed = True
+        except ScaffoldError as exc:
+            failure = f"the agent signalled, but its work was not pushed: {exc}"
+    head = slot_git.head_sha(workspace)
+    document = outcome_document(
+        request,
+        outcome,
+        signal,
+        failure,
+        branch=branch,
+        head_sha=head,
+        pushed=pushed,
+        commit=commit,
+        lost_session=lost,
+    )
+    if signal is not None:
+        _write_json(out / SIGNAL_FILE, signal.model_dump(mode="json"))
+    _write_json(out / OUTCOME_FILE, document)
+    session_id = document["session_id"]
+    if session_id:
+        with contextlib.suppress(UsageError, OSError):
+            found = find_session_file(session_id, environ)
+            if found is not None:
+                shutil.copyfile(found, out / SESSION_FILE)
+    code = 0 if signal is not None and pushed else 1
+    return SlotResult(code, branch, signal, session_id, head, out, document)

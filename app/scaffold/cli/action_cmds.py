@@ -1,0 +1,216 @@
+"""``scaffold action diagram-check`` and ``scaffold action slot``: the GitHub Action's steps.
+
+Both read the runner's environment (``GITHUB_EVENT_PATH``, ``GITHUB_WORKSPACE``,
+``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``). A usage or
+configuration error is printed as a ``::error::`` workflow command and exits 2.
+
+diagram-check: 0 in sync (or nothing to check), 1 blocking.
+slot: 0 the agent signalled (whatever it said) and its branch was pushed,
+1 it crashed, stalled or its work could not be pushed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from scaffold.action.diagram_check import run_diagram_check
+from scaffold.action.env import ActionEnv, action_env, load_event
+from scaffold.action.outputs import append_summary, write_outputs
+from scaffold.action.slot import DEFAULT_OUTPUT_DIR, parse_slot_request, run_slot
+from scaffold.diagramcheck.render import workflow_command
+from scaffold.errors import ScaffoldError, UsageError
+from scaffold.runtime.session import find_repo
+
+
+def _error_exit(exc: ScaffoldError) -> NoReturn:
+    click.echo(workflow_command("error", f"scaffold: {exc}", {"title": "scaffold action"}))
+    sys.exit(exc.exit_code if exc.exit_code in (1, 2) else 1)
+
+
+def _guarded(body: Callable[[], int]) -> NoReturn:
+    try:
+        code = body()
+    except ScaffoldError as exc:
+        _error_exit(exc)
+    sys.exit(code)
+
+
+def _workspace(env: ActionEnv, repo_path: str | None) -> Path:
+    start = Path(repo_path) if repo_path else env.workspace or Path.cwd()
+    if not start.is_dir():
+        raise UsageError(f"the workspace {start} is not a folder")
+    return find_repo(start)
+
+
+@click.group(name="action")
+def action() -> None:
+    """The steps of scaffold's GitHub Action (action.yml)."""
+
+
+@action.command(name="diagram-check")
+@click.option(
+    "--repo",
+    "repo_path",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The checkout (default: $GITHUB_WORKSPACE, else the current directory).",
+)
+@click.option("--base", default=None, help="Override the base commit the event names.")
+@click.option("--head", default=None, help="Override the head commit the event names.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["github", "text", "json", "markdown"]),
+    default="github",
+    show_default=True,
+    help="What goes to the log (github: ::error annotations).",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where the JSON report goes (default: $RUNNER_TEMP/scaffold-diagram-check/report.json).",
+)
+def diagram_check(
+    repo_path: str | None, base: str | None, head: str | None, fmt: str, report_path: str | None
+) -> None:
+    """DiagramCheck of the pull request or push that triggered the workflow."""
+
+    def body() -> int:
+        env = action_env()
+        payload = load_event(env.event_path)
+        return run_diagram_check(
+            env,
+            payload,
+            _workspace(env, repo_path),
+            base=base or None,
+            head=head or None,
+            fmt=fmt,
+            report_path=Path(report_path).absolute() if report_path else None,
+            echo=lambda text: click.echo(text, nl=False),
+        )
+
+    _guarded(body)
+
+
+@action.command(name="slot")
+@click.option(
+    "--repo",
+    "repo_path",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The checkout (default: $GITHUB_WORKSPACE, else the current directory).",
+)
+@click.option("--task-id", required=True, help="The task (TASK-3, task-3 or 3).")
+@click.option("--role", default=None, help="The agent role (codeweaver, siegemaster, ...).")
+@click.option("--run-spec", default=None, help="The run as JSON (an AgentRun).")
+@click.option("--quest-id", default=None, help="The quest the task belongs to.")
+@click.option("--resume-session", default=None, help="The agent session to resume.")
+@click.option(
+    "--session-file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A saved Claude Code session file to put back before resuming.",
+)
+@click.option(
+    "--agent-command",
+    default=None,
+    help='The agent argv as JSON (default: agent.command of the config, ["claude"]).',
+)
+@click.option(
+    "--stuck-timeout",
+    type=float,
+    default=None,
+    help="Seconds without output before the agent counts as stalled.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help=f"Where the run's files go (default: $RUNNER_TEMP/{DEFAULT_OUTPUT_DIR}).",
+)
+def slot(
+    repo_path: str | None,
+    task_id: str,
+    role: str | None,
+    run_spec: str | None,
+    quest_id: str | None,
+    resume_session: str | None,
+    session_file: str | None,
+    agent_command: str | None,
+    stuck_timeout: float | None,
+    output_dir: str | None,
+) -> None:
+    """Run one agent for one task on its branch, and push what it did."""
+
+    def body() -> int:
+        env = action_env()
+        out = Path(output_dir) if output_dir else env.temp_dir() / DEFAULT_OUTPUT_DIR
+        request = parse_slot_request(
+            task_id=task_id,
+            role=role or None,
+            run_spec=run_spec or None,
+            quest_id=quest_id or None,
+            resume_session=resume_session or None,
+            agent_command=agent_command or None,
+            output_dir=out,
+            stuck_timeout_s=stuck_timeout,
+            session_file=Path(session_file) if session_file else None,
+        )
+        result = run_slot(request, _workspace(env, repo_path))
+        if result.exit_code:
+            failure = result.outcome.get("failure") or "the agent did not signal"
+            click.echo(
+                workflow_command("error", f"scaffold slot: {failure}", {"title": "scaffold slot"})
+            )
+        else:
+            click.echo(
+                f"scaffold slot: {request.task_id} {result.signal_type}, pushed {result.branch}"
+            )
+        append_summary(env.step_summary, result.summary())
+        write_outputs(env.output, result.outputs())
+        return result.exit_code
+
+    _guarded(body)
+
+
+@action.command(name="event")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Clones and quest files kept between workflow runs (default $RUNNER_TEMP/scaffold-state).",
+)
+def event(state_dir: str | None) -> None:
+    """Handle the workflow's event the way the App would (label, comment, review, ...).
+
+    Needs GITHUB_TOKEN (the workflow's token) in the environment. The quest runs until
+    it waits for a person; a `schedule` or `workflow_dispatch` event reconciles instead.
+    """
+    import asyncio
+    import json
+    import os
+
+    from scaffold.github.action_event import run_event
+    from scaffold.server.logs import configure_json_logging
+
+    configure_json_logging("INFO")
+    root = (
+        Path(state_dir)
+        if state_dir
+        else Path(os.environ.get("RUNNER_TEMP", ".")) / "scaffold-state"
+    )
+
+    def body() -> int:
+        outcome = asyncio.run(run_event(os.environ, root))
+        env = action_env()
+        write_outputs(env.output, {"handled": json.dumps(outcome["handled"])})
+        return 0
+
+    _guarded(body)

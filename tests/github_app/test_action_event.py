@@ -1,0 +1,127 @@
+"""The Action's ``event`` mode: scaffold without a server. Each event is one workflow run
+(``scaffold action event``) with the workflow's token, sharing a state folder the way
+the composite action keeps it in the Actions cache; a scheduled run reconciles."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from app_harness import (
+    PYTHON,
+    VALIDATORS,
+    codeweaver,
+    complete,
+    plan,
+    planning_tool,
+    repo_files,
+    requirements,
+    write_script,
+)
+
+from ghsim import DeliveryRecord, GitHubSimulator
+from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE
+
+REPO = "acme/widgets"
+
+
+class Workflow:
+    """Runs `scaffold action event` like a GitHub Actions job would, one event at a time."""
+
+    def __init__(self, sim: GitHubSimulator, root: Path) -> None:
+        self.sim = sim
+        self.root = root
+        self.state = root / "state"
+        self.runs = 0
+
+    def run(self, event: str, payload: dict[str, object]) -> dict[str, object]:
+        self.runs += 1
+        work = self.root / f"run-{self.runs}"
+        work.mkdir(parents=True)
+        (work / "event.json").write_text(json.dumps(payload), encoding="utf-8")
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(work),
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(work / "event.json"),
+            "GITHUB_TOKEN": self.sim.installation_token(REPO),
+            "GITHUB_API_URL": self.sim.url,
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_RUN_ID": str(1000 + self.runs),
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_OUTPUT": str(work / "output"),
+            "RUNNER_TEMP": str(work),
+            ENV_SCRIPT: str(self.root / "agent-script.json"),
+            ENV_STATE: str(self.root / "agent-state"),
+        }
+        done = subprocess.run(
+            [PYTHON, "-m", "scaffold", "action", "event", "--state-dir", str(self.state)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        output = (work / "output").read_text(encoding="utf-8")
+        return {"stdout": done.stdout, "output": output}
+
+    def deliver(self, record: DeliveryRecord) -> dict[str, object]:
+        return self.run(record.event, record.payload)
+
+
+def _last(sim: GitHubSimulator, event: str, action: str) -> DeliveryRecord:
+    return sim.deliveries_of(event, action)[-1]
+
+
+def test_issue_to_merge_one_workflow_run_per_event(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    sim.add_user("alice")
+    sim.create_repo("acme", "widgets", repo_files())
+    sim.set_permission(REPO, "alice", "write")
+    sim.install("acme", ["widgets"])
+    write_script(
+        tmp_path,
+        [
+            {
+                "role": "chaoswhisperer",
+                "actions": [planning_tool("requirements", requirements("Two")), complete("ok")],
+            },
+            {
+                "role": "pathseeker",
+                "actions": [
+                    planning_tool("tasks", plan(("a", "One", []), ("b", "Two", []))),
+                    complete("ok"),
+                ],
+            },
+            codeweaver("task-1", {"one.txt": "1\n"}),
+            codeweaver("task-2", {"two.txt": "2\n"}),
+            *VALIDATORS,
+        ],
+    )
+    wf = Workflow(sim, tmp_path)
+    number = sim.open_issue(REPO, "Two files", "Add one.txt and two.txt.", by="alice")
+    sim.label_issue(REPO, number, "scaffold", by="alice")
+    first = wf.deliver(_last(sim, "issues", "labeled"))
+    assert "issues.labeled:handled" in str(first["output"])
+    pulls = {p.head: p for p in sim.repo(REPO).pulls.values()}
+    assert set(pulls) == {"scaffold/task-1", "scaffold/task-2"}
+
+    sim.submit_review(REPO, pulls["scaffold/task-1"].number, "APPROVED", by="alice")
+    wf.deliver(_last(sim, "pull_request_review", "submitted"))
+    assert sim.repo(REPO).pulls[pulls["scaffold/task-1"].number].merged
+
+    # This approval's workflow run never happened: the scheduled run reconciles it.
+    sim.submit_review(REPO, pulls["scaffold/task-2"].number, "APPROVED", by="alice")
+    wf.run("schedule", {"schedule": "*/30 * * * *"})
+    assert sim.repo(REPO).pulls[pulls["scaffold/task-2"].number].merged
+
+    repo = sim.repo(REPO)
+    assert repo.file_at("main", "one.txt") == b"1\n"
+    assert repo.file_at("main", "two.txt") == b"2\n"
+    status = [c.body for c in repo.comments.values() if "scaffold:status" in c.body]
+    assert len(status) == 1
+    assert status[0].count("✅ merged") == 2
