@@ -29,11 +29,12 @@ _DUMP_ENV = (
 )
 
 
-def _setup(sim: GitHubSimulator) -> None:
+def _setup(sim: GitHubSimulator, ward_log: Path) -> None:
     for login in ("alice", "mallory"):
         sim.add_user(login)
     sim.add_user("helper-bot", type="Bot")
-    sim.create_repo("acme", "widgets", repo_files())
+    ward = [[PYTHON, "-c", _DUMP_ENV, str(ward_log)]]
+    sim.create_repo("acme", "widgets", repo_files({"ward": ward}))
     sim.set_permission(REPO, "alice", "admin")
     sim.set_permission(REPO, "mallory", "read")
     sim.set_permission(REPO, "helper-bot", "write")
@@ -73,8 +74,9 @@ def test_questions_commands_rejection_and_abort(
     github_sim: GitHubSimulator, tmp_path: Path
 ) -> None:
     sim = github_sim
-    _setup(sim)
     env_log = tmp_path / "agent-env.jsonl"
+    ward_log = tmp_path / "ward-env.jsonl"
+    _setup(sim, ward_log)
     write_script(
         tmp_path,
         [
@@ -152,7 +154,9 @@ def test_questions_commands_rejection_and_abort(
     assert "crimson" in invocations
     assert "navy" in invocations
     # No credential of any kind reached an agent's environment.
-    for line in env_log.read_text().splitlines():
+    lines = env_log.read_text().splitlines() + ward_log.read_text().splitlines()
+    assert len(lines) >= 4  # two agents, and Ward at least twice
+    for line in lines:
         env = json.loads(line)
         leaked = [
             k for k in env if "PRIVATE_KEY" in k or "WEBHOOK_SECRET" in k or k == "SCAFFOLD_APP_ID"

@@ -26,6 +26,25 @@ def _seconds(name: str, default: float) -> float:
     return value
 
 
+def _harden_process() -> None:
+    """Keep the App's secrets out of reach of the agents it starts.
+
+    Agents and Ward get an environment without credentials; the secrets are also
+    dropped from this process's environment, and the process is made non-dumpable so
+    another process of the same user cannot read its memory or /proc/<pid>/environ.
+    """
+    for name in ("SCAFFOLD_PRIVATE_KEY", "SCAFFOLD_WEBHOOK_SECRET"):
+        os.environ.pop(name, None)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_dumpable = 4
+        libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing to do
+        pass
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
@@ -58,7 +77,8 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     except ScaffoldError as exc:
         click.echo(f"scaffold serve: {exc}", err=True)
         sys.exit(2)
-    configure_json_logging(log_level.upper())
+    configure_json_logging(log_level.upper(), extra_secrets=[settings.webhook_secret])
+    _harden_process()
     root.mkdir(parents=True, exist_ok=True)
     github = GitHubApp(
         AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
@@ -66,7 +86,7 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     options = AppOptions(
         state_dir=root,
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
-        reconcile_interval_s=_seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0),
+        reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
     )
     service = AppService(github, options)
     app = create_app(settings, service.handle, gauges=service.gauges)

@@ -284,10 +284,22 @@ class GitHubForge:
             name = run.get("name")
             if name not in latest or int(run["id"]) > int(latest[name]["id"]):
                 latest[name] = run
-        return all(
-            name in latest and latest[name].get("conclusion") in ("success", "neutral", "skipped")
-            for name in checks
-        )
+        green = {
+            name
+            for name, run in latest.items()
+            if run.get("conclusion") in ("success", "neutral", "skipped")
+        }
+        if set(checks) - green - set(latest):
+            # Required checks may also report through the commit status API.
+            combined = await self.gh.get(
+                "/repos/{owner}/{repo}/commits/{ref}/status", self._vars(ref=head_sha)
+            )
+            green |= {
+                s.get("context")
+                for s in combined.get("statuses", [])
+                if s.get("state") == "success"
+            }
+        return all(name in green for name in checks)
 
     async def branch_deleted(self, quest: Quest, task_id: str) -> None:
         task = quest.tasks.get(task_id)

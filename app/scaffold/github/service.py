@@ -90,12 +90,16 @@ class AppService:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Resume the open quests of every installation, then reconcile on a timer."""
+        """Resume the open quests of every installation (in the background, so the
+        server listens at once), then reconcile on a timer."""
+        self._reconciler = asyncio.get_running_loop().create_task(self._background())
+
+    async def _background(self) -> None:
         try:
             await self.adopt_installations()
         except (GitHubError, ScaffoldError) as exc:
             log.warning("could not list installations at start", extra={"error": str(exc)})
-        self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_forever())
+        await self._reconcile_forever()
 
     async def stop(self) -> None:
         if self._reconciler is not None:

@@ -7,12 +7,14 @@ Backlog.md status commits) also updates the person's checkout, so it runs one at
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from scaffold import backlog as bl
+from scaffold.agent.process import agent_environment
 from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
@@ -65,7 +67,9 @@ class RepoOps:
         )
 
     def run_ward(self, worktree: Path) -> Event:
-        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s)
+        # Ward runs code the agents wrote: it gets no credential either.
+        env = agent_environment(os.environ, {})
+        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s, env)
         if result.passed:
             return Event(EventName.WARD_PASSED, at=self.clock())
         return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))
