@@ -8,6 +8,8 @@ payload, its issue body padded), each request with a unique ``X-GitHub-Delivery`
 - scaffold-info: the same with info-level JSON logs (one line per handled delivery);
 - bare: an aiohttp app doing only HMAC-SHA256 + ``compare_digest`` + ``json.loads`` and
   answering 202: the practical floor for a Python receiver;
+- bare-uvloop: the same on uvloop, the loop ``scaffold serve`` runs on;
+- bare-fast: uvloop and orjson, the parser scaffold uses: the same tools, none of the work;
 - probot: a minimal Probot 14.3.2 app (bench/probot) whose ``issues.labeled`` handler does
   nothing; it answers 200 after its handlers (``LOG_LEVEL=warn``).
 
@@ -87,14 +89,19 @@ BARE_SERVER = """
 import asyncio, hashlib, hmac, json, sys
 from aiohttp import web
 
-port, secret = int(sys.argv[1]), sys.argv[2].encode()
+port, secret, loop = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3]
+if loop == "fast":
+    import orjson
+    loads = orjson.loads
+else:
+    loads = json.loads
 
 async def webhook(request):
     body = await request.read()
     expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, request.headers.get("X-Hub-Signature-256", "")):
         return web.Response(status=401)
-    json.loads(body)
+    loads(body)
     return web.json_response({"status": "queued"}, status=202)
 
 async def main():
@@ -105,7 +112,11 @@ async def main():
     await web.TCPSite(runner, "127.0.0.1", port).start()
     await asyncio.Event().wait()
 
-asyncio.run(main())
+if loop in ("uvloop", "fast"):
+    import uvloop
+    uvloop.run(main())
+else:
+    asyncio.run(main())
 """
 
 
@@ -296,11 +307,11 @@ def start_scaffold(name: str, tmp: Path, delay: float = 0.0, level: str = "warni
     return server
 
 
-def start_bare(tmp: Path) -> Server:
+def start_bare(tmp: Path, loop: str = "asyncio") -> Server:
     port = free_port()
-    argv = [sys.executable, "-c", BARE_SERVER, str(port), SECRET]
+    argv = [sys.executable, "-c", BARE_SERVER, str(port), SECRET, loop]
     proc = subprocess.Popen(pinned(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = Server("bare", proc, port, "/webhook")
+    server = Server("bare" if loop == "asyncio" else f"bare-{loop}", proc, port, "/webhook")
     wait_listening(server)
     return server
 
@@ -419,6 +430,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             start_scaffold("scaffold", tmp),
             start_scaffold("scaffold-info", tmp, level="info"),
             start_bare(tmp),
+            start_bare(tmp, "uvloop"),
+            start_bare(tmp, "fast"),
         ]
         probot = start_probot(tmp)
         if probot:
@@ -472,6 +485,10 @@ def ratios(summary: dict[str, Any]) -> dict[str, float | None]:
     probot = summary.get("probot")
     out: dict[str, float | None] = {
         "rps_scaffold_over_bare": sc["rps_median"] / bare["rps_median"],
+        "rps_scaffold_over_bare_uvloop": sc["rps_median"] / summary["bare-uvloop"]["rps_median"],
+        "p99_scaffold_over_bare_uvloop": sc["p99_ms_median"]
+        / summary["bare-uvloop"]["p99_ms_median"],
+        "rps_scaffold_over_bare_fast": sc["rps_median"] / summary["bare-fast"]["rps_median"],
         "rps_scaffold_info_over_bare": summary["scaffold-info"]["rps_median"] / bare["rps_median"],
         "p99_busy_over_idle": busy["p99_ms_median"] / sc["p99_ms_median"],
         "rps_scaffold_over_probot": None,

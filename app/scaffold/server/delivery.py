@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
+import orjson
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
 
@@ -93,10 +94,16 @@ def delivery_from(
 
 
 def parse_payload(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object of a delivery, or None. orjson first (it is ~4x faster on a 15 KB
+    payload, the largest cost of ingest); the standard parser for what orjson refuses
+    but JSON allows (integers beyond 64 bits)."""
     try:
-        payload = json.loads(raw)
-    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError included
-        return None
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError included
+            return None
     return payload if isinstance(payload, dict) else None
 
 
