@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +142,21 @@ def scaffold_popen(
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+# Runs as a ``run`` action inside the agent, so it sees the agent's environment
+# (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
+_QUICK_SIGNAL = """\
+import json, os, sys
+from scaffold.agent.signal_server import SignalWriter, handle_signal, resolve_binding
+payload = json.loads(sys.argv[1])
+payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
+outcome = handle_signal(SignalWriter(resolve_binding([], os.environ)), payload)
+print(outcome.text)
+sys.exit(1 if outcome.is_error else 0)
+"""
+
+
+def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``run`` action that signals through ``handle_signal`` without MCP (fast)."""
+    return {"run": [sys.executable, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
+from harness import quick_signal
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 
 PYTHON = sys.executable
@@ -50,23 +51,13 @@ print(reply.text)
 sys.exit(1 if reply.is_error else 0)
 """
 
-_QUICK_SIGNAL = """\
-import json, os, sys
-from scaffold.agent.signal_server import SignalWriter, handle_signal, resolve_binding
-payload = json.loads(sys.argv[1])
-payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
-outcome = handle_signal(SignalWriter(resolve_binding([], os.environ)), payload)
-print(outcome.text)
-sys.exit(1 if outcome.is_error else 0)
-"""
-
 
 def signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    return {"run": [PYTHON, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}
+    return quick_signal(payload)
 
 
 def complete(summary: str) -> dict[str, Any]:
-    return signal({"signal": "complete", "summary": summary})
+    return quick_signal({"signal": "complete", "summary": summary})
 
 
 def planning_tool(kind: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult, quest_pids, scaffold_cli, scaffold_popen
+from harness import RunResult, quest_pids, quick_signal, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
 from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
 from scaffold.config import load_config
@@ -62,24 +62,6 @@ def complete(summary: str, **extra: Any) -> dict[str, Any]:
 
 def write(path: str, content: str) -> dict[str, Any]:
     return {"write": path, "content": content}
-
-
-# Runs as a ``run`` action inside the agent, so it sees the agent's environment
-# (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
-_QUICK_SIGNAL = """\
-import json, os, sys
-from scaffold.agent.signal_server import SignalWriter, handle_signal, resolve_binding
-payload = json.loads(sys.argv[1])
-payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
-outcome = handle_signal(SignalWriter(resolve_binding([], os.environ)), payload)
-print(outcome.text)
-sys.exit(1 if outcome.is_error else 0)
-"""
-
-
-def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that signals through ``handle_signal`` without MCP (fast)."""
-    return {"run": [PYTHON, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}
 
 
 def quick_complete(summary: str) -> dict[str, Any]:

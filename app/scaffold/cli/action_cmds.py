@@ -47,19 +47,22 @@ def _workspace(env: ActionEnv, repo_path: str | None) -> Path:
     return find_repo(start)
 
 
-@click.group(name="action")
-def action() -> None:
-    """The steps of scaffold's GitHub Action (action.yml)."""
-
-
-@action.command(name="diagram-check")
-@click.option(
+_repo_option = click.option(
     "--repo",
     "repo_path",
     type=click.Path(file_okay=False),
     default=None,
     help="The checkout (default: $GITHUB_WORKSPACE, else the current directory).",
 )
+
+
+@click.group(name="action")
+def action() -> None:
+    """The steps of scaffold's GitHub Action (action.yml)."""
+
+
+@action.command(name="diagram-check")
+@_repo_option
 @click.option("--base", default=None, help="Override the base commit the event names.")
 @click.option("--head", default=None, help="Override the head commit the event names.")
 @click.option(
@@ -100,13 +103,7 @@ def diagram_check(
 
 
 @action.command(name="slot")
-@click.option(
-    "--repo",
-    "repo_path",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The checkout (default: $GITHUB_WORKSPACE, else the current directory).",
-)
+@_repo_option
 @click.option("--task-id", required=True, help="The task (TASK-3, task-3 or 3).")
 @click.option("--role", default=None, help="The agent role (codeweaver, siegemaster, ...).")
 @click.option("--run-spec", default=None, help="The run as JSON (an AgentRun).")

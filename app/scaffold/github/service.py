@@ -55,6 +55,23 @@ from scaffold.server.metrics import AppGauges
 
 log = logging.getLogger("scaffold.app")
 
+# event.action -> the AppService method that handles it; anything else is ignored.
+ROUTES: dict[str, str] = {
+    "issues.labeled": "on_labeled",
+    "issues.unlabeled": "on_unlabeled",
+    "issue_comment.created": "on_comment",
+    "pull_request_review.submitted": "on_review",
+    "pull_request.closed": "on_pr_closed",
+    "pull_request.opened": "on_pr_changed",
+    "pull_request.reopened": "on_pr_changed",
+    "pull_request.synchronize": "on_pr_changed",
+    "check_suite.requested": "on_check_requested",
+    "check_suite.rerequested": "on_check_requested",
+    "check_run.rerequested": "on_check_requested",
+    "workflow_run.completed": "on_workflow_run",
+    "check_run.completed": "on_check_done",
+    "check_suite.completed": "on_check_done",
+}
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PERMISSION_TTL_S = 60.0
 
@@ -126,23 +143,8 @@ class AppService:
     # ------------------------------------------------------------------ routing
 
     async def handle(self, delivery: Delivery) -> None:
-        routes: dict[str, Callable[[Delivery], Awaitable[None]]] = {
-            "issues.labeled": self.on_labeled,
-            "issues.unlabeled": self.on_unlabeled,
-            "issue_comment.created": self.on_comment,
-            "pull_request_review.submitted": self.on_review,
-            "pull_request.closed": self.on_pr_closed,
-            "pull_request.opened": self.on_pr_changed,
-            "pull_request.reopened": self.on_pr_changed,
-            "pull_request.synchronize": self.on_pr_changed,
-            "check_suite.requested": self.on_check_requested,
-            "check_suite.rerequested": self.on_check_requested,
-            "check_run.rerequested": self.on_check_requested,
-            "workflow_run.completed": self.on_workflow_run,
-            "check_run.completed": self.on_check_done,
-            "check_suite.completed": self.on_check_done,
-        }
-        route = routes.get(f"{delivery.event}.{delivery.action}")
+        name = ROUTES.get(f"{delivery.event}.{delivery.action}")
+        route: Callable[[Delivery], Awaitable[None]] | None = getattr(self, name) if name else None
         outcome = "ignored"
         if route is not None:
             # One repository's deliveries are handled one at a time, in arrival order.
@@ -247,6 +249,14 @@ class AppService:
     def _post(self, ctx: RepoContext, link: QuestLink, message: inbox.InboxMessage) -> None:
         inbox.post(ctx.checkout.path / ".scaffold", message)
         self.runner.poke(ctx, link.quest_id)
+
+    def _answer(
+        self, ctx: RepoContext, link: QuestLink, question_id: str, text: str, by: str
+    ) -> None:
+        message = inbox.make(
+            "answer", link.quest_id, question_id=question_id, text=clean(text), by=by
+        )
+        self._post(ctx, link, message)
 
     def _quest(self, ctx: RepoContext, quest_id: str) -> Quest:
         return quest_store(ctx.checkout.path).read(quest_id)
@@ -401,17 +411,7 @@ class AppService:
             "+1",
             comment_id=comment_id,
         )
-        self._post(
-            ctx,
-            link,
-            inbox.make(
-                "answer",
-                link.quest_id,
-                question_id=match.question_id,
-                text=clean(match.text),
-                by=by,
-            ),
-        )
+        self._answer(ctx, link, match.question_id, match.text, by)
 
     async def _command(
         self, ctx: RepoContext, link: QuestLink, command: Any, by: str, number: int, comment_id: int
@@ -627,17 +627,7 @@ class AppService:
                 match = match_answer(str(comment.get("body") or ""), [q.id for q in pending])
                 if match is not None and match.question_id is not None:
                     by = str(user["login"])
-                    self._post(
-                        ctx,
-                        link,
-                        inbox.make(
-                            "answer",
-                            link.quest_id,
-                            question_id=match.question_id,
-                            text=clean(match.text),
-                            by=by,
-                        ),
-                    )
+                    self._answer(ctx, link, match.question_id, match.text, by)
                     pending = [q for q in pending if q.id != match.question_id]
                     if not pending:
                         break
