@@ -98,8 +98,15 @@ def test_workflows_parse() -> None:
 
     slot = _load(ROOT / "examples" / "workflows" / "scaffold-slot.yml")
     inputs = slot["on"]["workflow_dispatch"]["inputs"]
-    assert set(inputs) == {"quest-id", "task-id", "role", "run-spec", "resume-session"}
-    assert slot["permissions"] == {"contents": "write"}
+    assert set(inputs) == {
+        "quest-id",
+        "task-id",
+        "role",
+        "run-spec",
+        "resume-session",
+        "session-run-id",
+    }
+    assert slot["permissions"] == {"contents": "write", "actions": "read"}
     step = next(s for s in slot["jobs"]["slot"]["steps"] if s.get("id") == "slot")
     assert step["with"]["mode"] == "slot"
     assert step["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"

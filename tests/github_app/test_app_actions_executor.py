@@ -177,5 +177,7 @@ def test_slot_runs_execute_as_workflow_runs(github_sim: GitHubSimulator, tmp_pat
     ]
     assert conclusions.count("failure") == 1
     assert "slot run dispatched" in log
+    # every dispatch names the run holding the session to resume (none with scripted agents)
+    assert all("session-run-id" in r["inputs"] for r in runs)
     # planning stayed on the server: no workflow run for ChaosWhisperer or PathSeeker
     assert not any(r["inputs"]["role"] in ("chaoswhisperer", "pathseeker") for r in runs)

@@ -63,6 +63,31 @@ class WorkflowWaiters:
         self.futures.pop(run_id, None)
 
 
+class SessionRuns:
+    """Which workflow run's artifact holds each agent session's file (a small JSON map)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, int]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def run_of(self, session_id: str | None) -> int | None:
+        return self._load().get(session_id) if session_id else None
+
+    def remember(self, session_id: str, run_id: int) -> None:
+        data = self._load()
+        data[session_id] = run_id
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        tmp.replace(self.path)
+
+
 def _outcome(
     *, exit_code: int, session_id: str | None, cost: float | None, duration_s: float, failure: str
 ) -> AgentRunOutcome:
@@ -102,6 +127,7 @@ class ActionsExecutor:
         self.checkout = checkout
         self.cfg = config
         self.waiters = waiters
+        self.sessions = SessionRuns(checkout.path / ".scaffold" / "github" / "session-runs.json")
         owner, _, name = checkout.full_name.partition("/")
         self.repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
 
@@ -118,6 +144,9 @@ class ActionsExecutor:
             "role": run.role.value,
             "run-spec": run.model_dump_json(),
             "resume-session": run.resume_session or "",
+            # The earlier workflow run whose artifact holds that session's file, so a
+            # runner that never saw the session can put it back before resuming.
+            "session-run-id": str(self.sessions.run_of(run.resume_session) or ""),
         }
         try:
             answer = await self.gh.post(
@@ -145,7 +174,10 @@ class ActionsExecutor:
             files = await self._artifact_files(run_id)
         except (GitHubError, ScaffoldError, zipfile.BadZipFile) as exc:
             return self._failed(started, f"workflow run {run_id}: no usable artifact: {exc}")
-        return await self._take_results(files, task, run_dir, signal_dir, started)
+        outcome = await self._take_results(files, task, run_dir, signal_dir, started)
+        if outcome.session_id and "session.jsonl" in files:
+            self.sessions.remember(outcome.session_id, run_id)
+        return outcome
 
     def _failed(self, started: float, why: str) -> AgentRunOutcome:
         log.warning("slot run failed", extra={"reason": why})

@@ -25,6 +25,7 @@ from scaffold.github.client import GitHubClient
 from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore
 from scaffold.quest.model import QuestPhase, utcnow
+from scaffold.runtime import inbox
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.session import quest_store
@@ -78,13 +79,18 @@ class QuestRunner:
         self.status_interval_s = status_interval_s
         self.python = python
         self._pending: set[tuple[str, str]] = set()
+        self._resume: set[tuple[str, str]] = set()
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.running: dict[tuple[str, str], Orchestrator] = {}
         self.runs_finished = 0
 
-    def poke(self, ctx: RepoContext, quest_id: str) -> None:
+    def poke(self, ctx: RepoContext, quest_id: str, *, resume: bool = False) -> None:
+        """Run the quest (again). A quest a person stopped stays stopped unless this is
+        ``resume`` (the label put back) or a ``retry`` waits in its inbox."""
         key = (ctx.full_name, quest_id)
         self._pending.add(key)
+        if resume:
+            self._resume.add(key)
         task = self._tasks.get(key)
         if task is None or task.done():
             self._tasks[key] = asyncio.get_running_loop().create_task(self._drive(ctx, quest_id))
@@ -101,7 +107,23 @@ class QuestRunner:
                 log.exception("quest run crashed", extra={"quest": quest_id})
             self.runs_finished += 1
 
+    def _stopped_by_a_person(self, ctx: RepoContext, quest_id: str) -> bool:
+        key = (ctx.full_name, quest_id)
+        if key in self._resume:
+            self._resume.discard(key)
+            return False
+        quest = quest_store(ctx.checkout.path).read(quest_id)
+        if quest.stop_limit != "abort":
+            return False
+        waiting = inbox.pending(ctx.checkout.path / ".scaffold")
+        return not any(
+            m is not None and m.quest_id == quest_id and m.kind == "retry" for _, m, _ in waiting
+        )
+
     async def _run_once(self, ctx: RepoContext, quest_id: str) -> None:
+        if self._stopped_by_a_person(ctx, quest_id):
+            log.info("quest stopped by a person; not run", extra={"quest": quest_id})
+            return
         async with ctx.run_lock:
             token = await ctx.client.token()
 

@@ -301,7 +301,8 @@ class AppService:
         if existing is not None:
             quest = self._quest(ctx, existing.quest_id)
             if quest.phase not in (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED):
-                self.runner.poke(ctx, existing.quest_id)
+                # The label put back on a quest someone stopped: it goes on.
+                self.runner.poke(ctx, existing.quest_id, resume=True)
                 return
             ctx.links.update(existing.quest_id, active=False)
         await self._react(
