@@ -22,6 +22,8 @@ from typing import Literal
 from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.quest.model import Quest, Question, TaskRecord
 
+# The check run DiagramCheck reports as (the name a branch protection rule requires).
+CHECK_NAME = "scaffold/diagram-check"
 STATUS_MARKER = "<!-- scaffold:status {quest} -->"
 QUESTION_MARKER = "<!-- scaffold:question {qid} -->"
 NOTICE_MARKER = "<!-- scaffold:notice -->"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from scaffold.diagramcheck.analyzer import analyze_commits
@@ -23,11 +24,12 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, GitHubError, ScaffoldError
 from scaffold.git.runner import run_git
+from scaffold.github.checkout import auth_env
+from scaffold.github.comments import CHECK_NAME
 from scaffold.github.runner import RepoContext
 
 log = logging.getLogger("scaffold.app")
 
-CHECK_NAME = "scaffold/diagram-check"
 COMMENT_MARKER = "<!-- scaffold:diagram-check -->"
 MAX_ANNOTATIONS = 50  # per request, GitHub's limit
 
@@ -43,17 +45,29 @@ def _title(report: Report) -> str:
     return f"{n} diagram update{'s' * (n != 1)} missing"
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+
+
+def _safe_branch(ctx: RepoContext, name: str) -> bool:
+    """A branch name from a payload, checked before it goes into a refspec."""
+    if not name or name.startswith("-") or ":" in name or "@{" in name:
+        return False
+    out = run_git(["check-ref-format", f"refs/heads/{name}"], cwd=ctx.checkout.path, check=False)
+    return out.returncode == 0
+
+
 async def _fetch_head(ctx: RepoContext, number: int, head_ref: str, head_sha: str) -> None:
     token = await ctx.client.token()
-    from scaffold.github.checkout import auth_env
+    if not _SHA.match(head_sha):
+        raise ScaffoldError(f"#{number}: not a commit id: {head_sha!r}")
+    refspecs = [f"+refs/pull/{number}/head:refs/scaffold/pr/{number}"]
+    if _safe_branch(ctx, head_ref):
+        refspecs.append(f"+refs/heads/{head_ref}:refs/scaffold/pr/{number}")
 
     def work() -> None:
         with ctx.default_branch_lock:
             env = auth_env(token)
-            for refspec in (
-                f"+refs/pull/{number}/head:refs/scaffold/pr/{number}",
-                f"+refs/heads/{head_ref}:refs/scaffold/pr/{number}",
-            ):
+            for refspec in refspecs:
                 out = run_git(
                     ["fetch", "--quiet", "origin", refspec],
                     cwd=ctx.checkout.path,

@@ -33,6 +33,7 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient
 from scaffold.github.comments import (
+    CHECK_NAME,
     render_pr_body,
     render_question,
     render_status,
@@ -45,7 +46,6 @@ from scaffold.runtime.repo_ops import RepoOps
 
 log = logging.getLogger("scaffold.github")
 
-DIAGRAM_CHECK_NAME = "scaffold/diagram-check"
 REVIEW_MARKER = "<!-- scaffold:review {sha} -->"
 
 
@@ -199,7 +199,7 @@ class GitHubForge:
             "/repos/{owner}/{repo}/check-runs",
             self.repo_vars,
             data={
-                "name": DIAGRAM_CHECK_NAME,
+                "name": CHECK_NAME,
                 "head_sha": head_sha,
                 "status": "completed",
                 "conclusion": "success",

@@ -36,12 +36,13 @@ from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.client import GitHubClient
 from scaffold.github.comments import (
+    CHECK_NAME,
     NOTICE_MARKER,
     match_answer,
     parse_command,
     render_ambiguous,
 )
-from scaffold.github.diagram_pr import CHECK_NAME, check_pull_request
+from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
