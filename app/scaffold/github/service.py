@@ -34,7 +34,6 @@ from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import GitHubClient
 from scaffold.github.comments import (
     CHECK_NAME,
     NOTICE_MARKER,
@@ -44,6 +43,7 @@ from scaffold.github.comments import (
 )
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.links import QuestLink
+from scaffold.github.reconcile import reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
 from scaffold.ids import BRANCH_PREFIX
@@ -247,19 +247,19 @@ class AppService:
             data={"body": body},
         )
 
-    def _post(self, ctx: RepoContext, link: QuestLink, message: inbox.InboxMessage) -> None:
+    def post(self, ctx: RepoContext, link: QuestLink, message: inbox.InboxMessage) -> None:
         inbox.post(ctx.checkout.path / ".scaffold", message)
         self.runner.poke(ctx, link.quest_id)
 
-    def _answer(
+    def answer(
         self, ctx: RepoContext, link: QuestLink, question_id: str, text: str, by: str
     ) -> None:
         message = inbox.make(
             "answer", link.quest_id, question_id=question_id, text=clean(text), by=by
         )
-        self._post(ctx, link, message)
+        self.post(ctx, link, message)
 
-    def _quest(self, ctx: RepoContext, quest_id: str) -> Quest:
+    def quest_of(self, ctx: RepoContext, quest_id: str) -> Quest:
         return quest_store(ctx.checkout.path).read(quest_id)
 
     def _task_of_pr(
@@ -269,7 +269,7 @@ class AppService:
             return None
         for link in ctx.links.all():
             with contextlib.suppress(ScaffoldError, OSError):
-                quest = self._quest(ctx, link.quest_id)
+                quest = self.quest_of(ctx, link.quest_id)
                 for task in quest.tasks.values():
                     if task.pr is not None and task.pr.number == number:
                         return link, task.id
@@ -300,7 +300,7 @@ class AppService:
             return
         existing = ctx.links.for_issue(ctx.full_name, number)
         if existing is not None:
-            quest = self._quest(ctx, existing.quest_id)
+            quest = self.quest_of(ctx, existing.quest_id)
             if quest.phase not in (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED):
                 # The label put back on a quest someone stopped: it goes on.
                 self.runner.poke(ctx, existing.quest_id, resume=True)
@@ -364,7 +364,7 @@ class AppService:
         if not await self.is_writer(ctx, p.get("sender") or {}):
             return
         by = str(p["sender"]["login"])
-        self._post(
+        self.post(
             ctx, link, inbox.make("abort", link.quest_id, text=f"label removed by {by}", by=by)
         )
 
@@ -394,7 +394,7 @@ class AppService:
         if command is not None:
             await self._command(ctx, link, command, by, number, comment_id)
             return
-        quest = self._quest(ctx, link.quest_id)
+        quest = self.quest_of(ctx, link.quest_id)
         pending = quest.pending_questions()
         match = match_answer(body, [q.id for q in pending])
         if match is None:
@@ -413,7 +413,7 @@ class AppService:
             "+1",
             comment_id=comment_id,
         )
-        self._answer(ctx, link, match.question_id, match.text, by)
+        self.answer(ctx, link, match.question_id, match.text, by)
 
     async def _command(
         self, ctx: RepoContext, link: QuestLink, command: Any, by: str, number: int, comment_id: int
@@ -433,19 +433,15 @@ class AppService:
             )
             return
         if command.verb == "abort":
-            self._post(
-                ctx, link, inbox.make("abort", link.quest_id, text=f"aborted by {by}", by=by)
-            )
+            self.post(ctx, link, inbox.make("abort", link.quest_id, text=f"aborted by {by}", by=by))
         elif command.verb == "retry":
-            quest = self._quest(ctx, link.quest_id)
+            quest = self.quest_of(ctx, link.quest_id)
             if command.task_id not in quest.tasks:
                 await self._comment(
                     ctx, number, f"{NOTICE_MARKER}\nThis quest has no task `{command.task_id}`."
                 )
                 return
-            self._post(
-                ctx, link, inbox.make("retry", link.quest_id, task_id=command.task_id, by=by)
-            )
+            self.post(ctx, link, inbox.make("retry", link.quest_id, task_id=command.task_id, by=by))
         else:  # status: rewrite the status comment now
             self.runner.poke(ctx, link.quest_id)
 
@@ -471,7 +467,7 @@ class AppService:
             return
         link, task_id = found
         by = str(reviewer["login"])
-        self._post(ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by))
+        self.post(ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by))
 
     async def on_pr_closed(self, d: Delivery) -> None:
         p = d.payload
@@ -481,19 +477,19 @@ class AppService:
         if found is None:
             return
         link, task_id = found
-        quest = self._quest(ctx, link.quest_id)
+        quest = self.quest_of(ctx, link.quest_id)
         task = quest.tasks[task_id]
         by = str((p.get("sender") or {}).get("login", "github"))
         if pr.get("merged"):
             if task.state is Lifecycle.PR_CREATED:  # merged by a person on GitHub
-                self._post(
+                self.post(
                     ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
                 )
             else:
                 self.runner.poke(ctx, link.quest_id)
             return
         if task.state in (Lifecycle.PR_CREATED, Lifecycle.BLOCKED):
-            self._post(
+            self.post(
                 ctx,
                 link,
                 inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by),
@@ -564,104 +560,8 @@ class AppService:
                 log.exception("reconciliation pass failed")
 
     async def reconcile(self) -> None:
-        """Re-read every open quest's PRs, reviews and issue from GitHub; act on what
-        deliveries would have said. Level-triggered: running it twice changes nothing."""
-        for ctx in list(self.repos.values()):
-            for link in ctx.links.all():
-                if not link.active:
-                    continue
-                try:
-                    await self._reconcile_quest(ctx, link)
-                except (GitHubError, ScaffoldError) as exc:
-                    log.warning(
-                        "reconcile failed", extra={"quest": link.quest_id, "error": str(exc)}
-                    )
-
-    async def _reconcile_quest(self, ctx: RepoContext, link: QuestLink) -> None:
-        quest = self._quest(ctx, link.quest_id)
-        if quest.phase in (QuestPhase.DONE, QuestPhase.FAILED):
-            ctx.links.update(link.quest_id, active=False)
-            return
-        owner, _, name = ctx.full_name.partition("/")
-        repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
-        bot = await self.bot_login()
-        for task in quest.tasks.values():
-            if task.state is not Lifecycle.PR_CREATED or task.pr is None or task.pr.number is None:
-                continue
-            pr = await ctx.client.get(
-                "/repos/{owner}/{repo}/pulls/{number}", {**repo_vars, "number": task.pr.number}
-            )
-            if pr.get("merged") or pr.get("state") == "closed":
-                payload = {"pull_request": pr, "sender": pr.get("merged_by") or {"login": "github"}}
-                await self._closed_from_state(ctx, link, task.id, payload)
-                continue
-            reviews = await ctx.client.get_all(
-                "/repos/{owner}/{repo}/pulls/{number}/reviews",
-                {**repo_vars, "number": task.pr.number},
-            )
-            for review in reviews:
-                user = review.get("user") or {}
-                if (
-                    review.get("state") == "APPROVED"
-                    and user.get("login") != bot
-                    and await self.is_writer(ctx, user)
-                ):
-                    by = str(user["login"])
-                    self._post(
-                        ctx,
-                        link,
-                        inbox.make("approve", link.quest_id, task_id=task.id, text=by, by=by),
-                    )
-                    break
-        pending = quest.pending_questions()
-        if pending:
-            comments = await ctx.client.get_all(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                {**repo_vars, "number": link.issue_number},
-            )
-            asked = min(link.question_comments.get(q.id, 0) for q in pending)
-            for comment in comments:
-                if int(comment["id"]) <= asked:
-                    continue
-                user = comment.get("user") or {}
-                if not await self.is_writer(ctx, user):
-                    continue
-                match = match_answer(str(comment.get("body") or ""), [q.id for q in pending])
-                if match is not None and match.question_id is not None:
-                    by = str(user["login"])
-                    self._answer(ctx, link, match.question_id, match.text, by)
-                    pending = [q for q in pending if q.id != match.question_id]
-                    if not pending:
-                        break
-        issue = await ctx.client.get(
-            "/repos/{owner}/{repo}/issues/{number}", {**repo_vars, "number": link.issue_number}
-        )
-        labels = {str(label.get("name")) for label in issue.get("labels") or []}
-        config = ctx.checkout.config()
-        if config.trigger_label not in labels and not quest.stop_reason:
-            self._post(
-                ctx,
-                link,
-                inbox.make("abort", link.quest_id, text="the label was removed", by="reconcile"),
-            )
-            return
-        self.runner.poke(ctx, link.quest_id)
-
-    async def _closed_from_state(
-        self, ctx: RepoContext, link: QuestLink, task_id: str, payload: dict[str, Any]
-    ) -> None:
-        pr = payload["pull_request"]
-        by = str(payload["sender"].get("login", "github"))
-        if pr.get("merged"):
-            self._post(
-                ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
-            )
-        else:
-            self._post(
-                ctx,
-                link,
-                inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by),
-            )
+        """Re-read every open quest's PRs, reviews and issue from GitHub (reconcile.py)."""
+        await reconcile_all(self)
 
     async def adopt_installations(self) -> None:
         """At start: learn the repositories of every installation, so open quests resume."""
@@ -669,13 +569,12 @@ class AppService:
             client = self.github.installation(inst_id)
             repos = await client.get_all("/installation/repositories", key="repositories")
             for repo in repos:
-                payload = {"repository": repo}
                 with contextlib.suppress(GitHubError, ScaffoldError):
-                    ctx = await self._context(payload, inst_id)
+                    ctx = await self._context({"repository": repo}, inst_id)
                     if (ctx.checkout.path / ".git").exists():
                         for link in ctx.links.all():
                             if link.active:
                                 self.runner.poke(ctx, link.quest_id)
 
 
-__all__ = ["AppOptions", "AppService", "GitHubClient"]
+__all__ = ["ROUTES", "AppOptions", "AppService"]

@@ -1,0 +1,126 @@
+"""Reconciliation: what deliveries would have said, read back from GitHub.
+
+GitHub does not retry a failed delivery, so a timer (and the Action's scheduled run)
+re-reads every open quest: its pull requests (merged, closed, approved by a writer),
+answers to its open questions among the issue's comments, and whether the trigger
+label is still there. It posts the same inbox messages the deliveries would have, and
+wakes the quest. Level-triggered: a second pass changes nothing (a message for
+something already done is refused by the quest's lifecycle).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scaffold.core.states import Lifecycle
+from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github.comments import match_answer
+from scaffold.github.links import QuestLink
+from scaffold.github.runner import RepoContext
+from scaffold.quest.model import Quest, QuestPhase
+from scaffold.runtime import inbox
+
+if TYPE_CHECKING:
+    from scaffold.github.service import AppService
+
+log = logging.getLogger("scaffold.app")
+
+
+async def reconcile_all(service: AppService) -> None:
+    for ctx in list(service.repos.values()):
+        for link in ctx.links.all():
+            if not link.active:
+                continue
+            try:
+                await reconcile_quest(service, ctx, link)
+            except (GitHubError, ScaffoldError) as exc:
+                log.warning("reconcile failed", extra={"quest": link.quest_id, "error": str(exc)})
+
+
+async def reconcile_quest(service: AppService, ctx: RepoContext, link: QuestLink) -> None:
+    quest = service.quest_of(ctx, link.quest_id)
+    if quest.phase in (QuestPhase.DONE, QuestPhase.FAILED):
+        ctx.links.update(link.quest_id, active=False)
+        return
+    await _pull_requests(service, ctx, link, quest)
+    await _answers(service, ctx, link, quest)
+    if await _label_removed(service, ctx, link, quest):
+        return
+    service.runner.poke(ctx, link.quest_id)
+
+
+def _repo_vars(ctx: RepoContext, **more: str | int) -> dict[str, str | int]:
+    owner, _, name = ctx.full_name.partition("/")
+    return {"owner": owner, "repo": name, **more}
+
+
+async def _pull_requests(
+    service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
+) -> None:
+    bot = await service.bot_login()
+    for task in quest.tasks.values():
+        if task.state is not Lifecycle.PR_CREATED or task.pr is None or task.pr.number is None:
+            continue
+        where = _repo_vars(ctx, number=task.pr.number)
+        pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
+        if pr.get("merged") or pr.get("state") == "closed":
+            by = str((pr.get("merged_by") or {}).get("login", "github"))
+            service.post(ctx, link, _closed_message(link, task.id, pr, by))
+            continue
+        reviews = await ctx.client.get_all("/repos/{owner}/{repo}/pulls/{number}/reviews", where)
+        for review in reviews:
+            user = review.get("user") or {}
+            if (
+                review.get("state") == "APPROVED"
+                and user.get("login") != bot
+                and await service.is_writer(ctx, user)
+            ):
+                by = str(user["login"])
+                message = inbox.make("approve", link.quest_id, task_id=task.id, text=by, by=by)
+                service.post(ctx, link, message)
+                break
+
+
+def _closed_message(
+    link: QuestLink, task_id: str, pr: dict[str, Any], by: str
+) -> inbox.InboxMessage:
+    if pr.get("merged"):  # merged by a person on GitHub: the merge step finds it done
+        return inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
+    return inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by)
+
+
+async def _answers(service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest) -> None:
+    pending = quest.pending_questions()
+    if not pending:
+        return
+    comments = await ctx.client.get_all(
+        "/repos/{owner}/{repo}/issues/{number}/comments", _repo_vars(ctx, number=link.issue_number)
+    )
+    asked = min(link.question_comments.get(q.id, 0) for q in pending)
+    for comment in comments:
+        if int(comment["id"]) <= asked:
+            continue
+        user = comment.get("user") or {}
+        if not await service.is_writer(ctx, user):
+            continue
+        match = match_answer(str(comment.get("body") or ""), [q.id for q in pending])
+        if match is not None and match.question_id is not None:
+            service.answer(ctx, link, match.question_id, match.text, str(user["login"]))
+            pending = [q for q in pending if q.id != match.question_id]
+            if not pending:
+                return
+
+
+async def _label_removed(
+    service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
+) -> bool:
+    issue = await ctx.client.get(
+        "/repos/{owner}/{repo}/issues/{number}", _repo_vars(ctx, number=link.issue_number)
+    )
+    labels = {str(label.get("name")) for label in issue.get("labels") or []}
+    if ctx.checkout.config().trigger_label in labels or quest.stop_reason:
+        return False
+    message = inbox.make("abort", link.quest_id, text="the label was removed", by="reconcile")
+    service.post(ctx, link, message)
+    return True
