@@ -22,10 +22,11 @@ from typing import Any
 from scaffold.diagramcheck.analyzer import analyze_commits
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
-from scaffold.errors import GitError, GitHubError, ScaffoldError
+from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
 from scaffold.github.checkout import auth_env
 from scaffold.github.comments import CHECK_NAME
+from scaffold.github.forge import already_checked
 from scaffold.github.runner import RepoContext
 
 log = logging.getLogger("scaffold.app")
@@ -91,7 +92,7 @@ async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: boo
     repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    if not force and await _already_checked(ctx, repo_vars, head_sha):
+    if not force and await already_checked(ctx.client, repo_vars, head_sha):
         return None
     run = await ctx.client.post(
         "/repos/{owner}/{repo}/check-runs",
@@ -148,19 +149,6 @@ async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: boo
         extra={"repo": ctx.full_name, "pr": number, "blocking": report.blocking},
     )
     return report
-
-
-async def _already_checked(ctx: RepoContext, repo_vars: dict[str, str | int], sha: str) -> bool:
-    try:
-        runs = await ctx.client.get(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs", {**repo_vars, "ref": sha}
-        )
-    except GitHubError:
-        return False
-    return any(
-        r.get("name") == CHECK_NAME and r.get("status") == "completed"
-        for r in runs.get("check_runs", [])
-    )
 
 
 async def _sync_comment(

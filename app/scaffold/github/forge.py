@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -193,7 +193,10 @@ class GitHubForge:
         )
 
     async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
-        """DiagramCheck passed in the orchestrator before the PR: say so as a check run."""
+        """DiagramCheck passed in the orchestrator before the PR: say so as a check run
+        (once per head: a restart re-opening the PR does not add another)."""
+        if await already_checked(self.gh, self.repo_vars, head_sha):
+            return
         summary = "Every diagram this change requires is in sync."
         await self.gh.post(
             "/repos/{owner}/{repo}/check-runs",
@@ -400,3 +403,19 @@ def _lawbringer_summary(task: TaskRecord) -> str | None:
         if entry.role.value == "lawbringer" and isinstance(summary, str) and summary:
             return summary
     return task.last_summary
+
+
+async def already_checked(
+    client: GitHubClient, repo_vars: Mapping[str, str | int], sha: str
+) -> bool:
+    """A completed ``scaffold/diagram-check`` run exists for this commit."""
+    try:
+        runs = await client.get(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs", {**repo_vars, "ref": sha}
+        )
+    except GitHubError:
+        return False
+    return any(
+        r.get("name") == CHECK_NAME and r.get("status") == "completed"
+        for r in runs.get("check_runs", [])
+    )
