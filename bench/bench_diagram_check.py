@@ -165,26 +165,14 @@ def main() -> None:
         if report.blocking:
             raise SystemExit("the generated diagrams should satisfy the check")
 
+        cli = [sys.executable, "-m", "scaffold", "diagram-check", "--base", base, "--head", head]
+        cli += ["--format", "json"]
         runners: dict[str, Callable[[], tuple[float, int]]] = {
             "git_diff": lambda: run_child(["git", "diff", "--name-status", "-M", base, head], root)[
                 :2
             ],
             "analyzer": lambda: _timed(lambda: analyze(root, base, head)),
-            "cli": lambda: run_child(
-                [
-                    sys.executable,
-                    "-m",
-                    "scaffold",
-                    "diagram-check",
-                    "--base",
-                    base,
-                    "--head",
-                    head,
-                    "--format",
-                    "json",
-                ],
-                root,
-            )[:2],
+            "cli": lambda: run_child(cli, root)[:2],
         }
         times: dict[str, list[float]] = {k: [] for k in runners}
         order = list(runners)
@@ -199,21 +187,7 @@ def main() -> None:
         analyze(root, base, head)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        rss = run_child(
-            [
-                sys.executable,
-                "-m",
-                "scaffold",
-                "diagram-check",
-                "--base",
-                base,
-                "--head",
-                head,
-                "--format",
-                "json",
-            ],
-            root,
-        )[2]
+        rss = run_child(cli, root)[2]
         baseline_rss = run_child([sys.executable, "-c", "import scaffold.cli.main"], root)[2]
         processes = count_git_processes(root, base, head)
         result = {

@@ -127,6 +127,19 @@ def repo_files(config: Mapping[str, Any] | None = None) -> dict[str, str]:
     }
 
 
+def agent_env(root: Path) -> dict[str, str]:
+    """Where the scripted agents find their script and keep their state."""
+    return {ENV_SCRIPT: str(root / "agent-script.json"), ENV_STATE: str(root / "agent-state")}
+
+
+def writer_repo(sim: GitHubSimulator, files: Mapping[str, str], writer: str = "alice") -> None:
+    """``acme/widgets`` with ``files``, the App installed, and one person with write access."""
+    sim.add_user(writer)
+    sim.create_repo("acme", "widgets", dict(files))
+    sim.set_permission("acme/widgets", writer, "write")
+    sim.install("acme", ["widgets"])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -212,8 +225,7 @@ def app_process(
         "SCAFFOLD_STATUS_INTERVAL_S": "0",
         "SCAFFOLD_RECONCILE_INTERVAL_S": "3600",
         "GIT_CONFIG_NOSYSTEM": "1",
-        ENV_SCRIPT: str(root / "agent-script.json"),
-        ENV_STATE: str(root / "agent-state"),
+        **agent_env(root),
         **(extra_env or {}),
     }
     with open(log, "wb") as out:

@@ -18,6 +18,7 @@ from app_harness import (
     repo_files,
     requirements,
     write_script,
+    writer_repo,
 )
 
 from ghsim import DeliveryRecord, GitHubSimulator
@@ -79,10 +80,7 @@ def test_issue_to_merge_one_workflow_run_per_event(
     github_sim: GitHubSimulator, tmp_path: Path
 ) -> None:
     sim = github_sim
-    sim.add_user("alice")
-    sim.create_repo("acme", "widgets", repo_files())
-    sim.set_permission(REPO, "alice", "write")
-    sim.install("acme", ["widgets"])
+    writer_repo(sim, repo_files())
     write_script(
         tmp_path,
         [

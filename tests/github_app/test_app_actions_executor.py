@@ -22,6 +22,7 @@ from app_harness import (
     requirements,
     wait_for,
     write_script,
+    writer_repo,
 )
 
 from ghsim import GitHubSimulator, WorkflowDispatch, WorkflowOutcome
@@ -112,14 +113,11 @@ def _pr(sim: GitHubSimulator, branch: str) -> object | None:
 
 def test_slot_runs_execute_as_workflow_runs(github_sim: GitHubSimulator, tmp_path: Path) -> None:
     sim = github_sim
-    sim.add_user("alice")
     files = {
         **repo_files({"executor": "actions", "actions": {"poll_s": 2}}),
         ".github/workflows/scaffold-slot.yml": WORKFLOW.read_text(),
     }
-    sim.create_repo("acme", "widgets", files)
-    sim.set_permission(REPO, "alice", "write")
-    sim.install("acme", ["widgets"])
+    writer_repo(sim, files)
     runs: list[dict[str, object]] = []
     sim.workflow_runner = _runner(tmp_path, runs)
     write_script(

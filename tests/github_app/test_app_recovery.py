@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app_harness import (
     VALIDATORS,
+    agent_env,
     app_process,
     complete,
     plan,
@@ -91,7 +92,7 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
         body={"message": "You have exceeded a secondary rate limit."},
         times=1,
     )
-    with app_process(sim, tmp_path / "first", state=state, extra_env=_script_env(tmp_path)):
+    with app_process(sim, tmp_path / "first", state=state, extra_env=agent_env(tmp_path)):
         number = sim.open_issue(REPO, "Three parts", "Build parts one to three.", by="alice")
         sim.label_issue(REPO, number, "scaffold", by="alice")
         prs = {
@@ -100,7 +101,7 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
         }
     assert sim.injected_hits >= 2
     # A restart: the new server picks the quest up from its state directory.
-    with app_process(sim, tmp_path / "second", state=state, extra_env=_script_env(tmp_path)):
+    with app_process(sim, tmp_path / "second", state=state, extra_env=agent_env(tmp_path)):
         sim.submit_review(REPO, prs[1].number, "APPROVED", by="alice")
         wait_for("task-1 merged", lambda: _merged(sim, prs[1].number))
         # task-2 now conflicts with main: back to Codeweaver, pushed again, re-approved.
@@ -117,7 +118,7 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
     sim.hold_deliveries(True)
     sim.submit_review(REPO, prs[3].number, "APPROVED", by="alice")
     sim.hold_deliveries(False)
-    env = {**_script_env(tmp_path), "SCAFFOLD_RECONCILE_INTERVAL_S": "1"}
+    env = {**agent_env(tmp_path), "SCAFFOLD_RECONCILE_INTERVAL_S": "1"}
     with app_process(sim, tmp_path / "third", state=state, extra_env=env):
         wait_for("task-3 merged after reconciliation", lambda: _merged(sim, prs[3].number))
 
@@ -128,10 +129,3 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
     # Nothing was done twice: one PR per task, one status comment.
     assert len(repo.pulls) == 3
     assert sum("scaffold:status" in c.body for c in repo.comments.values()) == 1
-
-
-def _script_env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "SCAFFOLD_AGENT_SCRIPT": str(tmp_path / "agent-script.json"),
-        "SCAFFOLD_AGENT_STATE": str(tmp_path / "agent-state"),
-    }

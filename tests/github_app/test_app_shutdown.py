@@ -7,6 +7,7 @@ from pathlib import Path
 
 from app_harness import (
     VALIDATORS,
+    agent_env,
     app_process,
     codeweaver,
     complete,
@@ -16,6 +17,7 @@ from app_harness import (
     requirements,
     wait_for,
     write_script,
+    writer_repo,
 )
 
 from ghsim import GitHubSimulator
@@ -28,10 +30,7 @@ def test_sigterm_stops_agents_and_the_quest_resumes(
     github_sim: GitHubSimulator, tmp_path: Path
 ) -> None:
     sim = github_sim
-    sim.add_user("alice")
-    sim.create_repo("acme", "widgets", repo_files())
-    sim.set_permission(REPO, "alice", "write")
-    sim.install("acme", ["widgets"])
+    writer_repo(sim, repo_files())
     write_script(
         tmp_path,
         [
@@ -51,7 +50,7 @@ def test_sigterm_stops_agents_and_the_quest_resumes(
     )
     state = tmp_path / "state"
     clone = state / "repos" / REPO
-    with app_process(sim, tmp_path / "first", state=state, extra_env=_env(tmp_path)) as app:
+    with app_process(sim, tmp_path / "first", state=state, extra_env=agent_env(tmp_path)) as app:
         number = sim.open_issue(REPO, "One", "Add one.txt.", by="alice")
         sim.label_issue(REPO, number, "scaffold", by="alice")
         wait_for("the agent to run", lambda: quest_pids("issue-1", clone) or None)
@@ -62,12 +61,5 @@ def test_sigterm_stops_agents_and_the_quest_resumes(
         code = app.stop()
     assert code == 0
     assert quest_pids("issue-1", clone) == []  # no agent or MCP server left behind
-    with app_process(sim, tmp_path / "second", state=state, extra_env=_env(tmp_path)):
+    with app_process(sim, tmp_path / "second", state=state, extra_env=agent_env(tmp_path)):
         wait_for("the PR after the restart", lambda: bool(sim.repo(REPO).pulls) or None)
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "SCAFFOLD_AGENT_SCRIPT": str(tmp_path / "agent-script.json"),
-        "SCAFFOLD_AGENT_STATE": str(tmp_path / "agent-state"),
-    }

@@ -66,7 +66,7 @@ async def _pull_requests(
         pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
         if pr.get("merged") or pr.get("state") == "closed":
             by = str((pr.get("merged_by") or {}).get("login", "github"))
-            service.post(ctx, link, _closed_message(link, task.id, pr, by))
+            service.post(ctx, link, closed_message(link, task.id, pr, by))
             continue
         reviews = await ctx.client.get_all("/repos/{owner}/{repo}/pulls/{number}/reviews", where)
         for review in reviews:
@@ -82,7 +82,7 @@ async def _pull_requests(
                 break
 
 
-def _closed_message(
+def closed_message(
     link: QuestLink, task_id: str, pr: dict[str, Any], by: str
 ) -> inbox.InboxMessage:
     if pr.get("merged"):  # merged by a person on GitHub: the merge step finds it done

@@ -43,7 +43,7 @@ from scaffold.github.comments import (
 )
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.links import QuestLink
-from scaffold.github.reconcile import reconcile_all
+from scaffold.github.reconcile import closed_message, reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
 from scaffold.ids import BRANCH_PREFIX
@@ -480,20 +480,15 @@ class AppService:
         quest = self.quest_of(ctx, link.quest_id)
         task = quest.tasks[task_id]
         by = str((p.get("sender") or {}).get("login", "github"))
-        if pr.get("merged"):
-            if task.state is Lifecycle.PR_CREATED:  # merged by a person on GitHub
-                self.post(
-                    ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by)
-                )
-            else:
-                self.runner.poke(ctx, link.quest_id)
-            return
-        if task.state in (Lifecycle.PR_CREATED, Lifecycle.BLOCKED):
-            self.post(
-                ctx,
-                link,
-                inbox.make("reject", link.quest_id, task_id=task_id, text=f"closed by {by}", by=by),
-            )
+        waiting = (
+            (Lifecycle.PR_CREATED,)
+            if pr.get("merged")
+            else (Lifecycle.PR_CREATED, Lifecycle.BLOCKED)
+        )
+        if task.state in waiting:
+            self.post(ctx, link, closed_message(link, task_id, pr, by))
+        elif pr.get("merged"):
+            self.runner.poke(ctx, link.quest_id)  # our own merge: the quest finishes it
 
     async def on_pr_changed(self, d: Delivery) -> None:
         """A new head: DiagramCheck it (any PR of the repository), then wake its quest."""
