@@ -304,3 +304,36 @@ async def test_two_apps_do_not_share_a_registry(start, settings, labeled, tmp_pa
     await post(a, labeled, signed_headers(labeled))
     text = await (await b.get("/metrics")).text()
     assert 'outcome="queued"' not in text
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "sha256=" + "é" * 64,  # UTF-8 on the wire
+        "sha256=" + "0" * 63 + "\udcff",  # a byte that is not UTF-8 at all
+        "sha256=" + "0" * 63,  # ASCII, but too short to be a digest
+    ],
+    ids=["utf8", "not-utf8", "short"],
+)
+async def test_a_signature_that_is_not_a_hex_digest_is_401(
+    start, settings, labeled, signature
+) -> None:
+    """hmac.compare_digest refuses non-ASCII strings with a TypeError: that must be a 401,
+    never a 500. The request goes over a raw socket, bytes as an attacker sends them."""
+    rec = Recorder()
+    client = await start(settings, rec)
+    headers = signed_headers(labeled)
+    headers["X-Hub-Signature-256"] = signature
+    head = f"POST /webhook HTTP/1.1\r\nHost: {client.host}\r\nConnection: close\r\n"
+    head += f"Content-Length: {len(labeled)}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    raw = head.encode("utf-8", "surrogateescape") + b"\r\n" + labeled
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    writer.write(raw)
+    await writer.drain()
+    reply = await reader.read()
+    writer.close()
+    status_line, _, rest = reply.partition(b"\r\n")
+    assert status_line.split()[1] == b"401", reply[:500]
+    assert json.loads(rest.partition(b"\r\n\r\n")[2])["status"] == "bad_signature"
+    assert rec.seen == []  # refused before anything was queued

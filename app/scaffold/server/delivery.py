@@ -24,6 +24,9 @@ DELIVERY_HEADER = "X-GitHub-Delivery"
 # GitHub sends GUIDs; ids are written one per line to the dedupe log, so keep them tame.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# What GitHub sends: "sha256=" and 64 hex digits. Anything else (a header that is not
+# ASCII among them, which hmac.compare_digest refuses to compare) is a bad signature.
+SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,8 @@ def verify_and_parse(
         return Rejection("bad_signature", 401, f"missing {SIGNATURE_HEADER}")
     if not signature.startswith("sha256="):
         return Rejection("bad_signature", 401, f"{SIGNATURE_HEADER} is not sha256")
+    if not SIGNATURE.fullmatch(signature):
+        return Rejection("bad_signature", 401, f"{SIGNATURE_HEADER} is not a sha256 hex digest")
     try:
         validate_event(body, signature=signature, secret=secret)
     except ValidationFailure:
