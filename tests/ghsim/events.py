@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import objects as ob
 from .gitrepo import ZERO, BareRepo
-from .state import CheckRun, CheckSuite, Pull, RepoState, WorkflowRun
+from .state import CheckRun, CheckSuite, Pull, RepoState, WorkflowRun, now_iso
 from .webhooks import DROP
 
 if TYPE_CHECKING:
@@ -63,13 +63,23 @@ def pull_request(
 
 
 def review_submitted(sim: GitHubSimulator, repo: RepoState, review_id: int, sender: str) -> None:
+    _review(sim, repo, review_id, sender, "submitted")
+
+
+def review_dismissed(sim: GitHubSimulator, repo: RepoState, review_id: int, sender: str) -> None:
+    _review(sim, repo, review_id, sender, "dismissed")
+
+
+def _review(
+    sim: GitHubSimulator, repo: RepoState, review_id: int, sender: str, action: str
+) -> None:
     review = repo.reviews[review_id]
     pr = repo.pulls[review.pr_number]
     payload = base(sim, repo, sender)
     rv = ob.review_obj(sim.urls, repo, review, sim.users)
     rv["state"] = review.state.lower()
-    payload.update(action="submitted", pull_request=sim.pull_json(repo, pr), review=rv)
-    sim.emit("pull_request_review", "submitted", payload)
+    payload.update(action=action, pull_request=sim.pull_json(repo, pr), review=rv)
+    sim.emit("pull_request_review", action, payload)
 
 
 def push(
@@ -147,6 +157,24 @@ def check_run(
     obj["deployment"] = DROP
     payload.update(action=action, check_run=obj)
     sim.emit("check_run", action, payload)
+
+
+FAILING = ("action_required", "cancelled", "failure", "timed_out")
+
+
+def settle_suite(sim: GitHubSimulator, repo: RepoState, suite: CheckSuite, sender: str) -> None:
+    """A suite's status from its runs; ``check_suite.completed`` when they all are."""
+    runs = [r for r in repo.check_runs.values() if r.suite_id == suite.id]
+    if runs and all(r.status == "completed" for r in runs):
+        conclusions = {r.conclusion for r in runs}
+        failing = [c for c in FAILING if c in conclusions]
+        new = failing[0] if failing else ("success" if "success" in conclusions else "neutral")
+        if suite.status != "completed" or suite.conclusion != new:
+            suite.status, suite.conclusion, suite.updated_at = "completed", new, now_iso()
+            check_suite(sim, repo, suite, "completed", sender)
+    elif runs:
+        suite.status = "in_progress" if any(r.status == "in_progress" for r in runs) else "queued"
+        suite.conclusion = None
 
 
 def check_suite(

@@ -33,8 +33,14 @@ def approvals(repo: RepoState, pr: Pull) -> int:
     )
 
 
-def check_passed(repo: RepoState, sha: str, context: str) -> bool:
-    runs = [r for r in repo.check_runs.values() if r.head_sha == sha and r.name == context]
+def check_passed(repo: RepoState, sha: str, context: str, app_id: int | None = None) -> bool:
+    runs = [
+        r
+        for r in repo.check_runs.values()
+        if r.head_sha == sha
+        and r.name == context
+        and (app_id is None or repo.check_suites[r.suite_id].app_id == app_id)
+    ]
     if runs:
         latest = max(runs, key=lambda r: r.id)
         return latest.status == "completed" and latest.conclusion in (
@@ -42,6 +48,8 @@ def check_passed(repo: RepoState, sha: str, context: str) -> bool:
             "neutral",
             "skipped",
         )
+    if app_id is not None:
+        return False  # a check pinned to an App: a commit status does not stand in
     statuses = [s for s in repo.statuses if s.sha == sha and s.context == context]
     return bool(statuses) and max(statuses, key=lambda s: s.id).state == "success"
 
@@ -57,7 +65,7 @@ def mergeability(git: BareRepo, repo: RepoState, pr: Pull) -> Mergeability:
     if pr.issue.state != "open":
         return Mergeability(None, "unknown")
     base_sha = git.branch_sha(pr.base)
-    head_sha = git.branch_sha(pr.head) or pr.head_sha
+    head_sha = pr.head_sha  # refreshed by the caller (refs/pull/<n>/head holds it)
     if base_sha is None:
         return Mergeability(False, "dirty", "Base branch was deleted")
     try:
@@ -68,7 +76,11 @@ def mergeability(git: BareRepo, repo: RepoState, pr: Pull) -> Mergeability:
         return Mergeability(False, "dirty", "Merge conflict")
     rule = repo.protections.get(pr.base)
     if rule is not None:
-        missing = [c for c in rule.required_checks if not check_passed(repo, head_sha, c)]
+        missing = [
+            c
+            for c in rule.required_checks
+            if not check_passed(repo, head_sha, c, rule.check_apps.get(c))
+        ]
         if missing:
             return Mergeability(
                 True, "blocked", f"Required status check {missing[0]!r} is expected."
@@ -89,7 +101,7 @@ def merge_commit(
 ) -> str | None:
     """The new base tip for merging ``pr`` by ``method``, or None on conflict."""
     base_sha = git.branch_sha(pr.base)
-    head_sha = git.branch_sha(pr.head) or pr.head_sha
+    head_sha = pr.head_sha
     assert base_sha is not None
     if method == "rebase":
         tip = base_sha

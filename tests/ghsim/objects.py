@@ -142,7 +142,7 @@ def repo_obj(
         "owner": user_obj(u, owner),
         "html_url": html,
         "description": None,
-        "fork": False,
+        "fork": repo.fork_of is not None,
         "url": api,
     }
     obj.update({k: api + v for k, v in names.items()})
@@ -324,6 +324,7 @@ def pull_obj(
     pr: Pull,
     users: dict[str, User],
     *,
+    head_repo: RepoState,
     mergeable: bool | None,
     mergeable_state: str,
     stats: dict[str, int],
@@ -365,7 +366,7 @@ def pull_obj(
         "assignees": [],
         "requested_reviewers": [],
         "requested_teams": [],
-        "head": branch_ref_obj(u, repo, owner, pr.head, pr.head_sha),
+        "head": branch_ref_obj(u, head_repo, users[head_repo.owner], pr.head, pr.head_sha),
         "base": branch_ref_obj(u, repo, owner, pr.base, pr.base_sha),
         "_links": {
             "self": {"href": api},
@@ -432,14 +433,16 @@ def app_obj(u: Urls, app_id: int, slug: str, owner: User) -> dict[str, Any]:
     }
 
 
-def pr_mini(u: Urls, repo: RepoState, pr: Pull) -> dict[str, Any]:
-    repo_mini = {"id": repo.id, "url": u.repo(repo.full_name), "name": repo.name}
+def pr_mini(u: Urls, repo: RepoState, pr: Pull, head_repo: RepoState) -> dict[str, Any]:
+    def mini(r: RepoState) -> dict[str, Any]:
+        return {"id": r.id, "url": u.repo(r.full_name), "name": r.name}
+
     return {
         "url": f"{u.repo(repo.full_name)}/pulls/{pr.number}",
         "id": pr.id,
         "number": pr.number,
-        "head": {"ref": pr.head, "sha": pr.head_sha, "repo": repo_mini},
-        "base": {"ref": pr.base, "sha": pr.base_sha, "repo": repo_mini},
+        "head": {"ref": pr.head, "sha": pr.head_sha, "repo": mini(head_repo)},
+        "base": {"ref": pr.base, "sha": pr.base_sha, "repo": mini(repo)},
     }
 
 
@@ -449,7 +452,7 @@ def suite_obj(
     suite: CheckSuite,
     app: dict[str, Any],
     owner: User,
-    pulls: list[Pull],
+    pulls: list[tuple[Pull, RepoState]],
     head_commit: CommitInfo | None,
 ) -> dict[str, Any]:
     runs = [r for r in repo.check_runs.values() if r.suite_id == suite.id]
@@ -463,7 +466,7 @@ def suite_obj(
         "url": f"{u.repo(repo.full_name)}/check-suites/{suite.id}",
         "before": suite.before,
         "after": suite.after,
-        "pull_requests": [pr_mini(u, repo, p) for p in pulls],
+        "pull_requests": [pr_mini(u, repo, p, h) for p, h in pulls],
         "app": app,
         "repository": repo_obj(u, repo, owner),
         "created_at": suite.created_at,
@@ -494,7 +497,7 @@ def check_run_obj(
     run: CheckRun,
     suite: CheckSuite,
     app: dict[str, Any],
-    pulls: list[Pull],
+    pulls: list[tuple[Pull, RepoState]],
 ) -> dict[str, Any]:
     api = f"{u.repo(repo.full_name)}/check-runs/{run.id}"
     output = {
@@ -520,7 +523,7 @@ def check_run_obj(
         "name": run.name,
         "check_suite": {"id": suite.id},
         "app": app,
-        "pull_requests": [pr_mini(u, repo, p) for p in pulls],
+        "pull_requests": [pr_mini(u, repo, p, h) for p, h in pulls],
     }
 
 

@@ -19,7 +19,6 @@ CONCLUSIONS = (
     "stale",
     "timed_out",
 )
-FAILING = ("action_required", "cancelled", "failure", "timed_out")
 
 
 def _run(ctx: Ctx, repo: RepoState) -> CheckRun:
@@ -74,17 +73,7 @@ def _apply(ctx: Ctx, run: CheckRun, body: dict[str, Any]) -> None:
 
 
 def _settle_suite(ctx: Ctx, repo: RepoState, suite: CheckSuite) -> None:
-    runs = [r for r in repo.check_runs.values() if r.suite_id == suite.id]
-    if runs and all(r.status == "completed" for r in runs):
-        conclusions = {r.conclusion for r in runs}
-        failing = [c for c in FAILING if c in conclusions]
-        new = failing[0] if failing else ("success" if "success" in conclusions else "neutral")
-        if suite.status != "completed" or suite.conclusion != new:
-            suite.status, suite.conclusion, suite.updated_at = "completed", new, now_iso()
-            events.check_suite(ctx.sim, repo, suite, "completed", ctx.actor_login)
-    elif runs:
-        suite.status = "in_progress" if any(r.status == "in_progress" for r in runs) else "queued"
-        suite.conclusion = None
+    events.settle_suite(ctx.sim, repo, suite, ctx.actor_login)
 
 
 @route("checks/create")

@@ -7,7 +7,7 @@ from . import objects as ob
 from .context import ApiError, Ctx, Reply, invalid, not_found, paginate, route
 from .gitrepo import valid_branch
 from .merging import merge_commit, mergeability
-from .state import Issue, Pull, RepoState, Review, now_iso
+from .state import Pull, RepoState, Review, now_iso
 
 
 def _pull(ctx: Ctx, repo: RepoState) -> Pull:
@@ -17,13 +17,16 @@ def _pull(ctx: Ctx, repo: RepoState) -> Pull:
     return pr
 
 
-def _head_name(repo: RepoState, head: str) -> str:
-    if ":" in head:
-        owner, _, branch = head.partition(":")
-        if owner.lower() != repo.owner.lower():
-            raise invalid("PullRequest", "head")
-        return branch
-    return head
+def _head_of(ctx: Ctx, repo: RepoState, head: str) -> tuple[RepoState, str] | None:
+    """``[owner:]branch`` as the repository it lives in (this one, or the owner's fork of
+    it) and the branch; None when the owner has no such repository."""
+    if ":" not in head:
+        return repo, head
+    owner, _, branch = head.partition(":")
+    if owner.lower() == repo.owner.lower():
+        return repo, branch
+    fork = next((f for f in ctx.sim.forks_of(repo) if f.owner.lower() == owner.lower()), None)
+    return (fork, branch) if fork is not None else None
 
 
 @route("pulls/list")
@@ -34,12 +37,20 @@ async def list_pulls(ctx: Ctx) -> Reply:
         state = ctx.query.get("state", "open")
         head = ctx.query.get("head")
         base = ctx.query.get("base")
+        wanted = _head_of(ctx, repo, head) if head is not None else None
         pulls = sorted(repo.pulls.values(), key=lambda p: -p.number)
         items = [
             sim.pull_json(repo, p)
             for p in pulls
             if (state == "all" or p.issue.state == state)
-            and (head is None or p.head == _head_name(repo, head))
+            and (
+                head is None
+                or (
+                    wanted is not None
+                    and p.head == wanted[1]
+                    and sim.head_repo_of(repo, p) is wanted[0]
+                )
+            )
             and (base is None or p.base == base)
         ]
     chunk, headers = paginate(ctx, items)
@@ -51,9 +62,11 @@ async def create_pull(ctx: Ctx) -> Reply:
     sim = ctx.sim
     with sim.lock:
         repo = ctx.repo()
-        git = sim.git_of(repo)
         title = ctx.field("title", str, required=False, resource="PullRequest")
-        head = _head_name(repo, ctx.field("head", str, resource="PullRequest"))
+        found = _head_of(ctx, repo, ctx.field("head", str, resource="PullRequest"))
+        if found is None:
+            raise invalid("PullRequest", "head")
+        head_repo, head = found
         base = ctx.field("base", str, resource="PullRequest")
         body = ctx.field("body", str, required=False, resource="PullRequest")
         draft = bool(
@@ -64,47 +77,31 @@ async def create_pull(ctx: Ctx) -> Reply:
             and ctx.field("issue", int, required=False, resource="PullRequest") is None
         ):
             raise invalid("PullRequest", "title", "missing_field")
-        head_sha = git.branch_sha(head) if valid_branch(head) else None
-        base_sha = git.branch_sha(base) if valid_branch(base) else None
-        if head_sha is None:
-            raise invalid("PullRequest", "head")
-        if base_sha is None:
-            raise invalid("PullRequest", "base")
-        if not git.rev_list(f"{base_sha}..{head_sha}"):
-            raise invalid("PullRequest", "head", "custom", f"No commits between {base} and {head}")
-        for other in repo.pulls.values():
-            if other.head == head and other.base == base and other.issue.state == "open":
-                raise invalid(
-                    "PullRequest",
-                    "head",
-                    "custom",
-                    f"A pull request already exists for {repo.owner}:{head}.",
-                )
-        issue = Issue(
-            repo.take_number(), sim.ids.next(), title or head, body, ctx.actor_login, is_pull=True
-        )
-        repo.issues[issue.number] = issue
-        pr = Pull(
-            issue.number,
-            sim.ids.next(),
-            issue,
-            head,
-            base,
-            head_sha,
-            base_sha,
-            draft=draft,
-            maintainer_can_modify=bool(
-                ctx.field(
-                    "maintainer_can_modify",
-                    bool,
-                    required=False,
-                    default=False,
-                    resource="PullRequest",
-                )
-            ),
-        )
-        repo.pulls[pr.number] = pr
-        events.pull_request(sim, repo, pr, "opened", ctx.actor_login)
+        try:
+            pr = sim.new_pull(
+                repo,
+                head_repo,
+                head,
+                base,
+                title or head,
+                body,
+                ctx.actor_login,
+                draft=draft,
+                maintainer_can_modify=bool(
+                    ctx.field(
+                        "maintainer_can_modify",
+                        bool,
+                        required=False,
+                        default=False,
+                        resource="PullRequest",
+                    )
+                ),
+            )
+        except ValueError as exc:
+            field_name = "base" if str(exc) == "base" else "head"
+            message = None if str(exc) in ("head", "base") else str(exc)
+            code = "custom" if message else "invalid"
+            raise invalid("PullRequest", field_name, code, message) from None
         obj = sim.pull_json(repo, pr)
     return Reply(201, obj, {"Location": obj["url"]})
 
@@ -197,7 +194,8 @@ async def merge(ctx: Ctx) -> Reply:
             raise invalid("PullRequest", "merge_method")
         if pr.issue.state != "open":
             raise ApiError(405, "Pull Request is not mergeable")
-        head_sha = git.branch_sha(pr.head) or pr.head_sha
+        sim.refresh_pull(repo, pr)
+        head_sha = pr.head_sha
         expected = ctx.field("sha", str, required=False, resource="PullRequest")
         if expected is not None and expected != head_sha:
             raise ApiError(409, "Head branch was modified. Review and try the merge again.")
@@ -209,7 +207,7 @@ async def merge(ctx: Ctx) -> Reply:
         default_title = (
             f"{pr.issue.title} (#{pr.number})"
             if method == "squash"
-            else f"Merge pull request #{pr.number} from {repo.owner}/{pr.head}"
+            else f"Merge pull request #{pr.number} from {sim.head_repo_of(repo, pr).owner}/{pr.head}"
         )
         title = ctx.field(
             "commit_title", str, required=False, default=default_title, resource="PullRequest"
@@ -259,6 +257,8 @@ async def update_branch(ctx: Ctx) -> Reply:
         git = sim.git_of(repo)
         if pr.issue.state != "open":
             raise ApiError(422, "Pull request is closed")
+        if pr.head_repo is not None:
+            raise ApiError(422, "The simulator does not update a fork's branch")
         head_sha = git.branch_sha(pr.head)
         base_sha = git.branch_sha(pr.base)
         if head_sha is None or base_sha is None:
@@ -306,6 +306,7 @@ async def create_review(ctx: Ctx) -> Reply:
     with sim.lock:
         repo = ctx.repo()
         pr = _pull(ctx, repo)
+        sim.refresh_pull(repo, pr)
         event = ctx.field("event", str, required=False, resource="PullRequestReview")
         text = ctx.field("body", str, required=False, default="", resource="PullRequestReview")
         states = {

@@ -54,7 +54,9 @@ def _protection_json(ctx: Ctx, repo: RepoState, branch: str) -> dict[str, Any]:
             "url": f"{url}/required_status_checks",
             "strict": rule.strict,
             "contexts": list(rule.required_checks),
-            "checks": [{"context": c, "app_id": None} for c in rule.required_checks],
+            "checks": [
+                {"context": c, "app_id": rule.check_apps.get(c)} for c in rule.required_checks
+            ],
             "contexts_url": f"{url}/required_status_checks/contexts",
         },
         "required_pull_request_reviews": {
@@ -103,7 +105,7 @@ async def get_branch(ctx: Ctx) -> Reply:
                         "enforcement_level": "non_admins" if protected else "off",
                         "contexts": list(rule.required_checks) if rule else [],
                         "checks": [
-                            {"context": c, "app_id": None}
+                            {"context": c, "app_id": rule.check_apps.get(c)}
                             for c in (rule.required_checks if rule else [])
                         ],
                     },

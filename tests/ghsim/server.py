@@ -26,6 +26,7 @@ from .gitrepo import ZERO, BareRepo, valid_branch
 from .merging import mergeability
 from .state import (
     PERMISSION_LEVELS,
+    App,
     CheckRun,
     CheckSuite,
     Comment,
@@ -181,6 +182,9 @@ class GitHubSimulator:
         self.url = ""
         self.add_user(self.bot_login, type="Bot")
         self.add_user("sim-app-owner")
+        # Every App known to this GitHub: the one under test, and any a test adds (other
+        # CI, a workflow's github-actions) whose check runs share names with its own.
+        self.apps: dict[int, App] = {app_id: App(app_id, app_slug, "sim-app-owner")}
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -282,6 +286,46 @@ class GitHubSimulator:
             self.repos[state.full_name.lower()] = state
             return Repo(self, state)
 
+    def add_app(self, slug: str, *, owner: str = "sim-app-owner") -> int:
+        """Another GitHub App (its bot user included); its id, for ``add_check_run``."""
+        with self.lock:
+            self.add_user(owner)
+            app = App(self.ids.next(), slug, owner)
+            self.apps[app.id] = app
+            self.add_user(f"{slug}[bot]", type="Bot")
+            return app.id
+
+    def fork(self, full_name: str, owner: str) -> Repo:
+        """``owner``'s fork of ``full_name``: its own repository (same name, every branch
+        of the parent), whose branches can be the head of pull requests to the parent.
+        The App is not installed on it: it gets no delivery about the fork itself."""
+        with self.lock:
+            parent = self.repo_state(full_name)
+            self.add_user(owner)
+            path = self.root / "git" / owner / f"{parent.name}.git"
+            state = RepoState(
+                self.ids.next(),
+                owner,
+                parent.name,
+                parent.default_branch,
+                parent.private,
+                path,
+                fork_of=parent.full_name,
+            )
+            if state.full_name.lower() in self.repos:
+                raise ValueError(f"{state.full_name} exists")
+            git = BareRepo(path)
+            git.init(parent.default_branch)
+            git.set_protected([])
+            git.run(
+                "fetch", "--quiet", "--no-tags", str(parent.bare_path), "+refs/heads/*:refs/heads/*"
+            )
+            self.repos[state.full_name.lower()] = state
+            return Repo(self, state)
+
+    def forks_of(self, repo: RepoState) -> list[RepoState]:
+        return [r for r in self.repos.values() if r.fork_of == repo.full_name]
+
     def repo(self, full_name: str) -> Repo:
         return Repo(self, self.repo_state(full_name))
 
@@ -325,11 +369,17 @@ class GitHubSimulator:
         required_checks: list[str] | None = None,
         required_approvals: int = 1,
         strict: bool = True,
+        check_apps: dict[str, int] | None = None,
     ) -> None:
+        """``check_apps`` pins a required check to the App that must report it."""
         with self.lock:
             repo = self.repo_state(full_name)
             repo.protections[branch] = Protection(
-                branch, list(required_checks or []), required_approvals, strict
+                branch,
+                list(required_checks or []),
+                required_approvals,
+                strict,
+                dict(check_apps or {}),
             )
             self.git_of(repo).set_protected(sorted(repo.protections))
 
@@ -426,8 +476,9 @@ class GitHubSimulator:
         return record
 
     # ------------------------------------------------------------------ tokens and JWTs
-    def app_json(self, *, webhook: bool = False) -> dict[str, Any]:
-        obj = ob.app_obj(self.urls, self.app_id, self.app_slug, self.users["sim-app-owner"])
+    def app_json(self, *, webhook: bool = False, app_id: int | None = None) -> dict[str, Any]:
+        app = self.apps[self.app_id if app_id is None else app_id]
+        obj = ob.app_obj(self.urls, app.id, app.slug, self.users[app.owner])
         if webhook:  # the webhook schema's `app` admits fewer keys than the REST one
             obj.pop("client_id")
             obj.pop("installations_count")
@@ -488,11 +539,83 @@ class GitHubSimulator:
         return self.issue_token(inst.id).token
 
     # ------------------------------------------------------------------ JSON of state
+    def head_repo_of(self, repo: RepoState, pr: Pull) -> RepoState:
+        return repo if pr.head_repo is None else self.repo_state(pr.head_repo)
+
+    def refresh_pull(self, repo: RepoState, pr: Pull) -> None:
+        """An open PR's head and base as their branches are now, and ``refs/pull/<n>/head``
+        in the base repository pointing at the head (a fork's commits fetched into it),
+        as GitHub keeps it for every pull request."""
+        if pr.issue.state != "open":
+            return
+        git = self.git_of(repo)
+        head_repo = self.head_repo_of(repo, pr)
+        pr.head_sha = self.git_of(head_repo).branch_sha(pr.head) or pr.head_sha
+        pr.base_sha = git.branch_sha(pr.base) or pr.base_sha
+        ref = f"refs/pull/{pr.number}/head"
+        if git.resolve(ref) == pr.head_sha:
+            return
+        if not git.object_exists(pr.head_sha):
+            git.run("fetch", "--quiet", "--no-tags", str(head_repo.bare_path), pr.head_sha)
+        git.update_ref(ref, pr.head_sha)
+
+    def new_pull(
+        self,
+        repo: RepoState,
+        head_repo: RepoState,
+        head: str,
+        base: str,
+        title: str,
+        body: str | None,
+        author: str,
+        *,
+        draft: bool = False,
+        maintainer_can_modify: bool = False,
+    ) -> Pull:
+        """Open a pull request of ``head_repo``'s ``head`` branch into ``repo``'s ``base``
+        (raises ValueError with GitHub's reason when it cannot be opened)."""
+        git = self.git_of(repo)
+        head_sha = self.git_of(head_repo).branch_sha(head) if valid_branch(head) else None
+        base_sha = git.branch_sha(base) if valid_branch(base) else None
+        if head_sha is None:
+            raise ValueError("head")
+        if base_sha is None:
+            raise ValueError("base")
+        if not git.object_exists(head_sha):
+            git.run("fetch", "--quiet", "--no-tags", str(head_repo.bare_path), head_sha)
+        if not git.rev_list(f"{base_sha}..{head_sha}"):
+            raise ValueError(f"No commits between {base} and {head}")
+        same = head_repo is repo
+        for other in repo.pulls.values():
+            if (
+                other.head == head
+                and self.head_repo_of(repo, other) is head_repo
+                and other.base == base
+                and other.issue.state == "open"
+            ):
+                raise ValueError(f"A pull request already exists for {head_repo.owner}:{head}.")
+        issue = Issue(repo.take_number(), self.ids.next(), title, body, author, is_pull=True)
+        repo.issues[issue.number] = issue
+        pr = Pull(
+            issue.number,
+            self.ids.next(),
+            issue,
+            head,
+            base,
+            head_sha,
+            base_sha,
+            draft=draft,
+            maintainer_can_modify=maintainer_can_modify,
+            head_repo=None if same else head_repo.full_name,
+        )
+        repo.pulls[pr.number] = pr
+        self.refresh_pull(repo, pr)
+        events.pull_request(self, repo, pr, "opened", author)
+        return pr
+
     def pull_json(self, repo: RepoState, pr: Pull) -> dict[str, Any]:
         git = self.git_of(repo)
-        if pr.issue.state == "open":
-            pr.head_sha = git.branch_sha(pr.head) or pr.head_sha
-            pr.base_sha = git.branch_sha(pr.base) or pr.base_sha
+        self.refresh_pull(repo, pr)
         status = mergeability(git, repo, pr)
         files = git.changed_files(pr.base_sha, pr.head_sha)
         stats = {
@@ -508,13 +631,18 @@ class GitHubSimulator:
             repo,
             pr,
             self.users,
+            head_repo=self.head_repo_of(repo, pr),
             mergeable=status.mergeable,
             mergeable_state=status.state,
             stats=stats,
         )
 
-    def pulls_for_sha(self, repo: RepoState, sha: str) -> list[Pull]:
-        return [p for p in repo.pulls.values() if p.head_sha == sha and p.issue.state == "open"]
+    def pulls_for_sha(self, repo: RepoState, sha: str) -> list[tuple[Pull, RepoState]]:
+        return [
+            (p, self.head_repo_of(repo, p))
+            for p in repo.pulls.values()
+            if p.head_sha == sha and p.issue.state == "open"
+        ]
 
     def suite_json(self, repo: RepoState, suite: CheckSuite) -> dict[str, Any]:
         git = self.git_of(repo)
@@ -523,25 +651,39 @@ class GitHubSimulator:
             self.urls,
             repo,
             suite,
-            self.app_json(),
+            self.app_json(app_id=suite.app_id),
             self.users[repo.owner],
             self.pulls_for_sha(repo, suite.head_sha),
             info,
         )
 
     def check_run_json(self, repo: RepoState, run: CheckRun) -> dict[str, Any]:
+        """A check run, with the App that created it (its suite's)."""
         suite = repo.check_suites[run.suite_id]
         return ob.check_run_obj(
-            self.urls, repo, run, suite, self.app_json(), self.pulls_for_sha(repo, run.head_sha)
+            self.urls,
+            repo,
+            run,
+            suite,
+            self.app_json(app_id=suite.app_id),
+            self.pulls_for_sha(repo, run.head_sha),
         )
 
     def suite_for(
-        self, repo: RepoState, sha: str, branch: str | None, before: str | None = None
+        self,
+        repo: RepoState,
+        sha: str,
+        branch: str | None,
+        before: str | None = None,
+        *,
+        app_id: int | None = None,
     ) -> CheckSuite:
+        """The check suite of ``app_id`` (default: the App under test) for ``sha``."""
+        app_id = self.app_id if app_id is None else app_id
         for suite in repo.check_suites.values():
-            if suite.head_sha == sha and suite.app_id == self.app_id:
+            if suite.head_sha == sha and suite.app_id == app_id:
                 return suite
-        suite = CheckSuite(self.ids.next(), sha, branch, self.app_id, before=before, after=sha)
+        suite = CheckSuite(self.ids.next(), sha, branch, app_id, before=before, after=sha)
         repo.check_suites[suite.id] = suite
         return suite
 
@@ -552,32 +694,43 @@ class GitHubSimulator:
         """Deliveries after refs moved (git push, API ref writes, merges): push,
         pull_request.synchronize / closed, check_suite.requested."""
         git = self.git_of(repo)
+        installed = self.installation_for(repo.full_name) is not None
         for ref, (before, after) in sorted(changes.items()):
             if not ref.startswith("refs/heads/"):
                 continue
             branch = ref.removeprefix("refs/heads/")
-            events.push(self, repo, git, ref, before, after, sender)
-            for pr in list(repo.pulls.values()):
-                if pr.issue.state != "open":
+            if installed or repo.fork_of is None:
+                events.push(self, repo, git, ref, before, after, sender)
+            # The PRs whose head is this branch of this repository: its own, and those
+            # it sends, as a fork, to its parent (never a namesake branch elsewhere).
+            heads = [(repo, p) for p in repo.pulls.values() if p.head_repo is None]
+            for parent in self.repos.values():
+                heads += [
+                    (parent, p) for p in parent.pulls.values() if p.head_repo == repo.full_name
+                ]
+            for base_repo, pr in heads:
+                if pr.issue.state != "open" or pr.head != branch:
                     continue
-                if pr.head == branch and after == ZERO:
-                    self._close_pull(repo, pr, sender)
-                elif pr.head == branch:
+                if after == ZERO:
+                    self._close_pull(base_repo, pr, sender)
+                else:
                     old = pr.head_sha
                     pr.head_sha = after
                     pr.issue.updated_at = now_iso()
                     events.pull_request(
-                        self, repo, pr, "synchronize", sender, before=old, after=after
+                        self, base_repo, pr, "synchronize", sender, before=old, after=after
                     )
-                elif pr.base == branch and after != ZERO:
+            for pr in repo.pulls.values():
+                if pr.issue.state == "open" and pr.base == branch and after != ZERO:
                     pr.base_sha = after
-            if after != ZERO and self.installation_for(repo.full_name) is not None:
+            if after != ZERO and installed:
                 suite = self.suite_for(repo, after, branch, before)
                 events.check_suite(self, repo, suite, "requested", sender)
 
     def _close_pull(self, repo: RepoState, pr: Pull, sender: str) -> None:
         pr.issue.state = "closed"
         pr.issue.closed_at = pr.issue.updated_at = now_iso()
+        pr.issue.closed_by = sender
         events.pull_request(self, repo, pr, "closed", sender)
 
     # ------------------------------------------------------------------ person actions
@@ -642,17 +795,96 @@ class GitHubSimulator:
             return comment.id
 
     def submit_review(
-        self, full_name: str, pr_number: int, state: str = "APPROVED", *, by: str, body: str = ""
+        self,
+        full_name: str,
+        pr_number: int,
+        state: str = "APPROVED",
+        *,
+        by: str,
+        body: str = "",
+        commit_id: str | None = None,
     ) -> int:
+        """A review of the PR's head as it is now (``commit_id``: of another commit)."""
         if state not in ("APPROVED", "CHANGES_REQUESTED", "COMMENTED"):
             raise ValueError(state)
         with self.lock:
             repo = self.repo_state(full_name)
             pr = repo.pulls[pr_number]
-            review = Review(self.ids.next(), pr_number, self._person(by), state, body, pr.head_sha)
+            self.refresh_pull(repo, pr)
+            review = Review(
+                self.ids.next(), pr_number, self._person(by), state, body, commit_id or pr.head_sha
+            )
             repo.reviews[review.id] = review
             events.review_submitted(self, repo, review.id, by)
             return review.id
+
+    def dismiss_review(self, full_name: str, review_id: int, by: str) -> None:
+        """A maintainer dismisses a review: its state becomes DISMISSED."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            review = repo.reviews[review_id]
+            review.state = "DISMISSED"
+            events.review_dismissed(self, repo, review_id, self._person(by))
+
+    def open_pull(
+        self,
+        full_name: str,
+        head: str,
+        *,
+        by: str,
+        title: str = "",
+        body: str = "",
+        base: str | None = None,
+        head_repo: str | None = None,
+    ) -> int:
+        """A person opens a pull request into ``full_name``, of ``head`` in ``head_repo``
+        (a fork of it; default: the repository itself)."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            source = repo if head_repo is None else self.repo_state(head_repo)
+            if source is not repo and source.fork_of != repo.full_name:
+                raise ValueError(f"{head_repo} is not a fork of {full_name}")
+            pr = self.new_pull(
+                repo,
+                source,
+                head,
+                base or repo.default_branch,
+                title or head,
+                body,
+                self._person(by),
+            )
+            return pr.number
+
+    def add_check_run(
+        self,
+        full_name: str,
+        head_sha: str,
+        name: str,
+        *,
+        app_id: int,
+        conclusion: str = "success",
+        summary: str = "",
+    ) -> int:
+        """A completed check run created by another App (``add_app``) on ``head_sha``."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            app = self.apps[app_id]
+            branch = next((p.head for p in repo.pulls.values() if p.head_sha == head_sha), None)
+            suite = self.suite_for(repo, head_sha, branch, app_id=app_id)
+            run = CheckRun(
+                self.ids.next(),
+                name,
+                head_sha,
+                suite.id,
+                status="completed",
+                conclusion=conclusion,
+                completed_at=now_iso(),
+                output={"title": name, "summary": summary or conclusion},
+            )
+            repo.check_runs[run.id] = run
+            events.check_run(self, repo, run, "created", f"{app.slug}[bot]")
+            events.settle_suite(self, repo, suite, f"{app.slug}[bot]")
+            return run.id
 
     def close_pr(self, full_name: str, number: int, by: str) -> None:
         with self.lock:

@@ -82,7 +82,7 @@ class Pull:
     number: int
     id: int
     issue: Issue
-    head: str
+    head: str  # the branch, in ``head_repo``
     base: str
     head_sha: str
     base_sha: str
@@ -92,6 +92,8 @@ class Pull:
     merged_at: str | None = None
     merged_by: str | None = None
     merge_commit_sha: str | None = None
+    # The repository the head branch lives in, when it is not the base one (a fork).
+    head_repo: str | None = None
 
 
 @dataclass
@@ -185,6 +187,8 @@ class Protection:
     required_checks: list[str]
     required_approvals: int
     strict: bool = True
+    # required check -> the App it must come from (GitHub's `checks[].app_id`)
+    check_apps: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -209,6 +213,7 @@ class RepoState:
     protections: dict[str, Protection] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
     next_number: int = 1
+    fork_of: str | None = None  # the parent's full name, for a fork
 
     @property
     def full_name(self) -> str:
@@ -218,6 +223,13 @@ class RepoState:
         number = self.next_number
         self.next_number += 1
         return number
+
+
+@dataclass
+class App:
+    id: int
+    slug: str
+    owner: str
 
 
 @dataclass
