@@ -148,15 +148,17 @@ def scaffold_popen(
 # (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
 _QUICK_SIGNAL = """\
 import json, os, sys
-from scaffold.agent.signal_server import SignalWriter, handle_signal, resolve_binding
+from scaffold.agent.signal_relay import relay_request
 payload = json.loads(sys.argv[1])
 payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
-outcome = handle_signal(SignalWriter(resolve_binding([], os.environ)), payload)
-print(outcome.text)
-sys.exit(1 if outcome.is_error else 0)
+server = json.loads(os.environ["SCAFFOLD_MCP_SERVERS"])["scaffold"]
+socket = next(a.split("=", 1)[1] for a in server["args"] if a.startswith("--relay="))
+reply = relay_request(socket, {"op": "call", "name": "signal-back", "arguments": payload})
+print(reply["text"])
+sys.exit(1 if reply["is_error"] else 0)
 """
 
 
 def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that signals through ``handle_signal`` without MCP (fast)."""
+    """A ``run`` action that signals through the run's endpoint without MCP (fast)."""
     return {"run": [sys.executable, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}

@@ -7,6 +7,7 @@ and wrong types are refused with a :class:`ConfigError` naming the file, the key
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -113,6 +114,35 @@ class ActionsConfig(_Section):
     poll_s: Annotated[float, Field(gt=0)] = 30.0
 
 
+_DOMAIN = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*(:[0-9]{1,5})?$"
+
+
+class SandboxConfig(_Section):
+    """Where agents and Ward run (see ``scaffold.sandbox``).
+
+    ``auto`` uses bubblewrap when it works on this machine; the local CLI falls back to
+    no sandbox with a warning, while the App and the Action refuse to start agents.
+    ``off`` must be written out to run agents unsandboxed there.
+    """
+
+    mode: Literal["auto", "bwrap", "off"] = "auto"
+    # Hosts an agent may reach besides the model API (``host`` = port 443, or ``host:port``).
+    allow_domains: tuple[str, ...] = ()
+
+    @field_validator("allow_domains", mode="before")
+    @classmethod
+    def _domains_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("allow_domains")
+    @classmethod
+    def _domains_valid(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not re.match(_DOMAIN, item) or len(item) > 260:
+                raise ValueError(f"expected a host name or host:port, got {item!r}")
+        return value
+
+
 class ScaffoldConfig(_Section):
     slots: Annotated[int, Field(ge=1, le=64)] = 3
     trigger_label: Annotated[str, Field(min_length=1)] = "scaffold"
@@ -128,6 +158,7 @@ class ScaffoldConfig(_Section):
     # Where task agents run: here, or as GitHub Actions workflow runs (App mode only).
     executor: Literal["local", "actions"] = "local"
     actions: ActionsConfig = ActionsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
     @field_validator("ward", mode="before")
     @classmethod
@@ -260,4 +291,7 @@ forge: local                 # local | github
 approval: manual             # manual | auto (local forge only)
 merge:
   method: merge              # merge | squash | rebase
+sandbox:
+  mode: auto                 # auto | bwrap | off: agents and Ward run in a bubblewrap sandbox
+  allow_domains: []          # hosts agents may reach besides the model API, e.g. [pypi.org]
 """

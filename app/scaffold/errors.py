@@ -15,6 +15,7 @@ into an exit code, an HTTP status or a comment only at the edges.
      +-- UnknownQuestion        .question_id                  (exit 2)
      +-- UnknownTask            .task_id                      (exit 2)
      +-- AgentError             .reason
+     +-- SandboxError           .reason                       (exit 2: no agent starts)
      +-- GitError               .argv .returncode .stderr
 """
 
@@ -135,6 +136,16 @@ class UnknownTask(ScaffoldError):
 
 class AgentError(ScaffoldError):
     """The agent program could not be started or misbehaved beyond recovery."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SandboxError(ScaffoldError):
+    """The sandbox agents must run in cannot be had (or its settings are unsafe)."""
+
+    exit_code = 2
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

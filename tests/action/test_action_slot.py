@@ -12,6 +12,7 @@ import pytest
 from actionkit import Repo, Step, example, git
 
 from scaffold.agent.scripted import agent_command
+from scaffold.agent.scripted import agent_env as scripted_agent_env
 
 TOKEN = "ghs_" + "S3cr3tT0k3nValue" * 2
 HEADER = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0"
@@ -36,8 +37,7 @@ class Slot:
             "workflow_dispatch",
             example("workflow_dispatch", "_.0.json"),
             extra_env={
-                "SCAFFOLD_AGENT_SCRIPT": str(self.script),
-                "SCAFFOLD_AGENT_STATE": str(self.state),
+                **scripted_agent_env(self.script, self.state),
                 "GITHUB_TOKEN": TOKEN,
                 "GH_TOKEN": TOKEN,
             },

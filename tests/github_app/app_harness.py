@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
 from harness import quick_signal
-from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
+from scaffold.agent.scripted import agent_command
+from scaffold.agent.scripted import agent_env as scripted_agent_env
 
 PYTHON = sys.executable
 T = TypeVar("T")
@@ -129,7 +130,7 @@ def repo_files(config: Mapping[str, Any] | None = None) -> dict[str, str]:
 
 def agent_env(root: Path) -> dict[str, str]:
     """Where the scripted agents find their script and keep their state."""
-    return {ENV_SCRIPT: str(root / "agent-script.json"), ENV_STATE: str(root / "agent-state")}
+    return scripted_agent_env(root / "agent-script.json", root / "agent-state")
 
 
 def writer_repo(sim: GitHubSimulator, files: Mapping[str, str], writer: str = "alice") -> None:

@@ -22,7 +22,7 @@ from app_harness import (
 )
 
 from ghsim import DeliveryRecord, GitHubSimulator
-from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE
+from scaffold.agent.scripted import agent_env as scripted_agent_env
 
 REPO = "acme/widgets"
 
@@ -53,8 +53,7 @@ class Workflow:
             "GITHUB_RUN_ATTEMPT": "1",
             "GITHUB_OUTPUT": str(work / "output"),
             "RUNNER_TEMP": str(work),
-            ENV_SCRIPT: str(self.root / "agent-script.json"),
-            ENV_STATE: str(self.root / "agent-state"),
+            **scripted_agent_env(self.root / "agent-script.json", self.root / "agent-state"),
         }
         done = subprocess.run(
             [PYTHON, "-m", "scaffold", "action", "event", "--state-dir", str(self.state)],

@@ -26,7 +26,8 @@ from app_harness import (
 )
 
 from ghsim import GitHubSimulator, WorkflowDispatch, WorkflowOutcome
-from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
+from scaffold.agent.scripted import agent_command
+from scaffold.agent.scripted import agent_env as scripted_agent_env
 
 REPO = "acme/widgets"
 WORKFLOW = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "scaffold-slot.yml"
@@ -85,8 +86,7 @@ def _runner(tmp_path: Path, log: list[dict[str, object]]):  # type: ignore[no-un
             "GITHUB_STEP_SUMMARY": str(work / "summary"),
             "RUNNER_TEMP": str(work),
             "GITHUB_WORKSPACE": str(checkout),
-            ENV_SCRIPT: str(tmp_path / "agent-script.json"),
-            ENV_STATE: str(tmp_path / "agent-state"),
+            **scripted_agent_env(tmp_path / "agent-script.json", tmp_path / "agent-state"),
         }
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
         log.append({"inputs": inputs, "rc": done.returncode, "stderr": done.stderr[-2000:]})

@@ -23,7 +23,16 @@ def isolated_git_config(
     """No git identity (scaffold's commits bring their own) and no agent script leaks."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    isolate_git(home, monkeypatch, also_unset=("SCAFFOLD_AGENT_SCRIPT", "SCAFFOLD_AGENT_STATE"))
+    isolate_git(
+        home,
+        monkeypatch,
+        also_unset=(
+            "SCAFFOLD_AGENT_SCRIPT",
+            "SCAFFOLD_AGENT_STATE",
+            "SCAFFOLD_SANDBOX_READABLE",
+            "SCAFFOLD_SANDBOX_WRITABLE",
+        ),
+    )
 
 
 @pytest.fixture

@@ -33,7 +33,8 @@ from typing import Any
 
 from harness import RunResult, quest_pids, quick_signal, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
-from scaffold.agent.scripted import ENV_SCRIPT, ENV_STATE, agent_command
+from scaffold.agent.scripted import agent_command
+from scaffold.agent.scripted import agent_env as scripted_agent_env
 from scaffold.config import load_config
 from scaffold.quest.model import HistoryEntry, Quest, TaskRecord, utcnow
 from scaffold.runtime.orchestrator import Orchestrator
@@ -130,7 +131,7 @@ class Project:
 
     @property
     def agent_env(self) -> dict[str, str]:
-        return {ENV_SCRIPT: str(self.script), ENV_STATE: str(self.state)}
+        return scripted_agent_env(self.script, self.state)
 
     # -- building
 

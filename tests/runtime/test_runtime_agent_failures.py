@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from repo_builder import (
     PYTHON,
     MakeProject,
@@ -84,9 +82,9 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     assert len(runs) == 3  # the first run and max_attempts retries
     assert all(r["resumed"] for r in runs[1:])
     assert {r["session_id"] for r in runs} == {runs[0]["session_id"]}
+    # Every process of the quest (the agents, their sleepers: found by environment from
+    # outside, as the pids the agents saw are those of their own PID namespace) is gone.
     assert project.live_agents() == []
-    for run in runs:
-        assert not Path(f"/proc/{run['pid']}").exists() or _is_zombie(run["pid"])
     task = project.task("TASK-1")
     assert task.state is Lifecycle.BLOCKED
     assert task.blocked_reason is not None
@@ -95,14 +93,6 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     assert "TASK-1" in result.report.reason
     assert "stuck" in result.report.reason
     assert len(_failures(project, "TASK-1")) == 3
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2 :][:1] in (b"Z", b"X")
 
 
 def test_garbage_and_a_2mb_line_do_not_stop_the_run(make_project: MakeProject) -> None:

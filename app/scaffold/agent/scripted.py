@@ -391,6 +391,20 @@ def agent_command(python: str = sys.executable) -> list[str]:
     return [python, "-P", "-m", "scaffold.agent.scripted"]
 
 
+def agent_env(script: Path, state: Path) -> dict[str, str]:
+    """Where the scripted agent finds its script and keeps its state.
+
+    The script and the state stand in for a model's server, which lives outside any
+    sandbox: they are named to scaffold's sandbox as readable and writable.
+    """
+    return {
+        ENV_SCRIPT: str(script),
+        ENV_STATE: str(state),
+        "SCAFFOLD_SANDBOX_READABLE": str(script),
+        "SCAFFOLD_SANDBOX_WRITABLE": str(state),
+    }
+
+
 def default_state_dir(script: Path) -> Path:
     return script.with_name(script.name + ".state")
 
@@ -636,8 +650,10 @@ class Player:
     async def _run(self, argv: list[str]) -> None:
         import anyio
 
+        # A command can reach the run's tools without MCP (tests' quick signals do).
+        env = {**os.environ, "SCAFFOLD_MCP_SERVERS": json.dumps(self.servers)}
         try:
-            done = await anyio.run_process(argv, cwd=self.cwd, check=False)
+            done = await anyio.run_process(argv, cwd=self.cwd, check=False, env=env)
         except OSError as exc:
             self.stream.tool("Bash", {"command": shlex.join(argv)}, f"{exc}", True)
             return

@@ -128,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="scaffold signal-server",
         description="Serve the scaffold MCP server (tool signal-back) over stdio.",
     )
+    parser.add_argument(
+        "--relay",
+        help="forward every tool call to the run's endpoint at this unix socket "
+        "(scaffold.agent.signal_relay); the endpoint holds the binding",
+    )
     parser.add_argument("--signal-dir", help=f"where accepted signals go (env {ENV_SIGNAL_DIR})")
     parser.add_argument("--step-id", help=f"the caller's step (env {ENV_STEP_ID})")
     parser.add_argument("--role", help=f"the caller's role (env {ENV_ROLE})")
@@ -137,6 +142,18 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the repository whose backlog create-tasks writes (env {ENV_REPO_ROOT})",
     )
     return parser
+
+
+def relay_mcp_config(socket_path: Path | str, python: str = sys.executable) -> dict[str, Any]:
+    """The ``--mcp-config`` of a run whose tools scaffold answers itself (over ``socket_path``).
+
+    The stdio server it names holds no binding and writes nothing; see
+    :mod:`scaffold.agent.signal_relay`. ``-I`` keeps the worktree and ``PYTHON*``
+    variables (both the agent's to write) away from the interpreter.
+    """
+    args = ["-I", "-m", MODULE, f"--relay={socket_path}"]
+    entry = {"type": "stdio", "command": python, "args": args, "env": {}, "alwaysLoad": True}
+    return {"mcpServers": {SERVER_NAME: entry}}
 
 
 def mcp_config(
@@ -489,6 +506,51 @@ def _version() -> str:
     return __version__
 
 
+def build_relay_server(socket_path: str) -> Server[Any]:
+    """An MCP server whose tools are those of the endpoint at ``socket_path``."""
+    import anyio
+    from mcp import types
+    from mcp.server import Server
+
+    from scaffold.agent.signal_relay import relay_request
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(relay_request, socket_path, request)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        reply = await ask({"op": "list"})
+        tools = [
+            types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+            for t in reply.get("tools", [])
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        request = {"op": "call", "name": params.name, "arguments": params.arguments}
+        try:
+            reply = await ask(request)
+            text, is_error = str(reply.get("text", "")), bool(reply.get("is_error", True))
+        except (OSError, ValueError) as exc:
+            text = f"signal NOT recorded (scaffold unreachable: {exc}). Call {TOOL_NAME} again."
+            is_error = True
+        content = [types.TextContent(type="text", text=text)]
+        return types.CallToolResult(content=content, is_error=is_error)
+
+    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_relay(socket_path: str) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_relay_server(socket_path)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
 async def serve(binding: Binding) -> None:
     """Serve one agent over this process's stdin/stdout until it closes them."""
     from mcp.server.stdio import stdio_server
@@ -509,6 +571,13 @@ def main(argv: list[str] | None = None) -> int:
         opts = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has reported
         return exc.code if isinstance(exc.code, int) else 2
+    if opts.relay:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            anyio.run(serve_relay, opts.relay)
+        except KeyboardInterrupt:
+            return 130
+        return 0
     try:
         binding = _binding_from(opts, os.environ)
     except UsageError as exc:

@@ -32,6 +32,7 @@ from scaffold.runtime.session import (
     state_root,
 )
 from scaffold.runtime.status import render_table, status_report
+from scaffold.sandbox.settings import resolve_sandbox
 
 
 def _fail(exc: ScaffoldError) -> None:
@@ -302,6 +303,17 @@ def doctor(repo_path: str | None) -> None:
     agent = config.agent.command[0]
     found = shutil.which(agent)
     report(found is not None, "agent", found or f"{agent!r} not found on PATH (agent.command)")
+    try:
+        # As the local CLI sees it; the App and the Action refuse where this says "off"
+        # unless sandbox.mode is off in writing.
+        sandbox = resolve_sandbox(config.sandbox, strict=False)
+        report(
+            sandbox.active or config.sandbox.mode == "off",
+            "sandbox",
+            sandbox.describe() if sandbox.active else f"agents run WITHOUT one: {sandbox.reason}",
+        )
+    except ScaffoldError as exc:
+        report(False, "sandbox", str(exc))
     rep = status_report(repo)
     report(
         not rep["errors"],

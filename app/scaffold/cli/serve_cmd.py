@@ -26,15 +26,24 @@ def _seconds(name: str, default: float) -> float:
     return value
 
 
-def _harden_process() -> None:
-    """Keep the App's secrets out of reach of the agents it starts.
+def harden_process() -> dict[str, str]:
+    """Keep this process's secrets out of reach of the agents it starts.
 
-    Agents and Ward get an environment without credentials; the secrets are also
-    dropped from this process's environment, and the process is made non-dumpable so
-    another process of the same user cannot read its memory or /proc/<pid>/environ.
+    Every credential variable (GitHub tokens, the App's key and webhook secret) is taken
+    out of ``os.environ`` and returned, for the caller to keep in memory: children get
+    an environment without them. The process is made non-dumpable, so another process
+    of the same user (an agent) can read neither its memory nor ``/proc/<pid>/environ``,
+    which keeps showing the environment it was started with. Used by ``serve`` and by
+    the Action's ``event`` and ``slot`` modes.
     """
-    for name in ("SCAFFOLD_PRIVATE_KEY", "SCAFFOLD_WEBHOOK_SECRET"):
-        os.environ.pop(name, None)
+    from scaffold.agent.process import is_credential_name
+
+    taken = {
+        name: os.environ.pop(name)
+        for name in list(os.environ)
+        # a path to a secret is no secret (the file stays out of the agents' sandbox)
+        if is_credential_name(name) and not name.upper().endswith("_PATH")
+    }
     try:
         import ctypes
 
@@ -43,6 +52,7 @@ def _harden_process() -> None:
         libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: nothing to do
         pass
+    return taken
 
 
 @click.command()
@@ -78,13 +88,15 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
         click.echo(f"scaffold serve: {exc}", err=True)
         sys.exit(2)
     configure_json_logging(log_level.upper(), extra_secrets=[settings.webhook_secret])
-    _harden_process()
+    harden_process()
     root.mkdir(parents=True, exist_ok=True)
     github = GitHubApp(
         AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
     )
+    key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
     options = AppOptions(
         state_dir=root,
+        hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
         reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
     )

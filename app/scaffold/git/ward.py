@@ -23,14 +23,17 @@ import contextlib
 import os
 import selectors
 import shlex
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 OUTPUT_TAIL_BYTES = 20 * 1024
+# argv and environment -> the sandboxed argv and environment.
+CommandWrap = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
 KILL_GRACE_S = 2.0
 # How long to keep reading after a command exits while something it started
 # still holds the output pipe open.
@@ -92,25 +95,24 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def run_command(
-    argv: Sequence[str],
-    cwd: Path,
-    timeout_s: float,
-    env: Mapping[str, str] | None = None,
-    *,
-    tail_bytes: int = OUTPUT_TAIL_BYTES,
-    kill_grace_s: float = KILL_GRACE_S,
-) -> WardCommandResult:
-    """Run one Ward command; never raises for a command that fails or will not start."""
-    args = [str(a) for a in argv]
+def _start(
+    args: list[str], cwd: Path, env: Mapping[str, str] | None, wrap: CommandWrap | None
+) -> subprocess.Popen[bytes] | WardCommandResult:
+    """The started command, or the result of a command that could not start."""
     start = time.monotonic()
     if not args:
         return WardCommandResult(args, 127, "scaffold: empty Ward command", 0.0)
+    run_args, run_env = args, (dict(env) if env is not None else None)
+    if wrap is not None:
+        base = dict(os.environ) if env is None else dict(env)
+        if shutil.which(args[0], path=base.get("PATH", os.defpath)) is None:
+            return WardCommandResult(args, 127, f"scaffold: command not found: {args[0]}", 0.0)
+        run_args, run_env = wrap(args, base)
     try:
-        proc = subprocess.Popen(
-            args,
+        return subprocess.Popen(
+            run_args,
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            env=run_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -132,6 +134,28 @@ def run_command(
             args, 126, f"scaffold: cannot start {args[0]}: {exc}", time.monotonic() - start
         )
 
+
+def run_command(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    *,
+    tail_bytes: int = OUTPUT_TAIL_BYTES,
+    kill_grace_s: float = KILL_GRACE_S,
+    wrap: CommandWrap | None = None,
+) -> WardCommandResult:
+    """Run one Ward command; never raises for a command that fails or will not start.
+
+    ``wrap`` turns the argv and environment into the sandboxed ones (see
+    ``scaffold.sandbox``); a command that is not there is reported before wrapping.
+    """
+    args = [str(a) for a in argv]
+    start = time.monotonic()
+    started = _start(args, cwd, env, wrap)
+    if isinstance(started, WardCommandResult):
+        return started
+    proc = started
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     tail = _Tail(tail_bytes)
@@ -190,13 +214,14 @@ def run_ward(
     cwd: Path,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
+    wrap: CommandWrap | None = None,
 ) -> WardResult:
     """Run every Ward command in ``cwd`` (``timeout_s`` each) and report all of them.
 
     ``env`` is the whole environment of the commands (as for ``subprocess``);
-    None inherits scaffold's.
+    None inherits scaffold's. ``wrap`` sandboxes each command.
     """
-    results = [run_command(argv, cwd, timeout_s, env) for argv in commands]
+    results = [run_command(argv, cwd, timeout_s, env, wrap=wrap) for argv in commands]
     return WardResult(passed=all(r.passed for r in results), results=results)
 
 

@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.changes import FileChange, parse_name_status_z
-from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, GitOutput, run_git
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, GitOutput, run_git
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -446,31 +446,48 @@ class Workspace:
     # ---------------------------------------------------------------- commits
 
     def commit_all(self, task_id: str, message: str) -> str | None:
-        """Stage everything in the task's worktree and commit it as scaffold.
+        """Commit everything in the task's worktree onto its branch, as scaffold.
 
-        Returns the new commit, or None when there was nothing to commit.
+        Nothing the agent could touch is trusted: the worktree's index and ``HEAD`` are
+        the agent's to write, so the tree is built in a fresh index of scaffold's from
+        the files themselves, committed on top of the branch's tip, and the branch moved
+        only if its tip is still that commit. ``HEAD`` and the index are then put back
+        to the branch. Returns the new commit, or None when there was nothing to commit.
         """
         path = self._require_worktree(task_id)
-        self._git(["add", "-A"], cwd=path)
-        staged = self._git(["diff", "--cached", "--quiet"], cwd=path, ok_codes=(0, 1))
-        if staged.returncode == 0:
-            return None
-        self._git(
-            [
-                *IDENTITY_CONFIG,
-                *_NO_HOOKS,
-                "commit",
-                "--no-verify",
-                "--no-gpg-sign",
-                "-q",
-                "-F",
-                "-",
-            ],
-            cwd=path,
-            env=dict(IDENTITY_ENV),
-            input_text=_message(message),
-        )
-        return self._git(["rev-parse", "HEAD"], cwd=path).stdout.strip()
+        branch = branch_for_task(task_id)
+        tip = self._require_rev(f"refs/heads/{branch}")
+        with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self._git([*SAFE_LOCAL, "read-tree", tip], cwd=path, env=env)
+            self._git([*SAFE_LOCAL, "add", "-A"], cwd=path, env=env)
+            tree = self._git([*SAFE_LOCAL, "write-tree"], cwd=path, env=env).stdout.strip()
+        new: str | None = None
+        parents = [tip, *self._merging_parent(path, tip)]
+        if len(parents) > 1 or tree != self._git(["rev-parse", f"{tip}^{{tree}}"]).stdout.strip():
+            new = self._commit_tree(tree, parents, message)
+            if not self._compare_and_swap(branch, new, tip, f"scaffold: {task_id} work"):
+                raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
+        self._git([*SAFE_LOCAL, "symbolic-ref", "HEAD", f"refs/heads/{branch}"], cwd=path)
+        self._git([*SAFE_LOCAL, "reset", "-q"], cwd=path)
+        return new
+
+    def _merging_parent(self, path: Path, tip: str) -> list[str]:
+        """The default branch's commit a conflict merge in ``path`` is bringing in, if any.
+
+        ``MERGE_HEAD`` lives where the agent could write, so it counts only when it names
+        a commit already on the default branch and not yet on the task branch.
+        """
+        where = self._git(["rev-parse", "--git-path", "MERGE_HEAD"], cwd=path).stdout.strip()
+        try:
+            text = (path / where).read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            return []
+        sha = self._rev(text[0]) if text else None
+        default = self._rev(f"refs/heads/{self.default_branch()}")
+        if sha is None or default is None or not self._is_ancestor(sha, default):
+            return []
+        return [] if self._is_ancestor(sha, tip) else [sha]
 
     def changed_files(self, task_id: str) -> list[FileChange]:
         """What the task branch changed since it left the default branch.

@@ -14,7 +14,7 @@ from typing import Any
 
 from scaffold.agent import claude
 from scaffold.agent.process import AgentRunOutcome
-from scaffold.agent.signal_server import SERVER_NAME, mcp_config
+from scaffold.agent.signal_server import SERVER_NAME, relay_mcp_config
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.quest.model import AgentRun
@@ -36,8 +36,8 @@ def build_invocation(
     quest_id: str,
     signal_dir: Path,
     config_path: Path,
+    relay_socket: Path,
     python: str,
-    repo_root: Path,
 ) -> Invocation:
     role = run.role
     command = list(cfg.agent.command)
@@ -70,8 +70,7 @@ def build_invocation(
         )
         env.update(claude.claude_env())
     argv += list(cfg.agent.extra_args)
-    config = mcp_config(signal_dir, data.step_id, role, quest_id, python, repo_root=repo_root)
-    return Invocation(argv, env, config)
+    return Invocation(argv, env, relay_mcp_config(relay_socket, python))
 
 
 def init_problem(event: SystemInit) -> str | None:
@@ -140,16 +139,13 @@ def resume_lost(outcome: AgentRunOutcome, resumed: bool) -> bool:
 SIGNAL_GRACE_S = 5.0
 
 
-async def watch_signal(signal_dir: Path, agent: asyncio.Task[Any], stop: asyncio.Event) -> None:
+async def watch_signal(signalled: asyncio.Event, stop: asyncio.Event) -> None:
     """After a signal lands, give the agent a grace period to exit, then stop its group.
 
     The seed's ``needs-role-followup`` kills the agent; a finished agent that lingers is
     stopped the same way. ``stop`` makes ``run_agent`` return a normal outcome, so the
-    session id and cost of the run are kept.
+    session id and cost of the run are kept. The caller cancels this once the agent ended.
     """
-    while not agent.done():
-        if any(signal_dir.glob("signal-*.json")):
-            await asyncio.sleep(SIGNAL_GRACE_S)
-            stop.set()
-            return
-        await asyncio.sleep(0.2)
+    await signalled.wait()
+    await asyncio.sleep(SIGNAL_GRACE_S)
+    stop.set()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
+from scaffold.agent import scripted
 from scaffold.config import load_config
 from scaffold.runtime import inbox
 from scaffold.runtime.session import open_or_create_quest, run_quest, state_root
@@ -378,12 +379,13 @@ def build_demo_repo(repo: Path) -> Path:
             priority=spec["priority"],
             acceptance_criteria=spec["ac"],
         )
-    (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
+    (repo / ".gitignore").write_text(".scaffold/\n.demo-agent/\n__pycache__/\n", encoding="utf-8")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "demo project with a Backlog.md backlog")
-    # The scripted agent's script and state live in the repository's ignored state folder,
-    # so a demo never sees another demo's attempt counters.
-    agent_dir = repo / ".scaffold" / "demo-agent"
+    # The scripted agent's script and state live in an ignored folder of the repository
+    # (not scaffold's state, which agents never see), so a demo never sees another
+    # demo's attempt counters.
+    agent_dir = repo / ".demo-agent"
     agent_dir.mkdir(parents=True)
     script = agent_dir / "script.json"
     script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
@@ -406,8 +408,7 @@ def run_demo(directory: Path | None) -> int:
         return 2
     out = Reporter()
     script = build_demo_repo(repo)
-    os.environ["SCAFFOLD_AGENT_SCRIPT"] = str(script)
-    os.environ["SCAFFOLD_AGENT_STATE"] = str(script.parent / "state")
+    os.environ.update(scripted.agent_env(script, script.parent / "state"))
     out.line(f"demo repository: {repo} (6 tasks, 3 slots, scripted agents)")
     try:
         code = asyncio.run(_run(repo, out))

@@ -23,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
+import os
+import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -34,8 +35,14 @@ from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.agent.planning_tools import read_plan, read_requirements
-from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, run_agent
-from scaffold.agent.signal_server import SignalRecord, latest_signal
+from scaffold.agent.process import (
+    AgentRunOutcome,
+    AgentSpec,
+    LiveChildren,
+    agent_environment,
+    run_agent,
+)
+from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.core import quest_flow as qf
@@ -61,6 +68,7 @@ from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
+from scaffold.git.ward import CommandWrap
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
@@ -80,7 +88,10 @@ from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
+from scaffold.runtime.run_channel import RunChannel, private_dir
 from scaffold.runtime.view import Reporter, SlotRow
+from scaffold.sandbox.confinement import Confinement, confine
+from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
@@ -101,6 +112,7 @@ class Orchestrator:
         forge: Callable[[RepoOps], Forge] | None = None,
         default_branch_lock: threading.Lock | None = None,
         remote: RemoteAgents | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -110,6 +122,8 @@ class Orchestrator:
         self.poll_s = poll_s
         self.python = python or sys.executable
         self.state_root = repo / ".scaffold"
+        # The App and the Action pass theirs (strict); the local CLI warns once without one.
+        self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
         self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
@@ -461,7 +475,9 @@ class Orchestrator:
             await self.forge.prepare_allocation(self.quest, self.quest.tasks[effect.task_id])
             return await asyncio.to_thread(self.ops.create_worktree, effect.task_id)
         if isinstance(effect, RunWard):
-            return await asyncio.to_thread(self.ops.run_ward, self._worktree(effect.task_id))
+            return await asyncio.to_thread(
+                self.ops.run_ward, self._worktree(effect.task_id), self._ward_wrap(effect.task_id)
+            )
         if isinstance(effect, RunDiagramCheck):
             return await asyncio.to_thread(self.ops.check_diagrams, effect.task_id)
         if isinstance(effect, OpenPullRequest):
@@ -482,6 +498,8 @@ class Orchestrator:
             return None
         if isinstance(effect, RemoveWorktree):
             await asyncio.to_thread(self.workspace.remove_worktree, effect.task_id)
+            private = private_dir(self.repo, self.quest.id, effect.task_id)
+            await asyncio.to_thread(shutil.rmtree, private, True)
             return None
         if isinstance(effect, DeleteBranch):
             await asyncio.to_thread(self.workspace.delete_branch, effect.task_id)
@@ -547,19 +565,6 @@ class Orchestrator:
         if run.kind == "conflict_fix" and not is_plan:
             await asyncio.to_thread(self.ops.start_conflict_merge, self._worktree(key))
         step_id = PLAN_STEP if is_plan else key
-        config_path = run_dir / "mcp.json"
-        inv = build_invocation(
-            self.cfg,
-            run,
-            self._prompt_data(key),
-            quest_id=self.quest.id,
-            signal_dir=signal_dir,
-            config_path=config_path,
-            python=self.python,
-            repo_root=self.repo,
-        )
-        config_path.write_text(json.dumps(inv.mcp_config), encoding="utf-8")
-        cwd = self.repo if is_plan else Path(self.quest.tasks[key].worktree or self.repo)
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
         if is_plan:
             self._update_planning(**marks)
@@ -573,32 +578,77 @@ class Orchestrator:
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
-        spec = AgentSpec(
-            argv=inv.argv, cwd=cwd, env=inv.env, stuck_timeout_s=self.cfg.agent.stuck_timeout_s
+        binding = Binding(signal_dir, step_id, run.role, self.quest.id, self.repo)
+        channel = RunChannel(
+            self.sandbox,
+            binding,
+            self._confinement(key),
+            python=self.python,
+            env=agent_environment(os.environ, {}),
         )
-        stop = asyncio.Event()
-        refused: list[str] = []
+        async with channel:
+            inv = build_invocation(
+                self.cfg,
+                run,
+                self._prompt_data(key),
+                quest_id=self.quest.id,
+                signal_dir=signal_dir,
+                config_path=channel.config_path,
+                relay_socket=channel.inside / "signal.sock",
+                python=self.python,
+            )
+            argv, env = channel.wrap(inv.argv, agent_environment(os.environ, inv.env))
+            spec = AgentSpec(
+                argv=argv,
+                cwd=self._confinement(key).cwd,
+                base_env=env,
+                stuck_timeout_s=self.cfg.agent.stuck_timeout_s,
+            )
+            stop = asyncio.Event()
+            refused: list[str] = []
 
-        async def on_event(ev: object) -> None:
-            if isinstance(ev, SystemInit):
-                if ev.session_id:
-                    self._remember_session(key, run.role, ev.session_id)
-                problem = init_problem(ev)
-                if problem:
-                    refused.append(problem)
-                    stop.set()
+            async def on_event(ev: object) -> None:
+                if isinstance(ev, SystemInit):
+                    if ev.session_id:
+                        self._remember_session(key, run.role, ev.session_id)
+                    problem = init_problem(ev)
+                    if problem:
+                        refused.append(problem)
+                        stop.set()
 
-        agent = asyncio.create_task(
-            run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
-        )
-        watcher = asyncio.create_task(watch_signal(signal_dir, agent, stop))
-        try:
-            outcome = await agent
-        finally:
-            watcher.cancel()
+            agent = asyncio.create_task(
+                run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
+            )
+            watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
+            try:
+                outcome = await agent
+            finally:
+                watcher.cancel()
         if not refused:
             await asyncio.to_thread(self._commit_work, key, latest_signal(signal_dir), run.role)
         return self._finish_run(key, run, outcome, refused, signal_dir)
+
+    def _confinement(self, key: str) -> Confinement:
+        """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
+        step = PLAN_STEP if key == PLAN_KEY else key
+        private = private_dir(self.repo, self.quest.id, step)
+        worktree = None if key == PLAN_KEY else self.quest.tasks[key].worktree
+        if worktree is None:
+            if key != PLAN_KEY:
+                raise ScaffoldError(f"{key}: no worktree to run in")
+            return Confinement(repo=self.repo, cwd=self.repo, private=private)
+        path = Path(worktree)
+        return Confinement(repo=self.repo, cwd=path, private=private, worktree=path)
+
+    def _ward_wrap(self, task_id: str) -> CommandWrap | None:
+        if not self.sandbox.active:
+            return None
+        confinement = self._confinement(task_id)
+
+        def wrap(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+            return confine(self.sandbox, confinement, argv, env)
+
+        return wrap
 
     def _finish_run(
         self,

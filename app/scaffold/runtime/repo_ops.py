@@ -19,8 +19,8 @@ from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import ScaffoldError
-from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
-from scaffold.git.ward import format_ward_report, run_ward
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, run_git
+from scaffold.git.ward import CommandWrap, format_ward_report, run_ward
 from scaffold.git.worktrees import Workspace
 from scaffold.ids import branch_for_task
 from scaffold.runtime.backlog_cache import BacklogCache
@@ -60,16 +60,16 @@ class RepoOps:
         """Merge the default branch into the task's worktree, leaving conflict markers
         for the agent to resolve (its changes are committed after it completes)."""
         run_git(
-            [*IDENTITY_CONFIG, "merge", "--no-edit", self.workspace.default_branch()],
+            [*IDENTITY_CONFIG, *SAFE_LOCAL, "merge", "--no-edit", self.workspace.default_branch()],
             cwd=worktree,
             check=False,
             env=IDENTITY_ENV,
         )
 
-    def run_ward(self, worktree: Path) -> Event:
-        # Ward runs code the agents wrote: it gets no credential either.
+    def run_ward(self, worktree: Path, wrap: CommandWrap | None = None) -> Event:
+        # Ward runs code the agents wrote: no credential, and the agents' sandbox (``wrap``).
         env = agent_environment(os.environ, {})
-        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s, env)
+        result = run_ward(self.cfg.ward, worktree, self.cfg.ward_timeout_s, env, wrap)
         if result.passed:
             return Event(EventName.WARD_PASSED, at=self.clock())
         return Event(EventName.WARD_FAILED, at=self.clock(), detail=format_ward_report(result))

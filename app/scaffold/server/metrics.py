@@ -31,6 +31,10 @@ class AppGauges:
     quests_by_state: dict[str, int] = field(default_factory=dict)
     busy_slots: int = 0
     cost_usd_total: float = 0.0
+    # Repositories by the sandbox their agents run in: bwrap, off, or refused.
+    sandbox_modes: dict[str, int] = field(default_factory=dict)
+    # 1 when bubblewrap can sandbox agents on this machine.
+    sandbox_available: int = 0
 
 
 class _Live(Collector):
@@ -67,6 +71,19 @@ class _Live(Collector):
         yield GaugeMetricFamily("scaffold_busy_slots", "Agent slots in use", g.busy_slots)
         yield GaugeMetricFamily(
             "scaffold_cost_usd_total", "Agent cost so far in US dollars", g.cost_usd_total
+        )
+        sandbox = GaugeMetricFamily(
+            "scaffold_sandbox_repositories",
+            "Repositories by the sandbox their agents run in (bwrap, off, refused)",
+            labels=["mode"],
+        )
+        for mode in ("bwrap", "off", "refused"):
+            sandbox.add_metric([mode], g.sandbox_modes.get(mode, 0))
+        yield sandbox
+        yield GaugeMetricFamily(
+            "scaffold_sandbox_available",
+            "1 when bubblewrap can sandbox agents on this machine",
+            g.sandbox_available,
         )
 
 

@@ -1,0 +1,290 @@
+"""One process in a sandbox: what it sees, and the bwrap command line that makes it so.
+
+An agent (or a Ward command) of a task gets:
+
+- **writable**: the task's worktree, its worktree's own git folder (index, HEAD), and a
+  private HOME, TMPDIR and git object store that persist per task, so Claude Code's
+  ``--resume`` finds its session again;
+- **read-only**: the rest of the system, the programs it runs from wherever they are
+  installed (a venv, a pyenv, a ``node_modules`` under HOME or ``/tmp``), the
+  repository's common git folder (objects, refs), and, pinned read-only inside the
+  writable parts, the files that tell git where that folder is;
+- **hidden**: the real HOME, ``/tmp``, ``/run`` (service sockets), scaffold's state
+  (``.scaffold``: journal, inbox, signals, other tasks' worktrees), the App's state
+  folder and key file, and whatever the operator adds;
+- **its own** PID, IPC, UTS and network namespaces: no ``/proc`` view of scaffold, no
+  process that outlives the run (the namespace dies with its first process), and no
+  network but the routes of :mod:`scaffold.sandbox.egress`.
+
+Git's common ``config``, ``hooks/`` and ``info/`` are read-only inside, so nothing an
+agent writes can make a later git command run code; commits the agent makes go to its
+private object store (``GIT_OBJECT_DIRECTORY``) and cannot move any branch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaffold.errors import SandboxError
+from scaffold.sandbox.egress import Route, hosts_file
+from scaffold.sandbox.mounts import View, mount_args
+from scaffold.sandbox.settings import Sandbox
+
+__all__ = [
+    "CHANNEL_INSIDE",
+    "Confinement",
+    "confine",
+    "install_root",
+    "worktree_git_dirs",
+]
+
+# Where a run's channel folder (signal socket, egress sockets, MCP config) is seen inside.
+CHANNEL_INSIDE = Path("/run/scaffold")
+BRIDGE = Path(__file__).with_name("bridge.py")
+SCAFFOLD_DIR = ".scaffold"
+# Variables naming places outside the sandbox, or agents' ways into other services.
+_DROPPED_ENV = (
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "CLAUDE_CONFIG_DIR",
+)
+# Files of a worktree's own git folder that say where the repository is, or could hold
+# config: pinned read-only (config.worktree is created empty for that).
+_POINTERS = ("commondir", "gitdir", "config.worktree")
+# Claude Code's login, copied into a private HOME (the agent needs it to call the model).
+_CLAUDE_LOGIN = Path(".claude") / ".credentials.json"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Where one sandboxed process runs and what it may touch."""
+
+    repo: Path
+    cwd: Path
+    # Per task (or per quest for planning): home/, tmp/ and git-objects/ live here.
+    private: Path
+    # The working tree the process may change (a task's worktree, or the Action's
+    # checkout); None for planning (the repository read-only).
+    worktree: Path | None = None
+    # This run's channel folder, seen at CHANNEL_INSIDE (read-only).
+    channel: Path | None = None
+    routes: Sequence[Route] = ()
+    # Programs besides argv[0] that must be runnable (e.g. the signal relay's python).
+    programs: Sequence[str] = ()
+    extra_hidden: Sequence[Path] = field(default_factory=tuple)
+
+
+def worktree_git_dirs(worktree: Path) -> tuple[Path, Path]:
+    """The working tree's own git folder and the repository's common one.
+
+    A plain checkout's ``.git`` folder is both. A worktree's are read from its ``.git``
+    file and checked: the own folder must sit under the common folder's ``worktrees/``
+    (a pointer elsewhere is refused, never followed).
+    """
+    pointer = worktree / ".git"
+    if pointer.is_dir() and not pointer.is_symlink():
+        return pointer, pointer
+    try:
+        text = pointer.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise SandboxError(f"{worktree} is not a git worktree: {exc}") from None
+    if not text.startswith("gitdir:"):
+        raise SandboxError(f"{pointer}: not a worktree pointer")
+    own = (worktree / text.removeprefix("gitdir:").strip()).resolve()
+    common_file = own / "commondir"
+    try:
+        common = (own / common_file.read_text(encoding="utf-8").strip()).resolve()
+    except OSError as exc:
+        raise SandboxError(f"{own}: no commondir: {exc}") from None
+    if own.parent != common / "worktrees":
+        raise SandboxError(f"{pointer} points outside {common / 'worktrees'}: refused")
+    return own, common
+
+
+def install_root(program: Path) -> list[Path]:
+    """The folders a program needs readable to run: its install root, and a venv's base."""
+    roots: list[Path] = []
+    for path in dict.fromkeys([program, program.resolve()]):
+        root: Path | None = None
+        for parent in reversed(path.parents):  # outermost first
+            if parent.name == "node_modules":
+                root = parent
+                break
+        if root is None:
+            for parent in path.parents:
+                cfg = parent / "pyvenv.cfg"
+                if cfg.is_file():
+                    root = parent
+                    roots += _venv_base(cfg)
+                    break
+        if root is None:
+            root = path.parent.parent if path.parent.name == "bin" else path.parent
+        roots.append(root)
+    return list(dict.fromkeys(roots))
+
+
+def _venv_base(cfg: Path) -> list[Path]:
+    try:
+        for line in cfg.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                home = Path(value.strip())
+                return [home.parent if home.name == "bin" else home]
+    except OSError:
+        pass
+    return []
+
+
+def _which(program: str, env: Mapping[str, str]) -> Path | None:
+    if "/" in program:
+        return Path(program).absolute()
+    found = shutil.which(program, path=env.get("PATH", os.defpath))
+    return Path(found).absolute() if found else None
+
+
+def _real_homes(env: Mapping[str, str]) -> list[Path]:
+    homes = [Path(env["HOME"])] if env.get("HOME") else []
+    with contextlib.suppress(KeyError):
+        homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    return [h for h in homes if h != Path("/")]
+
+
+def _python_roots() -> list[Path]:
+    import scaffold
+
+    roots = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    roots.append(Path(scaffold.__file__).resolve().parent.parent)
+    roots += install_root(Path(sys.executable))
+    return roots
+
+
+def build_view(
+    sandbox: Sandbox, c: Confinement, programs: Sequence[Path], env: Mapping[str, str]
+) -> View:
+    view = View()
+    state = c.repo / SCAFFOLD_DIR
+    secret = [state, *sandbox.hidden, *c.extra_hidden]
+    for extra in (*sandbox.readable, *sandbox.writable):
+        for hidden in secret:
+            if extra == hidden or hidden in extra.parents:
+                raise SandboxError(f"sandbox path {extra} would expose {hidden}: refused")
+    # Private by default: HOME and service sockets (/run) hidden, temp folders fresh.
+    view.deny(*_real_homes(env), "/run")
+    view.scratch("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108
+    roots = [r for p in programs for r in install_root(p)] + _python_roots()
+    view.ro(*(r for r in roots if not view.visible(r)), *sandbox.readable)
+    if c.worktree is None:
+        view.ro(c.repo)
+    view.deny(*secret)
+    private = c.private
+    view.rw(private / "home", private / "tmp", *sandbox.writable)
+    if c.worktree is not None:
+        own, common = worktree_git_dirs(c.worktree)
+        view.rw(c.worktree, private / "git-objects")
+        view.ro(common)
+        if own != common:
+            # The worktree's index and HEAD are its own; what tells git where the
+            # repository is stays as scaffold made it.
+            view.rw(own)
+            view.ro(c.worktree / ".git", *(own / name for name in _POINTERS))
+    if c.channel is not None:
+        view.map(CHANNEL_INSIDE, c.channel)
+        if c.routes:
+            view.map("/etc/hosts", c.channel / "hosts")
+    return view
+
+
+def _prepare_private(c: Confinement, homes: Sequence[Path], writable: Sequence[Path]) -> None:
+    for sub in ("home", "tmp", "git-objects"):
+        (c.private / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+    for extra in writable:  # the operator's writable folders: there from the first run on
+        if not extra.exists():
+            extra.mkdir(parents=True, exist_ok=True)
+    if c.worktree is not None and (c.worktree / ".git").is_file():
+        own, _ = worktree_git_dirs(c.worktree)
+        (own / "config.worktree").touch(exist_ok=True)
+    if c.worktree is not None and (c.worktree / ".git").is_dir():
+        # A plain checkout's index sits in its read-only .git: the agent gets a copy.
+        index = c.worktree / ".git" / "index"
+        if index.is_file():
+            shutil.copyfile(index, c.private / "index")
+    login = c.private / "home" / _CLAUDE_LOGIN
+    for home in homes:
+        source = home / _CLAUDE_LOGIN
+        if source.is_file() and not login.exists():
+            login.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(source, login)
+            login.chmod(0o600)
+            break
+
+
+def confine(
+    sandbox: Sandbox, c: Confinement, argv: Sequence[str], env: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run ``argv`` inside the sandbox.
+
+    ``env`` is the environment the process would get unsandboxed (already without
+    credentials); HOME, TMPDIR and git's object store are pointed at the private
+    folders. The private folders are created, and the channel's ``hosts`` file written.
+    """
+    if not sandbox.active or sandbox.bwrap is None:
+        raise SandboxError("confine() needs an active sandbox")
+    homes = _real_homes(env)
+    _prepare_private(c, homes, sandbox.writable)
+    programs = [p for name in (argv[0], *c.programs) if (p := _which(name, env)) is not None]
+    view = build_view(sandbox, c, programs, env)
+    if c.channel is not None and c.routes:
+        (c.channel / "hosts").write_text(hosts_file(c.routes), encoding="utf-8")
+    inner = list(argv)
+    if c.routes:
+        forwards: list[str] = []
+        for route in c.routes:
+            forwards += ["--forward", f"{route.inside}:{route.port}="]
+            forwards[-1] += str(CHANNEL_INSIDE / route.socket_name)
+        inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]
+    command = [
+        str(sandbox.bwrap),
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        # Only for the bridge to listen on 443 in the sandbox's own network namespace.
+        *(["--cap-add", "CAP_NET_BIND_SERVICE"] if c.routes else []),
+        "--hostname",
+        "scaffold-sandbox",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        *mount_args(view, exists=os.path.lexists, is_dir=os.path.isdir),
+        "--chdir",
+        str(c.cwd),
+        "--",
+        *inner,
+    ]
+    out = {k: v for k, v in env.items() if k not in _DROPPED_ENV}
+    home = str(c.private / "home")
+    tmp = str(c.private / "tmp")
+    out.update({"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+    if c.worktree is not None:
+        own, common = worktree_git_dirs(c.worktree)
+        out["GIT_OBJECT_DIRECTORY"] = str(c.private / "git-objects")
+        out["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(common / "objects")
+        if own == common:
+            out["GIT_INDEX_FILE"] = str(c.private / "index")
+    return command, out
