@@ -90,15 +90,18 @@ from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, OnEvent, run_agent
-from scaffold.agent.signal_server import latest_signal
+from scaffold.agent.signal_server import Binding, latest_signal, mcp_config
 from scaffold.agent.stream import Event, ResultEvent, SystemInit
-from scaffold.config import ScaffoldConfig, load_config, parse_config
+from scaffold.config import SandboxConfig, ScaffoldConfig, load_config, parse_config
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
 from scaffold.runtime import orchestrator as orchestrator_module
 from scaffold.runtime.agent_runs import Invocation, build_invocation, init_problem, watch_signal
 from scaffold.runtime.prompts import PromptData
+from scaffold.runtime.run_channel import RunChannel
 from scaffold.runtime.session import open_or_create_quest, run_quest
+from scaffold.sandbox.confinement import Confinement
+from scaffold.sandbox.settings import resolve_sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -121,8 +124,15 @@ from messages_server import (  # noqa: E402
 
 CLAUDE_DIRS = (REPO / ".tools" / "node_modules" / ".bin",)
 STEP = "TASK-900"  # the step of the single runs; the orchestrator's task is TASK-1
+PROMPT = PromptData(
+    step_id=STEP,
+    task_title="Benchmark task",
+    task_description="Report back at once.",
+    acceptance_criteria=("signal-back complete",),
+)
 NO_MCP = "no-mcp"  # reference: the CLI alone, without scaffold's signal server
-VARIANTS = (NO_MCP, "bare", "bare+argv", "scaffold")
+UNSANDBOXED = "scaffold-nosbx"  # scaffold's run without the sandbox: the sandbox's baseline
+VARIANTS = (NO_MCP, "bare", "bare+argv", UNSANDBOXED, "scaffold")
 FIXED = "scaffold+fix"  # --what-if-sigint
 ORCH, ORCH_FIXED = "orchestrator", "orchestrator+fix"
 ORCH_ROLES = ("codeweaver", "siegemaster", "lawbringer")
@@ -299,34 +309,33 @@ class Bench:
         return claude_env(self.server.base_url, self.home)
 
     def invocation(self, label: str, fix: bool = False) -> tuple[Invocation, Path]:
-        """scaffold's invocation of a fresh Codeweaver run on STEP, in its own run dir."""
+        """scaffold's invocation of a fresh Codeweaver run on STEP, in its own run dir.
+
+        The bare variants get scaffold's stdio signal server writing the signal itself;
+        the scaffold variant replaces it with its run channel (see ``_scaffold``).
+        """
         run_dir = self.root / "runs" / label
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True)
         config_path = run_dir / "mcp.json"
-        data = PromptData(
-            step_id=STEP,
-            task_title="Benchmark task",
-            task_description="Report back at once.",
-            acceptance_criteria=("signal-back complete",),
-        )
         inv = build_invocation(
             self.config,
             AgentRun(role=Role.CODEWEAVER),
-            data,
+            PROMPT,
             quest_id="bench",
             signal_dir=signal_dir,
             config_path=config_path,
+            relay_socket=run_dir / "unused.sock",
             python=sys.executable,
-            repo_root=self.work,
         )
-        config = with_sigint_fix(inv.mcp_config) if fix else inv.mcp_config
+        config = mcp_config(signal_dir, STEP, Role.CODEWEAVER, "bench", sys.executable, self.work)
+        config = with_sigint_fix(config) if fix else config
         config_path.write_text(json.dumps(config), encoding="utf-8")
         return inv, signal_dir
 
     def run(self, variant: str, round_no: int) -> RunTimes:
         inv, signal_dir = self.invocation(f"{round_no:03d}-{variant}", variant == FIXED)
-        if variant in ("scaffold", FIXED):
+        if variant in ("scaffold", UNSANDBOXED, FIXED):
             times = asyncio.run(self._scaffold(variant, inv, signal_dir, round_no))
         else:
             if variant in ("bare", NO_MCP):
@@ -412,22 +421,43 @@ class Bench:
             elif isinstance(ev, ResultEvent):
                 times.result = now
 
-        spec = AgentSpec(
-            argv=inv.argv,
-            cwd=self.work,
-            env=inv.env,
-            stuck_timeout_s=self.config.agent.stuck_timeout_s,
-            base_env=self.env(),  # the orchestrator inherits os.environ; here: hermetic
+        # As the orchestrator does it: the run's channel (signal endpoint, egress) and,
+        # when the sandbox is on, bwrap around the agent.
+        binding = Binding(signal_dir, STEP, Role.CODEWEAVER, "bench", self.work)
+        tree = self.work if (self.work / ".git").exists() else None
+        confinement = Confinement(
+            repo=self.work, cwd=self.work, private=self.root / "private", worktree=tree
         )
-        times.spawn = time.time()
-        agent = asyncio.create_task(
-            run_agent(spec, on_event=on_event, children=children, stop_requested=stop)
-        )
-        watcher = asyncio.create_task(watch_signal(signal_dir, agent, stop))
-        try:
-            outcome = await agent
-        finally:
-            watcher.cancel()
+        mode = "off" if variant == UNSANDBOXED else "bwrap"
+        sandbox = resolve_sandbox(SandboxConfig(mode=mode), strict=False)
+        channel = RunChannel(sandbox, binding, confinement, python=sys.executable, env=self.env())
+        async with channel:
+            inv = build_invocation(
+                self.config,
+                AgentRun(role=Role.CODEWEAVER),
+                PROMPT,
+                quest_id="bench",
+                signal_dir=signal_dir,
+                config_path=channel.config_path,
+                relay_socket=channel.inside / "signal.sock",
+                python=sys.executable,
+            )
+            argv, env = channel.wrap(inv.argv, {**self.env(), **inv.env})
+            spec = AgentSpec(
+                argv=argv,
+                cwd=self.work,
+                stuck_timeout_s=self.config.agent.stuck_timeout_s,
+                base_env=env,  # the orchestrator inherits os.environ; here: hermetic
+            )
+            times.spawn = time.time()
+            agent = asyncio.create_task(
+                run_agent(spec, on_event=on_event, children=children, stop_requested=stop)
+            )
+            watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
+            try:
+                outcome = await agent
+            finally:
+                watcher.cancel()
         times.end = time.time()
         times.exit = exited[0].join() if exited else None
         times.stop = outcome.stop
@@ -717,6 +747,16 @@ def analyse(singles: list[RunTimes], rounds: list[OrchRound]) -> dict[str, Any]:
             ratios[v] = other / bare if bare and other is not None else None
         spans[key]["ratio_to_bare"] = ratios
     result: dict[str, Any] = {"single_run": spans}
+    if UNSANDBOXED in variants and "scaffold" in variants:
+        # The sandbox's cost per agent run: the same run through scaffold, with and without.
+        result["sandbox_ratio"] = {
+            key: (
+                spans[key]["scaffold"]["median_ms"] / spans[key][UNSANDBOXED]["median_ms"]
+                if spans[key][UNSANDBOXED]["median_ms"] and spans[key]["scaffold"]["median_ms"]
+                else None
+            )
+            for key, _, _, _ in SPANS
+        }
     if NO_MCP in variants:
 
         def extra(key: str) -> float | None:
@@ -770,6 +810,13 @@ def report(r: dict[str, Any]) -> None:
         if FIXED in variants:
             line += f" {_ratio(row['ratio_to_bare'].get(FIXED)):>9}"
         print(line)
+    if "sandbox_ratio" in analysis:
+        ratio = analysis["sandbox_ratio"]
+        print(
+            "sandbox cost per agent run (scaffold / scaffold-nosbx, medians): "
+            f"spawn->end {_ratio(ratio.get('spawn_to_end'))}, "
+            f"spawn->first event {_ratio(ratio.get('spawn_to_first_event'))}"
+        )
     cost = analysis.get("signal_server_cost_ms")
     if cost:
         print(

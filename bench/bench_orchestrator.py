@@ -25,11 +25,12 @@ One run measures, side by side:
 
 Agents (``--agent``):
 
-- ``direct`` (default): a tiny script written to the temp dir. It reads the signal dir,
-  step and role from the ``--mcp-config`` file's server args and writes the signal
-  itself with :class:`scaffold.agent.signal_server.SignalWriter` (the exact on-disk
-  format), importing that module in a background thread during its sleep, so an agent
-  costs about ``--sleep`` plus Python start-up.
+- ``direct`` (default): a tiny script written to the temp dir. Under scaffold it sends
+  ``signal-back`` straight to the run's endpoint (the ``--relay`` socket of its
+  ``--mcp-config``), as the MCP relay would; in the pool it writes the signal itself with
+  :class:`scaffold.agent.signal_server.SignalWriter` (importing that module in a
+  background thread during its sleep). Either way an agent costs about ``--sleep`` plus
+  Python start-up.
 - ``scripted``: ``scaffold.agent.scripted`` (via a two-line launcher that logs the start
   time), signalling through the real ``signal-back`` MCP server: about 1 s of imports and
   MCP start-up per invocation, in scaffold and in the pool alike.
@@ -132,11 +133,13 @@ def main():
         name, eq, value = arg.partition("=")
         if eq:
             opts[name] = value
-    step, role = opts["--step-id"], opts["--role"]
+    step, role = os.environ["SCAFFOLD_STEP_ID"], os.environ["SCAFFOLD_ROLE"]
     log("start", T0, step=step, role=role)
     mods = {}
 
     def load():
+        if "--relay" in opts:
+            return  # scaffold answers signal-back itself: nothing to import
         from pathlib import Path
 
         from scaffold.agent.signal_server import Binding, SignalWriter
@@ -158,13 +161,23 @@ def main():
         with open(os.path.join("notes", step.lower() + ".md"), "w", encoding="utf-8") as fh:
             fh.write("# " + step + "\\n")
     loader.join()
-    Role = mods["Role"]
-    sig = mods["parse_signal"](
-        {"signal": "complete", "stepId": step, "summary": role + " done"}, role=Role(role))
-    binding = mods["Binding"](mods["Path"](opts["--signal-dir"]), step, Role(role),
-                              opts.get("--quest-id"))
-    record = mods["SignalWriter"](binding).write(sig)
-    log("signal", record.received_at.timestamp(), step=step, role=role)
+    payload = {"signal": "complete", "stepId": step, "summary": role + " done"}
+    if "--relay" in opts:  # the run's endpoint in scaffold, as the MCP relay would call it
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(opts["--relay"])
+            request = {"op": "call", "name": "signal-back", "arguments": payload}
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            sock.makefile().readline()
+        log("signal", time.time(), step=step, role=role)
+    else:  # the bare pool: the signal file, as scaffold's stdio server writes it
+        Role = mods["Role"]
+        sig = mods["parse_signal"](payload, role=Role(role))
+        binding = mods["Binding"](mods["Path"](opts["--signal-dir"]), step, Role(role),
+                                  opts.get("--quest-id"))
+        record = mods["SignalWriter"](binding).write(sig)
+        log("signal", record.received_at.timestamp(), step=step, role=role)
     emit({"type": "result", "subtype": "success", "is_error": False, "result": role + " done",
           "num_turns": 1, "session_id": session, "total_cost_usd": 0.001})
     log("end", time.time(), step=step, role=role)
@@ -410,10 +423,16 @@ def run_scaffold(
     repo: Path, agent: Agent, log_path: Path, profile_top: int, what_if_cache: bool = False
 ) -> ScaffoldRun:
     """``scaffold run`` in-process; the wall time covers opening the quest to the report."""
-    saved = {k: os.environ.get(k) for k in (*agent.env, ENV_LOG, "SCAFFOLD_AGENT_STATE")}
+    sandbox_vars = ("SCAFFOLD_SANDBOX_READABLE", "SCAFFOLD_SANDBOX_WRITABLE")
+    saved = {
+        k: os.environ.get(k) for k in (*agent.env, ENV_LOG, "SCAFFOLD_AGENT_STATE", *sandbox_vars)
+    }
     os.environ.update(agent.env)
     os.environ[ENV_LOG] = str(log_path)
     os.environ["SCAFFOLD_AGENT_STATE"] = str(log_path.parent / "scaffold-agent-state")
+    # The agents run sandboxed: their program (and script) readable, their logs writable.
+    os.environ["SCAFFOLD_SANDBOX_READABLE"] = str(Path(agent.command[-1]).parent)
+    os.environ["SCAFFOLD_SANDBOX_WRITABLE"] = str(log_path.parent)
     config = load_config(repo)
     reporter = TimedReporter()
     profiler = cProfile.Profile() if profile_top else None

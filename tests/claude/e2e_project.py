@@ -57,7 +57,8 @@ def scaffold_config(claude_bin: str, **overrides: Any) -> dict[str, Any]:
 
 
 class E2EProject:
-    """One repository under ``root/repo``; the agents' ``HOME`` is ``root/home``."""
+    """One repository under ``root/repo``; scaffold's ``HOME`` is ``root/home`` (the agents
+    get private ones in their sandbox)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -142,8 +143,14 @@ class E2EProject:
         return self.git("log", "--merges", "--format=%s", "main").splitlines()
 
     def transcripts(self, session_id: str) -> list[Path]:
-        """Claude Code's transcript of a session (kept in the agents' HOME)."""
-        return list((self.home / ".claude" / "projects").glob(f"*/{session_id}.jsonl"))
+        """Claude Code's transcript of a session, kept in the private HOME of the step's
+        sandbox (``.scaffold/sandbox/<quest>/<step>/home``) that persists per task."""
+        homes = (self.repo / ".scaffold" / "sandbox").glob("*/*/home")
+        return [
+            p
+            for home in homes
+            for p in (home / ".claude" / "projects").glob(f"*/{session_id}.jsonl")
+        ]
 
     def live_agents(self, quest_id: str | None = None) -> list[int]:
         return quest_pids(quest_id, self.repo)

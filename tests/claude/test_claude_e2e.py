@@ -255,7 +255,7 @@ def test_a_quest_from_request_to_merged(
 
 EDGE_CASES = "Test the implementation's edge cases"
 CONTINUATION = "write notes/part-2.txt, then report complete"
-STUCK_TIMEOUT_S = 5  # claude prints its init event within about 1 s
+STUCK_TIMEOUT_S = 10  # claude prints its init event within 1-2 s (5 s on a busy machine)
 
 
 def _write(path: str, content: str) -> ToolUse:
@@ -424,14 +424,16 @@ def test_scaffold_killed_mid_run_resumes_the_session(
     assert run.returncode == -signal.SIGKILL, output
     session = project.quest(BACKLOG_QUEST).tasks["TASK-1"].sessions["codeweaver"]
     assert stalled.session_id == session
-    orphans = project.live_agents(BACKLOG_QUEST)
-    assert len(orphans) >= 2, orphans  # claude and its MCP server outlived scaffold
+    # The sandbox dies with scaffold (bwrap --die-with-parent, and its PID namespace
+    # takes claude and its MCP server along): nothing is left for the next run to kill.
+    wait_until(
+        lambda: project.live_agents(BACKLOG_QUEST) == [],
+        what="the killed run's agents to be gone with their sandbox",
+    )
 
     again = project.cli("run")
     server.check()
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "orphan agent" in again.stdout
-    assert not any(alive(pid) for pid in orphans)
     assert f"agent codeweaver started (fresh, resuming session {session[:8]}" in again.stdout
     resumed = next(r for r in server.requests if r.turn == "implement.0")
     assert resumed.session_id == session

@@ -6,6 +6,7 @@ import json
 import signal
 from typing import Any
 
+import pytest
 from repo_builder import MakeProject, quick_complete, wait_until, write
 
 from scaffold.agent.signal_server import read_signals
@@ -27,7 +28,10 @@ def _codeweaver(step: str, before: float, after: float = 0.0) -> dict[str, Any]:
     }
 
 
-def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_kill_9_mid_work_then_run_again(make_project: MakeProject, sandbox: str) -> None:
+    """Unsandboxed, the agents outlive a killed scaffold and the next run kills them; in
+    the sandbox they die with it (bwrap --die-with-parent and their PID namespace)."""
     project = make_project(
         ["One", "Two", "Three"],
         [
@@ -41,7 +45,7 @@ def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
             _codeweaver("TASK-3", 0.0) | {"attempt": 2},
         ],
         # The default limit: a restart must not count as three agent failures.
-        {"slots": 3, "safety": {"max_consecutive_failures": 3}},
+        {"slots": 3, "safety": {"max_consecutive_failures": 3}, "sandbox": {"mode": sandbox}},
     )
     store = quest_store(project.repo)
     runs_dir = project.repo / ".scaffold" / "runs" / "backlog"
@@ -62,13 +66,16 @@ def test_kill_9_mid_work_then_run_again(make_project: MakeProject) -> None:
         run.send_signal(signal.SIGKILL)
         run.communicate(timeout=60)
     assert run.returncode == -signal.SIGKILL
-    orphans = project.live_agents()
-    assert orphans  # the agents outlived their orchestrator
+    if sandbox == "off":
+        assert project.live_agents()  # the agents outlived their orchestrator
+    else:
+        wait_until(lambda: project.live_agents() == [], 30, "the sandboxes to die with scaffold")
 
     result = project.run()
 
     assert result.exit_code == 0, result.output
-    assert "orphan agent" in result.output
+    if sandbox == "off":
+        assert "orphan agent" in result.output
     for n in (1, 2, 3):
         assert project.merges_of(n) == 1, project.merge_subjects()
         assert project.backlog_task(f"TASK-{n}").status == "Done"
