@@ -146,19 +146,27 @@ def scaffold_popen(
 
 # Runs as a ``run`` action inside the agent, so it sees the agent's environment
 # (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
-_QUICK_SIGNAL = """\
+# Runs inside a scripted agent (a ``run`` action): one tool of the run, called on the
+# run's endpoint without the MCP transport (the scripted agent exports its MCP config).
+_RELAY_CALL = """\
 import json, os, sys
 from scaffold.agent.signal_relay import relay_request
-payload = json.loads(sys.argv[1])
-payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
+name, payload = sys.argv[1], json.loads(sys.argv[2])
+if name == "signal-back":
+    payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
 server = json.loads(os.environ["SCAFFOLD_MCP_SERVERS"])["scaffold"]
 socket = next(a.split("=", 1)[1] for a in server["args"] if a.startswith("--relay="))
-reply = relay_request(socket, {"op": "call", "name": "signal-back", "arguments": payload})
+reply = relay_request(socket, {"op": "call", "name": name, "arguments": payload})
 print(reply["text"])
 sys.exit(1 if reply["is_error"] else 0)
 """
 
 
+def relay_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``run`` action that calls the run's tool ``name`` on its endpoint, without MCP."""
+    return {"run": [sys.executable, "-P", "-c", _RELAY_CALL, name, json.dumps(dict(arguments))]}
+
+
 def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A ``run`` action that signals through the run's endpoint without MCP (fast)."""
-    return {"run": [sys.executable, "-P", "-c", _QUICK_SIGNAL, json.dumps(dict(payload))]}
+    return relay_call("signal-back", payload)

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
-from harness import quick_signal
+from harness import quick_signal, relay_call
 from scaffold.agent.scripted import agent_command
 from scaffold.agent.scripted import agent_env as scripted_agent_env
 
@@ -37,22 +37,6 @@ BACKLOG_CONFIG = (
     'task_prefix: "task"\n'
 )
 
-# Runs inside a scripted agent (a ``run`` action): the planning tools, called directly.
-_PLANNING_TOOL = """\
-import json, os, sys
-from pathlib import Path
-from scaffold.agent.planning_tools import create_tasks_tool, write_requirements_tool
-sig = Path(os.environ["SCAFFOLD_SIGNAL_DIR"])
-kind, args = sys.argv[1], json.loads(sys.argv[2])
-if kind == "requirements":
-    reply = write_requirements_tool(sig, args)
-else:
-    reply = create_tasks_tool(sig, Path.cwd(), args)
-print(reply.text)
-sys.exit(1 if reply.is_error else 0)
-"""
-
-
 def signal(payload: Mapping[str, Any]) -> dict[str, Any]:
     return quick_signal(payload)
 
@@ -62,7 +46,9 @@ def complete(summary: str) -> dict[str, Any]:
 
 
 def planning_tool(kind: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    return {"run": [PYTHON, "-P", "-c", _PLANNING_TOOL, kind, json.dumps(dict(arguments))]}
+    """ChaosWhisperer's ``requirements`` or PathSeeker's ``tasks``, on the run's endpoint."""
+    name = "write-requirements" if kind == "requirements" else "create-tasks"
+    return relay_call(name, arguments)
 
 
 def requirements(*contexts: str) -> dict[str, Any]:
