@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -641,3 +642,26 @@ def test_inherited_git_dir_does_not_redirect_scaffold(
     monkeypatch.delenv("GIT_DIR")
     assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
     assert git(other, "branch", "--list", "scaffold/*") == ""
+
+
+def test_commit_trusts_neither_the_agents_index_nor_a_planted_merge_head(repo: Path) -> None:
+    """The worktree's index, HEAD and MERGE_HEAD are the agent's to write: a FIFO for
+    MERGE_HEAD must not hang scaffold, an index that leaves a file out must not keep it
+    out of the commit, and a HEAD moved to another branch is refused, not followed."""
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-8")
+    (path / "a.txt").write_text("a\n")
+    (path / "b.txt").write_text("b\n")
+    git(path, "add", "a.txt")  # b.txt is not in the agent's index
+    own = Path(git(path, "rev-parse", "--absolute-git-dir"))
+    os.mkfifo(own / "MERGE_HEAD")
+    sha = ws.commit_all("TASK-8", "TASK-8: both files")
+    assert sha is not None
+    assert {"a.txt", "b.txt"} <= set(git(repo, "ls-tree", "--name-only", sha).split())
+    assert len(git(repo, "rev-list", "--parents", "-n1", sha).split()) == 2  # one parent
+    main_before = git(repo, "rev-parse", "main")
+    git(path, "symbolic-ref", "HEAD", "refs/heads/main")
+    (path / "c.txt").write_text("c\n")
+    with pytest.raises(GitError):
+        ws.commit_all("TASK-8", "TASK-8: on another branch")
+    assert git(repo, "rev-parse", "main") == main_before

@@ -190,3 +190,24 @@ def test_install_roots(tmp_path: Path) -> None:
     (modules / ".bin" / "cli").symlink_to(modules / "pkg" / "cli")
     assert install_root(modules / ".bin" / "cli") == [modules]
     assert install_root(Path("/usr/local/bin/tool")) == [Path("/usr/local")]
+
+
+def test_a_planted_symlink_in_the_private_home_is_not_followed(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    own = repo / ".scaffold" / "worktrees" / "task-1"
+    real_home = tmp_path / "real-home"
+    (real_home / ".claude").mkdir(parents=True)
+    (real_home / ".claude" / ".credentials.json").write_text('{"token": "t"}')
+    private = tmp_path / "private"
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (private / "home").mkdir(parents=True)
+    (private / "home" / ".claude").symlink_to(target)  # what an agent could leave behind
+    c = Confinement(repo=repo, cwd=own, private=private, worktree=own)
+    confine(_sandbox(), c, ["true"], {**os.environ, "HOME": str(real_home)})
+    assert list(target.iterdir()) == []
+    fresh = Confinement(repo=repo, cwd=own, private=tmp_path / "private-2", worktree=own)
+    confine(_sandbox(), fresh, ["true"], {**os.environ, "HOME": str(real_home)})
+    copied = tmp_path / "private-2" / "home" / ".claude" / ".credentials.json"
+    assert copied.read_text() == '{"token": "t"}'
+    assert copied.stat().st_mode & 0o777 == 0o600

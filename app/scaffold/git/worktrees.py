@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -480,9 +481,16 @@ class Workspace:
         """
         where = self._git(["rev-parse", "--git-path", "MERGE_HEAD"], cwd=path).stdout.strip()
         try:
-            text = (path / where).read_text(encoding="ascii").split()
-        except (OSError, UnicodeDecodeError):
+            # Not a symlink, not a FIFO that would block: a small regular file or nothing.
+            fd = os.open(path / where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
             return []
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return []
+            text = os.read(fd, 200).decode("ascii", "replace").split()
+        finally:
+            os.close(fd)
         sha = self._rev(text[0]) if text else None
         default = self._rev(f"refs/heads/{self.default_branch()}")
         if sha is None or default is None or not self._is_ancestor(sha, default):

@@ -88,7 +88,7 @@ from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
-from scaffold.runtime.run_channel import RunChannel, private_dir
+from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_channels
 from scaffold.runtime.view import Reporter, SlotRow
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
@@ -557,6 +557,11 @@ class Orchestrator:
 
     async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
         is_plan = key == PLAN_KEY
+        worktree = None if is_plan else self.quest.tasks[key].worktree
+        if not is_plan and (worktree is None or not Path(worktree).is_dir()):
+            # Never anywhere but the task's own worktree (not the main checkout).
+            detail = f"failed start: {key} has no worktree to run in ({worktree or 'none'})"
+            return Event(EventName.AGENT_FAILED, at=self.clock(), role=run.role, detail=detail)
         record: Any = self.quest.planning if is_plan else self.quest.tasks[key]
         number = record.agent_runs + 1
         run_dir = self._run_dir(key, number, run.role)
@@ -787,6 +792,7 @@ class Orchestrator:
     # ------------------------------------------------------------------ restart
 
     def _recover(self) -> None:
+        sweep_stale_channels()
         killed = kill_orphan_agents(self.quest.id, self.state_root / "runs" / self.quest.id)
         if killed:
             self.out.warn(f"killed {len(killed)} orphan agent process(es): {killed}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,21 @@ from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
 from scaffold.sandbox.egress import EgressGate, model_endpoint, plan_egress
 from scaffold.sandbox.settings import Sandbox
 
-__all__ = ["RunChannel", "private_dir"]
+__all__ = ["RunChannel", "private_dir", "sweep_stale_channels"]
+
+_PREFIX = "scaffold-run-"
+
+
+def sweep_stale_channels() -> list[Path]:
+    """Remove the channel folders of scaffold processes that are gone (``kill -9``)."""
+    removed: list[Path] = []
+    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 def private_dir(repo: Path, quest_id: str, step: str) -> Path:
@@ -52,7 +67,7 @@ class RunChannel:
         self.confinement = confinement
         self.python = python
         self.env = env
-        self.dir = Path(tempfile.mkdtemp(prefix="scaffold-run-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         self.endpoint = SignalEndpoint(binding, self.dir / "signal.sock")
         self.routes = (
             plan_egress(model_endpoint(env), sandbox.allow_domains) if sandbox.active else []

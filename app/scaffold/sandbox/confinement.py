@@ -219,14 +219,26 @@ def _prepare_private(c: Confinement, homes: Sequence[Path], writable: Sequence[P
         index = c.worktree / ".git" / "index"
         if index.is_file():
             shutil.copyfile(index, c.private / "index")
-    login = c.private / "home" / _CLAUDE_LOGIN
-    for home in homes:
-        source = home / _CLAUDE_LOGIN
-        if source.is_file() and not login.exists():
-            login.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            shutil.copyfile(source, login)
-            login.chmod(0o600)
-            break
+    _copy_login(c.private / "home", homes)
+
+
+def _copy_login(home: Path, real_homes: Sequence[Path]) -> None:
+    """Claude Code's login into the private HOME, once. The private HOME is the agent's
+    to write, so nothing there is followed: a symlinked ``.claude`` gets no copy."""
+    folder = home / _CLAUDE_LOGIN.parent
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        return
+    source = next((h / _CLAUDE_LOGIN for h in real_homes if (h / _CLAUDE_LOGIN).is_file()), None)
+    if source is None:
+        return
+    folder.mkdir(mode=0o700, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        fd = os.open(folder / _CLAUDE_LOGIN.name, flags, 0o600)
+    except OSError:
+        return  # there already (or planted): left as it is
+    with os.fdopen(fd, "wb") as out:
+        out.write(source.read_bytes())
 
 
 def confine(

@@ -11,8 +11,9 @@ fails that probe, and the probe's stderr says why.
   and warns once; the App and the Action (``strict``) refuse to start agents.
 
 The operator (never the repository) may add paths an agent needs to read or write with
-``SCAFFOLD_SANDBOX_READABLE`` / ``SCAFFOLD_SANDBOX_WRITABLE`` (``os.pathsep``-separated);
-scaffold's own state and keys stay hidden whatever they say.
+``SCAFFOLD_SANDBOX_READABLE`` / ``SCAFFOLD_SANDBOX_WRITABLE``, and paths it must never see
+with ``SCAFFOLD_SANDBOX_HIDDEN`` (``os.pathsep``-separated); scaffold's own state and keys
+stay hidden whatever they say.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from scaffold.config import SandboxConfig
 from scaffold.errors import SandboxError
 
 __all__ = [
+    "ENV_HIDDEN",
     "ENV_READABLE",
     "ENV_WRITABLE",
     "Sandbox",
@@ -40,6 +42,7 @@ __all__ = [
 
 ENV_READABLE = "SCAFFOLD_SANDBOX_READABLE"
 ENV_WRITABLE = "SCAFFOLD_SANDBOX_WRITABLE"
+ENV_HIDDEN = "SCAFFOLD_SANDBOX_HIDDEN"
 _PROBE_TIMEOUT_S = 20.0
 _warned: set[str] = set()
 
@@ -141,7 +144,7 @@ def resolve_sandbox(
             mode,
             reason,
             bwrap,
-            hidden=tuple(Path(p).absolute() for p in hidden),
+            hidden=(*(Path(p).absolute() for p in hidden), *_paths(env.get(ENV_HIDDEN))),
             readable=_paths(env.get(ENV_READABLE)),
             writable=_paths(env.get(ENV_WRITABLE)),
             allow_domains=tuple(cfg.allow_domains),
