@@ -164,7 +164,7 @@ def test_no_credential_reaches_the_agent(slot: Slot) -> None:
     slot.repo.git("config", "--local", "http.https://github.com/.extraheader", HEADER)
     include_key = f"includeIf.gitdir:{slot.repo.root}/.git/.path"
     slot.repo.git("config", "--local", include_key, str(credentials))
-    seen = slot.tmp / "seen"
+    seen = slot.state / "seen"  # the agent's state folder is writable, also in a sandbox
     dump = (
         "import json, os, subprocess, sys, pathlib\n"
         "out = pathlib.Path(sys.argv[1]); out.mkdir()\n"
@@ -172,7 +172,11 @@ def test_no_credential_reaches_the_agent(slot: Slot) -> None:
         "cfg = subprocess.run(['git', 'config', '--list', '--show-origin'],"
         " capture_output=True, text=True).stdout\n"
         "(out / 'config.txt').write_text(cfg)\n"
-        "(out / 'included.txt').write_text(pathlib.Path(sys.argv[2]).read_text())\n"
+        "try:\n"
+        "    text = pathlib.Path(sys.argv[2]).read_text()\n"
+        "except OSError as exc:\n"
+        "    text = type(exc).__name__\n"
+        "(out / 'included.txt').write_text(text)\n"
     )
     hook = slot.repo.root / ".git" / "hooks" / "pre-push"
     marker = slot.tmp / "hook-ran"
@@ -201,14 +205,14 @@ def test_no_credential_reaches_the_agent(slot: Slot) -> None:
     config = (seen / "config.txt").read_text()
     assert "extraheader" not in config.lower()
     assert HEADER not in config
-    assert (seen / "included.txt").read_text() == ""
-    # put back for the steps after this one
-    assert slot.repo.git("config", "--local", "http.https://github.com/.extraheader") == HEADER
-    assert slot.repo.git("config", "--local", include_key) == str(credentials)
-    assert HEADER in credentials.read_text()
+    assert HEADER not in (seen / "included.txt").read_text()  # emptied (or out of sight)
+    # taken out for good: a config the agent could write never holds them again
+    local = slot.repo.git("config", "--local", "--list").lower()
+    assert "extraheader" not in local
+    assert include_key.lower() not in local
+    assert HEADER not in credentials.read_text()
     assert TOKEN not in proc.stdout + proc.stderr
-    assert hook.read_text().startswith("#!/bin/sh")
-    assert not marker.exists()
+    assert not marker.exists()  # (planted where no sandbox keeps .git/hooks read-only)
     for path in slot.out.rglob("*"):
         if path.is_file():
             assert TOKEN not in path.read_text(errors="replace"), path

@@ -1,41 +1,57 @@
-"""Keep the checkout's push credentials away from the agent while it runs.
+"""Take the checkout's push credentials out of the repository before the agent runs.
 
 ``actions/checkout`` leaves its token where every later git command finds it:
 an ``http.<url>.extraheader`` entry in ``.git/config`` (up to v5), or an
 ``includeIf.gitdir:<dir>.path`` entry naming a config file under
 ``$RUNNER_TEMP`` that holds the header (v6). An agent runs arbitrary commands
-in that checkout, so :func:`hidden_credentials` takes those entries out of the
-repository's config (and empties the included credential files) for as long
-as the agent runs, and puts everything back afterwards, before scaffold pushes.
-The values are kept in memory only and never printed.
+in that checkout, so before it starts :func:`take_credentials` removes those
+entries from the repository's config (and empties the credential files they
+include) and keeps the headers in memory only.
+
+They are never put back: a config the agent could write is never trusted with a
+credential again. scaffold's own fetch and push hand the headers to that one git
+process through its environment, after auditing the repository's config
+(:func:`scaffold.git.runner.run_remote_git`). Values are never printed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaffold.errors import GitError
-from scaffold.git.runner import run_git
+from scaffold.git.runner import SAFE_LOCAL, run_git
 
-_CREDENTIAL_KEY = re.compile(r"^http\..*\.extraheader\Z|^includeif\..*\.path\Z|^include\.path\Z")
-_HEADER_KEY = re.compile(r"^http\..*\.extraheader\Z")
+_HEADER_KEY = re.compile(r"^http\.(?:.*\.)?extraheader\Z")
+_CREDENTIAL_KEY = re.compile(
+    r"^http\.(?:.*\.)?extraheader\Z|^includeif\..*\.path\Z|^include\.path\Z"
+)
 
 
 @dataclass(frozen=True)
-class HiddenConfig:
-    """What was taken out: config entries (key, value) and the files that were emptied."""
+class Credentials:
+    """Config entries (``http.<url>.extraheader``, value) taken out of a checkout.
 
-    entries: tuple[tuple[str, str], ...]
-    files: tuple[tuple[Path, bytes], ...]
+    In memory only; the representation never shows a value.
+    """
+
+    entries: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every value, and the encoded part of each header, for masking output."""
+        out: list[str] = []
+        for _, value in self.entries:
+            out += [value, value.rpartition(" ")[2]]
+        return tuple(s for s in dict.fromkeys(out) if s)
+
+    def __repr__(self) -> str:
+        return f"Credentials({len(self.entries)} entries)"
 
 
-def local_config(repo: Path) -> list[tuple[str, str]]:
-    """Every entry of the repository's own config, in file order."""
-    out = run_git(["config", "--local", "--list", "-z"], repo, check=False)
+def _entries(args: list[str], repo: Path) -> list[tuple[str, str]]:
+    out = run_git(
+        [*SAFE_LOCAL, "config", *args, "--no-includes", "--list", "-z"], repo, check=False
+    )
     entries: list[tuple[str, str]] = []
     for record in out.stdout.split("\0"):
         if record:
@@ -44,13 +60,9 @@ def local_config(repo: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def _holds_header(path: Path, repo: Path) -> bool:
-    out = run_git(["config", "--file", str(path), "--list", "-z"], repo, check=False)
-    return any(
-        _HEADER_KEY.match(record.partition("\n")[0].lower())
-        for record in out.stdout.split("\0")
-        if record
-    )
+def local_config(repo: Path) -> list[tuple[str, str]]:
+    """Every entry of the repository's own config, in file order."""
+    return _entries(["--local"], repo)
 
 
 def _included_file(value: str, repo: Path) -> Path | None:
@@ -60,38 +72,21 @@ def _included_file(value: str, repo: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def hide(repo: Path) -> HiddenConfig:
-    entries = [(k, v) for k, v in local_config(repo) if _CREDENTIAL_KEY.match(k.lower())]
-    files: list[tuple[Path, bytes]] = []
-    for key, value in entries:
-        if key.lower().endswith(".path"):
-            path = _included_file(value, repo)
-            if path is not None and _holds_header(path, repo):
-                files.append((path, path.read_bytes()))
-    for key in dict.fromkeys(k for k, _ in entries):
-        run_git(["config", "--local", "--unset-all", key], repo, check=False)
-    for path, _ in files:
-        path.write_bytes(b"")
-    return HiddenConfig(tuple(entries), tuple(files))
-
-
-def restore(repo: Path, hidden: HiddenConfig) -> None:
-    for path, data in hidden.files:
-        path.write_bytes(data)
-    for key, _ in hidden.entries:
-        # whatever the agent may have written under the same keys goes first
-        run_git(["config", "--local", "--unset-all", key], repo, check=False)
-    for key, value in hidden.entries:
-        out = run_git(["config", "--local", "--add", key, value], repo, check=False)
-        if out.returncode != 0:
-            # not GitError(argv): the argv holds the credential
-            raise GitError(["config", "--local", "--add", key], out.returncode, "(not shown)")
-
-
-@contextlib.contextmanager
-def hidden_credentials(repo: Path) -> Iterator[HiddenConfig]:
-    hidden = hide(repo)
-    try:
-        yield hidden
-    finally:
-        restore(repo, hidden)
+def take_credentials(repo: Path) -> Credentials:
+    """Remove the checkout's credentials from ``repo`` for good and return them."""
+    found = [(k, v) for k, v in local_config(repo) if _CREDENTIAL_KEY.match(k.lower())]
+    headers: list[tuple[str, str]] = []
+    for key, value in found:
+        if _HEADER_KEY.match(key.lower()):
+            headers.append((key, value))
+            continue
+        path = _included_file(value, repo)
+        if path is None:
+            continue
+        held = [(k, v) for k, v in _entries(["--file", str(path)], repo) if _HEADER_KEY.match(k)]
+        if held:
+            headers += held
+            path.write_bytes(b"")
+    for key in dict.fromkeys(k for k, _ in found):
+        run_git([*SAFE_LOCAL, "config", "--local", "--unset-all", key], repo, check=False)
+    return Credentials(tuple(dict.fromkeys(headers)))

@@ -22,7 +22,7 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.git_diff import check_ref
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.errors import UsageError
-from scaffold.git.runner import run_git
+from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 TITLE = "DiagramCheck"
@@ -111,7 +111,7 @@ def fetch_missing(repo: Path, refs: Sequence[str]) -> None:
     if run_git(["remote", "get-url", "origin"], repo, check=False).returncode != 0:
         return
     args = ["fetch", "--no-tags", "--quiet", *(["--unshallow"] if shallow else []), "origin"]
-    run_git([*args, *missing], repo, check=False)
+    run_git([*SAFE_LOCAL, *args, *missing], repo, check=False, timeout_s=NETWORK_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- the step

@@ -8,8 +8,9 @@ orchestrator's ``_run_agent`` does for one agent, in the workflow's checkout:
 2. build the invocation with :func:`~scaffold.runtime.agent_runs.build_invocation`
    (the role's prompt, the ``scaffold`` MCP server writing signals to the output
    folder) and run it with :func:`~scaffold.agent.process.run_agent`, its
-   environment scrubbed of credentials and the checkout's own push credentials
-   hidden (:mod:`~scaffold.action.credentials`);
+   environment scrubbed of credentials; the checkout's own push credentials were
+   taken out of ``.git/config`` into memory before (:func:`slot_git.take_origin`)
+   and never go back;
 3. when the agent signalled: commit what it changed as scaffold and push the
    branch to ``origin``;
 4. write ``signal.json``, ``transcript.jsonl``, ``outcome.json`` and the Claude
@@ -39,7 +40,6 @@ from scaffold.action.claude_sessions import (
     find_session_file,
     restore_session_file,
 )
-from scaffold.action.credentials import hidden_credentials
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, run_agent
 from scaffold.agent.signal_server import SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
@@ -326,8 +326,8 @@ def run_slot(
     """Run the slot to the end; raises :class:`ScaffoldError` only before the agent starts."""
     out = _prepare_output_dir(request.output_dir, workspace)
     cfg = _config(workspace, request)
-    url = slot_git.origin_url(workspace)
-    branch = slot_git.prepare_branch(workspace, request.task_id)
+    origin = slot_git.take_origin(workspace)
+    branch = slot_git.prepare_branch(workspace, request.task_id, origin)
     run = request.run
     if request.session_file is not None and run.resume_session is not None:
         restore_session_file(request.session_file, run.resume_session, workspace, environ)
@@ -353,7 +353,6 @@ def run_slot(
         base_env=environ,
     )
     with (
-        hidden_credentials(workspace),
         (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,
     ):
         outcome, refused = asyncio.run(_run(spec, signal_dir, transcript))
@@ -370,7 +369,7 @@ def run_slot(
         message = f"{request.task_id} {run.role.value}: {summary}"[:200]
         try:
             commit = slot_git.commit_work(workspace, message)
-            slot_git.push_branch(workspace, url, branch)
+            slot_git.push_branch(workspace, origin, branch)
             pushed = True
         except ScaffoldError as exc:
             failure = f"the agent signalled, but its work was not pushed: {exc}"

@@ -22,6 +22,7 @@ from scaffold.action.diagram_check import run_diagram_check
 from scaffold.action.env import ActionEnv, action_env, load_event
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.action.slot import DEFAULT_OUTPUT_DIR, parse_slot_request, run_slot
+from scaffold.cli.serve_cmd import harden_process
 from scaffold.diagramcheck.render import workflow_command
 from scaffold.errors import ScaffoldError, UsageError
 from scaffold.runtime.session import find_repo
@@ -145,6 +146,8 @@ def slot(
     output_dir: str | None,
 ) -> None:
     """Run one agent for one task on its branch, and push what it did."""
+    # the slot needs no token of its own (it pushes with the checkout's credentials)
+    harden_process()
 
     def body() -> int:
         env = action_env()
@@ -189,6 +192,8 @@ def event(state_dir: str | None) -> None:
 
     Needs GITHUB_TOKEN (the workflow's token) in the environment. The quest runs until
     it waits for a person; a `schedule` or `workflow_dispatch` event reconciles instead.
+    The token is taken out of the environment into memory at once, and the process is
+    made non-dumpable, so no agent it starts can read it.
     """
     import asyncio
     import json
@@ -197,7 +202,8 @@ def event(state_dir: str | None) -> None:
     from scaffold.github.action_event import run_event
     from scaffold.server.logs import configure_json_logging
 
-    configure_json_logging("INFO")
+    secrets = harden_process()
+    configure_json_logging("INFO", extra_secrets=list(secrets.values()))
     root = (
         Path(state_dir)
         if state_dir
@@ -205,7 +211,7 @@ def event(state_dir: str | None) -> None:
     )
 
     def body() -> int:
-        outcome = asyncio.run(run_event(os.environ, root))
+        outcome = asyncio.run(run_event({**os.environ, **secrets}, root))
         env = action_env()
         write_outputs(env.output, {"handled": json.dumps(outcome["handled"])})
         return 0

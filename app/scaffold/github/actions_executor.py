@@ -28,8 +28,8 @@ from scaffold.agent.signal_server import SignalRecord
 from scaffold.agent.stream import ResultEvent, StreamSummary
 from scaffold.config import ActionsConfig
 from scaffold.errors import GitHubError, ScaffoldError
-from scaffold.git.runner import run_git
-from scaffold.github.checkout import Checkout, auth_env
+from scaffold.git.runner import SAFE_LOCAL, run_git
+from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient
 from scaffold.quest.model import AgentRun, Quest, TaskRecord
 
@@ -296,19 +296,12 @@ class ActionsExecutor:
         branch = task.branch or ""
 
         def work() -> None:
-            run_git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "origin",
-                    f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
-                ],
-                cwd=self.checkout.path,
-                env=auth_env(token),
+            self.checkout.fetch_refspecs(
+                token, f"+refs/heads/{branch}:refs/remotes/origin/{branch}"
             )
             if task.worktree:
                 run_git(
-                    ["merge", "--ff-only", "--quiet", f"refs/remotes/origin/{branch}"],
+                    [*SAFE_LOCAL, "merge", "--ff-only", "--quiet", f"refs/remotes/origin/{branch}"],
                     cwd=Path(task.worktree),
                 )
 

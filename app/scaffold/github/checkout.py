@@ -1,10 +1,15 @@
 """The App's own working copy of each repository it works on.
 
-One clone per repository under the server's state folder. The installation token
-reaches git only through the environment of the one git process that needs it
-(``GIT_CONFIG_*`` setting ``http.extraHeader``): it is never written to ``.git/config``,
-never on a command line, and never in an agent's environment (agents run in worktrees
-of this clone and can neither fetch nor push).
+One clone per repository under the server's state folder. Agents run in worktrees of
+this clone, so they can write its common ``.git`` (config, hooks): nothing there is
+trusted when a token is about to be used. Every fetch and push goes through
+:func:`~scaffold.git.runner.run_remote_git`: the repository's config is audited first
+(a key an agent could have planted is refused by name), hooks and fsmonitor are off,
+system and global config are not read, and the remote is the clone URL the App got from
+GitHub (never ``remote.origin.url``, which an agent can rewrite). The installation
+token reaches git only through the environment of the one git process that needs it
+(``GIT_CONFIG_*`` setting ``http.<clone url>.extraHeader``): it is never written to
+``.git/config``, never on a command line, and never in an agent's environment.
 
 The local default branch is the remote one plus scaffold's own bookkeeping commits
 (Backlog.md task files and statuses); task branches start from it, so each pull request
@@ -20,9 +25,19 @@ from pathlib import Path
 
 from scaffold.config import CONFIG_PATH, ScaffoldConfig, parse_config
 from scaffold.errors import GitError, ScaffoldError
-from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, run_git
+from scaffold.git.runner import (
+    IDENTITY_CONFIG,
+    IDENTITY_ENV,
+    SAFE_LOCAL,
+    auth_header_config,
+    run_git,
+    run_remote_git,
+)
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+
+# Where the remote's branches are kept, as `git clone` set it up.
+TRACKING_REFSPEC = "+refs/heads/*:refs/remotes/origin/*"
 
 
 def check_repo_name(full_name: str) -> str:
@@ -31,16 +46,10 @@ def check_repo_name(full_name: str) -> str:
     return full_name
 
 
-def auth_env(token: str) -> dict[str, str]:
-    """Environment for one git process that talks to GitHub with ``token``."""
+def token_auth(url: str, token: str) -> tuple[tuple[str, str], ...]:
+    """The config entry that authenticates git to ``url`` (and nowhere else) with ``token``."""
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "http.extraHeader",
-        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "/bin/false",
-    }
+    return auth_header_config(url, f"Authorization: Basic {basic}")
 
 
 class Checkout:
@@ -52,33 +61,53 @@ class Checkout:
         self.clone_url = clone_url
         self.default_branch = default_branch
 
-    def _git(self, *args: str, token: str | None = None, check: bool = True) -> str:
-        env = dict(IDENTITY_ENV)
-        if token is not None:
-            env.update(auth_env(token))
-        return run_git([*IDENTITY_CONFIG, *args], cwd=self.path, env=env, check=check).stdout
+    def _git(self, *args: str, check: bool = True) -> str:
+        """A local call: scaffold's identity, no hooks, no fsmonitor."""
+        return run_git(
+            [*IDENTITY_CONFIG, *SAFE_LOCAL, *args], cwd=self.path, env=IDENTITY_ENV, check=check
+        ).stdout
 
     def ensure(self, token: str) -> None:
         """Clone on first use; afterwards fetch and bring the default branch up to date."""
         if not (self.path / ".git").exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            run_git(
+            run_remote_git(
                 [
                     "clone",
                     "--quiet",
+                    "--template=",
                     "--branch",
                     self.default_branch,
+                    "--",
                     self.clone_url,
                     str(self.path),
                 ],
-                cwd=self.path.parent,
-                env={**IDENTITY_ENV, **auth_env(token)},
+                self.path.parent,
+                url=self.clone_url,
+                auth=token_auth(self.clone_url, token),
+                audit=False,
             )
             return
         self.update(token)
 
+    def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
+        """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
+        out = run_remote_git(
+            ["fetch", "--quiet", "--no-write-fetch-head", self.clone_url, *refspecs],
+            self.path,
+            url=self.clone_url,
+            auth=token_auth(self.clone_url, token),
+            check=check,
+        )
+        return out.returncode == 0
+
     def fetch(self, token: str) -> None:
-        self._git("fetch", "--quiet", "--prune", "origin", token=token)
+        run_remote_git(
+            ["fetch", "--quiet", "--prune", self.clone_url, TRACKING_REFSPEC],
+            self.path,
+            url=self.clone_url,
+            auth=token_auth(self.clone_url, token),
+        )
 
     def update(self, token: str) -> None:
         """Fetch, then merge the remote default branch into the local one."""
@@ -98,7 +127,7 @@ class Checkout:
     def config(self) -> ScaffoldConfig:
         """``.github/scaffold.yml`` as it is on the remote default branch (never a PR's)."""
         ref = f"origin/{self.default_branch}:{CONFIG_PATH}"
-        out = run_git(["show", ref], cwd=self.path, check=False)
+        out = run_git([*SAFE_LOCAL, "cat-file", "blob", ref], cwd=self.path, check=False)
         if out.returncode != 0:
             return ScaffoldConfig(default_branch=self.default_branch, forge="github")
         cfg = parse_config(out.stdout, f"{self.default_branch}:{CONFIG_PATH}")
@@ -111,15 +140,23 @@ class Checkout:
         """Push a scaffold branch (scaffold owns it, so a forced update is fine)."""
         if not branch.startswith("scaffold/"):
             raise ScaffoldError(f"refusing to push a branch scaffold does not own: {branch}")
-        self._git(
-            "push",
-            "--quiet",
-            "--force",
-            "origin",
-            f"refs/heads/{branch}:refs/heads/{branch}",
-            token=token,
+        head = self.head_of(branch)
+        run_remote_git(
+            [
+                "push",
+                "--quiet",
+                "--no-verify",
+                "--force",
+                self.clone_url,
+                f"{head}:refs/heads/{branch}",
+            ],
+            self.path,
+            url=self.clone_url,
+            auth=token_auth(self.clone_url, token),
         )
-        return self.head_of(branch)
+        # what a push to the named remote would have done
+        self._git("update-ref", f"refs/remotes/origin/{branch}", head)
+        return head
 
     def remote_head(self, branch: str) -> str | None:
         out = run_git(

@@ -24,7 +24,6 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
-from scaffold.github.checkout import auth_env
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.forge import already_checked
 from scaffold.github.runner import RepoContext
@@ -67,15 +66,8 @@ async def _fetch_head(ctx: RepoContext, number: int, head_ref: str, head_sha: st
 
     def work() -> None:
         with ctx.default_branch_lock:
-            env = auth_env(token)
             for refspec in refspecs:
-                out = run_git(
-                    ["fetch", "--quiet", "origin", refspec],
-                    cwd=ctx.checkout.path,
-                    env=env,
-                    check=False,
-                )
-                if out.returncode == 0:
+                if ctx.checkout.fetch_refspecs(token, refspec, check=False):
                     break
             have = run_git(
                 ["cat-file", "-e", f"{head_sha}^{{commit}}"], cwd=ctx.checkout.path, check=False
