@@ -74,8 +74,11 @@ def test_questions_commands_rejection_and_abort(
     github_sim: GitHubSimulator, tmp_path: Path
 ) -> None:
     sim = github_sim
-    env_log = tmp_path / "agent-env.jsonl"
-    ward_log = tmp_path / "ward-env.jsonl"
+    # In the scripted agents' state folder: the one place outside their worktrees
+    # that their sandbox (and Ward's) lets them write.
+    (tmp_path / "agent-state").mkdir()
+    env_log = tmp_path / "agent-state" / "agent-env.jsonl"
+    ward_log = tmp_path / "agent-state" / "ward-env.jsonl"
     _setup(sim, ward_log)
     write_script(
         tmp_path,
