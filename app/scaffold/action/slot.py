@@ -25,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +42,8 @@ from scaffold.action.claude_sessions import (
     find_session_file,
     restore_session_file,
 )
-from scaffold.agent.process import AgentRunOutcome, AgentSpec, run_agent
-from scaffold.agent.signal_server import SignalRecord, latest_signal
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
+from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.backlog.repository import load_backlog
 from scaffold.config import ScaffoldConfig, load_config
@@ -50,6 +52,7 @@ from scaffold.ids import normalize_task_id, validate_quest_id
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
 from scaffold.runtime.agent_runs import (
+    Invocation,
     build_invocation,
     describe_failure,
     init_problem,
@@ -58,6 +61,9 @@ from scaffold.runtime.agent_runs import (
     watch_signal,
 )
 from scaffold.runtime.prompts import PromptData
+from scaffold.runtime.run_channel import RunChannel
+from scaffold.sandbox.confinement import Confinement
+from scaffold.sandbox.settings import resolve_sandbox
 
 SIGNAL_FILE = "signal.json"
 OUTCOME_FILE = "outcome.json"
@@ -289,7 +295,7 @@ def _prompt_data(workspace: Path, cfg: ScaffoldConfig, task_id: str) -> PromptDa
 
 
 async def _run(
-    spec: AgentSpec, signal_dir: Path, transcript: IO[str]
+    channel: RunChannel, invocation: Invocation, cwd: Path, stuck_s: float, transcript: IO[str]
 ) -> tuple[AgentRunOutcome, list[str]]:
     stop = asyncio.Event()
     refused: list[str] = []
@@ -303,12 +309,15 @@ async def _run(
                 refused.append(problem)
                 stop.set()
 
-    agent = asyncio.create_task(run_agent(spec, on_event=on_event, stop_requested=stop))
-    watcher = asyncio.create_task(watch_signal(signal_dir, agent, stop))
-    try:
-        outcome = await agent
-    finally:
-        watcher.cancel()
+    async with channel:
+        argv, env = channel.wrap(invocation.argv, agent_environment(channel.env, invocation.env))
+        spec = AgentSpec(argv=argv, cwd=cwd, base_env=env, stuck_timeout_s=stuck_s)
+        agent = asyncio.create_task(run_agent(spec, on_event=on_event, stop_requested=stop))
+        watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
+        try:
+            outcome = await agent
+        finally:
+            watcher.cancel()
     return outcome, refused
 
 
@@ -333,29 +342,35 @@ def run_slot(
         restore_session_file(request.session_file, run.resume_session, workspace, environ)
     signal_dir = out / "signals"
     signal_dir.mkdir()
-    config_path = out / "mcp.json"
+    # The Action, like the App, starts no agent without a sandbox unless told in writing.
+    sandbox = resolve_sandbox(cfg.sandbox, strict=True, hidden=(out,), environ=environ)
+    private = Path(tempfile.mkdtemp(prefix="scaffold-slot-"))
+    base_env = agent_environment(os.environ if environ is None else environ, {})
+    # Claude Code's session store: the sandbox's private HOME, else the real one.
+    session_env = {**base_env, "HOME": str(private / "home")} if sandbox.active else environ
+    if request.session_file is not None and run.resume_session is not None:
+        restore_session_file(request.session_file, run.resume_session, workspace, session_env)
+    binding = Binding(signal_dir, request.task_id, run.role, request.quest_id, workspace)
+    confinement = Confinement(
+        repo=workspace, cwd=workspace, private=private, worktree=workspace, extra_hidden=(out,)
+    )
+    channel = RunChannel(sandbox, binding, confinement, python=python, env=base_env)
     inv = build_invocation(
         cfg,
         run,
         _prompt_data(workspace, cfg, request.task_id),
         quest_id=request.quest_id,
         signal_dir=signal_dir,
-        config_path=config_path,
+        config_path=channel.config_path,
+        relay_socket=channel.inside / "signal.sock",
         python=python,
-        repo_root=workspace,
-    )
-    config_path.write_text(json.dumps(inv.mcp_config), encoding="utf-8")
-    spec = AgentSpec(
-        argv=inv.argv,
-        cwd=workspace,
-        env=inv.env,
-        stuck_timeout_s=cfg.agent.stuck_timeout_s,
-        base_env=environ,
     )
     with (
         (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,
     ):
-        outcome, refused = asyncio.run(_run(spec, signal_dir, transcript))
+        outcome, refused = asyncio.run(
+            _run(channel, inv, workspace, cfg.agent.stuck_timeout_s, transcript)
+        )
 
     signal = None if refused else latest_signal(signal_dir)
     failure = (
@@ -391,7 +406,7 @@ def run_slot(
     session_id = document["session_id"]
     if session_id:
         with contextlib.suppress(UsageError, OSError):
-            found = find_session_file(session_id, environ)
+            found = find_session_file(session_id, session_env)
             if found is not None:
                 shutil.copyfile(found, out / SESSION_FILE)
     code = 0 if signal is not None and pushed else 1
