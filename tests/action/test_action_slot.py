@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from actionkit import Repo, Step, example, git
 
+from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
 from scaffold.agent.scripted import agent_command
 from scaffold.agent.scripted import agent_env as scripted_agent_env
 
@@ -290,3 +291,36 @@ def test_bad_agent_command_is_exit_2(slot: Slot) -> None:
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "agent-command must be a JSON array" in proc.stdout
+
+
+def test_a_hostile_agent_in_a_slot_gets_nothing(slot: Slot) -> None:
+    """The slot's checkout, its output folder (signals), the runner's credentials and the
+    step's token are out of the agent's reach; its own work is still pushed."""
+    credentials = slot.step.runner_temp / "git-credentials-1234.config"
+    slot.step.runner_temp.mkdir(parents=True, exist_ok=True)
+    credentials.write_text(f'[http "https://github.com/"]\n\textraheader = {HEADER}\n')
+    evidence = Evidence(slot.tmp / "hostile", writable=slot.state / "evidence")
+    with listening() as listener:
+        evidence.write_plan(
+            secrets=[TOKEN, HEADER],
+            read=[str(credentials), str(slot.out / "signals")],
+            write=[str(slot.repo.root / ".git" / "config"), str(slot.repo.root / ".git" / "hooks")],
+            forge={str(slot.out / "signals" / "signal-9.json"): '{"forged": true}'},
+            forbidden_cmdline=["action slot"],
+            loopback_port=listener.port,
+            other_step="TASK-2",
+        )
+        run = hostile_run(evidence, "TASK-7")
+        slot.script.write_text(json.dumps([run]), encoding="utf-8")
+        proc = slot.run("--task-id", "7", "--role", "codeweaver")
+        assert listener.heard == []
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    expect_all_blocked(
+        evidence,
+        must_include=["read secrets in /proc", "plant hook pre-push", "git config core.fsmonitor"],
+    )
+    assert evidence.markers_left() == []
+    assert slot.read("signal.json")["signal"]["summary"] == "done, and tried everything"
+    head = slot.step.outputs()["head-sha"]
+    assert git(slot.origin, "show", f"{head}:feature.txt") == "the agent's honest work"
+    assert TOKEN not in proc.stdout + proc.stderr

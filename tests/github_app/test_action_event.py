@@ -22,6 +22,7 @@ from app_harness import (
 )
 
 from ghsim import DeliveryRecord, GitHubSimulator
+from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
 from scaffold.agent.scripted import agent_env as scripted_agent_env
 
 REPO = "acme/widgets"
@@ -122,3 +123,62 @@ def test_issue_to_merge_one_workflow_run_per_event(
     status = [c.body for c in repo.comments.values() if "scaffold:status" in c.body]
     assert len(status) == 1
     assert status[0].count("✅ merged") == 2
+
+
+def test_a_hostile_agent_in_event_mode_gets_nothing(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    """The workflow's token (in scaffold's environment), the state folder the Actions cache
+    keeps and the clone's git config and hooks are out of the agent's reach."""
+    sim = github_sim
+    writer_repo(sim, repo_files())
+    evidence = Evidence(tmp_path / "hostile", writable=tmp_path / "agent-state" / "evidence")
+    write_script(
+        tmp_path,
+        [
+            {
+                "role": "chaoswhisperer",
+                "actions": [planning_tool("requirements", requirements("One")), complete("ok")],
+            },
+            {
+                "role": "pathseeker",
+                "actions": [planning_tool("tasks", plan(("a", "One", []))), complete("ok")],
+            },
+            hostile_run(evidence, "TASK-1"),
+            *VALIDATORS,
+        ],
+    )
+    wf = Workflow(sim, tmp_path)
+    clone = wf.state / "repos" / REPO
+    with listening() as listener:
+        evidence.write_plan(
+            secret_names=["GITHUB_TOKEN", "INPUT_GITHUB_TOKEN"],
+            read=[
+                str(clone / ".scaffold" / "quests" / "issue-1" / "quest.json"),
+                str(clone / ".scaffold" / "inbox"),
+                str(clone / ".scaffold" / "runs"),
+            ],
+            write=[str(clone / ".git" / "config"), str(clone / ".git" / "hooks")],
+            forbidden_cmdline=["action event"],
+            loopback_port=listener.port,
+            other_step="TASK-2",
+        )
+        number = sim.open_issue(REPO, "One file", "Add one file.", by="alice")
+        sim.label_issue(REPO, number, "scaffold", by="alice")
+        wf.deliver(_last(sim, "issues", "labeled"))
+        assert listener.heard == []
+    [pull] = sim.repo(REPO).pulls.values()
+    sim.submit_review(REPO, pull.number, "APPROVED", by="alice")
+    wf.deliver(_last(sim, "pull_request_review", "submitted"))
+    assert sim.repo(REPO).pulls[pull.number].merged
+    expect_all_blocked(
+        evidence,
+        must_include=[
+            "read secrets in /proc",
+            "credential variables",
+            "plant hook pre-push",
+            "git config url.",
+        ],
+    )
+    assert evidence.markers_left() == []
+    assert sim.repo(REPO).file_at("main", "feature.txt") == b"the agent's honest work\n"
