@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import socket
 import sys
 import threading
@@ -63,6 +64,10 @@ class Evidence:
         self.markers.mkdir(parents=True, exist_ok=True)
         self.report = self.dir / "report.jsonl"
         self.plan_path = self.dir / "plan.json"
+        # The probe runs from here: the test tree itself may be out of the sandbox's sight
+        # (a checkout under HOME or /tmp).
+        self.probe = self.dir / PROBE.name
+        shutil.copyfile(PROBE, self.probe)
         self.token = "ghs_" + secrets.token_hex(16)
         self.daemon_token = "scaffold-hostile-daemon-" + secrets.token_hex(4)
 
@@ -113,7 +118,7 @@ def hostile_run(evidence: Evidence, step: str, role: str = "codeweaver") -> dict
         "step": step,
         "attempt": 1,
         "actions": [
-            {"run": [sys.executable, "-I", str(PROBE), str(evidence.plan_path)]},
+            {"run": [sys.executable, "-I", str(evidence.probe), str(evidence.plan_path)]},
             {"write": "feature.txt", "content": "the agent's honest work\n"},
             {"signal": {"signal": "complete", "summary": "done, and tried everything"}},
         ],
