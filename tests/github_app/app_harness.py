@@ -37,6 +37,7 @@ BACKLOG_CONFIG = (
     'task_prefix: "task"\n'
 )
 
+
 def signal(payload: Mapping[str, Any]) -> dict[str, Any]:
     return quick_signal(payload)
 
