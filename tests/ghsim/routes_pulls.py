@@ -144,7 +144,7 @@ async def update_pull(ctx: Ctx) -> Reply:
                         "PullRequest", "state", "custom", "Cannot reopen a merged pull request"
                     )
                 pr.issue.state = "open"
-                pr.issue.closed_at = None
+                pr.issue.closed_at = pr.issue.closed_by = None
                 events.pull_request(sim, repo, pr, "reopened", ctx.actor_login)
         return Reply(200, sim.pull_json(repo, pr))
 

@@ -891,6 +891,17 @@ class GitHubSimulator:
             repo = self.repo_state(full_name)
             self._close_pull(repo, repo.pulls[number], self._person(by))
 
+    def reopen_pr(self, full_name: str, number: int, by: str) -> None:
+        with self.lock:
+            repo = self.repo_state(full_name)
+            pr = repo.pulls[number]
+            if pr.merged or pr.issue.state == "open":
+                raise ValueError("only a closed, unmerged pull request can be reopened")
+            pr.issue.state = "open"
+            pr.issue.closed_at = pr.issue.closed_by = None
+            pr.issue.updated_at = now_iso()
+            events.pull_request(self, repo, pr, "reopened", self._person(by))
+
     def push_files(
         self,
         full_name: str,

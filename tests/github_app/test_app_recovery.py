@@ -1,10 +1,12 @@
 """The App when things go wrong: a PR that conflicts after another merged, one that is
-behind its protected base, GitHub failing and rate limiting, a restart of the server,
+behind its protected base (brought up to date, then approved again: an approval holds
+for the commit it reviewed), GitHub failing and rate limiting, a restart of the server,
 and a delivery that never arrives (reconciliation)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from app_harness import (
     VALIDATORS,
@@ -40,6 +42,13 @@ def _pr(sim: GitHubSimulator, branch: str) -> object | None:
 
 def _merged(sim: GitHubSimulator, number: int) -> bool | None:
     return sim.repo(REPO).pulls[number].merged or None
+
+
+def _approve_again(sim: GitHubSimulator, pr: Any) -> bool | None:
+    """scaffold's notice that the PR's head as it is now needs a fresh approval."""
+    marker = f"scaffold:approve-again {pr.head_sha}"
+    comments = sim.repo(REPO).comments.values()
+    return any(c.issue_number == pr.number and marker in c.body for c in comments) or None
 
 
 def test_conflict_behind_faults_restart_and_a_lost_delivery(
@@ -120,7 +129,12 @@ def test_conflict_behind_faults_restart_and_a_lost_delivery(
     sim.hold_deliveries(False)
     env = {**agent_env(tmp_path), "SCAFFOLD_RECONCILE_INTERVAL_S": "1"}
     with app_process(sim, tmp_path / "third", state=state, extra_env=env):
-        wait_for("task-3 merged after reconciliation", lambda: _merged(sim, prs[3].number))
+        # Reconciliation finds the approval; merging first brings the branch up to date,
+        # which moves its head. An approval holds for the commit it reviewed: scaffold asks
+        # for a fresh one, and merges once it is given.
+        wait_for("the approve-again notice", lambda: _approve_again(sim, prs[3]))
+        sim.submit_review(REPO, prs[3].number, "APPROVED", by="alice")
+        wait_for("task-3 merged", lambda: _merged(sim, prs[3].number))
 
     repo = sim.repo(REPO)
     assert repo.file_at("main", "shared.txt") == b"one\ntwo\n"

@@ -10,7 +10,10 @@ a lost event would have done).
 
 The state folder (clones, quest files) must survive between workflow runs: the
 composite action keeps it with ``actions/cache`` (restore the newest, save a new
-one), and the example workflow serialises runs with a ``concurrency`` group.
+one), and the example workflow serialises runs with a ``concurrency`` group. It also
+keeps which App the token belongs to (learnt from the first check run scaffold
+creates with it), so a later run knows scaffold's own ``scaffold/diagram-check`` from
+one of the same name that anything else reported.
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ from scaffold.server.delivery import Delivery
 log = logging.getLogger("scaffold.app")
 
 RECONCILE_EVENTS = frozenset({"schedule", "workflow_dispatch", "repository_dispatch"})
+APP_ID_FILE = "token-app-id"
+
+
+def _known_app_id(state_dir: Path) -> int | None:
+    try:
+        text = (state_dir / APP_ID_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def delivery_from_actions(environ: Mapping[str, str]) -> Delivery:
@@ -70,8 +82,11 @@ async def run_event(environ: Mapping[str, str], state_dir: Path) -> dict[str, An
     if not token:
         raise UsageError("GITHUB_TOKEN is required (pass `github-token: ${{ github.token }}`)")
     delivery = delivery_from_actions(environ)
-    access = TokenAccess(token, base_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
     state_dir.mkdir(parents=True, exist_ok=True)
+    known = _known_app_id(state_dir)
+    access = TokenAccess(
+        token, base_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL, app_id=known
+    )
     service = AppService(
         access,
         AppOptions(state_dir=state_dir, status_interval_s=5.0, reconcile_interval_s=24 * 3600.0),
@@ -87,6 +102,9 @@ async def run_event(environ: Mapping[str, str], state_dir: Path) -> dict[str, An
         raise
     finally:
         await service.stop()
+        learnt = access.identity().app_id
+        if learnt is not None and learnt != known:
+            (state_dir / APP_ID_FILE).write_text(f"{learnt}\n", encoding="utf-8")
     outcome = {
         "event": delivery.event,
         "action": delivery.action,

@@ -101,6 +101,33 @@ def _path_of(url: str) -> str:
 TokenSource = Callable[[], Awaitable[str]]
 
 
+class AppIdentity:
+    """The GitHub App scaffold acts as, by id: a check run is scaffold's only if this App
+    created it (``app.id``), whatever it is called."""
+
+    def __init__(self, app_id: int | None = None) -> None:
+        self.app_id = app_id
+
+    def __repr__(self) -> str:
+        return f"AppIdentity(app_id={self.app_id})"
+
+    def learn(self, created: Mapping[str, Any]) -> None:
+        """A check run scaffold itself just created names its App (for a plain token,
+        whose App is not known before)."""
+        app = created.get("app")
+        if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
+            self.app_id = int(app["id"])
+
+    def owns(self, run: Mapping[str, Any]) -> bool:
+        app = run.get("app")
+        return (
+            self.app_id is not None
+            and isinstance(app, Mapping)
+            and type(app.get("id")) is int
+            and app["id"] == self.app_id
+        )
+
+
 class GitHubClient:
     """REST calls authenticated by a token source (installation token, or a plain token)."""
 
@@ -237,6 +264,7 @@ class GitHubApp:
         self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
         self.tokens_minted = 0
         self._bot_login: str | None = None
+        self._identity = AppIdentity(credentials.app_id)
 
     def transport(self) -> RetryingTransport:
         if self._transport is None:
@@ -268,6 +296,9 @@ class GitHubApp:
             client = GitHubClient(self.transport(), token)
             self._clients[installation_id] = client
         return client
+
+    def identity(self) -> AppIdentity:
+        return self._identity
 
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""

@@ -10,6 +10,12 @@ reports:
   that need a diagram;
 - ONE pull request comment listing what is missing, edited in place, and turned into a
   pass once the diagrams are fixed (no comment at all for a PR that always passed).
+
+The check is scaffold's by the App that created it, never by its name: a run called
+``scaffold/diagram-check`` from any other App or workflow neither stands in for it nor
+stops it. A head the analyzer cannot get through (a hostile file: a nesting deep enough
+to exhaust the recursion limit, memory...) concludes the check as a failure that says
+so; a check that could not run never passes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from scaffold.git.runner import run_git
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.forge import already_checked
 from scaffold.github.runner import RepoContext
+from scaffold.github.trust import same_repository
 
 log = logging.getLogger("scaffold.app")
 
@@ -56,12 +63,15 @@ def _safe_branch(ctx: RepoContext, name: str) -> bool:
     return out.returncode == 0
 
 
-async def _fetch_head(ctx: RepoContext, number: int, head_ref: str, head_sha: str) -> None:
+async def _fetch_head(ctx: RepoContext, pr: dict[str, Any], head_sha: str) -> None:
     token = await ctx.client.token()
+    number = int(pr["number"])
     if not _SHA.match(head_sha):
         raise ScaffoldError(f"#{number}: not a commit id: {head_sha!r}")
     refspecs = [f"+refs/pull/{number}/head:refs/scaffold/pr/{number}"]
-    if _safe_branch(ctx, head_ref):
+    head_ref = str(pr["head"]["ref"])
+    # The branch itself only when it is this repository's (a fork's may share its name).
+    if same_repository(pr, ctx.full_name) and _safe_branch(ctx, head_ref):
         refspecs.append(f"+refs/heads/{head_ref}:refs/scaffold/pr/{number}")
 
     def work() -> None:
@@ -78,38 +88,61 @@ async def _fetch_head(ctx: RepoContext, number: int, head_ref: str, head_sha: st
     await asyncio.to_thread(work)
 
 
-async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: bool) -> Report | None:
-    """Run DiagramCheck on ``pr``'s head and report it; None when it was already done."""
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, ScaffoldError | GitError):
+        return str(exc)
+    kind = type(exc).__name__
+    detail = str(exc).splitlines()[0][:500] if str(exc) else ""
+    return (
+        f"The analyzer could not get through this head ({kind}{': ' + detail if detail else ''})."
+        " A file too deeply nested or too large to analyze blocks the check: simplify it."
+    )
+
+
+async def check_pull_request(
+    ctx: RepoContext, pr: dict[str, Any], *, force: bool, bot: str | None = None
+) -> Report | None:
+    """Run DiagramCheck on ``pr``'s head and report it; None when it was already done.
+
+    ``bot`` is the App's own login: the comment it edits is its own, no one else's."""
     owner, _, name = ctx.full_name.partition("/")
     repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    if not force and await already_checked(ctx.client, repo_vars, head_sha):
+    if not force and await already_checked(ctx.client, repo_vars, head_sha, ctx.app):
         return None
     run = await ctx.client.post(
         "/repos/{owner}/{repo}/check-runs",
         repo_vars,
         data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
     )
+    ctx.app.learn(run)
     try:
-        await _fetch_head(ctx, number, str(pr["head"]["ref"]), head_sha)
+        await _fetch_head(ctx, pr, head_sha)
         base_ref = f"origin/{pr['base']['ref']}"
         config = ctx.checkout.config().diagrams
         base_sha = run_git(["rev-parse", base_ref], cwd=ctx.checkout.path).stdout.strip()
         report = await asyncio.to_thread(
             analyze_commits, ctx.checkout.path, base_sha, head_sha, config
         )
-    except (ScaffoldError, GitError) as exc:
+    except Exception as exc:  # any failure (MemoryError, RecursionError...) ends the run
+        text = _failure_text(exc)
+        log.warning(
+            "diagram check could not run",
+            extra={"repo": ctx.full_name, "pr": number, "error": text},
+        )
         await ctx.client.patch(
             "/repos/{owner}/{repo}/check-runs/{check_run_id}",
             {**repo_vars, "check_run_id": int(run["id"])},
             data={
                 "status": "completed",
-                "conclusion": "neutral",
-                "output": {"title": "DiagramCheck could not run", "summary": str(exc)[:60000]},
+                "conclusion": "failure",
+                "output": {"title": "DiagramCheck could not run", "summary": text[:60000]},
             },
         )
-        raise
+        if isinstance(exc, ScaffoldError | GitError):
+            raise
+        raise ScaffoldError(f"#{number}: DiagramCheck could not run: {text}") from None
     summary = render_markdown(report)
     annotations = [dict(a) for a in check_annotations(report)]
     first, rest = annotations[:MAX_ANNOTATIONS], annotations[MAX_ANNOTATIONS:]
@@ -135,7 +168,7 @@ async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: boo
                 }
             },
         )
-    await _sync_comment(ctx, repo_vars, number, report, summary)
+    await _sync_comment(ctx, repo_vars, number, report, summary, bot)
     log.info(
         "diagram check reported",
         extra={"repo": ctx.full_name, "pr": number, "blocking": report.blocking},
@@ -144,18 +177,23 @@ async def check_pull_request(ctx: RepoContext, pr: dict[str, Any], *, force: boo
 
 
 async def _sync_comment(
-    ctx: RepoContext, repo_vars: dict[str, str | int], number: int, report: Report, summary: str
+    ctx: RepoContext,
+    repo_vars: dict[str, str | int],
+    number: int,
+    report: Report,
+    summary: str,
+    bot: str | None,
 ) -> None:
     comments = await ctx.client.get_all(
         "/repos/{owner}/{repo}/issues/{number}/comments", {**repo_vars, "number": number}
     )
+
+    def mine(comment: dict[str, Any]) -> bool:
+        login = str((comment.get("user") or {}).get("login", ""))
+        return login == bot if bot else login.endswith("[bot]")
+
     ours = next(
-        (
-            c
-            for c in comments
-            if COMMENT_MARKER in str(c.get("body") or "")
-            and str((c.get("user") or {}).get("login", "")).endswith("[bot]")
-        ),
+        (c for c in comments if COMMENT_MARKER in str(c.get("body") or "") and mine(c)),
         None,
     )
     body = f"{COMMENT_MARKER}\n{summary}"

@@ -9,9 +9,15 @@ What the orchestrator decides, done on GitHub (see ``runtime/forge.py`` for the 
   ``scaffold/diagram-check``;
 - merge: only when GitHub says the PR can be merged: merged already (idempotent),
   conflicts (back to an agent), behind the base (update the branch, then wait),
-  required checks not green yet (wait), else merge with ``merge.method`` and the head
-  sha guard;
+  required checks not green yet (wait, counting only scaffold's own App's
+  ``scaffold/diagram-check``), no approval by a writer of the head as it is now (wait:
+  an approval holds for the commit it reviewed, so any later push, scaffold's own
+  included, needs a fresh one), else merge with ``merge.method`` and ``sha`` set to
+  that approved head, so GitHub refuses if the head moved meanwhile;
 - questions, blocked tasks and the one status comment go to the quest's issue.
+
+The PR of a task is the one scaffold opened, from a branch of this repository: its
+number goes into the quest's link as soon as it exists.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github.access import Permissions
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import GitHubClient
+from scaffold.github.client import AppIdentity, GitHubClient
 from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
@@ -40,6 +47,7 @@ from scaffold.github.comments import (
     slot_numbers,
 )
 from scaffold.github.links import LinkStore
+from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
@@ -47,6 +55,7 @@ from scaffold.runtime.repo_ops import RepoOps
 log = logging.getLogger("scaffold.github")
 
 REVIEW_MARKER = "<!-- scaffold:review {sha} -->"
+APPROVE_AGAIN_MARKER = "<!-- scaffold:approve-again {sha} -->"
 
 
 class GitHubForge:
@@ -60,8 +69,12 @@ class GitHubForge:
         *,
         clock: Callable[[], datetime],
         status_interval_s: float = 10.0,
+        permissions: Permissions,
+        app: AppIdentity,
     ) -> None:
         self.gh = client
+        self.permissions = permissions
+        self.app = app
         self.checkout = checkout
         self.workspace = ops.workspace
         self.links = links
@@ -126,6 +139,7 @@ class GitHubForge:
         head_sha = await asyncio.to_thread(push)
         pr = await self._find_or_create_pr(quest, task, branch)
         number = int(pr["number"])
+        self._remember_pr(quest, task, number)
         await self._post_review(number, head_sha, task)
         await self.report_diagram_check(head_sha, task)
         record = PullRequest(
@@ -139,14 +153,68 @@ class GitHubForge:
         self.progress(quest)
         return Opened(record, note)
 
-    async def _find_or_create_pr(self, quest: Quest, task: TaskRecord, branch: str) -> Any:
+    def _remember_pr(self, quest: Quest, task: TaskRecord, number: int) -> None:
+        """The task's PR number, in the link at once: deliveries about the PR know it is
+        the task's before the quest file records it."""
+        link = self.links.get(quest.id)
+        if link is not None and link.pull_requests.get(task.id) != number:
+            self.links.add_pull_request(quest.id, task.id, number)
+
+    async def _open_pr_of(self, branch: str) -> Any | None:
+        """The open PR from ``branch`` of this repository (never a fork's namesake)."""
         owner = self.repo_vars["owner"]
-        existing = await self.gh.get(
+        found = await self.gh.get(
             "/repos/{owner}/{repo}/pulls{?head,state}",
             self._vars(head=f"{owner}:{branch}", state="open"),
         )
-        if existing:
-            return existing[0]
+        return next((pr for pr in found if same_repository(pr, self.checkout.full_name)), None)
+
+    async def _reopen_if_closed_by_a_reader(
+        self, quest: Quest, task: TaskRecord, branch: str
+    ) -> Any | None:
+        """The task's own PR, reopened when someone without write access closed it (such
+        a close does not reject the task, so the task goes on with the same PR)."""
+        link = self.links.get(quest.id)
+        number = task.pr.number if task.pr is not None else None
+        number = number or (link.pull_requests.get(task.id) if link is not None else None)
+        if number is None:
+            return None
+        pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
+        if (
+            pr.get("state") != "closed"
+            or pr.get("merged")
+            or not same_repository(pr, self.checkout.full_name)
+            or pr["head"]["ref"] != branch
+        ):
+            return None
+        issue = await self.gh.get(
+            "/repos/{owner}/{repo}/issues/{number}", self._vars(number=number)
+        )
+        if await self.permissions.is_writer(issue.get("closed_by") or {}):
+            return None  # a writer closed it: the task was rejected, a new PR is a new try
+        try:
+            reopened = await self.gh.patch(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                self._vars(number=number),
+                data={"state": "open"},
+            )
+        except GitHubError as exc:
+            log.warning(
+                "could not reopen the pull request", extra={"pr": number, "error": str(exc)}
+            )
+            return None
+        log.info(
+            "pull request reopened: closed by someone without write access", extra={"pr": number}
+        )
+        return reopened
+
+    async def _find_or_create_pr(self, quest: Quest, task: TaskRecord, branch: str) -> Any:
+        existing = await self._open_pr_of(branch)
+        if existing is not None:
+            return existing
+        reopened = await self._reopen_if_closed_by_a_reader(quest, task, branch)
+        if reopened is not None:
+            return reopened
         description = ""
         with contextlib.suppress(ScaffoldError, OSError):
             bt = bl.load_backlog(Path(task.worktree or "")).get(task.id)
@@ -195,10 +263,10 @@ class GitHubForge:
     async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
         """DiagramCheck passed in the orchestrator before the PR: say so as a check run
         (once per head: a restart re-opening the PR does not add another)."""
-        if await already_checked(self.gh, self.repo_vars, head_sha):
+        if await already_checked(self.gh, self.repo_vars, head_sha, self.app):
             return
         summary = "Every diagram this change requires is in sync."
-        await self.gh.post(
+        created = await self.gh.post(
             "/repos/{owner}/{repo}/check-runs",
             self.repo_vars,
             data={
@@ -209,20 +277,24 @@ class GitHubForge:
                 "output": {"title": "Diagrams in sync", "summary": summary},
             },
         )
+        self.app.learn(created)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         number = task.pr.number if task.pr is not None else None
         if number is None:
+            link = self.links.get(quest.id)
+            number = link.pull_requests.get(task.id) if link is not None else None
+        if number is None:
             # Approved while the PR was still being opened: find it by its branch.
-            owner = self.repo_vars["owner"]
-            found = await self.gh.get(
-                "/repos/{owner}/{repo}/pulls{?head,state}",
-                self._vars(head=f"{owner}:{task.branch or ''}", state="open"),
-            )
-            if not found:
+            found = await self._open_pr_of(task.branch or "")
+            if found is None:
                 return None
-            number = int(found[0]["number"])
+            number = int(found["number"])
+            self._remember_pr(quest, task, number)
         pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
+        if not same_repository(pr, self.checkout.full_name):
+            log.error("not merging a pull request from another repository", extra={"pr": number})
+            return None
         if pr.get("merged"):
             await self._update_checkout()
             return Event(
@@ -250,6 +322,14 @@ class GitHubForge:
             return None  # the update arrives as pull_request.synchronize; merge then
         if not await self._required_checks_green(head_sha):
             return None
+        approver = await approved_head(self.gh, self.repo_vars, number, head_sha, self.permissions)
+        if approver is None:
+            log.info(
+                "not merging: no writer approved the head as it is now",
+                extra={"pr": number, "head": head_sha},
+            )
+            await self._ask_for_fresh_approval(number, head_sha)
+            return None
         try:
             merged = await self.gh.put(
                 "/repos/{owner}/{repo}/pulls/{number}/merge",
@@ -263,8 +343,28 @@ class GitHubForge:
                 )
                 return None
             raise
+        log.info(
+            "pull request merged",
+            extra={"pr": number, "head": head_sha, "approved_by": approver},
+        )
         await self._update_checkout()
         return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=str(merged.get("sha") or ""))
+
+    async def _ask_for_fresh_approval(self, number: int, head_sha: str) -> None:
+        """Say once per head why an approved PR is not merged: the approval was of an
+        earlier commit (a push since, scaffold's own conflict fix or update included)."""
+        marker = APPROVE_AGAIN_MARKER.format(sha=head_sha)
+        comments = await self.gh.get_all(
+            "/repos/{owner}/{repo}/issues/{number}/comments", self._vars(number=number)
+        )
+        if any(marker in str(c.get("body") or "") for c in comments):
+            return
+        await self.comment(
+            number,
+            f"{marker}\nNot merged yet: approvals count only for the commit they reviewed, "
+            f"and no one with write access has approved `{head_sha[:12]}`, the head as it "
+            "is now. Review and approve it to merge.",
+        )
 
     async def _required_checks_green(self, head_sha: str) -> bool:
         try:
@@ -279,12 +379,25 @@ class GitHubForge:
         checks = (protection.get("required_status_checks") or {}).get("contexts") or []
         if not checks:
             return True
-        runs = await self.gh.get(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs", self._vars(ref=head_sha)
+        runs = await self.gh.get_all(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
+            self._vars(ref=head_sha, filter="all"),
+            key="check_runs",
         )
+        # A required check may be pinned to an App; scaffold's own check counts only from
+        # scaffold's App, whatever else reports under its name.
+        pinned: dict[str, int] = {
+            str(c.get("context")): int(c["app_id"])
+            for c in (protection.get("required_status_checks") or {}).get("checks") or []
+            if type(c.get("app_id")) is int and c["app_id"] > 0
+        }
         latest: dict[str, Any] = {}
-        for run in runs.get("check_runs", []):
+        for run in runs:
             name = run.get("name")
+            if name == CHECK_NAME and not self.app.owns(run):
+                continue
+            if name in pinned and (run.get("app") or {}).get("id") != pinned[name]:
+                continue
             if name not in latest or int(run["id"]) > int(latest[name]["id"]):
                 latest[name] = run
         green = {
@@ -292,13 +405,15 @@ class GitHubForge:
             for name, run in latest.items()
             if run.get("conclusion") in ("success", "neutral", "skipped")
         }
-        if set(checks) - green - set(latest):
-            # Required checks may also report through the commit status API.
+        # Required checks may also report through the commit status API (never
+        # scaffold's own, nor one pinned to an App: anyone who may push can set a status).
+        by_status = set(checks) - set(latest) - set(pinned) - {CHECK_NAME}
+        if by_status:
             combined = await self.gh.get(
                 "/repos/{owner}/{repo}/commits/{ref}/status", self._vars(ref=head_sha)
             )
-            green |= {
-                s.get("context")
+            green |= by_status & {
+                str(s.get("context"))
                 for s in combined.get("statuses", [])
                 if s.get("state") == "success"
             }
@@ -324,9 +439,8 @@ class GitHubForge:
         comment_id = await self.comment(
             link.issue_number, render_question(question, several_open=several)
         )
-        self.links.update(
-            quest.id, question_comments={**link.question_comments, question.id: comment_id}
-        )
+        # The link as it is now (another question may have been recorded meanwhile).
+        self.links.add_question(quest.id, question.id, comment_id)
 
     async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
         link = self.links.get(quest.id)
@@ -406,16 +520,18 @@ def _lawbringer_summary(task: TaskRecord) -> str | None:
 
 
 async def already_checked(
-    client: GitHubClient, repo_vars: Mapping[str, str | int], sha: str
+    client: GitHubClient, repo_vars: Mapping[str, str | int], sha: str, app: AppIdentity
 ) -> bool:
-    """A completed ``scaffold/diagram-check`` run exists for this commit."""
+    """A completed ``scaffold/diagram-check`` run of scaffold's own App exists for this
+    commit (one of the same name from any other App or workflow does not count)."""
     try:
-        runs = await client.get(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs", {**repo_vars, "ref": sha}
+        runs = await client.get_all(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+            {**repo_vars, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
+            key="check_runs",
         )
     except GitHubError:
         return False
     return any(
-        r.get("name") == CHECK_NAME and r.get("status") == "completed"
-        for r in runs.get("check_runs", [])
+        r.get("name") == CHECK_NAME and r.get("status") == "completed" and app.owns(r) for r in runs
     )

@@ -1,13 +1,17 @@
-"""What ties a quest to GitHub: its repository, issue, installation and comments.
+"""What ties a quest to GitHub: its repository, issue, installation, comments and PRs.
 
 Owned by the App (the quest file belongs to the orchestrator's single writer), one small
-JSON file per quest next to the quest store, replaced atomically on every change.
+JSON file per quest next to the quest store, replaced atomically on every change. Every
+read-modify-write of one repository's links holds that repository's lock (one per links
+folder, shared by every ``LinkStore`` of the folder), so two changes made at once (two
+questions asked together, a status comment and a PR number) both land.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +32,30 @@ class QuestLink(BaseModel):
     status_comment_id: int | None = None
     # question id -> the comment that asked it
     question_comments: dict[str, int] = {}
+    # task id -> the number of the pull request scaffold opened for it (recorded as soon
+    # as it exists, before the quest file knows it)
+    pull_requests: dict[str, int] = {}
     active: bool = True
+
+
+_LOCKS: dict[str, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(folder: Path) -> threading.RLock:
+    """The one lock of a repository's links folder, whichever store asks for it."""
+    key = os.path.abspath(folder)
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = _LOCKS[key] = threading.RLock()
+        return lock
 
 
 class LinkStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._lock = threading.Lock()
+        self._lock = _lock_for(folder)
 
     def _path(self, quest_id: str) -> Path:
         return self.folder / f"{validate_quest_id(quest_id)}.json"
@@ -57,12 +78,33 @@ class LinkStore:
             os.replace(tmp, path)
         return link
 
-    def update(self, quest_id: str, **changes: Any) -> QuestLink:
+    def modify(self, quest_id: str, change: Callable[[QuestLink], QuestLink]) -> QuestLink:
+        """Read, change and write one link under the repository's lock: ``change`` gets
+        the link as it is now, never a copy someone read before."""
         with self._lock:
             current = self.get(quest_id)
-        if current is None:
-            raise StoreError(self._path(quest_id), "no such quest link")
-        return self.put(current.model_copy(update=changes))
+            if current is None:
+                raise StoreError(self._path(quest_id), "no such quest link")
+            return self.put(change(current))
+
+    def update(self, quest_id: str, **changes: Any) -> QuestLink:
+        return self.modify(quest_id, lambda link: link.model_copy(update=changes))
+
+    def add_question(self, quest_id: str, question_id: str, comment_id: int) -> QuestLink:
+        return self.modify(
+            quest_id,
+            lambda link: link.model_copy(
+                update={"question_comments": {**link.question_comments, question_id: comment_id}}
+            ),
+        )
+
+    def add_pull_request(self, quest_id: str, task_id: str, number: int) -> QuestLink:
+        return self.modify(
+            quest_id,
+            lambda link: link.model_copy(
+                update={"pull_requests": {**link.pull_requests, task_id: number}}
+            ),
+        )
 
     def all(self) -> list[QuestLink]:
         if not self.folder.is_dir():

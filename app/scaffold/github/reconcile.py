@@ -1,11 +1,13 @@
 """Reconciliation: what deliveries would have said, read back from GitHub.
 
 GitHub does not retry a failed delivery, so a timer (and the Action's scheduled run)
-re-reads every open quest: its pull requests (merged, closed, approved by a writer),
-answers to its open questions among the issue's comments, and whether the trigger
-label is still there. It posts the same inbox messages the deliveries would have, and
-wakes the quest. Level-triggered: a second pass changes nothing (a message for
-something already done is refused by the quest's lifecycle).
+re-reads every open quest: its pull requests (merged; closed by a writer; approved by a
+writer at the head they have now: an approval of an earlier commit does not count, and
+a later request for changes or dismissal by the same reviewer cancels theirs), answers
+to its open questions among the issue's comments, and whether the trigger label is
+still there. It posts the same inbox messages the deliveries would have, and wakes the
+quest. Level-triggered: a second pass changes nothing (a message for something already
+done is refused by the quest's lifecycle).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
+from scaffold.github.trust import approver_of, same_repository
 from scaffold.quest.model import Quest, QuestPhase
 from scaffold.runtime import inbox
 
@@ -28,14 +31,17 @@ log = logging.getLogger("scaffold.app")
 
 
 async def reconcile_all(service: AppService) -> None:
+    quests = 0
     for ctx in list(service.repos.values()):
         for link in ctx.links.all():
             if not link.active:
                 continue
+            quests += 1
             try:
                 await reconcile_quest(service, ctx, link)
             except (GitHubError, ScaffoldError) as exc:
                 log.warning("reconcile failed", extra={"quest": link.quest_id, "error": str(exc)})
+    log.info("reconciliation pass done", extra={"quests": quests})
 
 
 async def reconcile_quest(service: AppService, ctx: RepoContext, link: QuestLink) -> None:
@@ -58,28 +64,36 @@ def _repo_vars(ctx: RepoContext, **more: str | int) -> dict[str, str | int]:
 async def _pull_requests(
     service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
 ) -> None:
-    bot = await service.bot_login()
     for task in quest.tasks.values():
         if task.state is not Lifecycle.PR_CREATED or task.pr is None or task.pr.number is None:
             continue
         where = _repo_vars(ctx, number=task.pr.number)
         pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
-        if pr.get("merged") or pr.get("state") == "closed":
+        if not same_repository(pr, ctx.full_name):
+            continue  # never the case for a PR scaffold opened
+        if pr.get("merged"):
             by = str((pr.get("merged_by") or {}).get("login", "github"))
             service.post(ctx, link, closed_message(link, task.id, pr, by))
             continue
+        if pr.get("state") == "closed":
+            # Rejected only when closed by a writer (who closed it: the issue says).
+            issue = await ctx.client.get("/repos/{owner}/{repo}/issues/{number}", where)
+            closer = issue.get("closed_by") or {}
+            if await service.is_writer(ctx, closer):
+                service.post(ctx, link, closed_message(link, task.id, pr, str(closer["login"])))
+            else:
+                log.info(
+                    "pull request closed by someone without write access: the task goes on",
+                    extra={"quest": link.quest_id, "pr": task.pr.number},
+                )
+            continue
         reviews = await ctx.client.get_all("/repos/{owner}/{repo}/pulls/{number}/reviews", where)
-        for review in reviews:
-            user = review.get("user") or {}
-            if (
-                review.get("state") == "APPROVED"
-                and user.get("login") != bot
-                and await service.is_writer(ctx, user)
-            ):
-                by = str(user["login"])
-                message = inbox.make("approve", link.quest_id, task_id=task.id, text=by, by=by)
-                service.post(ctx, link, message)
-                break
+        approver = await approver_of(reviews, str(pr["head"]["sha"]), ctx.permissions)
+        if approver is not None:
+            message = inbox.make(
+                "approve", link.quest_id, task_id=task.id, text=approver, by=approver
+            )
+            service.post(ctx, link, message)
 
 
 def closed_message(

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scaffold.errors import ScaffoldError
+from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import GitHubClient
+from scaffold.github.client import AppIdentity, GitHubClient
 from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore
 from scaffold.quest.model import QuestPhase, utcnow
@@ -58,13 +59,17 @@ class RepoContext:
     installation_id: int
     checkout: Checkout
     client: GitHubClient
+    # The App scaffold acts as (its check runs are the ones this App created).
+    app: AppIdentity = field(default_factory=AppIdentity)
     run_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
     default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
+    permissions: Permissions = field(init=False)
+    links: LinkStore = field(init=False)
 
-    @property
-    def links(self) -> LinkStore:
-        return LinkStore(self.checkout.path / ".scaffold" / "github")
+    def __post_init__(self) -> None:
+        self.permissions = Permissions(self.client, self.full_name)
+        self.links = LinkStore(self.checkout.path / ".scaffold" / "github")
 
 
 class QuestRunner:
@@ -147,6 +152,8 @@ class QuestRunner:
                         config,
                         clock=self.clock,
                         status_interval_s=self.status_interval_s,
+                        permissions=ctx.permissions,
+                        app=ctx.app,
                     )
                     forges.append(forge)
                     return forge

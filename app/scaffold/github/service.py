@@ -7,12 +7,17 @@ Routers by feature, each a method taking a ``Delivery``:
 - ``issue_comment.created``: ``/scaffold status|abort|retry <task>`` commands and answers
   to open questions, from people with write access only. Bots (scaffold itself among
   them) and read-only users never reach an agent.
-- ``pull_request_review.submitted`` approved by a writer who is not a bot: approval.
-- ``pull_request.closed``: merged -> the merge is finished (cleanup); unmerged -> rejected.
+- ``pull_request_review.submitted`` approved by a writer who is not a bot, of the head
+  the PR had then (the review's ``commit_id``): approval. The merge checks again that a
+  writer approved the head as it is when merging, and merges that very commit.
+- ``pull_request.closed``: merged -> the merge is finished (cleanup); unmerged, by a
+  writer -> rejected. Closed by anyone else: the task goes on (its run reopens the PR).
 - ``pull_request.synchronize``, ``check_run``/``check_suite`` completed: a quest waiting
-  to merge looks again.
+  to merge looks again (``reopened`` too, by a writer).
 
-Nothing here trusts a payload's claims about permissions: write access is asked of
+A pull request is a task's only by identity (trust.py): the number scaffold opened for
+the task, with its head in this repository; never by its branch name, which a fork may
+copy. Nothing here trusts a payload's claims about permissions: write access is asked of
 GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
 quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
 pull requests and issues on a timer, so a lost delivery never strands a quest.
@@ -23,14 +28,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from scaffold.core.states import IN_FLIGHT, Lifecycle
+from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
@@ -46,7 +50,7 @@ from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import closed_message, reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
-from scaffold.ids import BRANCH_PREFIX
+from scaffold.github.trust import same_repository
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource, utcnow
 from scaffold.roles import Role
 from scaffold.runtime import inbox
@@ -73,8 +77,6 @@ ROUTES: dict[str, str] = {
     "check_run.completed": "on_check_done",
     "check_suite.completed": "on_check_done",
 }
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
-PERMISSION_TTL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,6 @@ class AppService:
             clock=clock, status_interval_s=options.status_interval_s, python=options.python
         )
         self.repos: dict[str, RepoContext] = {}
-        self._permissions: dict[tuple[str, str], tuple[float, bool]] = {}
         self._reconciler: asyncio.Task[None] | None = None
         self.handled: dict[str, int] = {}
         self._delivery_locks: dict[str, asyncio.Lock] = {}
@@ -186,7 +187,9 @@ class AppService:
                 str(info["clone_url"]),
                 str(info.get("default_branch") or "main"),
             )
-            ctx = RepoContext(full_name, installation_id, checkout, client)
+            ctx = RepoContext(
+                full_name, installation_id, checkout, client, app=self.github.identity()
+            )
             self.repos[full_name] = ctx
         return ctx
 
@@ -207,30 +210,7 @@ class AppService:
 
     async def is_writer(self, ctx: RepoContext, sender: dict[str, Any]) -> bool:
         """A person (not a bot) with write access to the repository, asked of GitHub."""
-        login = str(sender.get("login", ""))
-        if not login or sender.get("type") == "Bot" or login.endswith("[bot]"):
-            return False
-        key = (ctx.full_name, login)
-        cached = self._permissions.get(key)
-        now = time.monotonic()
-        if cached is not None and now - cached[0] < PERMISSION_TTL_S:
-            return cached[1]
-        owner, _, name = ctx.full_name.partition("/")
-        try:
-            data = await ctx.client.get(
-                "/repos/{owner}/{repo}/collaborators/{username}/permission",
-                {"owner": owner, "repo": name, "username": login},
-            )
-        except GitHubError as exc:
-            if exc.status == 404:
-                self._permissions[key] = (now, False)
-                return False
-            raise
-        allowed = data.get("permission") in WRITE_PERMISSIONS or data.get("role_name") in (
-            WRITE_PERMISSIONS
-        )
-        self._permissions[key] = (now, allowed)
-        return allowed
+        return await ctx.permissions.is_writer(sender)
 
     async def _react(self, ctx: RepoContext, path: str, content: str, **ids: int) -> None:
         owner, _, name = ctx.full_name.partition("/")
@@ -262,20 +242,17 @@ class AppService:
     def quest_of(self, ctx: RepoContext, quest_id: str) -> Quest:
         return quest_store(ctx.checkout.path).read(quest_id)
 
-    def _task_of_pr(
-        self, ctx: RepoContext, number: int, branch: str
-    ) -> tuple[QuestLink, str] | None:
-        if not branch.startswith(BRANCH_PREFIX):
-            return None
+    def _task_of_pr(self, ctx: RepoContext, number: int) -> tuple[QuestLink, str] | None:
+        """The task whose pull request scaffold opened as ``number`` (the quest file's
+        record, or the link's, which is written the moment the PR exists)."""
         for link in ctx.links.all():
+            for task_id, recorded in link.pull_requests.items():
+                if recorded == number:
+                    return link, task_id
             with contextlib.suppress(ScaffoldError, OSError):
                 quest = self.quest_of(ctx, link.quest_id)
                 for task in quest.tasks.values():
                     if task.pr is not None and task.pr.number == number:
-                        return link, task.id
-                # The PR may be younger than the quest file's record of it.
-                for task in quest.tasks.values():
-                    if task.branch == branch and task.state in IN_FLIGHT:
                         return link, task.id
         return None
 
@@ -448,7 +425,10 @@ class AppService:
     # ------------------------------------------------------------------ pull requests
 
     def _pr_task(self, ctx: RepoContext, pr: dict[str, Any]) -> tuple[QuestLink, str] | None:
-        return self._task_of_pr(ctx, int(pr["number"]), str(pr["head"]["ref"]))
+        """The task ``pr`` belongs to: by number, and only from this very repository."""
+        if not same_repository(pr, ctx.full_name):
+            return None
+        return self._task_of_pr(ctx, int(pr["number"]))
 
     async def on_review(self, d: Delivery) -> None:
         p = d.payload
@@ -456,14 +436,21 @@ class AppService:
         if str(review.get("state", "")).lower() != "approved":
             return
         ctx = await self._context(p, d.installation_id)
-        found = self._pr_task(ctx, p["pull_request"])
+        pr = p["pull_request"]
+        found = self._pr_task(ctx, pr)
         if found is None:
             return
-        reviewer = review.get("user") or p.get("sender") or {}
+        reviewer = review.get("user") or {}
         if reviewer.get("login") == await self.bot_login() or not await self.is_writer(
             ctx, reviewer
         ):
             log.info("approval ignored", extra={"delivery": d.id, "sender": reviewer.get("login")})
+            return
+        if review.get("commit_id") != (pr.get("head") or {}).get("sha"):
+            log.info(
+                "approval ignored: it reviewed an earlier commit than the head",
+                extra={"delivery": d.id, "commit": review.get("commit_id")},
+            )
             return
         link, task_id = found
         by = str(reviewer["login"])
@@ -477,9 +464,17 @@ class AppService:
         if found is None:
             return
         link, task_id = found
+        sender = p.get("sender") or {}
+        if not pr.get("merged") and not await self.is_writer(ctx, sender):
+            log.warning(
+                "pull request closed by someone without write access: the task goes on",
+                extra={"delivery": d.id, "sender": sender.get("login"), "pr": pr.get("number")},
+            )
+            self.runner.poke(ctx, link.quest_id)  # its run reopens the PR
+            return
         quest = self.quest_of(ctx, link.quest_id)
         task = quest.tasks[task_id]
-        by = str((p.get("sender") or {}).get("login", "github"))
+        by = str(sender.get("login", "github"))
         waiting = (
             (Lifecycle.PR_CREATED,)
             if pr.get("merged")
@@ -497,8 +492,11 @@ class AppService:
         await self._ensure_clone(ctx)
         await self._diagram_check(ctx, pr, force=False)
         found = self._pr_task(ctx, pr)
-        if found is not None:
-            self.runner.poke(ctx, found[0].quest_id)
+        if found is None:
+            return
+        if d.action == "reopened" and not await self.is_writer(ctx, d.payload.get("sender") or {}):
+            return  # reopening a task's PR counts from a writer only
+        self.runner.poke(ctx, found[0].quest_id)
 
     async def on_check_requested(self, d: Delivery) -> None:
         """A check suite for a new push, or a person asking to re-run the check."""
@@ -508,6 +506,8 @@ class AppService:
             return
         suite = p.get("check_suite") or run.get("check_suite") or {}
         ctx = await self._context(p, d.installation_id)
+        if run and not ctx.app.owns(run):
+            return  # a check of the same name from another App or workflow
         await self._ensure_clone(ctx)
         force = d.action == "rerequested"
         owner, _, name = ctx.full_name.partition("/")
@@ -521,7 +521,7 @@ class AppService:
 
     async def _diagram_check(self, ctx: RepoContext, pr: dict[str, Any], *, force: bool) -> None:
         try:
-            await check_pull_request(ctx, pr, force=force)
+            await check_pull_request(ctx, pr, force=force, bot=await self.bot_login())
         except (ScaffoldError, GitHubError) as exc:
             log.warning(
                 "diagram check failed to run",
@@ -533,8 +533,7 @@ class AppService:
         ctx = await self._context(p, d.installation_id)
         run = p.get("check_run") or p.get("check_suite") or {}
         for pr in run.get("pull_requests") or []:
-            head = (pr.get("head") or {}).get("ref", "")
-            found = self._task_of_pr(ctx, int(pr["number"]), str(head))
+            found = self._pr_task(ctx, pr)
             if found is not None:
                 self.runner.poke(ctx, found[0].quest_id)
 

@@ -1,0 +1,206 @@
+"""The App's identity rules in process, against the simulator: two questions asked at once
+both keep their comment ids (one lock per repository for the links), what counts as an
+approval (the reviewed commit, the reviewer's latest decision, write access), and which
+``scaffold/diagram-check`` the merge counts (the App's own)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from app_harness import repo_files, writer_repo
+
+from ghsim import GitHubSimulator
+from scaffold.core.states import EventName, Lifecycle
+from scaffold.github.auth import AppCredentials
+from scaffold.github.client import GitHubApp
+from scaffold.github.comments import CHECK_NAME
+from scaffold.github.forge import GitHubForge
+from scaffold.github.links import LinkStore, QuestLink
+from scaffold.github.runner import RepoContext
+from scaffold.github.service import AppOptions, AppService
+from scaffold.github.trust import approved_head, same_repository
+from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
+from scaffold.roles import Role
+from scaffold.runtime.backlog_cache import BacklogCache
+from scaffold.runtime.repo_ops import RepoOps
+
+REPO = "acme/widgets"
+
+
+@pytest.fixture
+async def service(github_sim: GitHubSimulator, tmp_path: Path) -> AsyncIterator[AppService]:
+    credentials = AppCredentials(github_sim.app_id, github_sim.private_key_pem)
+    app = GitHubApp(credentials, base_url=github_sim.url)
+    svc = AppService(app, AppOptions(state_dir=tmp_path / "state"))
+    yield svc
+    await svc.stop()
+
+
+async def _repo(sim: GitHubSimulator, service: AppService) -> RepoContext:
+    writer_repo(sim, repo_files())
+    sim.set_permission(REPO, "mallory", "read")
+    inst = sim.installation_for(REPO)
+    assert inst is not None
+    return await service.open_repo(REPO, inst.id)
+
+
+def _forge(ctx: RepoContext) -> GitHubForge:
+    config = ctx.checkout.config()
+    ops = RepoOps(
+        ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
+    )
+    return GitHubForge(
+        ctx.client,
+        ctx.checkout,
+        ops,
+        ctx.links,
+        config,
+        clock=lambda: datetime.now(UTC),
+        status_interval_s=3600,
+        permissions=ctx.permissions,
+        app=ctx.app,
+    )
+
+
+def _question(qid: str, task_id: str) -> Question:
+    return Question(
+        id=qid,
+        task_id=task_id,
+        role=Role.CODEWEAVER,
+        session_id=None,
+        question=f"{qid}?",
+        context="",
+        asked_at=datetime.now(UTC),
+    )
+
+
+async def test_two_questions_asked_at_once_keep_both_comment_ids(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    issue = sim.open_issue(REPO, "Two", "two questions at once", by="alice")
+    ctx.links.put(
+        QuestLink(
+            quest_id="issue-1",
+            repo=REPO,
+            issue_number=issue,
+            installation_id=ctx.installation_id,
+            requested_by="alice",
+        )
+    )
+    q1, q2 = _question("q-1-1", "task-1"), _question("q-2-1", "task-2")
+    quest = Quest(
+        id="issue-1",
+        tasks={
+            "task-1": TaskRecord(id="task-1", question_id=q1.id),
+            "task-2": TaskRecord(id="task-2", question_id=q2.id),
+        },
+        questions={q1.id: q1, q2.id: q2},
+    )
+    forge = _forge(ctx)
+    # Both asks read the link before either has its comment: the second write must not
+    # drop the first one's id. Another store of the same folder shares the lock too.
+    other = LinkStore(ctx.links.folder)
+    await asyncio.gather(
+        forge.ask(quest, q1),
+        forge.ask(quest, q2),
+        asyncio.to_thread(other.update, "issue-1", status_comment_id=7),
+    )
+    link = ctx.links.get("issue-1")
+    assert link is not None
+    comments = {c.id: c.body for c in sim.repo(REPO).comments.values()}
+    assert set(link.question_comments) == {"q-1-1", "q-2-1"}
+    assert "q-1-1" in comments[link.question_comments["q-1-1"]]
+    assert "q-2-1" in comments[link.question_comments["q-2-1"]]
+    assert link.status_comment_id == 7
+    # Asked once each: asking again finds the recorded comment.
+    await asyncio.gather(forge.ask(quest, q1), forge.ask(quest, q2))
+    assert len(comments) == len(sim.repo(REPO).comments) == 2
+
+
+async def test_an_approval_holds_for_the_commit_it_reviewed(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    sim.add_user("carol")
+    sim.set_permission(REPO, "carol", "maintain")
+    first = sim.push_files(REPO, "scaffold/task-1", {"a.txt": "a\n"}, "alice", "a")
+    number = sim.open_pull(REPO, "scaffold/task-1", by="sim-app-owner")
+    where = {"owner": "acme", "repo": "widgets"}
+
+    async def approver(head: str) -> str | None:
+        return await approved_head(ctx.client, where, number, head, ctx.permissions)
+
+    assert await approver(first) is None
+    sim.submit_review(REPO, number, "APPROVED", by="mallory")  # read access
+    assert await approver(first) is None
+    alice = sim.submit_review(REPO, number, "APPROVED", by="alice")
+    assert await approver(first) == "alice"
+    sim.submit_review(REPO, number, "COMMENTED", by="alice", body="nit")  # not a decision
+    assert await approver(first) == "alice"
+
+    second = sim.push_files(REPO, "scaffold/task-1", {"b.txt": "b\n"}, "alice", "b")
+    assert await approver(second) is None  # the approval was of the first commit
+    assert await approver(first) == "alice"
+
+    sim.submit_review(REPO, number, "APPROVED", by="carol")
+    assert await approver(second) == "carol"
+    sim.submit_review(REPO, number, "CHANGES_REQUESTED", by="carol", body="wait")
+    assert await approver(second) is None  # her later decision cancels her approval
+    sim.dismiss_review(REPO, alice, by="carol")
+    assert await approver(first) is None  # a dismissed approval counts for nothing
+
+    pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": number})
+    assert same_repository(pr, REPO)
+    sim.fork(REPO, "mallory")
+    sim.push_files("mallory/widgets", "scaffold/task-1", {"e.txt": "e\n"}, "mallory", "e")
+    fork_pr = sim.open_pull(REPO, "scaffold/task-1", by="mallory", head_repo="mallory/widgets")
+    pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": fork_pr})
+    assert not same_repository(pr, REPO)
+
+
+async def test_the_merge_counts_only_the_apps_own_diagram_check(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    lookalike = sim.add_app("lookalike-ci")
+    sim.protect_branch(REPO, "main", required_checks=[CHECK_NAME], required_approvals=0)
+    head = sim.push_files(REPO, "scaffold/task-1", {"a.txt": "a\n"}, "alice", "a")
+    number = sim.open_pull(REPO, "scaffold/task-1", by="sim-app-owner")
+    sim.submit_review(REPO, number, "APPROVED", by="alice")
+    where = {"owner": "acme", "repo": "widgets"}
+    failed = await ctx.client.post(
+        "/repos/{owner}/{repo}/check-runs",
+        where,
+        data={"name": CHECK_NAME, "head_sha": head, "conclusion": "failure"},
+    )
+    # A later, passing run of the same name from another App: GitHub itself would take it.
+    sim.add_check_run(REPO, head, CHECK_NAME, app_id=lookalike)
+    assert sim.repo(REPO).check_runs[failed["id"]].conclusion == "failure"
+    task = TaskRecord(
+        id="task-1",
+        branch="scaffold/task-1",
+        state=Lifecycle.MERGING,
+        pr=PullRequest(branch="scaffold/task-1", base="main", number=number),
+    )
+    quest = Quest(id="issue-1", tasks={"task-1": task})
+    forge = _forge(ctx)
+    assert await forge.merge_pull_request(quest, task) is None
+    assert not sim.repo(REPO).pulls[number].merged
+
+    await ctx.client.post(
+        "/repos/{owner}/{repo}/check-runs",
+        where,
+        data={"name": CHECK_NAME, "head_sha": head, "conclusion": "success"},
+    )
+    done = await forge.merge_pull_request(quest, task)
+    assert done is not None
+    assert done.name is EventName.MERGE_COMPLETE
+    assert sim.repo(REPO).pulls[number].merged
