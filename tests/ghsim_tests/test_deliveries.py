@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Receiver
+from ghsim_helpers import Receiver
 from gidgethub import sansio
 
 from ghsim import DeliverySchemaError, build_delivery, delivery_headers, sign

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from conftest import clone, commit_file, git
+from ghsim_helpers import clone, commit_file, git
 from gidgethub import BadRequest
 from gidgethub import aiohttp as gh_aiohttp
 
