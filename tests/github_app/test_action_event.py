@@ -107,6 +107,15 @@ def test_issue_to_merge_one_workflow_run_per_event(
     assert "issues.labeled:handled" in str(first["output"])
     pulls = {p.head: p for p in sim.repo(REPO).pulls.values()}
     assert set(pulls) == {"scaffold/task-1", "scaffold/task-2"}
+    # The token's App, learnt from the first check run, is kept for later runs: the PR's
+    # own event finds scaffold's check there (by App, not by name) and adds none.
+    assert (wf.state / "token-app-id").read_text().strip() == str(sim.app_id)
+    runs = len(sim.repo(REPO).check_runs)
+    opened = sim.deliveries_of("pull_request", "opened")
+    wf.deliver(
+        next(d for d in opened if d.payload["pull_request"]["head"]["ref"] == "scaffold/task-1")
+    )
+    assert len(sim.repo(REPO).check_runs) == runs
 
     sim.submit_review(REPO, pulls["scaffold/task-1"].number, "APPROVED", by="alice")
     wf.deliver(_last(sim, "pull_request_review", "submitted"))
