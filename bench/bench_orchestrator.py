@@ -168,7 +168,7 @@ def main():
         with socket.socket(socket.AF_UNIX) as sock:
             sock.connect(opts["--relay"])
             request = {"op": "call", "name": "signal-back", "arguments": payload}
-            sock.sendall(json.dumps(request).encode() + b"\n")
+            sock.sendall(json.dumps(request).encode() + b"\\n")
             sock.makefile().readline()
         log("signal", time.time(), step=step, role=role)
     else:  # the bare pool: the signal file, as scaffold's stdio server writes it
