@@ -82,6 +82,21 @@ def plan(*tasks: tuple[str, str, list[str]]) -> dict[str, Any]:
     }
 
 
+def planned(*tasks: tuple[str, str, list[str]]) -> list[dict[str, Any]]:
+    """ChaosWhisperer writes requirements and PathSeeker plans ``tasks``, both at once."""
+    titles = [title for _, title, _ in tasks]
+    return [
+        {
+            "role": "chaoswhisperer",
+            "actions": [planning_tool("requirements", requirements(*titles)), complete("ok")],
+        },
+        {
+            "role": "pathseeker",
+            "actions": [planning_tool("tasks", plan(*tasks)), complete("ok")],
+        },
+    ]
+
+
 def codeweaver(step: str, files: Mapping[str, str], **run: Any) -> dict[str, Any]:
     actions: list[dict[str, Any]] = [{"write": p, "content": c} for p, c in files.items()]
     return {

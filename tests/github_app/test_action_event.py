@@ -14,6 +14,7 @@ from app_harness import (
     codeweaver,
     complete,
     plan,
+    planned,
     planning_tool,
     repo_files,
     requirements,
@@ -145,14 +146,7 @@ def test_a_hostile_agent_in_event_mode_gets_nothing(
     write_script(
         tmp_path,
         [
-            {
-                "role": "chaoswhisperer",
-                "actions": [planning_tool("requirements", requirements("One")), complete("ok")],
-            },
-            {
-                "role": "pathseeker",
-                "actions": [planning_tool("tasks", plan(("a", "One", []))), complete("ok")],
-            },
+            *planned(("a", "One", [])),
             hostile_run(evidence, "TASK-1"),
             *VALIDATORS,
         ],

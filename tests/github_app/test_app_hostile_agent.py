@@ -9,11 +9,8 @@ from pathlib import Path
 from app_harness import (
     VALIDATORS,
     app_process,
-    complete,
-    plan,
-    planning_tool,
+    planned,
     repo_files,
-    requirements,
     wait_for,
     write_script,
 )
@@ -47,20 +44,7 @@ def test_a_hostile_agent_under_the_app_gets_nothing(
     write_script(
         tmp_path,
         [
-            {
-                "role": "chaoswhisperer",
-                "actions": [
-                    planning_tool("requirements", requirements("Notes exist")),
-                    complete("requirements written"),
-                ],
-            },
-            {
-                "role": "pathseeker",
-                "actions": [
-                    planning_tool("tasks", plan(("a", "Write the notes", []))),
-                    complete("one task planned"),
-                ],
-            },
+            *planned(("a", "Write the notes", [])),
             hostile_run(evidence, "TASK-1"),
             *VALIDATORS,
         ],

@@ -10,11 +10,8 @@ from app_harness import (
     agent_env,
     app_process,
     codeweaver,
-    complete,
-    plan,
-    planning_tool,
+    planned,
     repo_files,
-    requirements,
     wait_for,
     write_script,
 )
@@ -26,14 +23,7 @@ REPO = "acme/widgets"
 
 def _script() -> list[dict[str, object]]:
     return [
-        {
-            "role": "chaoswhisperer",
-            "actions": [planning_tool("requirements", requirements("Notes")), complete("ok")],
-        },
-        {
-            "role": "pathseeker",
-            "actions": [planning_tool("tasks", plan(("a", "Notes", []))), complete("ok")],
-        },
+        *planned(("a", "Notes", [])),
         codeweaver("task-1", {"notes.txt": "n\n"}),
         *VALIDATORS,
     ]
