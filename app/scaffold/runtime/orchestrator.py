@@ -584,10 +584,11 @@ class Orchestrator:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
         binding = Binding(signal_dir, step_id, run.role, self.quest.id, self.repo)
+        confinement = self._confinement(key)
         channel = RunChannel(
             self.sandbox,
             binding,
-            self._confinement(key),
+            confinement,
             python=self.python,
             env=agent_environment(os.environ, {}),
         )
@@ -605,7 +606,7 @@ class Orchestrator:
             argv, env = channel.wrap(inv.argv, agent_environment(os.environ, inv.env))
             spec = AgentSpec(
                 argv=argv,
-                cwd=self._confinement(key).cwd,
+                cwd=confinement.cwd,
                 base_env=env,
                 stuck_timeout_s=self.cfg.agent.stuck_timeout_s,
             )

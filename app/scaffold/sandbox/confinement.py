@@ -170,8 +170,13 @@ def _python_roots() -> list[Path]:
 
 
 def build_view(
-    sandbox: Sandbox, c: Confinement, programs: Sequence[Path], env: Mapping[str, str]
+    sandbox: Sandbox,
+    c: Confinement,
+    programs: Sequence[Path],
+    env: Mapping[str, str],
+    git_dirs: tuple[Path, Path] | None,
 ) -> View:
+    """``git_dirs``: the worktree's own and common git folders (``worktree_git_dirs``)."""
     view = View()
     state = c.repo / SCAFFOLD_DIR
     secret = [state, *sandbox.hidden, *c.extra_hidden]
@@ -189,8 +194,8 @@ def build_view(
     view.deny(*secret)
     private = c.private
     view.rw(private / "home", private / "tmp", *sandbox.writable)
-    if c.worktree is not None:
-        own, common = worktree_git_dirs(c.worktree)
+    if c.worktree is not None and git_dirs is not None:
+        own, common = git_dirs
         view.rw(c.worktree, private / "git-objects")
         view.ro(common)
         if own != common:
@@ -205,20 +210,24 @@ def build_view(
     return view
 
 
-def _prepare_private(c: Confinement, homes: Sequence[Path], writable: Sequence[Path]) -> None:
+def _prepare_private(
+    c: Confinement,
+    homes: Sequence[Path],
+    writable: Sequence[Path],
+    git_dirs: tuple[Path, Path] | None,
+) -> None:
     for sub in ("home", "tmp", "git-objects"):
         (c.private / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
     for extra in writable:  # the operator's writable folders: there from the first run on
         if not extra.exists():
             extra.mkdir(parents=True, exist_ok=True)
-    if c.worktree is not None and (c.worktree / ".git").is_file():
-        own, _ = worktree_git_dirs(c.worktree)
-        (own / "config.worktree").touch(exist_ok=True)
-    if c.worktree is not None and (c.worktree / ".git").is_dir():
-        # A plain checkout's index sits in its read-only .git: the agent gets a copy.
-        index = c.worktree / ".git" / "index"
-        if index.is_file():
-            shutil.copyfile(index, c.private / "index")
+    if git_dirs is not None:
+        own, common = git_dirs
+        if own != common:  # a worktree: its config.worktree exists, to be pinned read-only
+            (own / "config.worktree").touch(exist_ok=True)
+        elif (own / "index").is_file():
+            # A plain checkout's index sits in its read-only .git: the agent gets a copy.
+            shutil.copyfile(own / "index", c.private / "index")
     _copy_login(c.private / "home", homes)
 
 
@@ -253,9 +262,10 @@ def confine(
     if not sandbox.active or sandbox.bwrap is None:
         raise SandboxError("confine() needs an active sandbox")
     homes = _real_homes(env)
-    _prepare_private(c, homes, sandbox.writable)
+    git_dirs = worktree_git_dirs(c.worktree) if c.worktree is not None else None
+    _prepare_private(c, homes, sandbox.writable, git_dirs)
     programs = [p for name in (argv[0], *c.programs) if (p := _which(name, env)) is not None]
-    view = build_view(sandbox, c, programs, env)
+    view = build_view(sandbox, c, programs, env, git_dirs)
     if c.channel is not None and c.routes:
         (c.channel / "hosts").write_text(hosts_file(c.routes), encoding="utf-8")
     inner = list(argv)
@@ -293,8 +303,8 @@ def confine(
     home = str(c.private / "home")
     tmp = str(c.private / "tmp")
     out.update({"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
-    if c.worktree is not None:
-        own, common = worktree_git_dirs(c.worktree)
+    if git_dirs is not None:
+        own, common = git_dirs
         out["GIT_OBJECT_DIRECTORY"] = str(c.private / "git-objects")
         out["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(common / "objects")
         if own == common:
