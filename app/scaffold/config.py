@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from scaffold.errors import ConfigError
+from scaffold.errors import ConfigError, InvalidIdError
+from scaffold.ids import validate_state_branch
 
 CONFIG_PATH = Path(".github/scaffold.yml")
 
@@ -143,6 +144,26 @@ class SandboxConfig(_Section):
         return value
 
 
+class StateConfig(_Section):
+    """The state branch: one file per quest, the quests' source of truth (``scaffold.state``)."""
+
+    branch: Annotated[str, Field(min_length=1, max_length=200)] = "scaffold/state"
+    # At most this long between two state commits while something changed (persons'
+    # waits, merges and the end of a run are committed at once).
+    interval_s: Annotated[float, Field(ge=0)] = 5.0
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_valid(cls, value: str) -> str:
+        try:
+            return validate_state_branch(value)
+        except InvalidIdError:
+            raise ValueError(
+                f"expected a branch name (letters, digits, _ . / -) outside scaffold/task-*, "
+                f"got {value!r}"
+            ) from None
+
+
 class ScaffoldConfig(_Section):
     slots: Annotated[int, Field(ge=1, le=64)] = 3
     trigger_label: Annotated[str, Field(min_length=1)] = "scaffold"
@@ -159,6 +180,7 @@ class ScaffoldConfig(_Section):
     executor: Literal["local", "actions"] = "local"
     actions: ActionsConfig = ActionsConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    state: StateConfig = StateConfig()
 
     @field_validator("ward", mode="before")
     @classmethod

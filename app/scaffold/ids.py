@@ -20,6 +20,7 @@ _QUEST_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\Z", re.ASCII)
 _QUESTION_ID = re.compile(r"^q-[a-z0-9][a-z0-9-]{0,62}\Z", re.ASCII)
 
 BRANCH_PREFIX = "scaffold/task-"
+_STATE_BRANCH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}\Z", re.ASCII)
 
 
 def normalize_task_id(value: str, prefix: str = "task") -> str:
@@ -66,4 +67,19 @@ def validate_quest_id(value: str) -> str:
 def validate_question_id(value: str) -> str:
     if not _QUESTION_ID.match(value):
         raise InvalidIdError(value, "question id")
+    return value
+
+
+def validate_state_branch(value: str) -> str:
+    """The state branch's name: a plain branch name, not one of the task branches."""
+    ok = (
+        _STATE_BRANCH.match(value) is not None
+        and ".." not in value
+        and "//" not in value
+        and "/." not in value
+        and not value.endswith((".lock", "/", "."))
+        and not value.startswith((BRANCH_PREFIX, "refs/"))
+    )
+    if not ok:
+        raise InvalidIdError(value, "state branch")
     return value

@@ -1,0 +1,242 @@
+"""The quest's state file: what the state branch holds for one quest, and its bounds.
+
+One JSON file per quest, ``quests/<id>.json`` while the quest is open and
+``quests/done/<id>.json`` once it is finished (done or failed), so that
+``git log -p scaffold/state -- quests/<id>.json`` reads as the quest's story. The
+file holds the whole :class:`~scaffold.quest.model.Quest` (request, requirements,
+tasks with state, role, attempts, sessions and pull requests, questions with their
+answers and who gave them, cost), the forge's link (for the App: the issue, its
+comments and the PRs it opened), and a bounded history: the newest entries whole
+and a compact summary of everything older.
+
+Bounds: a quest with any number of transitions stays under :data:`MAX_BYTES`.
+Older history folds into counts per event; each task keeps its newest
+:data:`SIGNALS_KEPT` signals (the quest store's journal, on the machine that ran
+them, keeps every one). Paths that only mean something on the machine that wrote
+them (run folders) are left out; a task's worktree is rebuilt where the reader keeps
+its worktrees.
+
+Pure: bytes in, models out. Writing the branch is ``state/branch.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scaffold.errors import InvalidIdError, StoreError
+from scaffold.ids import validate_quest_id
+from scaffold.quest.model import HistoryEntry, Quest, QuestPhase
+
+FORMAT = 1
+MAX_BYTES = 64 * 1024
+RECENT_KEPT = 200  # newest history entries kept whole (fewer when the file would be too big)
+RECENT_MIN = 10
+SIGNALS_KEPT = 3
+OPEN_DIR = "quests"
+DONE_DIR = "quests/done"
+FINISHED = frozenset({QuestPhase.DONE, QuestPhase.FAILED})
+
+
+class HistorySummary(BaseModel):
+    """What the file no longer holds whole: how many entries, when, and of which events."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entries: int = 0
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+    last_seq: int = 0
+    events: dict[str, int] = Field(default_factory=dict)
+
+
+class StateHistory(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    older: HistorySummary = HistorySummary()
+    recent: tuple[HistoryEntry, ...] = ()
+
+
+class QuestStateFile(BaseModel):
+    """The document at ``quests/[done/]<id>.json`` on the state branch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal[1] = 1
+    quest: Quest
+    # The forge's tie to the quest (App: repository, issue, comments, pull requests).
+    link: dict[str, Any] | None = None
+    history: StateHistory = StateHistory()
+
+    @property
+    def seq(self) -> int:
+        return self.quest.seq
+
+
+def quest_path(quest_id: str, *, finished: bool) -> str:
+    folder = DONE_DIR if finished else OPEN_DIR
+    return f"{folder}/{validate_quest_id(quest_id)}.json"
+
+
+def is_finished(quest: Quest) -> bool:
+    return quest.phase in FINISHED
+
+
+def quest_id_of(path: str) -> str | None:
+    """The quest id of a state-branch path, or None for anything else."""
+    for folder in (DONE_DIR, OPEN_DIR):
+        prefix = f"{folder}/"
+        if path.startswith(prefix) and path.endswith(".json"):
+            name = path[len(prefix) : -len(".json")]
+            if "/" in name:
+                return None
+            try:
+                return validate_quest_id(name)
+            except InvalidIdError:
+                return None
+    return None
+
+
+class HistoryDigest:
+    """The bounded history of one quest: the newest entries and a summary of the rest."""
+
+    def __init__(self, older: HistorySummary | None = None, recent: Iterable[HistoryEntry] = ()):
+        self.older = older or HistorySummary()
+        self._events: Counter[str] = Counter(self.older.events)
+        self.recent: deque[HistoryEntry] = deque(maxlen=RECENT_KEPT)
+        self.add(recent)
+
+    @classmethod
+    def of(cls, history: StateHistory) -> HistoryDigest:
+        return cls(history.older, history.recent)
+
+    @property
+    def last_seq(self) -> int:
+        if self.recent:
+            return self.recent[-1].seq
+        return self.older.last_seq
+
+    def add(self, entries: Iterable[HistoryEntry]) -> None:
+        for entry in entries:
+            if entry.seq <= self.last_seq:
+                continue  # already folded in (a replay overlapping what the file held)
+            if len(self.recent) == self.recent.maxlen:
+                self._fold(self.recent.popleft())
+            self.recent.append(entry)
+
+    def _fold(self, entry: HistoryEntry) -> None:
+        self._events[entry.event] += 1
+        o = self.older
+        self.older = HistorySummary(
+            entries=o.entries + 1,
+            first_at=o.first_at or entry.at,
+            last_at=entry.at,
+            last_seq=entry.seq,
+            events=dict(self._events),
+        )
+
+    def state(self, keep: int | None = None) -> StateHistory:
+        """The history as the file holds it, with at most ``keep`` recent entries whole."""
+        recent = list(self.recent)
+        older = self.older
+        if keep is not None and len(recent) > keep:
+            cut = len(recent) - keep
+            events = Counter(older.events)
+            for entry in recent[:cut]:
+                events[entry.event] += 1
+            older = HistorySummary(
+                entries=older.entries + cut,
+                first_at=older.first_at or recent[0].at,
+                last_at=recent[cut - 1].at,
+                last_seq=recent[cut - 1].seq,
+                events=dict(events),
+            )
+            recent = recent[cut:]
+        return StateHistory(older=older, recent=tuple(recent))
+
+
+def portable(quest: Quest) -> Quest:
+    """The quest without what only the writing machine can use, signals bounded."""
+    tasks = {}
+    for task_id, task in quest.tasks.items():
+        update: dict[str, Any] = {}
+        if task.run_dir is not None:
+            update["run_dir"] = None
+        if len(task.signals) > SIGNALS_KEPT:
+            update["signals"] = task.signals[-SIGNALS_KEPT:]
+        tasks[task_id] = task.model_copy(update=update) if update else task
+    planning = quest.planning
+    if planning.run_dir is not None:
+        planning = planning.model_copy(update={"run_dir": None})
+    return quest.model_copy(update={"tasks": tasks, "planning": planning})
+
+
+def _dump(doc: QuestStateFile) -> bytes:
+    data = doc.model_dump(mode="json", exclude_defaults=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False)
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from agent output
+        return (json.dumps(data, ensure_ascii=True, indent=1) + "\n").encode("ascii")
+
+
+def render(quest: Quest, digest: HistoryDigest, link: Mapping[str, Any] | None = None) -> bytes:
+    """The file's bytes: indented JSON (it diffs line by line), under :data:`MAX_BYTES`."""
+    portable_quest = portable(quest)
+    keep = RECENT_KEPT
+    while True:
+        doc = QuestStateFile(
+            quest=portable_quest, link=dict(link) if link else None, history=digest.state(keep)
+        )
+        data = _dump(doc)
+        if len(data) <= MAX_BYTES or keep <= 0:
+            return data
+        keep = max(0, keep // 2 if keep > RECENT_MIN else 0)
+
+
+def parse(data: bytes, where: str) -> QuestStateFile:
+    """A state file, or a StoreError naming ``where`` and what is wrong."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StoreError(where, f"not a quest state file (bad JSON: {exc})") from None
+    if not isinstance(raw, dict):
+        raise StoreError(where, "not a quest state file (not a JSON object)")
+    if raw.get("format") != FORMAT:
+        raise StoreError(
+            where, f"quest state format {raw.get('format')!r} is not {FORMAT}: upgrade scaffold"
+        )
+    try:
+        doc = QuestStateFile.model_validate(raw)
+        validate_quest_id(doc.quest.id)
+        return doc
+    except InvalidIdError as exc:
+        raise StoreError(where, f"bad quest state file: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise StoreError(
+            where, f"bad quest state file at {loc or '(top)'}: {first['msg']}"
+        ) from None
+
+
+__all__ = [
+    "DONE_DIR",
+    "FORMAT",
+    "MAX_BYTES",
+    "OPEN_DIR",
+    "HistoryDigest",
+    "HistorySummary",
+    "QuestStateFile",
+    "StateHistory",
+    "is_finished",
+    "parse",
+    "quest_id_of",
+    "quest_path",
+    "render",
+]

@@ -1,0 +1,87 @@
+"""Quests rebuilt from the repository alone: the state branch, Backlog.md, the branches.
+
+A fresh server with an empty state folder, a workflow run whose cache was evicted, or a
+clone whose ``.scaffold/`` was deleted finds every quest on the state branch. Each open
+quest the local store lacks (or holds in an older version) is written back into the
+store from its file; what only meant something on the machine that wrote it is
+re-derived here: task worktrees where this machine keeps them, run folders dropped (an
+interrupted agent run is run again, resuming its session when Claude Code still has
+it), and task branches that only the remote still has are taken from it, so the work
+of an open pull request is never replaced by a fresh branch. The orchestrator's usual
+recovery then finishes the job: merges already done are detected, not repeated;
+answered questions keep their answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from scaffold.errors import StoreLocked
+from scaffold.git.runner import SAFE_LOCAL, run_git
+from scaffold.quest.model import Quest
+from scaffold.quest.store import QuestStore
+from scaffold.state.document import QuestStateFile, is_finished
+
+log = logging.getLogger("scaffold.state")
+
+
+def localized(quest: Quest, worktree_for: Callable[[str], Path]) -> Quest:
+    """The quest with its task worktrees where this machine keeps them."""
+    tasks = {
+        tid: t.model_copy(update={"worktree": str(worktree_for(tid)), "run_dir": None})
+        if t.worktree is not None
+        else t
+        for tid, t in quest.tasks.items()
+    }
+    return quest.model_copy(update={"tasks": tasks})
+
+
+def _adopt_remote_branches(repo: Path, quest: Quest) -> None:
+    """Task branches known only as ``origin/<branch>`` become local branches again."""
+    for task in quest.tasks.values():
+        if task.branch is None or task.outcome is not None:
+            continue
+        local = f"refs/heads/{task.branch}"
+        remote = f"refs/remotes/origin/{task.branch}"
+        has = run_git([*SAFE_LOCAL, "rev-parse", "--verify", "--quiet", local], repo, check=False)
+        if has.returncode == 0:
+            continue
+        tip = run_git([*SAFE_LOCAL, "rev-parse", "--verify", "--quiet", remote], repo, check=False)
+        if tip.returncode == 0 and tip.stdout.strip():
+            run_git([*SAFE_LOCAL, "update-ref", local, tip.stdout.strip(), "0" * 40], repo)
+            log.info("task branch %s taken from the remote", task.branch)
+
+
+def restore_quests(
+    repo: Path,
+    store: QuestStore,
+    docs: Mapping[str, QuestStateFile],
+    worktree_for: Callable[[str], Path],
+) -> dict[str, str]:
+    """Bring every open quest of ``docs`` into ``store``; quest id -> what was done."""
+    done: dict[str, str] = {}
+    for qid, doc in sorted(docs.items()):
+        if is_finished(doc.quest):
+            continue
+        try:
+            outcome = store.restore(localized(doc.quest, worktree_for))
+        except StoreLocked:
+            outcome = "kept"  # a live run holds it: that one is newer
+        if outcome != "kept":
+            _adopt_remote_branches(repo, doc.quest)
+            log.info("quest %s rebuilt from the state branch (%s)", qid, outcome)
+        done[qid] = outcome
+    return done
+
+
+def merged_view(store: QuestStore, docs: Mapping[str, QuestStateFile]) -> list[Quest]:
+    """Every quest known here or on the branch, the newer copy of each (for status)."""
+    quests: dict[str, Quest] = {qid: doc.quest for qid, doc in docs.items()}
+    for qid in store.list_ids():
+        local = store.read(qid)
+        held = quests.get(qid)
+        if held is None or local.seq >= held.seq:
+            quests[qid] = local
+    return sorted(quests.values(), key=lambda q: (q.started_at, q.id))
