@@ -261,7 +261,7 @@ class Project:
         return sum(1 for s in self.merge_subjects() if branch in s.split())
 
     def scaffold_branches(self) -> list[str]:
-        out = self.git("branch", "--list", "--format=%(refname:short)", "scaffold/*")
+        out = self.git("branch", "--list", "--format=%(refname:short)", "scaffold/task-*")
         return out.split()
 
     def worktrees(self) -> list[str]:

@@ -21,7 +21,7 @@ from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
-from scaffold.ids import normalize_task_id
+from scaffold.ids import normalize_task_id, validate_quest_id
 from scaffold.runtime import inbox
 from scaffold.runtime.session import (
     find_repo,
@@ -120,9 +120,20 @@ def run(repo_path: str | None, quest_id: str | None) -> None:
 
 @cli.command()
 @repo_option
-@click.argument("request")
-def quest(repo_path: str | None, request: str) -> None:
-    """Start a quest from a request: ChaosWhisperer, PathSeeker, then the tasks."""
+@click.argument("words", nargs=-1, required=True)
+def quest(repo_path: str | None, words: tuple[str, ...]) -> None:
+    """Start a quest from a request: ChaosWhisperer, PathSeeker, then the tasks.
+
+    `scaffold quest "REQUEST"` starts one; `scaffold quest show QUEST_ID` prints a quest's
+    timeline from the state branch (any clone that fetched it)."""
+    if len(words) == 2 and words[0] == "show":
+        from scaffold.runtime.timeline import quest_timeline
+
+        click.echo(quest_timeline(_repo(repo_path), validate_quest_id(words[1])))
+        return
+    if len(words) != 1:
+        raise UsageError('quote the request: scaffold quest "what you want"')
+    request = words[0]
     if not request.strip():
         raise UsageError("the request is empty")
     repo = _repo(repo_path)

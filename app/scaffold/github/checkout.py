@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import re
+import threading
 from pathlib import Path
 
 from scaffold.config import CONFIG_PATH, ScaffoldConfig, parse_config
@@ -56,6 +57,10 @@ class Checkout:
     """The clone of one repository: fetch, read config, advance, push."""
 
     def __init__(self, root: Path, full_name: str, clone_url: str, default_branch: str):
+        # One fetch or remote-tracking update at a time: two at once fail on git's ref
+        # locks ("cannot lock ref ... but expected"). Every remote call of the clone,
+        # the state branch's included, holds it.
+        self.remote_lock = threading.RLock()
         self.full_name = check_repo_name(full_name)
         self.path = root / "repos" / full_name
         self.clone_url = clone_url
@@ -90,24 +95,39 @@ class Checkout:
             return
         self.update(token)
 
-    def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
-        """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
+    def has_state_branch(self, token: str) -> bool:
+        """Whether the remote has a state branch (any ``scaffold/state*``), without a clone."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         out = run_remote_git(
-            ["fetch", "--quiet", "--no-write-fetch-head", self.clone_url, *refspecs],
-            self.path,
+            ["ls-remote", "--heads", self.clone_url, "refs/heads/scaffold/*"],
+            self.path.parent,
             url=self.clone_url,
             auth=token_auth(self.clone_url, token),
-            check=check,
+            audit=False,
         )
+        names = [line.split("\t", 1)[-1] for line in out.stdout.splitlines()]
+        return any(not n.startswith("refs/heads/scaffold/task-") for n in names)
+
+    def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
+        """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
+        with self.remote_lock:
+            out = run_remote_git(
+                ["fetch", "--quiet", "--no-write-fetch-head", self.clone_url, *refspecs],
+                self.path,
+                url=self.clone_url,
+                auth=token_auth(self.clone_url, token),
+                check=check,
+            )
         return out.returncode == 0
 
     def fetch(self, token: str) -> None:
-        run_remote_git(
-            ["fetch", "--quiet", "--prune", self.clone_url, TRACKING_REFSPEC],
-            self.path,
-            url=self.clone_url,
-            auth=token_auth(self.clone_url, token),
-        )
+        with self.remote_lock:
+            run_remote_git(
+                ["fetch", "--quiet", "--prune", self.clone_url, TRACKING_REFSPEC],
+                self.path,
+                url=self.clone_url,
+                auth=token_auth(self.clone_url, token),
+            )
 
     def update(self, token: str) -> None:
         """Fetch, then merge the remote default branch into the local one."""
@@ -141,21 +161,22 @@ class Checkout:
         if not branch.startswith("scaffold/"):
             raise ScaffoldError(f"refusing to push a branch scaffold does not own: {branch}")
         head = self.head_of(branch)
-        run_remote_git(
-            [
-                "push",
-                "--quiet",
-                "--no-verify",
-                "--force",
-                self.clone_url,
-                f"{head}:refs/heads/{branch}",
-            ],
-            self.path,
-            url=self.clone_url,
-            auth=token_auth(self.clone_url, token),
-        )
-        # what a push to the named remote would have done
-        self._git("update-ref", f"refs/remotes/origin/{branch}", head)
+        with self.remote_lock:
+            run_remote_git(
+                [
+                    "push",
+                    "--quiet",
+                    "--no-verify",
+                    "--force",
+                    self.clone_url,
+                    f"{head}:refs/heads/{branch}",
+                ],
+                self.path,
+                url=self.clone_url,
+                auth=token_auth(self.clone_url, token),
+            )
+            # what a push to the named remote would have done
+            self._git("update-ref", f"refs/remotes/origin/{branch}", head)
         return head
 
     def remote_head(self, branch: str) -> str | None:

@@ -26,6 +26,7 @@ from scaffold.github.checkout import Checkout
 from scaffold.github.client import AppIdentity, GitHubClient
 from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore
+from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
 from scaffold.quest.model import QuestPhase, utcnow
 from scaffold.runtime import inbox
 from scaffold.runtime.orchestrator import Orchestrator
@@ -33,6 +34,7 @@ from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.session import quest_store
 from scaffold.runtime.view import Reporter
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.state.publisher import StatePublisher
 
 log = logging.getLogger("scaffold.app")
 
@@ -68,6 +70,12 @@ class RepoContext:
     default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
     permissions: Permissions = field(init=False)
     links: LinkStore = field(init=False)
+    # The state branch's tip this server last rebuilt quests from, and the token its
+    # pushes use (refreshed before each one: runs outlive installation tokens).
+    state_tip: str | None = None
+    token: TokenHolder = field(default_factory=TokenHolder)
+    # Whether this process has fetched the repository and rebuilt its quests yet.
+    restored: bool = False
 
     def __post_init__(self) -> None:
         self.permissions = Permissions(self.client, self.full_name)
@@ -161,6 +169,18 @@ class QuestRunner:
             store = quest_store(ctx.checkout.path)
             writer = store.open_writer(quest_id)
             try:
+                ctx.token.token = token
+                publisher = StatePublisher(
+                    app_state_branch(ctx.checkout, config.state.branch, ctx.token),
+                    store,
+                    writer,
+                    interval_s=config.state.interval_s,
+                    link=lambda: link_of(ctx.links, quest_id),
+                )
+
+                async def fresh_token() -> None:
+                    ctx.token.token = await ctx.client.token()
+
                 forges: list[GitHubForge] = []
 
                 def make_forge(ops: RepoOps) -> GitHubForge:
@@ -193,6 +213,8 @@ class QuestRunner:
                         if config.executor == "actions"
                         else None
                     ),
+                    publisher=publisher,
+                    before_publish=fresh_token,
                 )
                 forge = forges[0]
                 self.running[(ctx.full_name, quest_id)] = orch
@@ -204,6 +226,7 @@ class QuestRunner:
                 if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
                     writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
                     await forge.flush(writer.quest)
+                await orch.publish_state()
                 log.info(
                     "quest run ended",
                     extra={"quest": quest_id, "exit": report.exit_code, "reason": report.reason},

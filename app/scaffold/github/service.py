@@ -50,6 +50,7 @@ from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import closed_message, reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
 from scaffold.github.sanitize import clean
+from scaffold.github.state_sync import restore_repository
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource, utcnow
 from scaffold.roles import Role
@@ -111,6 +112,7 @@ class AppService:
         self._reconciler: asyncio.Task[None] | None = None
         self.handled: dict[str, int] = {}
         self._delivery_locks: dict[str, asyncio.Lock] = {}
+        self._repo_locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -192,6 +194,12 @@ class AppService:
         full_name = check_repo_name(str(repo.get("full_name", "")))
         if installation_id is None:
             raise ScaffoldError(f"{full_name}: delivery without an installation")
+        # One context per repository, however many deliveries arrive at once: each has
+        # the locks of its clone, so two must never exist side by side.
+        async with self._repo_locks.setdefault(full_name, asyncio.Lock()):
+            return await self._context_locked(full_name, installation_id)
+
+    async def _context_locked(self, full_name: str, installation_id: int) -> RepoContext:
         ctx = self.repos.get(full_name)
         if ctx is None or ctx.installation_id != installation_id:
             client = self.github.installation(installation_id)
@@ -207,6 +215,10 @@ class AppService:
                 full_name, installation_id, checkout, client, app=self.github.identity()
             )
             self.repos[full_name] = ctx
+        if not ctx.restored:
+            # The first delivery of a repository in this process: its quests may be
+            # known only to the state branch (a new server, an evicted Actions cache).
+            await self._ensure_clone(ctx)
         return ctx
 
     async def open_repo(self, full_name: str, installation_id: int) -> RepoContext:
@@ -216,13 +228,32 @@ class AppService:
         return ctx
 
     async def _ensure_clone(self, ctx: RepoContext) -> None:
+        """Clone or fetch; then rebuild from the state branch the open quests this server
+        does not know (a new server, a wiped state folder, an evicted Actions cache)."""
         token = await ctx.client.token()
 
-        def work() -> None:
+        def work() -> list[str]:
             with ctx.default_branch_lock:
                 ctx.checkout.ensure(token)
+                try:
+                    branch = ctx.checkout.config().state.branch
+                    ctx.state_tip, rebuilt = restore_repository(
+                        ctx.checkout, ctx.links, branch, ctx.state_tip
+                    )
+                except ScaffoldError as exc:
+                    log.warning(
+                        "quests not rebuilt from the state branch",
+                        extra={"repo": ctx.full_name, "error": str(exc)},
+                    )
+                    return []
+                return rebuilt
 
-        await asyncio.to_thread(work)
+        rebuilt = await asyncio.to_thread(work)
+        ctx.restored = True
+        for quest_id in rebuilt:
+            link = ctx.links.get(quest_id)
+            if link is not None and link.active:
+                self.runner.poke(ctx, quest_id)
 
     async def is_writer(self, ctx: RepoContext, sender: dict[str, Any]) -> bool:
         """A person (not a bot) with write access to the repository, asked of GitHub."""
@@ -581,10 +612,15 @@ class AppService:
             for repo in repos:
                 with contextlib.suppress(GitHubError, ScaffoldError):
                     ctx = await self._context({"repository": repo}, inst_id)
-                    if (ctx.checkout.path / ".git").exists():
-                        for link in ctx.links.all():
-                            if link.active:
-                                self.runner.poke(ctx, link.quest_id)
+                    if not (ctx.checkout.path / ".git").exists():
+                        # A server without a clone: the quests are on the state branch.
+                        token = await ctx.client.token()
+                        if not await asyncio.to_thread(ctx.checkout.has_state_branch, token):
+                            continue
+                    await self._ensure_clone(ctx)
+                    for link in ctx.links.all():
+                        if link.active:
+                            self.runner.poke(ctx, link.quest_id)
 
 
 __all__ = ["ROUTES", "AppOptions", "AppService"]

@@ -417,6 +417,7 @@ class QuestWriter:
         self._mutex = threading.Lock()
         self._closed = False
         self._broken: str | None = None
+        self._observers: list[Callable[[Quest, Sequence[HistoryEntry]], None]] = []
 
     @property
     def quest(self) -> Quest:
@@ -426,6 +427,11 @@ class QuestWriter:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def observe(self, fn: Callable[[Quest, Sequence[HistoryEntry]], None]) -> None:
+        """Call ``fn(quest, entries)`` after every commit (under the commit lock; keep it
+        quick): the entries carry their seq. The state branch's publisher listens here."""
+        self._observers.append(fn)
 
     def commit(self, new: Quest, entries: Sequence[HistoryEntry] = ()) -> Quest:
         """Persist ``new`` with ``entries`` (their seq is assigned here); return ``new`` with its seq.
@@ -492,11 +498,13 @@ class QuestWriter:
         if new.id != old.id:
             raise StoreError(self._journal, f"cannot commit quest {new.id!r} into {old.id!r}")
         seq = old.seq
+        stamped_entries: list[HistoryEntry] = []
         try:
             dumped = []
             for entry in entries:
                 seq += 1
                 stamped = entry if entry.seq == seq else entry.model_copy(update={"seq": seq})
+                stamped_entries.append(stamped)
                 dumped.append(stamped.model_dump(mode="json"))
             record: dict[str, Any] = {"seq": seq, "entries": dumped}
             changed = [
@@ -532,6 +540,8 @@ class QuestWriter:
         self._since_snapshot += 1
         if self._since_snapshot >= self._snapshot_every:
             self._try_snapshot()
+        for observer in self._observers:
+            observer(result, stamped_entries)
         return result
 
     def _append(self, line: bytes) -> None:
@@ -662,6 +672,36 @@ class QuestStore:
                 raise StoreError(qdir, f"cannot create the quest: {exc}") from exc
             raise
         return writer
+
+    def restore(self, quest: Quest) -> Literal["created", "replaced", "kept"]:
+        """Take ``quest`` (rebuilt from the state branch) as this store's copy of it.
+
+        Absent here: created at the quest's seq with an empty journal. Present with a
+        seq at least as high: kept (it is newer: the branch lags the journal by design).
+        Present but older: the old folder is moved aside to ``.replaced/<id>-<n>``
+        (nothing is deleted) and the quest created anew. A quest whose writer lock is
+        held (a live run) raises StoreLocked."""
+        qdir = self._dir(quest.id)
+        if not (qdir / SNAPSHOT_NAME).is_file():
+            self.create(quest).close()
+            return "created"
+        lock_fd = _acquire_lock(qdir)
+        try:
+            local = _load(qdir).quest
+            if local.seq >= quest.seq:
+                return "kept"
+            aside = self.root / ".replaced"
+            aside.mkdir(exist_ok=True)
+            n = 1
+            while (aside / f"{quest.id}-{n}").exists():
+                n += 1
+            os.rename(qdir, aside / f"{quest.id}-{n}")
+        except OSError as exc:
+            raise StoreError(qdir, f"cannot replace the quest: {exc}") from exc
+        finally:
+            os.close(lock_fd)
+        self.create(quest).close()
+        return "replaced"
 
     def open_writer(self, quest_id: str) -> QuestWriter:
         """Take the writer lock (or raise StoreLocked), load, drop a torn last line."""

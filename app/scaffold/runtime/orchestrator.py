@@ -27,7 +27,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -92,6 +92,7 @@ from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_ch
 from scaffold.runtime.view import Reporter, SlotRow
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
+from scaffold.state.publisher import StatePublisher
 
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
@@ -113,6 +114,8 @@ class Orchestrator:
         default_branch_lock: threading.Lock | None = None,
         remote: RemoteAgents | None = None,
         sandbox: Sandbox | None = None,
+        publisher: StatePublisher | None = None,
+        before_publish: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -144,6 +147,11 @@ class Orchestrator:
         )
         # Where task agents run when not here (``executor: actions``); planning stays local.
         self.remote = remote
+        # The state branch (scaffold.state): published in the background, never blocking.
+        self.publisher = publisher
+        self.before_publish = before_publish
+        self._publishing: asyncio.Task[None] | None = None
+        self._publish_error_said: str | None = None
         self.children = LiveChildren()
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -185,6 +193,7 @@ class Orchestrator:
             while True:
                 self._consume_inbox()
                 self._tick()
+                self._maybe_publish()
                 if not self.jobs and self.queue.empty():
                     self._tick()
                     if not self.jobs and self.queue.empty():
@@ -198,8 +207,41 @@ class Orchestrator:
             await self._stop_all_jobs()
             with contextlib.suppress(ScaffoldError):
                 await self.forge.flush(self.quest)
+            if self._publishing is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._publishing
             self.out.close()
         return final_report(self.quest)
+
+    # ------------------------------------------------------------------ state branch
+
+    def _maybe_publish(self) -> None:
+        if self.publisher is None or (self._publishing and not self._publishing.done()):
+            return
+        reason = self.publisher.due()
+        if reason is not None:
+            self._publishing = asyncio.create_task(self.publish_state(reason))
+
+    async def publish_state(self, reason: str | None = None) -> None:
+        """Put the quest on the state branch now (in a thread); a failure is said once."""
+        pub = self.publisher
+        if pub is None:
+            return
+        if self.before_publish is not None:
+            try:
+                await self.before_publish()
+            except ScaffoldError as exc:
+                self._say_publish_error(str(exc))
+                return
+        if await asyncio.to_thread(pub.publish, reason):
+            self._publish_error_said = None
+        elif pub.last_error is not None:
+            self._say_publish_error(pub.last_error)
+
+    def _say_publish_error(self, error: str) -> None:
+        if error != self._publish_error_said:
+            self._publish_error_said = error
+            self.out.warn(f"state branch not updated (the journal has everything): {error}")
 
     def _begin_run(self) -> None:
         """Fresh budgets: a safety stop or abort ends a run, not the quest for good.
@@ -804,6 +846,7 @@ class Orchestrator:
         for task in list(self.quest.tasks.values()):
             if task.state not in IN_FLIGHT:
                 continue
+            self._restore_worktree(task)
             if task.agent_running and task.role is not None:
                 self._resume_interrupted(task.id, task.role, task.run_dir)
                 continue
@@ -812,6 +855,20 @@ class Orchestrator:
                 self.out.line(f"{task.id}: resuming in {task.state.value}")
                 self._start_job(task.id, effects)
         self._remove_orphan_worktrees()
+
+    def _restore_worktree(self, task: TaskRecord) -> None:
+        """A quest rebuilt from the state branch (or a deleted folder): the task's
+        worktree is made again on its branch, which keeps every commit of its work."""
+        if task.worktree is None or task.state is Lifecycle.CLEANUP or Path(task.worktree).is_dir():
+            return
+        try:
+            path = self.workspace.create_worktree(task.id)
+        except ScaffoldError as exc:
+            self.out.warn(f"{task.id}: cannot make its worktree again: {exc}")
+            return
+        self.out.line(f"{task.id}: worktree made again from {task.branch or 'its branch'}")
+        if str(path) != task.worktree:
+            self._update_task(task.id, worktree=str(path))
 
     def _resume_interrupted(self, key: str, role: Role, run_dir: str | None) -> None:
         sig = latest_signal(Path(run_dir) / "signals") if run_dir else None

@@ -6,14 +6,18 @@ import subprocess
 from pathlib import Path
 
 from scaffold import backlog as bl
-from scaffold.config import ScaffoldConfig
-from scaffold.errors import UsageError
+from scaffold.config import ScaffoldConfig, load_config
+from scaffold.errors import ConfigError, UsageError
+from scaffold.git.worktrees import Workspace
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.roles import Role
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.report import RunReport
 from scaffold.runtime.view import Reporter
+from scaffold.state.branch import DEFAULT_BRANCH, StateBranch
+from scaffold.state.publisher import StatePublisher
+from scaffold.state.rebuild import merged_view, restore_quests
 
 BACKLOG_QUEST = "backlog"
 
@@ -38,9 +42,26 @@ def quest_store(repo: Path) -> QuestStore:
     return QuestStore(state_root(repo) / "quests")
 
 
+def state_branch(repo: Path, branch: str | None = None) -> StateBranch:
+    """The repository's state branch (``state.branch`` of the config, when it reads)."""
+    if branch is None:
+        try:
+            branch = load_config(repo).state.branch
+        except ConfigError:
+            branch = DEFAULT_BRANCH
+    return StateBranch(repo, branch)
+
+
 def read_all_quests(repo: Path) -> list[Quest]:
-    store = quest_store(repo)
-    return [store.read(qid) for qid in store.list_ids()]
+    """Every quest of the repository: the local store's and the state branch's, the
+    newer copy of each (so any clone that fetched the branch can say the status)."""
+    return merged_view(quest_store(repo), state_branch(repo).read())
+
+
+def restore_from_branch(repo: Path, branch: StateBranch) -> dict[str, str]:
+    """Rebuild the open quests the local store lacks (or holds older) from the branch."""
+    workspace = Workspace(repo)
+    return restore_quests(repo, quest_store(repo), branch.read(), workspace.worktree_path)
 
 
 def _active(quest: Quest) -> bool:
@@ -52,11 +73,17 @@ def _active(quest: Quest) -> bool:
 
 
 def open_or_create_quest(
-    repo: Path, quest_id: str | None, *, request: str | None = None
+    repo: Path,
+    quest_id: str | None,
+    *,
+    request: str | None = None,
+    branch: StateBranch | None = None,
 ) -> QuestWriter:
     """The quest ``scaffold run`` drives: the one named, the newest unfinished planned
-    quest, else the ``backlog`` quest that adopts every To Do task of the backlog."""
+    quest, else the ``backlog`` quest that adopts every To Do task of the backlog.
+    Open quests on the state branch that the local store lacks are rebuilt first."""
     store = quest_store(repo)
+    restore_from_branch(repo, branch or state_branch(repo))
     if request is not None:
         existing = set(store.list_ids())
         n = 1 + sum(1 for q in existing if q.startswith("quest-"))
@@ -89,10 +116,17 @@ async def run_quest(
     repo: Path, config: ScaffoldConfig, writer: QuestWriter, reporter: Reporter | None = None
 ) -> RunReport:
     try:
-        orch = Orchestrator(repo, config, writer, reporter or Reporter())
+        publisher = StatePublisher(
+            StateBranch(repo, config.state.branch),
+            quest_store(repo),
+            writer,
+            interval_s=config.state.interval_s,
+        )
+        orch = Orchestrator(repo, config, writer, reporter or Reporter(), publisher=publisher)
         report = await orch.run()
         if report.exit_code == 0 and writer.quest.id != BACKLOG_QUEST:
             writer.commit(writer.quest.model_copy(update={"phase": QuestPhase.DONE}))
+        await orch.publish_state()
         return report
     finally:
         writer.close()

@@ -9,7 +9,7 @@ from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.errors import ConfigError, ScaffoldError
 from scaffold.quest.model import Quest, TaskRecord
-from scaffold.runtime.session import quest_store
+from scaffold.runtime.session import quest_store, state_branch
 
 
 def _task_entry(
@@ -54,13 +54,23 @@ def status_report(repo: Path) -> dict[str, Any]:
         errors.append(
             {"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason}
         )
-    quests: list[Quest] = []
+    by_id: dict[str, Quest] = {}
+    branch = state_branch(repo)
+    try:
+        by_id = {qid: doc.quest for qid, doc in branch.read().items()}
+    except ScaffoldError as exc:
+        errors.append({"path": branch.branch, "reason": str(exc)})
+    errors += [{"path": f"{branch.branch}:{p.path}", "reason": p.reason} for p in branch.problems]
     store = quest_store(repo)
     for qid in store.list_ids():
         try:
-            quests.append(store.read(qid))
+            local = store.read(qid)
         except ScaffoldError as exc:
             errors.append({"path": str(store.root / qid), "reason": str(exc)})
+            continue
+        if qid not in by_id or local.seq >= by_id[qid].seq:
+            by_id[qid] = local  # the journal is ahead of the branch (or level with it)
+    quests = sorted(by_id.values(), key=lambda q: (q.started_at, q.id))
     records: dict[str, tuple[TaskRecord, Quest]] = {}
     for q in sorted(quests, key=lambda q: q.started_at):
         for t in q.tasks.values():

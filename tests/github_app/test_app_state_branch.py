@@ -1,0 +1,180 @@
+"""The quest file lives in the repository: the App pushes it to the state branch, and a
+new server with an empty state folder (no clone, no quest store, no links) carries the
+quest on from the repository alone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from app_harness import (
+    VALIDATORS,
+    agent_env,
+    app_process,
+    codeweaver,
+    complete,
+    plan,
+    planning_tool,
+    repo_files,
+    requirements,
+    signal,
+    wait_for,
+    write_script,
+)
+
+from ghsim import GitHubSimulator
+
+REPO = "acme/widgets"
+QUESTION = "Which language should the greeting use?"
+
+
+def _setup(sim: GitHubSimulator) -> None:
+    sim.add_user("alice")
+    sim.create_repo("acme", "widgets", repo_files())
+    sim.set_permission(REPO, "alice", "write")
+    # The default branch is protected; the state branch is pushed all the same.
+    sim.protect_branch(
+        REPO, "main", required_checks=["scaffold/diagram-check"], required_approvals=1
+    )
+    sim.install("acme", ["widgets"])
+
+
+def _state(sim: GitHubSimulator, quest_id: str) -> dict[str, Any] | None:
+    repo = sim.repo(REPO)
+    for path in (f"quests/{quest_id}.json", f"quests/done/{quest_id}.json"):
+        data = repo.file_at("scaffold/state", path)
+        if data is not None:
+            doc: dict[str, Any] = json.loads(data)
+            return doc
+    return None
+
+
+def _pr_for(sim: GitHubSimulator, branch: str) -> Any:
+    return next((p for p in sim.repo(REPO).pulls.values() if p.head == branch), None)
+
+
+def test_a_new_server_with_an_empty_state_folder_finishes_the_quest(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    _setup(sim)
+    write_script(
+        tmp_path,
+        [
+            {
+                "role": "chaoswhisperer",
+                "attempt": 1,
+                "actions": [
+                    signal(
+                        {
+                            "signal": "needs-user-input",
+                            "question": QUESTION,
+                            "context": "The issue does not say.",
+                        }
+                    )
+                ],
+            },
+            {
+                "role": "chaoswhisperer",
+                "attempt": 2,
+                "actions": [
+                    {"expect_prompt_contains": "English please"},
+                    planning_tool("requirements", requirements("A greeting is shown")),
+                    complete("requirements written"),
+                ],
+            },
+            {
+                "role": "pathseeker",
+                "actions": [
+                    planning_tool(
+                        "tasks",
+                        plan(("a", "Write the greeting", []), ("b", "Write the farewell", [])),
+                    ),
+                    complete("two tasks planned"),
+                ],
+            },
+            codeweaver("task-1", {"notes/greeting.txt": "hello\n"}),
+            codeweaver("task-2", {"notes/farewell.txt": "goodbye\n"}),
+            *VALIDATORS,
+        ],
+    )
+    first = tmp_path / "first-state"
+    with app_process(sim, tmp_path / "first", state=first, extra_env=agent_env(tmp_path)):
+        number = sim.open_issue(REPO, "Greetings", "A greeting and a farewell.", by="alice")
+        sim.label_issue(REPO, number, "scaffold", by="alice")
+        wait_for(
+            "the question on the state branch",
+            lambda: (_state(sim, "issue-1") or {}).get("quest", {}).get("questions") or None,
+        )
+        sim.comment(REPO, number, "English please", by="alice")
+        prs = [
+            wait_for(f"the PR of task-{n}", lambda n=n: _pr_for(sim, f"scaffold/task-{n}"))
+            for n in (1, 2)
+        ]
+
+        def both_wait_for_approval() -> bool | None:
+            doc = _state(sim, "issue-1") or {}
+            tasks = doc.get("quest", {}).get("tasks", {})
+            states = {t.get("state") for t in tasks.values()}
+            return (len(tasks) == 2 and states <= {"PR_Created", "Merging"}) or None
+
+        wait_for("both tasks waiting for approval on the branch", both_wait_for_approval)
+
+    # The server's disk is gone: clone, quest store, links, delivery records.
+    shutil.rmtree(first)
+    second = tmp_path / "second-state"
+    with app_process(sim, tmp_path / "second", state=second, extra_env=agent_env(tmp_path)):
+        pr1, pr2 = prs
+        sim.submit_review(REPO, pr1.number, "APPROVED", by="alice")
+        wait_for("task-1 merged", lambda: sim.repo(REPO).pulls[pr1.number].merged)
+        # task-2 is behind its protected base now: approved, it is brought up to date
+        # first, and an approval holds for the head it reviewed: approved again, merged.
+        sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
+
+        def merged_or_asked_again() -> str | None:
+            if sim.repo(REPO).pulls[pr2.number].merged:
+                return "merged"
+            asked = any(
+                c.issue_number == pr2.number and "scaffold:approve-again" in c.body
+                for c in sim.repo(REPO).comments.values()
+            )
+            return "asked" if asked else None
+
+        if wait_for("task-2 merged or brought up to date", merged_or_asked_again) == "asked":
+            sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
+        wait_for("task-2 merged", lambda: sim.repo(REPO).pulls[pr2.number].merged)
+        done = wait_for(
+            "the finished quest on the branch",
+            lambda: (d := _state(sim, "issue-1")) and d["quest"]["phase"] == "done" and d,
+        )
+
+    repo = sim.repo(REPO)
+    assert repo.file_at("main", "notes/greeting.txt") == b"hello\n"
+    assert repo.file_at("main", "notes/farewell.txt") == b"goodbye\n"
+    assert repo.file_at("scaffold/state", "quests/issue-1.json") is None  # moved to done/
+    # Nothing done twice: one question asked, one plan, one agent run per task, one PR
+    # each, one status comment (the new server edits the one the first made).
+    comments = list(repo.comments.values())
+    assert sum(QUESTION in c.body for c in comments) == 1
+    assert sum("scaffold:status" in c.body for c in comments) == 1
+    assert len(repo.pulls) == 2
+    rows = [
+        json.loads(line)
+        for line in (tmp_path / "agent-state" / "invocations.jsonl").read_text().splitlines()
+    ]
+    roles = [r["role"] for r in rows]
+    assert roles.count("chaoswhisperer") == 2
+    assert roles.count("pathseeker") == 1
+    assert roles.count("codeweaver") == 2
+    # The answer and who gave it, the link to the issue, and a bounded history.
+    quest = done["quest"]
+    assert quest["questions"]["q-plan-1"]["answer"] == "English please"
+    assert quest["questions"]["q-plan-1"]["answered_by"] == "alice"
+    assert done["link"]["issue_number"] == number
+    assert {t["outcome"] for t in quest["tasks"].values()} == {"merged"}
+    assert done["history"]["recent"]
+    story = repo.git("log", "--format=%s", "scaffold/state").splitlines()
+    assert any("asks q-plan-1" in s for s in story)
+    assert any("merged TASK-1" in s for s in story)

@@ -1,0 +1,162 @@
+"""The quest lives in the repository: ``kill -9``, then ``.scaffold/`` deleted entirely,
+and ``scaffold run`` carries on from the state branch alone."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+
+from repo_builder import MakeProject, quick_complete, wait_until, write
+
+from harness import quick_signal, relay_call
+from scaffold.quest.model import QuestPhase
+from scaffold.state.branch import StateBranch
+
+ANSWER = "English please"
+
+
+def _plan() -> dict[str, object]:
+    return {
+        "fileMap": ["notes/"],
+        "tasks": [
+            {
+                "key": key,
+                "title": title,
+                "description": f"{title}.",
+                "acceptanceCriteria": [f"{title} works"],
+                "dependsOn": [],
+                "priority": "medium",
+            }
+            for key, title in (("a", "Write the greeting"), ("b", "Write the farewell"))
+        ],
+    }
+
+
+def _requirements() -> dict[str, object]:
+    return {
+        "contexts": [
+            {
+                "id": "C1",
+                "description": "A greeting and a farewell",
+                "observables": [{"id": "C1.1", "description": "both are in notes/"}],
+            }
+        ]
+    }
+
+
+RUNS = [
+    {
+        "role": "chaoswhisperer",
+        "attempt": 1,
+        "actions": [
+            quick_signal(
+                {
+                    "signal": "needs-user-input",
+                    "question": "Which language?",
+                    "context": "The request does not say.",
+                }
+            )
+        ],
+    },
+    {
+        "role": "chaoswhisperer",
+        "attempt": 2,
+        "actions": [
+            {"expect_prompt_contains": ANSWER},
+            relay_call("write-requirements", _requirements()),
+            quick_complete("requirements written"),
+        ],
+    },
+    {
+        "role": "pathseeker",
+        "actions": [relay_call("create-tasks", _plan()), quick_complete("two tasks")],
+    },
+    {
+        "role": "codeweaver",
+        "step": "TASK-1",
+        "actions": [write("notes/greeting.txt", "hello\n"), quick_complete("greeting")],
+    },
+    # TASK-2's first run is still working when scaffold is killed.
+    {
+        "role": "codeweaver",
+        "step": "TASK-2",
+        "attempt": 1,
+        "actions": [{"sleep": 60}, quick_complete("never reached")],
+    },
+    {
+        "role": "codeweaver",
+        "step": "TASK-2",
+        "attempt": 2,
+        "actions": [write("notes/farewell.txt", "goodbye\n"), quick_complete("farewell")],
+    },
+]
+
+
+def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
+    make_project: MakeProject,
+) -> None:
+    project = make_project([], RUNS, {"slots": 2, "state": {"interval_s": 1}})
+    asked = project.cli("quest", "Greet and say goodbye")
+    assert asked.returncode == 3, asked.stdout + asked.stderr
+    answered = project.cli("answer", "q-plan-1", ANSWER)
+    assert answered.returncode == 0, answered.stderr
+    branch = StateBranch(project.repo)
+
+    def task_1_merged_on_the_branch() -> bool:
+        doc = branch.read().get("quest-1")
+        return (
+            doc is not None
+            and doc.quest.tasks.get("TASK-1", None) is not None
+            and (doc.quest.tasks["TASK-1"].outcome == "merged")
+        )
+
+    run = project.cli_popen("run")
+    try:
+        wait_until(task_1_merged_on_the_branch, 90, "TASK-1 merged on the state branch")
+        wait_until(
+            lambda: len(project.invocations(step="TASK-2", role="codeweaver")) == 1,
+            60,
+            "TASK-2's agent to start",
+        )
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=60)
+    wait_until(lambda: project.live_agents("quest-1") == [], 30, "the agents to die")
+    shutil.rmtree(project.repo / ".scaffold")
+
+    # Any clone that has the branch can say where the quest is, before any run.
+    status = project.status_json()
+    [quest] = [q for q in status["quests"] if q["id"] == "quest-1"]
+    assert quest["phase"] == "executing"
+
+    result = project.cli("run", timeout=180)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert project.merges_of(1) == 1, project.merge_subjects()
+    assert project.merges_of(2) == 1, project.merge_subjects()
+    assert len(project.merge_subjects()) == 2
+    for n in (1, 2):
+        assert project.backlog_task(f"TASK-{n}").status == "Done"
+    # Nothing asked twice, nothing planned twice; the answer was kept.
+    assert len(project.invocations(role="chaoswhisperer")) == 2
+    assert len(project.invocations(role="pathseeker")) == 1
+    assert len(project.invocations(step="TASK-1", role="codeweaver")) == 1
+    done = project.quest("quest-1")
+    assert done.phase is QuestPhase.DONE
+    assert done.questions["q-plan-1"].answer == ANSWER
+    assert project.scaffold_branches() == []
+    assert project.worktrees() == [str(project.repo)]
+
+    # The branch holds the finished quest, and its log reads as the quest's story.
+    files = project.git("ls-tree", "-r", "--name-only", "scaffold/state").split()
+    assert files == ["quests/done/quest-1.json"]
+    story = project.git("log", "--format=%s", "scaffold/state").splitlines()
+    assert "scaffold: quest-1: asks q-plan-1" in story
+    assert any("merged TASK-1" in s for s in story)
+    assert story[0] == "scaffold: quest-1: done"
+
+    shown = project.cli("quest", "show", "quest-1")
+    assert shown.returncode == 0, shown.stderr
+    for needed in ("Greet and say goodbye", "done", "TASK-1", "TASK-2", "q-plan-1", ANSWER):
+        assert needed in shown.stdout, shown.stdout
+    assert "merged TASK-1" in shown.stdout
