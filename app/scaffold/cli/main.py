@@ -23,6 +23,14 @@ from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id
 from scaffold.runtime import inbox
+from scaffold.runtime.preflight import (
+    NO_COMMITS,
+    find_agent,
+    has_commits,
+    missing_agent,
+    require_agent,
+    require_commit,
+)
 from scaffold.runtime.session import (
     find_repo,
     open_or_create_quest,
@@ -112,6 +120,8 @@ def run(repo_path: str | None, quest_id: str | None) -> None:
     """Work the backlog until nothing is left that scaffold can do alone."""
     repo = _repo(repo_path)
     config = load_config(repo)
+    require_commit(repo)
+    require_agent(config, repo)
     writer = open_or_create_quest(repo, quest_id)
     report = asyncio.run(run_quest(repo, config, writer))
     click.echo(report.reason)
@@ -127,6 +137,8 @@ def quest(repo_path: str | None, request: str) -> None:
         raise UsageError("the request is empty")
     repo = _repo(repo_path)
     config = load_config(repo)
+    require_commit(repo)
+    require_agent(config, repo)
     writer = open_or_create_quest(repo, None, request=request)
     click.echo(f"quest {writer.quest.id} started")
     report = asyncio.run(run_quest(repo, config, writer))
@@ -159,6 +171,8 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
     for q in read_all_quests(repo):
         task = q.tasks.get(tid)
         if task is not None:
+            if task.outcome == "merged":
+                raise UsageError(f"{tid} is Done (its pull request was merged); nothing to do")
             if states and task.state.value not in states:
                 raise UsageError(f"{tid} is {task.state.value}, not {' or '.join(states)}")
             return q.id
@@ -284,7 +298,8 @@ def doctor(repo_path: str | None) -> None:
         report(False, "git", "not found on PATH")
     try:
         repo = _repo(repo_path)
-        report(True, "repository", str(repo))
+        commits = has_commits(repo)
+        report(commits, "repository", str(repo) if commits else f"{repo}: {NO_COMMITS}")
     except ScaffoldError as exc:
         report(False, "repository", str(exc))
         sys.exit(1)
@@ -300,9 +315,8 @@ def doctor(repo_path: str | None) -> None:
     except ScaffoldError as exc:
         report(False, "config", str(exc))
         sys.exit(2)
-    agent = config.agent.command[0]
-    found = shutil.which(agent)
-    report(found is not None, "agent", found or f"{agent!r} not found on PATH (agent.command)")
+    found = find_agent(config, repo)
+    report(found is not None, "agent", found or missing_agent(config))
     try:
         # As the local CLI sees it; the App and the Action refuse where this says "off"
         # unless sandbox.mode is off in writing.

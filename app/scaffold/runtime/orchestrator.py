@@ -67,7 +67,7 @@ from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
-from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
+from scaffold.errors import AgentError, IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.git.ward import CommandWrap
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
@@ -208,6 +208,9 @@ class Orchestrator:
         and hours from its creation would stop every later run; a person running
         scaffold again asks for new work, within new budgets.
         """
+        restored = qf.restore_merged(self.quest, self.clock())
+        if restored.entries:
+            self._commit(restored.quest, restored.entries)
         q = self.quest
         self.run_started_at = self.clock()
         self.run_cost_base = q.cost_usd
@@ -303,10 +306,13 @@ class Orchestrator:
         now = self.clock()
         status_of = {t.id: t.status for t in snapshot.tasks}
         ready_ids = {tid for tid, r in snapshot.readiness.items() if r.ready}
-        # A task stopped by an abort or a safety limit is picked up again by a later run.
-        eligible = (None,) if self.quest.stop_reason else (None, "aborted")
+        # A task stopped by an abort or a safety limit is picked up again by a later run;
+        # a stopped run readies nothing (it would only send it back to Idle, every tick).
         for task in list(self.quest.tasks.values()):
-            if task.state is Lifecycle.IDLE and task.outcome in eligible and task.id in ready_ids:
+            if self.quest.stop_reason:
+                break
+            idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
+            if idle and task.id in ready_ids:
                 self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         if not ready:
@@ -628,6 +634,9 @@ class Orchestrator:
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
                 outcome = await agent
+            except AgentError as exc:  # e.g. the program vanished: a failure, not a loop
+                failure = f"could not start the agent: {exc}"
+                return self._outcome_event(key, run.role, None, run.resume_session, failure)
             finally:
                 watcher.cancel()
         if not refused:
