@@ -6,16 +6,25 @@ through click's runner where no agent runs, for speed), real git and the scripte
 
 from __future__ import annotations
 
+import io
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 from repo_builder import MakeProject, codeweaver_done
 
 from scaffold.cli.main import cli
-from scaffold.core.states import Lifecycle
-from scaffold.quest.model import PullRequest, Quest, QuestPhase, TaskRecord
+from scaffold.core import quest_flow as qf
+from scaffold.core.events import Event, signal_event
+from scaffold.core.lifecycle import Limits
+from scaffold.core.states import EventName, Lifecycle
+from scaffold.github.comments import render_status
+from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord
+from scaffold.roles import Role
 from scaffold.runtime.session import BACKLOG_QUEST, quest_store
+from scaffold.runtime.view import Reporter, slot_rows, transition_detail
+from scaffold.signals import parse_signal
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -139,6 +148,8 @@ def test_after_the_failure_limit_scheduling_stops_once(make_project: MakeProject
     assert project.events("TASK-2").count("deps_resolved") == 1
     assert project.events("TASK-2").count("safety_limit_hit") == 1
     assert result.output.count("stopping new work") == 1
+    # The log line of the crash says why, not only "agent_failed".
+    assert "TASK-1: agent_failed (stays Processing): exited with code 1" in result.output
     assert project.invocations(step="TASK-2") == []
 
 
@@ -157,3 +168,78 @@ def test_a_repository_without_commits_is_told_to_commit_first(tmp_path: Path) ->
     assert run.exit_code == 2
     assert "no commits yet: commit first" in run.output
     assert "rev-parse" not in run.output
+
+
+# --------------------------------------------------------------------------- item 6
+
+
+def _processing(**fields: object) -> TaskRecord:
+    return TaskRecord(
+        id="TASK-1",
+        state=Lifecycle.PROCESSING,
+        role=Role.CODEWEAVER,
+        worktree="/wt/task-1",
+        pending_run=AgentRun(role=Role.CODEWEAVER),
+        agent_running=True,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def _log_line(task: TaskRecord, event: Event) -> str:
+    quest = Quest(id="q", phase=QuestPhase.EXECUTING, tasks={task.id: task})
+    step = qf.apply_task_event(quest, task.id, event, Limits(), NOW)
+    out = io.StringIO()
+    entry = step.entries[0]
+    Reporter(out, color=False).transition(
+        "TASK-1", entry.source, entry.target, entry.event, transition_detail(entry)
+    )
+    return out.getvalue()
+
+
+NOW = datetime(2025, 1, 2, tzinfo=UTC)
+
+
+def test_the_log_says_why_an_agent_failed_and_where_a_followup_went() -> None:
+    crash = "exited with code 1 without an accepted signal-back stderr: Traceback | boom"
+    failed = Event(EventName.AGENT_FAILED, at=NOW, role=Role.CODEWEAVER, detail=crash)
+    assert f"agent_failed (stays Processing): {crash}" in _log_line(_processing(), failed)
+    followup = parse_signal(
+        {
+            "signal": "needs-role-followup",
+            "stepId": "TASK-1",
+            "targetRole": "pathseeker",
+            "reason": "the task is two tasks",
+            "context": "split it",
+            "resume": False,
+        },
+        role=Role.CODEWEAVER,
+    )
+    event = signal_event(_processing(), followup, session_id="s-1", at=NOW)
+    assert "to pathseeker: the task is two tasks" in _log_line(_processing(), event)
+
+
+def test_the_live_view_lists_idle_tasks_and_a_question_being_waited_on() -> None:
+    waiting = _processing(question_id="q-1-1").model_copy(update={"agent_running": False})
+    tasks = [
+        waiting,
+        TaskRecord(id="TASK-2", dependencies=("TASK-1",)),
+        TaskRecord(id="TASK-3", outcome="merged"),
+    ]
+
+    rows = {r.step: r.state for r in slot_rows(tasks, NOW)}
+
+    assert rows == {
+        "TASK-1": "Processing, waiting for the answer to q-1-1",
+        "TASK-2": "Idle (waiting for its dependencies)",
+    }
+
+
+def test_a_quest_whose_tasks_all_merged_is_shown_done() -> None:
+    merged = TaskRecord(id="TASK-1", outcome="merged", pr=MERGED_PR)
+    quest = Quest(id="quest-1", phase=QuestPhase.EXECUTING, tasks={"TASK-1": merged})
+
+    assert qf.shown_phase(quest) == "done"
+    comment = render_status(quest, now=NOW, max_cost_usd=5, max_hours=4, slots=3)
+    assert "· quest-1 · done" in comment
+    running = quest.model_copy(update={"tasks": {"TASK-1": _processing()}})
+    assert qf.shown_phase(running) == "executing"

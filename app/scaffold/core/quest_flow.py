@@ -239,6 +239,20 @@ def restore_merged(quest: Quest, now: datetime) -> Step:
     return Step(quest.model_copy(update={"tasks": tasks}), (), tuple(entries))
 
 
+def shown_phase(quest: Quest) -> str:
+    """The phase a person is shown: a quest whose every task is merged (or rejected,
+    with at least one merged) is done, even before the run that merged it has ended."""
+    tasks = quest.tasks.values()
+    finished = bool(quest.tasks) and all(t.outcome in ("merged", "rejected") for t in tasks)
+    if (
+        quest.phase is QuestPhase.EXECUTING
+        and finished
+        and any(t.outcome == "merged" for t in tasks)
+    ):
+        return QuestPhase.DONE.value
+    return quest.phase.value
+
+
 def add_cost(quest: Quest, task_id: str | None, usd: float) -> Quest:
     if usd <= 0:
         return quest

@@ -89,7 +89,7 @@ from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_channels
-from scaffold.runtime.view import Reporter, SlotRow
+from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 
@@ -244,7 +244,9 @@ class Orchestrator:
         self._commit(step.quest, step.entries)
         for entry in step.entries:
             if entry.kind == "transition":
-                self.out.transition(entry.task_id or key, entry.source, entry.target, entry.event)
+                where = entry.task_id or key
+                detail = transition_detail(entry)
+                self.out.transition(where, entry.source, entry.target, entry.event, detail)
         if step.effects:
             self._start_job(key, step.effects)
         if key != PLAN_KEY:
@@ -279,18 +281,7 @@ class Orchestrator:
     # ------------------------------------------------------------------ scheduling
 
     def _show_slots(self) -> None:
-        now = self.clock()
-        rows = [
-            SlotRow(
-                step=t.id,
-                state=t.state.value,
-                role=t.role.value if t.role else "-",
-                elapsed_s=(now - t.started_at).total_seconds() if t.started_at else 0.0,
-                cost_usd=t.cost_usd,
-            )
-            for t in self.quest.tasks.values()
-            if t.state in IN_FLIGHT
-        ]
+        rows = slot_rows(self.quest.tasks.values(), self.clock())
         done = sum(1 for t in self.quest.tasks.values() if t.outcome == "merged")
         self.out.slots(rows, done, len(self.quest.tasks), self.quest.cost_usd)
 
