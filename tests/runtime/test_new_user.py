@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from repo_builder import MakeProject, codeweaver_done
 
@@ -22,6 +24,7 @@ from scaffold.core.states import EventName, Lifecycle
 from scaffold.github.comments import render_status
 from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord
 from scaffold.roles import Role
+from scaffold.runtime.preflight import scaffold_command
 from scaffold.runtime.session import BACKLOG_QUEST, quest_store
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.signals import parse_signal
@@ -243,3 +246,32 @@ def test_a_quest_whose_tasks_all_merged_is_shown_done() -> None:
     assert "· quest-1 · done" in comment
     running = quest.model_copy(update={"tasks": {"TASK-1": _processing()}})
     assert qf.shown_phase(running) == "executing"
+
+
+# --------------------------------------------------------------------------- item 7
+
+
+def test_init_prints_next_steps_a_new_user_can_type(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    bare_path = {"PATH": "/usr/bin:/bin"}  # no scaffold, claude or backlog on it
+
+    result = _invoke(repo, "init", env=bare_path)
+
+    assert result.exit_code == 0, result.output
+    steps = result.output.split("next steps:", 1)[1]
+    assert "git commit" in steps  # nothing committed yet
+    assert "npm install -g @anthropic-ai/claude-code" in steps
+    assert "npm install -g backlog.md" in steps
+    installed = str(Path(sys.executable).parent / "scaffold")
+    assert f"{installed} run" in steps  # not a bare `scaffold` that is not on PATH
+    assert f"{installed} status" in steps
+
+
+def test_the_command_to_show_is_scaffold_only_when_it_is_on_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert scaffold_command() == str(Path(sys.executable).parent / "scaffold")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    assert scaffold_command() == "scaffold"

@@ -19,7 +19,7 @@ import click
 from scaffold import __version__
 from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams
-from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
+from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id
 from scaffold.runtime import inbox
@@ -30,6 +30,7 @@ from scaffold.runtime.preflight import (
     missing_agent,
     require_agent,
     require_commit,
+    scaffold_command,
 )
 from scaffold.runtime.session import (
     find_repo,
@@ -111,6 +112,28 @@ def init(repo_path: str | None) -> None:
         )
         made.append("backlog/")
     click.echo("created: " + ", ".join(made) if made else "nothing to do: already set up")
+    click.echo(_next_steps(repo, config))
+
+
+def _next_steps(repo: Path, config: ScaffoldConfig) -> str:
+    """What a person does after ``init``, with the commands as they can type them."""
+    me = scaffold_command()
+    steps = []
+    if not has_commits(repo):
+        steps.append("git add -A && git commit -m 'scaffold init'   # scaffold needs a commit")
+    if find_agent(config, repo) is None:
+        steps.append(f"install the agent: {missing_agent(config)}")
+    create = 'backlog task create "Add the parser" --ac "parses the sample"'
+    if shutil.which("backlog") is None:
+        create = f"npm install -g backlog.md, then: {create}"
+    steps += [
+        f"{create}   # or write backlog/tasks/task-1 - Add-the-parser.md yourself "
+        "(the README shows a task file)",
+        f"{me} doctor     # checks git, the agent, the config and the backlog",
+        f'{me} run        # works the backlog; or: {me} quest "what you want"',
+        f"{me} status     # every task and what it is doing",
+    ]
+    return "next steps:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(steps, 1))
 
 
 @cli.command()

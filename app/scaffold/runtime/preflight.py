@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from scaffold.config import CONFIG_PATH, ScaffoldConfig
@@ -67,3 +68,14 @@ def missing_agent(config: ScaffoldConfig) -> str:
 def require_agent(config: ScaffoldConfig, repo: Path) -> None:
     if find_agent(config, repo) is None:
         raise ConfigError(repo / CONFIG_PATH, "agent.command", missing_agent(config))
+
+
+def scaffold_command() -> str:
+    """How a person calls scaffold from a shell: ``scaffold`` when it is on PATH, else
+    the console script of this installation (``./scripts/install`` puts it in .venv/bin)."""
+    if shutil.which("scaffold"):
+        return "scaffold"
+    script = Path(sys.executable).parent / "scaffold"
+    if script.is_file() and os.access(script, os.X_OK):
+        return str(script)
+    return f"{sys.executable} -m scaffold"
