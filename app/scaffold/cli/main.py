@@ -21,7 +21,7 @@ from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
-from scaffold.ids import normalize_task_id
+from scaffold.ids import normalize_task_id, validate_question_id
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import (
     NO_COMMITS,
@@ -209,6 +209,7 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
 def answer(repo_path: str | None, question_id: str, text: str) -> None:
     """Answer an agent's question; its session resumes with the answer."""
     repo = _repo(repo_path)
+    validate_question_id(question_id)
     if not text.strip():
         raise UsageError("the answer is empty")
     quest_id = _find_question(repo, question_id)
