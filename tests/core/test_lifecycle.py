@@ -891,7 +891,11 @@ def test_retry_on_error_up_to_max_attempts_then_blocked(max_attempts: int) -> No
     assert d.transition.name == "retries_exhausted"
     assert d.task.state is S.BLOCKED
     assert d.effects == (
-        ReportBlocked(TID, f"Codeweaver failed {max_attempts + 1} times: crash again"),
+        ReportBlocked(
+            TID,
+            f"Codeweaver failed {max_attempts + 1} times (the first run and {max_attempts} "
+            "retries, agent.max_attempts): crash again",
+        ),
     )
     assert (d.task.pending_run, d.task.agent_running) == (None, False)
 

@@ -6,6 +6,7 @@ through click's runner where no agent runs, for speed), real git and the scripte
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from click.testing import CliRunner, Result
 from repo_builder import MakeProject, codeweaver_done
 
 from scaffold.cli.main import cli
+from scaffold.config import load_config
 from scaffold.core import quest_flow as qf
 from scaffold.core.events import Event, signal_event
 from scaffold.core.lifecycle import Limits
@@ -25,7 +27,7 @@ from scaffold.github.comments import render_status
 from scaffold.quest.model import AgentRun, PullRequest, Quest, QuestPhase, TaskRecord
 from scaffold.roles import Role
 from scaffold.runtime.preflight import scaffold_command
-from scaffold.runtime.session import BACKLOG_QUEST, quest_store
+from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.signals import parse_signal
 
@@ -97,6 +99,37 @@ def test_a_missing_agent_program_is_refused_before_anything_starts(tmp_path: Pat
     assert run.exit_code == 2, run.output
     assert "'no-such-agent-binary'" in run.output
     assert "agent.command" in run.output
+
+
+def test_an_agent_program_that_cannot_start_is_a_failure_not_a_loop(
+    make_project: MakeProject, tmp_path: Path
+) -> None:
+    """Past the CLI's check (the program vanished, or the orchestrator is driven by the
+    App): a start that fails is an agent failure, retried and then Blocked, never an
+    endless restart of the same job."""
+    gone = str(tmp_path / "gone" / "agent")
+    project = make_project(
+        ["First"], [], {"agent": {"command": [gone]}, "sandbox": {"mode": "off"}}
+    )
+
+    result = project.run()
+
+    assert result.exit_code == 1, result.output
+    task = project.task("TASK-1")
+    assert task.state is Lifecycle.BLOCKED
+    assert "could not start the agent" in (task.blocked_reason or "")
+    assert project.events("TASK-1").count("agent_failed") == 3  # max_attempts 2: 1 + 2
+
+    # The same for a quest's planning, which used to restart ChaosWhisperer for ever.
+    writer = open_or_create_quest(project.repo, None, request="add a login page")
+    quest_id = writer.quest.id
+    out = io.StringIO()
+    config = load_config(project.repo)
+    report = asyncio.run(run_quest(project.repo, config, writer, Reporter(out, color=False)))
+
+    assert report.exit_code == 1, out.getvalue()
+    assert project.quest(quest_id).phase is QuestPhase.FAILED
+    assert out.getvalue().count("could not start the agent") <= 3
 
 
 # --------------------------------------------------------------------------- item 3

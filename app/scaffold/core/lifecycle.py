@@ -322,9 +322,10 @@ def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]
 
 
 def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    reason = (
-        f"{(e.role or t.role or Role.CODEWEAVER).display} failed {t.attempts + 1} times: {e.detail}"
-    )
+    role = (e.role or t.role or Role.CODEWEAVER).display
+    # The first run and its retries: agent.max_attempts counts the retries.
+    runs = f"{t.attempts + 1} times (the first run and {t.attempts} retries, agent.max_attempts)"
+    reason = f"{role} failed {runs}: {e.detail}"
     return (
         {
             "attempts": t.attempts + 1,
