@@ -36,10 +36,8 @@ from scaffold.core.lifecycle import (
     Limits,
     MachineDefinitionError,
     Transition,
-    allowed_events,
     decide,
     mermaid,
-    transitions_from,
     validate_table,
 )
 from scaffold.core.planning import planning_event_for
@@ -126,6 +124,14 @@ def on_signal(
 
 def ev(name: E, **fields: Any) -> Event:
     return Event(name, at=NOW, **fields)
+
+
+def transitions_from(state: S) -> list[Transition]:
+    return [r for r in TABLE if r.source is state]
+
+
+def allowed_events(state: S) -> list[E]:
+    return sorted({r.event for r in TABLE if r.source is state})
 
 
 def kinds(effects: tuple[object, ...] | list[object]) -> list[type]:

@@ -747,14 +747,6 @@ for _row in TABLE:
     _INDEX[(_row.source, _row.event)] = (*_INDEX.get((_row.source, _row.event), ()), _row)
 
 
-def transitions_from(state: S) -> list[Transition]:
-    return [r for r in TABLE if r.source is state]
-
-
-def allowed_events(state: S) -> list[E]:
-    return sorted({r.event for r in TABLE if r.source is state})
-
-
 # --------------------------------------------------------------------------- decide
 
 

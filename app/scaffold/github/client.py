@@ -350,16 +350,3 @@ class GitHubApp:
             self._session = None
             self._transport = None
             self._clients.clear()
-
-
-def token_client(
-    token: str, *, base_url: str = DEFAULT_API_URL
-) -> tuple[GitHubClient, aiohttp.ClientSession]:
-    """A client for a plain token (a GitHub Actions ``GITHUB_TOKEN``); close the session."""
-    session = aiohttp.ClientSession()
-    transport = RetryingTransport(session, base_url=base_url, policy=RetryPolicy())
-
-    async def source() -> str:
-        return token
-
-    return GitHubClient(transport, source), session
