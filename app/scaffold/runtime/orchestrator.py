@@ -675,7 +675,9 @@ class Orchestrator:
             self._note(key, f"{run.role.value}: {note}")
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
-        failure = describe_failure(outcome, refused[0] if refused else None)
+        failure = describe_failure(
+            outcome, refused[0] if refused else None, self.cfg.agent.stuck_timeout_s
+        )
         fresh = sig is None and resume_lost(outcome, run.resume_session is not None)
         if fresh and key in self.restarted:
             # scaffold died before the agent had saved its session: not the agent's
