@@ -125,3 +125,25 @@ def test_event_mode_keeps_its_state_in_the_cache() -> None:
     assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/scaffold-state"
     assert save["if"] == "always() && inputs.mode == 'event'"
     assert restore["with"]["restore-keys"] == "scaffold-state-${{ github.repository }}-"
+
+
+def test_examples_pin_the_release_tag_the_release_workflow_makes() -> None:
+    """Issue 12: the examples named a tag (v1) no release ever made."""
+    import tomllib
+
+    from scaffold import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert project["version"] == __version__
+    tag = f"v{__version__}"
+    for path in sorted((ROOT / "examples" / "workflows").glob("*.yml")):
+        text = path.read_text("utf-8")
+        pins = re.findall(r"uses:\s*<owner>/scaffold@(\S+)", text)
+        assert pins, path.name
+        assert set(pins) == {tag}, path.name
+    release = _load(ROOT / ".github" / "workflows" / "release.yml")
+    assert release["on"] == {"push": {"tags": ["v*.*.*"]}}
+    runs = [s.get("run", "") for s in release["jobs"]["release"]["steps"]]
+    assert "./scripts/test" in runs
+    assert any('"scaffold, version ${TAG#v}"' in r for r in runs)  # tag == version
+    assert any(r.startswith("gh release create") for r in runs)

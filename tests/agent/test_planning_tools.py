@@ -300,7 +300,11 @@ def test_pathseeker_creates_tasks_through_mcp(tmp_path: Path, repo: Path) -> Non
     assert record is not None
     assert record.complete is True
     assert record.file_map == ("src/app/api.py", "src/app/model.py", "docs/api.md")
-    assert record.ids_by_key() == {"model": "TASK-3", "api": "TASK-4", "docs": "TASK-5"}
+    assert {t.key: t.id for t in record.tasks} == {
+        "model": "TASK-3",
+        "api": "TASK-4",
+        "docs": "TASK-5",
+    }
     raw = json.loads((sig / PLAN_FILE).read_text())
     assert raw["fileMap"] == list(record.file_map)
     assert raw["tasks"][1] == {

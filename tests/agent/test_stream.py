@@ -324,7 +324,6 @@ def test_a_gigabyte_line_keeps_memory_flat() -> None:
     assert [type(e) for e in events] == [ResultEvent]
     assert dec.summary.malformed_count == 1
     assert dec.summary.peak_buffered_bytes <= cap
-    assert dec.buffered_bytes == 0
     assert peak < 4 * cap
 
 

@@ -115,7 +115,7 @@ def test_every_problem_is_reported_with_path_and_reason(tmp_path: Path) -> None:
     # Nothing is ready: cycles, a missing/unknown dependency, a duplicated id everywhere.
     assert snap.ready_tasks() == []
     assert "id TASK-9 is used by more than one file" in snap.readiness["TASK-9"].reasons
-    assert snap.problems_for("TASK-4")[0].kind == MISSING_DEPENDENCY
+    assert next(p.kind for p in snap.problems if p.task_id == "TASK-4") == MISSING_DEPENDENCY
 
 
 def test_ready_tasks_and_completed_folder(tmp_path: Path) -> None:

@@ -36,10 +36,8 @@ from scaffold.core.lifecycle import (
     Limits,
     MachineDefinitionError,
     Transition,
-    allowed_events,
     decide,
     mermaid,
-    transitions_from,
     validate_table,
 )
 from scaffold.core.planning import planning_event_for
@@ -104,6 +102,7 @@ def running(role: Role, state: S | None = None, **fields: Any) -> TaskRecord:
     """A task whose ``role`` agent is running, in the state that role runs in."""
     where = state or (S.PROCESSING if role in BUILDING_ROLES else S.TEST_VALIDATION)
     sessions = {role.value: session_of(role), **fields.pop("sessions", {})}
+    fields.setdefault("worktree", f"/wt/{TID.lower()}")  # an agent runs only in one
     return task(
         where,
         role=role,
@@ -125,6 +124,14 @@ def on_signal(
 
 def ev(name: E, **fields: Any) -> Event:
     return Event(name, at=NOW, **fields)
+
+
+def transitions_from(state: S) -> list[Transition]:
+    return [r for r in TABLE if r.source is state]
+
+
+def allowed_events(state: S) -> list[E]:
+    return sorted({r.event for r in TABLE if r.source is state})
 
 
 def kinds(effects: tuple[object, ...] | list[object]) -> list[type]:
@@ -201,11 +208,15 @@ SETUPS: dict[str, Setup] = {
         ev(E.DIAGRAMS_UPDATED),
     ),
     "Blocked-retry_requested-Processing": lambda: (
-        task(S.BLOCKED, role=CW, blocked_reason="Codeweaver failed 4 times"),
+        task(S.BLOCKED, role=CW, blocked_reason="Codeweaver failed 4 times", worktree="/wt/t"),
         ev(E.RETRY_REQUESTED),
     ),
     "Blocked-retry_requested-TestValidation": lambda: (
-        task(S.BLOCKED, role=SM, blocked_reason="Siegemaster failed 4 times"),
+        task(S.BLOCKED, role=SM, blocked_reason="Siegemaster failed 4 times", worktree="/wt/t"),
+        ev(E.RETRY_REQUESTED),
+    ),
+    "Blocked-retry_requested-Allocating": lambda: (
+        task(S.BLOCKED, blocked_reason="could not create the worktree: no commits"),
         ev(E.RETRY_REQUESTED),
     ),
     "PR_Created-pr_approved": lambda: (
@@ -305,6 +316,7 @@ EXPECTED_EFFECTS: dict[str, tuple[type, ...]] = {
     "Blocked-diagrams_updated": (StartAgent,),
     "Blocked-retry_requested-Processing": (StartAgent,),
     "Blocked-retry_requested-TestValidation": (StartAgent,),
+    "Blocked-retry_requested-Allocating": (CreateWorktree,),
     "PR_Created-pr_approved": (MergePullRequest,),
     "PR_Created-pr_rejected": _CLEANUP,
     "Blocked-pr_rejected": _CLEANUP,
@@ -885,7 +897,11 @@ def test_retry_on_error_up_to_max_attempts_then_blocked(max_attempts: int) -> No
     assert d.transition.name == "retries_exhausted"
     assert d.task.state is S.BLOCKED
     assert d.effects == (
-        ReportBlocked(TID, f"Codeweaver failed {max_attempts + 1} times: crash again"),
+        ReportBlocked(
+            TID,
+            f"Codeweaver failed {max_attempts + 1} times (the first run and {max_attempts} "
+            "retries, agent.max_attempts): crash again",
+        ),
     )
     assert (d.task.pending_run, d.task.agent_running) == (None, False)
 
@@ -1045,3 +1061,23 @@ def test_allocation_failure_blocks() -> None:
     d = decide(task(S.ALLOCATING), ev(E.ALLOCATION_FAILED, detail="branch exists"))
     assert d.task.state is S.BLOCKED
     assert d.effects == (ReportBlocked(TID, "could not create the worktree: branch exists"),)
+
+
+# --------------------------------------------------------------------------- issue 12
+
+
+def test_retry_of_a_task_blocked_before_its_worktree_allocates_one_first() -> None:
+    """A retry after a failed worktree creation never starts an agent without one."""
+    blocked = decide(task(S.ALLOCATING), ev(E.ALLOCATION_FAILED, detail="no commits")).task
+    assert blocked.worktree is None
+    d = decide(blocked, ev(E.RETRY_REQUESTED))
+    assert d.task.state is S.ALLOCATING
+    assert kinds(d.effects) == [CreateWorktree]
+    assert (d.task.blocked_reason, d.task.pending_run) == (None, None)
+    made = decide(d.task, ev(E.WORKTREE_CREATED, extra={"worktree": "/wt/t", "branch": "b"}))
+    assert (made.task.state, made.task.worktree) == (S.PROCESSING, "/wt/t")
+
+
+def test_retry_of_a_merged_task_is_refused() -> None:
+    with pytest.raises(IllegalTransition):
+        decide(task(S.IDLE, outcome="merged"), ev(E.RETRY_REQUESTED))

@@ -136,6 +136,8 @@ def check_repo_access(
 
 async def handle_api(sim: GitHubSimulator, request: web.Request) -> web.StreamResponse:
     method, path = request.method, request.path
+    if sim.latency_s:
+        await asyncio.sleep(sim.latency_s)
     fault = sim.take_fault(method, path)
     if fault is not None:
         if fault.delay_s:

@@ -168,6 +168,9 @@ class GitHubSimulator:
         self.requests: list[tuple[str, str, int]] = []
         self.injected_hits = 0
         self.faults: list[Fault] = []
+        # Seconds every API call waits before it is answered: a slow GitHub (e.g. one
+        # whose token refreshes take ~100 ms) for tests of races between callers.
+        self.latency_s = 0.0
         self.workflow_runner: Callable[[WorkflowDispatch], WorkflowOutcome] | None = None
         self.rate_limit = 5000
         self.rate_used = 0

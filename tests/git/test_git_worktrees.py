@@ -11,7 +11,6 @@ import pytest
 from gitrepo import commit_file, git, make_repo, status, tip, write
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.changes import FileChange
 from scaffold.git.worktrees import MergeResult, Workspace, safe_child
 
 
@@ -218,33 +217,6 @@ def test_commit_all_needs_a_healthy_worktree(repo: Path) -> None:
     assert status(repo) == "?? user.txt"
 
 
-def test_changed_files_against_merge_base(repo: Path) -> None:
-    ws = Workspace(repo)
-    wt = ws.create_worktree("TASK-1")
-    write(wt, "pkg/new.py", "x = 1\n")
-    write(wt, "README.md", "# changed\n")
-    git(wt, "mv", "lines.txt", "moved-lines.txt")
-    ws.commit_all("TASK-1", "work")
-    commit_file(repo, "on-main-only.txt", "later\n")  # must not show up
-
-    changes = ws.changed_files("TASK-1")
-
-    assert sorted(changes, key=lambda c: c.path) == [
-        FileChange("M", "README.md"),
-        FileChange("R", "moved-lines.txt", old_path="lines.txt", similarity=100),
-        FileChange("A", "pkg/new.py"),
-    ]
-
-
-def test_changed_files_handles_odd_file_names(repo: Path) -> None:
-    ws = Workspace(repo)
-    wt = ws.create_worktree("TASK-1")
-    odd = "dir with space/näme\tand tab.py"
-    write(wt, odd, "x = 1\n")
-    ws.commit_all("TASK-1", "odd")
-    assert ws.changed_files("TASK-1") == [FileChange("A", odd)]
-
-
 # --------------------------------------------------------------------- merges
 
 
@@ -437,39 +409,6 @@ def test_merge_into_bare_repository(tmp_path: Path) -> None:
     assert git(bare, "show", "main:feature.txt") == "feature"
 
 
-def test_update_from_default_merges_and_reports_conflicts(repo: Path) -> None:
-    ws = Workspace(repo)
-    wt = ws.create_worktree("TASK-1")
-
-    # No own commits yet: a fast-forward.
-    moved = commit_file(repo, "one.txt", "1\n")
-    result = ws.update_from_default("TASK-1")
-    assert result == MergeResult(merged=True, sha=moved)
-    assert (wt / "one.txt").exists()
-    assert status(wt) == ""
-
-    # Own commits and a clean merge: a merge commit, uncommitted work kept.
-    own = task_commit(ws, "TASK-1", "mine.txt", "mine\n")
-    moved = commit_file(repo, "two.txt", "2\n")
-    write(wt, "wip.txt", "uncommitted\n")
-    result = ws.update_from_default("TASK-1")
-    assert result.merged
-    assert parents(repo, "scaffold/task-1") == [own, moved]
-    assert (wt / "two.txt").exists()
-    assert status(wt) == "?? wip.txt"
-    assert ws.update_from_default("TASK-1").already_merged
-
-    # A conflict: reported, worktree and branch untouched.
-    write(wt, "lines.txt", "task\n")
-    before = ws.commit_all("TASK-1", "task edit")
-    commit_file(repo, "lines.txt", "main\n")
-    result = ws.update_from_default("TASK-1")
-    assert result == MergeResult(merged=False, sha=None, conflict_files=["lines.txt"])
-    assert tip(repo, "scaffold/task-1") == before
-    assert status(wt) == ""  # commit_all took wip.txt along
-    assert (wt / "lines.txt").read_text() == "task\n"
-
-
 # ---------------------------------------------------------- commit_on_default
 
 
@@ -567,11 +506,6 @@ def test_orphan_listing(repo: Path) -> None:
     git(repo, "branch", "scaffold/state")  # not a task branch
     git(repo, "branch", "feature")
 
-    assert ws.list_scaffold_branches() == [
-        "scaffold/task-1",
-        "scaffold/task-2",
-        "scaffold/task-10",
-    ]
     listed = {(w.task_id, w.registered, w.branch) for w in ws.list_scaffold_worktrees()}
     assert listed == {
         ("TASK-1", True, "scaffold/task-1"),

@@ -40,10 +40,11 @@ from typing import Any
 import pytest
 import vcr
 import yaml
+from plain_token import token_client
 from vcr.request import Request
 
 from ghsim.server import GitHubSimulator
-from scaffold.github.client import DEFAULT_API_URL, GitHubClient, token_client
+from scaffold.github.client import DEFAULT_API_URL, GitHubClient
 
 CASSETTES = Path(__file__).parent / "cassettes"
 SIM_CASSETTE = "client_sequence_sim"

@@ -15,11 +15,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from plain_token import token_client
 
 from ghsim.server import GitHubSimulator
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials
-from scaffold.github.client import GitHubApp, GitHubClient, token_client
+from scaffold.github.client import GitHubApp, GitHubClient
 from scaffold.github.retry import RetryPolicy
 
 OWNER, NAME = "octo", "demo"

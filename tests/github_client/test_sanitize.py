@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaffold.github.sanitize import MASK, clean, redact, strip_hidden
+from scaffold.sanitize import MASK, clean, redact, strip_hidden
 
 # ---------------------------------------------------------------------- hidden text
 
@@ -101,7 +101,9 @@ def test_bearer_and_token_headers_are_masked() -> None:
     jwt_like = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxIn0.c2lnbmF0dXJlLXZhbHVl"
     out = redact(f"Authorization: Bearer {jwt_like}")
     assert jwt_like not in out
-    assert redact("Authorization: token abcdefghijklmnopqrstuvwxyz") == f"Authorization: {MASK}"
+    assert (
+        redact("Authorization: token abcdefghijklmnopqrstuvwxyz") == f"Authorization: token {MASK}"
+    )
 
 
 def test_x_access_token_urls_are_masked() -> None:
@@ -115,8 +117,8 @@ def test_x_access_token_urls_are_masked() -> None:
 
 
 def test_extra_secrets_are_masked_and_tiny_ones_ignored() -> None:
-    out = redact("db password hunter22 and pin 1234", extra_secrets=["hunter22", "1234", ""])
-    assert out == f"db password {MASK} and pin 1234"
+    out = redact("db password hunter22 and pin 123", extra_secrets=["hunter22", "123", ""])
+    assert out == f"db password {MASK} and pin 123"
 
 
 def test_ordinary_text_is_untouched() -> None:

@@ -35,10 +35,6 @@ class ActionEnv:
     runner_temp: Path | None
     sha: str | None
 
-    @property
-    def in_actions(self) -> bool:
-        return self.event_path is not None or self.output is not None
-
     def temp_dir(self) -> Path:
         """``$RUNNER_TEMP``, or the system's temporary folder outside Actions."""
         return self.runner_temp or Path(tempfile.gettempdir())

@@ -31,8 +31,8 @@ from scaffold.git.runner import (
     run_git,
     run_remote_git,
 )
-from scaffold.github.sanitize import redact
 from scaffold.ids import branch_for_task, normalize_task_id, task_for_branch
+from scaffold.sanitize import redact
 
 
 @dataclass(frozen=True)

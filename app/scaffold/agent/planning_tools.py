@@ -42,6 +42,7 @@ from scaffold.backlog import (
     sanitize_filename,
 )
 from scaffold.errors import BacklogError, InvalidIdError, StoreError
+from scaffold.fsutil import fsync_dir
 from scaffold.ids import normalize_task_id
 from scaffold.quest.model import Requirements
 from scaffold.roles import Role
@@ -149,14 +150,6 @@ def _ensure_dir(directory: Path) -> None:
     if not directory.is_dir():
         directory.mkdir(parents=True, exist_ok=True)
         fsync_dir(directory.parent)  # the new directory's own name must survive too
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _temp_file(directory: Path, name: str, data: bytes) -> Path:
@@ -542,9 +535,6 @@ class PlanRecord(_Record):
     file_map: tuple[str, ...] = Field(alias="fileMap")
     tasks: tuple[PlannedTask, ...]
     complete: bool = True
-
-    def ids_by_key(self) -> dict[str, str]:
-        return {t.key: t.id for t in self.tasks}
 
 
 def _plan_bytes(record: PlanRecord) -> bytes:

@@ -40,10 +40,10 @@ from scaffold.agent.planning_tools import (
     TOOL_ROLES,
     PlanningTool,
     claim_durably,
-    fsync_dir,
     planning_tools,
 )
 from scaffold.errors import InvalidIdError, SignalError, UsageError
+from scaffold.fsutil import fsync_dir
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
 from scaffold.signals import (

@@ -487,11 +487,6 @@ class StreamDecoder:
         self._discard_head = b""
         self._line_no = 0
 
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes of an incomplete line held right now."""
-        return len(self._pending)
-
     def feed(self, chunk: bytes) -> list[Event]:
         """Take the next chunk; return the events of every line it completes."""
         out: list[Event] = []

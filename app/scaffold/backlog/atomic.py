@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 
 from scaffold.errors import BacklogError
+from scaffold.fsutil import fsync_dir
 
 
 def _temp_path(target: Path) -> Path:
@@ -37,15 +38,6 @@ def _write_temp(target: Path, data: bytes, mode: int | None) -> Path:
     return tmp
 
 
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def replace_file(target: Path, data: bytes) -> None:
     """Atomically replace an existing file, keeping its permission bits."""
     try:
@@ -54,7 +46,7 @@ def replace_file(target: Path, data: bytes) -> None:
         os.replace(tmp, target)
     except OSError as exc:
         raise BacklogError(target, f"cannot write: {exc.strerror or exc}") from exc
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def create_file(target: Path, data: bytes) -> None:
@@ -72,4 +64,4 @@ def create_file(target: Path, data: bytes) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)

@@ -94,9 +94,6 @@ class BacklogSnapshot:
         """Tasks that may start now, in id order."""
         return [t for t in self.tasks if t.id in self.readiness and self.readiness[t.id].ready]
 
-    def problems_for(self, task_id: str) -> list[BacklogProblem]:
-        return [p for p in self.problems if p.task_id == task_id]
-
 
 def _relative(path: Path, root: Path) -> str:
     try:

@@ -19,10 +19,19 @@ import click
 from scaffold import __version__
 from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams
-from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, load_config
+from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
-from scaffold.ids import normalize_task_id, validate_quest_id
+from scaffold.ids import normalize_task_id, validate_quest_id, validate_question_id
 from scaffold.runtime import inbox
+from scaffold.runtime.preflight import (
+    NO_COMMITS,
+    find_agent,
+    has_commits,
+    missing_agent,
+    require_agent,
+    require_commit,
+    scaffold_command,
+)
 from scaffold.runtime.session import (
     find_repo,
     open_or_create_quest,
@@ -103,6 +112,28 @@ def init(repo_path: str | None) -> None:
         )
         made.append("backlog/")
     click.echo("created: " + ", ".join(made) if made else "nothing to do: already set up")
+    click.echo(_next_steps(repo, config))
+
+
+def _next_steps(repo: Path, config: ScaffoldConfig) -> str:
+    """What a person does after ``init``, with the commands as they can type them."""
+    me = scaffold_command()
+    steps = []
+    if not has_commits(repo):
+        steps.append("git add -A && git commit -m 'scaffold init'   # scaffold needs a commit")
+    if find_agent(config, repo) is None:
+        steps.append(f"install the agent: {missing_agent(config)}")
+    create = 'backlog task create "Add the parser" --ac "parses the sample"'
+    if shutil.which("backlog") is None:
+        create = f"npm install -g backlog.md, then: {create}"
+    steps += [
+        f"{create}   # or write backlog/tasks/task-1 - Add-the-parser.md yourself "
+        "(the README shows a task file)",
+        f"{me} doctor     # checks git, the agent, the config and the backlog",
+        f'{me} run        # works the backlog; or: {me} quest "what you want"',
+        f"{me} status     # every task and what it is doing",
+    ]
+    return "next steps:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(steps, 1))
 
 
 @cli.command()
@@ -112,6 +143,8 @@ def run(repo_path: str | None, quest_id: str | None) -> None:
     """Work the backlog until nothing is left that scaffold can do alone."""
     repo = _repo(repo_path)
     config = load_config(repo)
+    require_commit(repo)
+    require_agent(config, repo)
     writer = open_or_create_quest(repo, quest_id)
     report = asyncio.run(run_quest(repo, config, writer))
     click.echo(report.reason)
@@ -138,6 +171,8 @@ def quest(repo_path: str | None, words: tuple[str, ...]) -> None:
         raise UsageError("the request is empty")
     repo = _repo(repo_path)
     config = load_config(repo)
+    require_commit(repo)
+    require_agent(config, repo)
     writer = open_or_create_quest(repo, None, request=request)
     click.echo(f"quest {writer.quest.id} started")
     report = asyncio.run(run_quest(repo, config, writer))
@@ -170,6 +205,8 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
     for q in read_all_quests(repo):
         task = q.tasks.get(tid)
         if task is not None:
+            if task.outcome == "merged":
+                raise UsageError(f"{tid} is Done (its pull request was merged); nothing to do")
             if states and task.state.value not in states:
                 raise UsageError(f"{tid} is {task.state.value}, not {' or '.join(states)}")
             return q.id
@@ -183,6 +220,7 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
 def answer(repo_path: str | None, question_id: str, text: str) -> None:
     """Answer an agent's question; its session resumes with the answer."""
     repo = _repo(repo_path)
+    validate_question_id(question_id)
     if not text.strip():
         raise UsageError("the answer is empty")
     quest_id = _find_question(repo, question_id)
@@ -295,7 +333,8 @@ def doctor(repo_path: str | None) -> None:
         report(False, "git", "not found on PATH")
     try:
         repo = _repo(repo_path)
-        report(True, "repository", str(repo))
+        commits = has_commits(repo)
+        report(commits, "repository", str(repo) if commits else f"{repo}: {NO_COMMITS}")
     except ScaffoldError as exc:
         report(False, "repository", str(exc))
         sys.exit(1)
@@ -311,9 +350,8 @@ def doctor(repo_path: str | None) -> None:
     except ScaffoldError as exc:
         report(False, "config", str(exc))
         sys.exit(2)
-    agent = config.agent.command[0]
-    found = shutil.which(agent)
-    report(found is not None, "agent", found or f"{agent!r} not found on PATH (agent.command)")
+    found = find_agent(config, repo)
+    report(found is not None, "agent", found or missing_agent(config))
     try:
         # As the local CLI sees it; the App and the Action refuse where this says "off"
         # unless sandbox.mode is off in writing.

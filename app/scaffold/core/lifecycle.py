@@ -132,13 +132,22 @@ RESUMES_VALIDATOR = Guard(
 NEXT_VALIDATOR = Guard("not yet reviewed", lambda t, e, lim: t.stage is not Stage.REVIEW)
 REVIEWED = Guard("reviewed", lambda t, e, lim: t.stage is Stage.REVIEW)
 DIAGRAM_BLOCK = Guard("blocked by diagrams", lambda t, e, lim: bool(t.missing_diagrams))
-# A retry after Blocked resumes the role that was stuck, in the state that role runs in.
+# A retry after Blocked resumes the role that was stuck, in the state that role runs in,
+# in the task's worktree. A task blocked before it had one (the worktree could not be
+# made) allocates it first: an agent never runs anywhere but its task's worktree.
 BUILDER_BLOCKED = Guard(
-    "builder blocked", lambda t, e, lim: t.role is None or t.role in BUILDING_ROLES
+    "builder blocked",
+    lambda t, e, lim: t.worktree is not None and (t.role is None or t.role in BUILDING_ROLES),
 )
 VALIDATOR_BLOCKED = Guard(
-    "validator blocked", lambda t, e, lim: t.role is not None and t.role not in BUILDING_ROLES
+    "validator blocked",
+    lambda t, e, lim: (
+        t.worktree is not None and t.role is not None and t.role not in BUILDING_ROLES
+    ),
 )
+NO_WORKTREE = Guard("no worktree", lambda t, e, lim: t.worktree is None)
+# A merged task is Done: there is nothing left to retry.
+NOT_MERGED = Guard("not merged", lambda t, e, lim: t.outcome != "merged")
 # Only the question the task is parked on resumes it (a stale answer must not start a
 # second agent beside a running one).
 AWAITING_ANSWER = Guard(
@@ -148,10 +157,6 @@ AWAITING_ANSWER = Guard(
 
 
 # --------------------------------------------------------------------------- actions
-
-
-def _state_for(role: Role) -> S:
-    return S.PROCESSING if role in BUILDING_ROLES else S.TEST_VALIDATION
 
 
 def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
@@ -317,9 +322,10 @@ def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]
 
 
 def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    reason = (
-        f"{(e.role or t.role or Role.CODEWEAVER).display} failed {t.attempts + 1} times: {e.detail}"
-    )
+    role = (e.role or t.role or Role.CODEWEAVER).display
+    # The first run and its retries: agent.max_attempts counts the retries.
+    runs = f"{t.attempts + 1} times (the first run and {t.attempts} retries, agent.max_attempts)"
+    reason = f"{role} failed {runs}: {e.detail}"
     return (
         {
             "attempts": t.attempts + 1,
@@ -409,6 +415,23 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         blocked_reason=None,
         missing_diagrams=(),
     )
+
+
+def a_retry_allocation(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    updates: Updates = {
+        "attempts": 0,
+        "ward_fixes": 0,
+        "conflict_fixes": 0,
+        "blocked_reason": None,
+        "missing_diagrams": (),
+        "last_error": None,
+        "role": None,
+        "pending_run": None,
+        "agent_running": False,
+        "outcome": None,
+        "started_at": e.at,
+    }
+    return updates, [CreateWorktree(t.id)]
 
 
 def a_reset_outcome(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -519,7 +542,7 @@ def _rows() -> list[Transition]:
     t = Transition
     rows = [
         t("deps_resolved", S.IDLE, E.DEPS_RESOLVED, S.READY, _nothing),
-        t("retry_requested", S.IDLE, E.RETRY_REQUESTED, S.IDLE, a_reset_outcome),
+        t("retry_requested", S.IDLE, E.RETRY_REQUESTED, S.IDLE, a_reset_outcome, NOT_MERGED),
         t("task_selected", S.READY, E.TASK_SELECTED, S.ALLOCATING, a_task_selected, SAFETY_OK),
         t("abort_signal", S.READY, E.ABORT_SIGNAL, S.IDLE, a_back_to_idle),
         t("safety_limit_hit", S.READY, E.SAFETY_LIMIT_HIT, S.IDLE, a_back_to_idle),
@@ -599,6 +622,14 @@ def _rows() -> list[Transition]:
             S.TEST_VALIDATION,
             a_retry_requested,
             VALIDATOR_BLOCKED,
+        ),
+        t(
+            "retry_requested",
+            S.BLOCKED,
+            E.RETRY_REQUESTED,
+            S.ALLOCATING,
+            a_retry_allocation,
+            NO_WORKTREE,
         ),
         t("pr_approved", S.PR_CREATED, E.PR_APPROVED, S.MERGING, a_pr_approved),
         t("pr_rejected", S.PR_CREATED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
@@ -714,14 +745,6 @@ validate_table(TABLE)
 _INDEX: dict[tuple[S, E], tuple[Transition, ...]] = {}
 for _row in TABLE:
     _INDEX[(_row.source, _row.event)] = (*_INDEX.get((_row.source, _row.event), ()), _row)
-
-
-def transitions_from(state: S) -> list[Transition]:
-    return [r for r in TABLE if r.source is state]
-
-
-def allowed_events(state: S) -> list[E]:
-    return sorted({r.event for r in TABLE if r.source is state})
 
 
 # --------------------------------------------------------------------------- decide

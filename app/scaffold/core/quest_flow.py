@@ -219,6 +219,40 @@ def stop_quest(quest: Quest, reason: str, now: datetime, limit: str = "abort") -
     return Step(quest.model_copy(update=update), (), (entry,))
 
 
+def restore_merged(quest: Quest, now: datetime) -> Step:
+    """Undo what a ``retry`` of a Done task did before retry refused one (issue 12).
+
+    Such a retry cleared the outcome of a merged task, so every later run saw a task
+    that was neither done nor able to start. A task at rest whose pull request merged
+    is done: its outcome is ``merged`` again.
+    """
+    tasks = dict(quest.tasks)
+    entries: list[HistoryEntry] = []
+    for task in quest.tasks.values():
+        merged = task.pr is not None and task.pr.state == "merged"
+        if task.state is Lifecycle.IDLE and task.outcome is None and merged:
+            tasks[task.id] = task.model_copy(update={"outcome": "merged"})
+            note = "the task was merged; a retry of it is undone"
+            entries.append(_entry(now, "note", note, task_id=task.id))
+    if not entries:
+        return Step(quest)
+    return Step(quest.model_copy(update={"tasks": tasks}), (), tuple(entries))
+
+
+def shown_phase(quest: Quest) -> str:
+    """The phase a person is shown: a quest whose every task is merged (or rejected,
+    with at least one merged) is done, even before the run that merged it has ended."""
+    tasks = quest.tasks.values()
+    finished = bool(quest.tasks) and all(t.outcome in ("merged", "rejected") for t in tasks)
+    if (
+        quest.phase is QuestPhase.EXECUTING
+        and finished
+        and any(t.outcome == "merged" for t in tasks)
+    ):
+        return QuestPhase.DONE.value
+    return quest.phase.value
+
+
 def add_cost(quest: Quest, task_id: str | None, usd: float) -> Quest:
     if usd <= 0:
         return quest

@@ -14,7 +14,7 @@ import contextlib
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -241,15 +241,6 @@ class BlobReader:
 
     def read(self, name: str) -> bytes | None:
         return self.read_many([name])[0]
-
-
-def read_blobs(repo: Path, names: Iterable[str]) -> dict[str, bytes | None]:
-    """Read several objects with one process (convenience for small lookups)."""
-    wanted = list(dict.fromkeys(names))
-    if not wanted:
-        return {}
-    with BlobReader(repo) as reader:
-        return dict(zip(wanted, reader.read_many(wanted), strict=True))
 
 
 def list_tree(repo: Path, commit: str, prefixes: Sequence[str]) -> list[tuple[str, str]]:

@@ -387,13 +387,6 @@ class DiagramIndex:
     def names_any(self, candidates: Iterable[str]) -> bool:
         return any(c in self.names for c in candidates)
 
-    def member_of(self, owner: str, candidates: Iterable[str]) -> bool | None:
-        """Whether ``owner``'s body names one of ``candidates``; ``None`` if it has no body."""
-        body = self.members.get(owner)
-        if body is None:
-            return None
-        return any(c in body for c in candidates)
-
 
 def index_text(text: str, path: str = "") -> DiagramIndex:
     """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""

@@ -177,12 +177,6 @@ class ModuleInfo:
     # Names bound to ``declarative_base()`` (the pre-2.0 SQLAlchemy spelling).
     declarative_bases: tuple[str, ...] = ()
 
-    def class_named(self, name: str) -> ClassInfo | None:
-        for cls in self.classes:
-            if cls.name == name:
-                return cls
-        return None
-
 
 # --------------------------------------------------------------------------- helpers
 

@@ -76,12 +76,10 @@ IDENTITY_ENV: Mapping[str, str] = {
 
 # For every scaffold git call in a repository an agent may have written to: no
 # hook and no fsmonitor command runs (command-line config wins over the repository's).
-SAFE_LOCAL: tuple[str, ...] = (
-    "-c",
-    f"core.hooksPath={os.devnull}",
-    "-c",
-    "core.fsmonitor=false",
-)
+# The one definition of "no hooks": local calls pass it as ``-c`` options (SAFE_LOCAL),
+# credentialed ones among their settings (remote_options).
+SAFE_SETTINGS: tuple[str, ...] = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false")
+SAFE_LOCAL: tuple[str, ...] = tuple(part for s in SAFE_SETTINGS for part in ("-c", s))
 
 # Only the repository's own (audited) config applies: no system or global file,
 # which an agent sharing scaffold's HOME could have written.
@@ -289,8 +287,7 @@ def remote_options(url: str) -> tuple[str, ...]:
     """The ``-c`` options of a credentialed call to ``url``."""
     transport = transport_of(url)
     settings = (
-        f"core.hooksPath={os.devnull}",
-        "core.fsmonitor=false",
+        *SAFE_SETTINGS,
         "credential.helper=",
         "protocol.allow=never",
         f"protocol.{transport}.allow=always",

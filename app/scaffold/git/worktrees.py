@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.changes import FileChange, parse_name_status_z
+from scaffold.git.changes import parse_name_status_z
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, GitOutput, run_git
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
@@ -46,9 +46,6 @@ WORKTREES_SUBDIR = "worktrees"
 
 # Attempts at moving a branch when someone else moves it at the same moment.
 _CAS_ATTEMPTS = 3
-
-# Hooks off for scaffold's own commits and checkouts (see module docstring).
-_NO_HOOKS: tuple[str, ...] = ("-c", f"core.hooksPath={os.devnull}")
 
 
 @dataclass(frozen=True)
@@ -361,7 +358,7 @@ class Workspace:
             if other.ref == f"refs/heads/{branch}" and self._under_root(other.path):
                 self._discard(other.path)
         self.worktree_root.mkdir(parents=True, exist_ok=True)
-        self._git([*_NO_HOOKS, "worktree", "add", str(path), branch])
+        self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
 
     def _under_root(self, path: Path) -> bool:
@@ -392,19 +389,6 @@ class Workspace:
     def prune(self) -> None:
         """Forget worktrees whose folders are gone (``git worktree prune``)."""
         self._git(["worktree", "prune"])
-
-    def list_scaffold_branches(self) -> list[str]:
-        """Every ``scaffold/task-<num>`` branch, in task order (for orphan detection)."""
-        out = self._git(["for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH_PREFIX}*"])
-        branches: list[tuple[tuple[int, ...], str]] = []
-        for line in out.stdout.splitlines():
-            name = line.strip().removeprefix("refs/heads/")
-            try:
-                num = task_number(task_for_branch(name))
-            except InvalidIdError:
-                continue
-            branches.append((tuple(int(p) for p in num.split(".")), name))
-        return [name for _, name in sorted(branches)]
 
     def list_scaffold_worktrees(self) -> list[WorktreeInfo]:
         """Worktrees on scaffold branches or under the worktree root, plus leftover folders."""
@@ -497,28 +481,6 @@ class Workspace:
             return []
         return [] if self._is_ancestor(sha, tip) else [sha]
 
-    def changed_files(self, task_id: str) -> list[FileChange]:
-        """What the task branch changed since it left the default branch.
-
-        ``git diff --name-status -M base...branch``: committed work only (call
-        :meth:`commit_all` first), measured from the merge base so later
-        commits on the default branch do not show up.
-        """
-        branch = branch_for_task(task_id)
-        default = self.default_branch()
-        out = self._git(
-            [
-                "diff",
-                "--name-status",
-                "-z",
-                "-M",
-                "--no-ext-diff",
-                f"refs/heads/{default}...refs/heads/{branch}",
-                "--",
-            ]
-        )
-        return parse_name_status_z(out.stdout)
-
     def commit_on_default(self, paths: Sequence[Path], message: str) -> str | None:
         """Commit these files, as they are in the main working tree, onto the default branch.
 
@@ -589,26 +551,9 @@ class Workspace:
         branch the result is ``already_merged`` and nothing is written.
         """
         branch = branch_for_task(task_id)
-        return self._merge_into(
-            self.default_branch(), f"refs/heads/{branch}", message, fast_forward=False
-        )
+        return self._merge_into(self.default_branch(), f"refs/heads/{branch}", message)
 
-    def update_from_default(self, task_id: str, message: str | None = None) -> MergeResult:
-        """Bring the task branch up to date with the default branch.
-
-        Fast-forwards when the task branch has no commits of its own, else
-        makes a merge commit. Conflicts are reported and nothing is written,
-        so the worktree stays clean; uncommitted work in the worktree is kept
-        (or, if it touches a changed path, reported in ``blocked_paths``).
-        """
-        branch = branch_for_task(task_id)
-        default = self.default_branch()
-        text = message or f"Merge branch '{default}' into {branch}"
-        return self._merge_into(branch, f"refs/heads/{default}", text, fast_forward=True)
-
-    def _merge_into(
-        self, target: str, source_ref: str, message: str, *, fast_forward: bool
-    ) -> MergeResult:
+    def _merge_into(self, target: str, source_ref: str, message: str) -> MergeResult:
         for _ in range(_CAS_ATTEMPTS):
             source = self._require_rev(source_ref)
             old = self._require_rev(f"refs/heads/{target}")
@@ -616,13 +561,10 @@ class Workspace:
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True
                 )
-            if fast_forward and self._is_ancestor(old, source):
-                new = source
-            else:
-                tree, conflicts = self._merge_tree(old, source)
-                if tree is None:
-                    return MergeResult(merged=False, sha=None, conflict_files=conflicts)
-                new = self._commit_tree(tree, [old, source], message)
+            tree, conflicts = self._merge_tree(old, source)
+            if tree is None:
+                return MergeResult(merged=False, sha=None, conflict_files=conflicts)
+            new = self._commit_tree(tree, [old, source], message)
             checkout = self._checkout_of(target)
             if checkout is not None:
                 blocked = self._advance_checkout(checkout, old, new)
@@ -678,7 +620,7 @@ class Workspace:
         Returns the paths whose local changes stopped it (nothing written).
         """
         self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
-        out = self._git([*_NO_HOOKS, "read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
+        out = self._git([*SAFE_LOCAL, "read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
         if out.returncode == 0:
             return []
         blocked = self._locally_changed(checkout, old, new)

@@ -178,11 +178,3 @@ class Checkout:
             # what a push to the named remote would have done
             self._git("update-ref", f"refs/remotes/origin/{branch}", head)
         return head
-
-    def remote_head(self, branch: str) -> str | None:
-        out = run_git(
-            ["rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}"],
-            cwd=self.path,
-            check=False,
-        )
-        return out.stdout.strip() or None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -105,8 +106,16 @@ class AppIdentity:
     """The GitHub App scaffold acts as, by id: a check run is scaffold's only if this App
     created it (``app.id``), whatever it is called."""
 
+    # Heads remembered as checked in this process (oldest forgotten first past this).
+    MAX_CHECKED_HEADS = 10_000
+
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
+        # (repository, head sha) whose ``scaffold/diagram-check`` run a caller of this
+        # process has taken: the quest's report and the pull request handler share one
+        # identity, so the one that comes second sees it at once, before any API call.
+        self._checked: dict[tuple[str, str], None] = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"AppIdentity(app_id={self.app_id})"
@@ -117,6 +126,22 @@ class AppIdentity:
         app = created.get("app")
         if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
             self.app_id = int(app["id"])
+
+    def claim_check(self, repo: str, sha: str) -> bool:
+        """Take the one check run of ``sha``: False when another caller already has it."""
+        key = (repo.lower(), sha)
+        with self._lock:
+            if key in self._checked:
+                return False
+            self._checked[key] = None
+            while len(self._checked) > self.MAX_CHECKED_HEADS:
+                del self._checked[next(iter(self._checked))]
+            return True
+
+    def release_check(self, repo: str, sha: str) -> None:
+        """The claimed check run was not created after all (an API error): let go of it."""
+        with self._lock:
+            self._checked.pop((repo.lower(), sha), None)
 
     def owns(self, run: Mapping[str, Any]) -> bool:
         app = run.get("app")
@@ -325,16 +350,3 @@ class GitHubApp:
             self._session = None
             self._transport = None
             self._clients.clear()
-
-
-def token_client(
-    token: str, *, base_url: str = DEFAULT_API_URL
-) -> tuple[GitHubClient, aiohttp.ClientSession]:
-    """A client for a plain token (a GitHub Actions ``GITHUB_TOKEN``); close the session."""
-    session = aiohttp.ClientSession()
-    transport = RetryingTransport(session, base_url=base_url, policy=RetryPolicy())
-
-    async def source() -> str:
-        return token
-
-    return GitHubClient(transport, source), session

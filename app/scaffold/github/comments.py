@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from scaffold.core.quest_flow import shown_phase
 from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.quest.model import Quest, Question, TaskRecord
 
@@ -105,7 +106,7 @@ def render_status(
 ) -> str:
     """The quest's one status comment."""
     slot_of = slot_of or {}
-    phase = quest.phase.value
+    phase = shown_phase(quest)
     head = f"### 🏗️ scaffold · {quest.id} · {phase}"
     lines = [STATUS_MARKER.format(quest=quest.id), head, ""]
     if quest.stop_reason:

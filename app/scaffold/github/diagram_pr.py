@@ -109,13 +109,22 @@ async def check_pull_request(
     repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    if not force and await already_checked(ctx.client, repo_vars, head_sha, ctx.app):
+    # One check run per head: the quest's own report may be checking it at this moment
+    # (a re-run asked for by a person, ``force``, always makes a new one).
+    claimed = ctx.app.claim_check(ctx.full_name, head_sha)
+    if not force and not claimed:
         return None
-    run = await ctx.client.post(
-        "/repos/{owner}/{repo}/check-runs",
-        repo_vars,
-        data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
-    )
+    try:
+        if not force and await already_checked(ctx.client, repo_vars, head_sha, ctx.app):
+            return None
+        run = await ctx.client.post(
+            "/repos/{owner}/{repo}/check-runs",
+            repo_vars,
+            data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
+        )
+    except BaseException:
+        ctx.app.release_check(ctx.full_name, head_sha)
+        raise
     ctx.app.learn(run)
     try:
         await _fetch_head(ctx, pr, head_sha)

@@ -263,20 +263,27 @@ class GitHubForge:
     async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
         """DiagramCheck passed in the orchestrator before the PR: say so as a check run
         (once per head: a restart re-opening the PR does not add another)."""
-        if await already_checked(self.gh, self.repo_vars, head_sha, self.app):
-            return
-        summary = "Every diagram this change requires is in sync."
-        created = await self.gh.post(
-            "/repos/{owner}/{repo}/check-runs",
-            self.repo_vars,
-            data={
-                "name": CHECK_NAME,
-                "head_sha": head_sha,
-                "status": "completed",
-                "conclusion": "success",
-                "output": {"title": "Diagrams in sync", "summary": summary},
-            },
-        )
+        repo = self.checkout.full_name
+        if not self.app.claim_check(repo, head_sha):
+            return  # the pull request handler checks this head (or this forge already did)
+        try:
+            if await already_checked(self.gh, self.repo_vars, head_sha, self.app):
+                return
+            summary = "Every diagram this change requires is in sync."
+            created = await self.gh.post(
+                "/repos/{owner}/{repo}/check-runs",
+                self.repo_vars,
+                data={
+                    "name": CHECK_NAME,
+                    "head_sha": head_sha,
+                    "status": "completed",
+                    "conclusion": "success",
+                    "output": {"title": "Diagrams in sync", "summary": summary},
+                },
+            )
+        except BaseException:
+            self.app.release_check(repo, head_sha)
+            raise
         self.app.learn(created)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
@@ -522,8 +529,10 @@ def _lawbringer_summary(task: TaskRecord) -> str | None:
 async def already_checked(
     client: GitHubClient, repo_vars: Mapping[str, str | int], sha: str, app: AppIdentity
 ) -> bool:
-    """A completed ``scaffold/diagram-check`` run of scaffold's own App exists for this
-    commit (one of the same name from any other App or workflow does not count)."""
+    """A ``scaffold/diagram-check`` run of scaffold's own App exists for this commit,
+    completed or still running (one of the same name from any other App or workflow does
+    not count). A run left in progress longer than ``STALE_CHECK_S`` (its server died
+    mid-check) does not count either, so the head is checked again."""
     try:
         runs = await client.get_all(
             "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
@@ -532,6 +541,18 @@ async def already_checked(
         )
     except GitHubError:
         return False
-    return any(
-        r.get("name") == CHECK_NAME and r.get("status") == "completed" and app.owns(r) for r in runs
-    )
+    now = time.time()
+    return any(r.get("name") == CHECK_NAME and app.owns(r) and _current(r, now) for r in runs)
+
+
+STALE_CHECK_S = 15 * 60
+
+
+def _current(run: Mapping[str, Any], now: float) -> bool:
+    if run.get("status") == "completed":
+        return True
+    try:
+        started = datetime.fromisoformat(str(run.get("started_at"))).timestamp()
+    except ValueError:
+        return False
+    return now - started < STALE_CHECK_S

@@ -49,7 +49,6 @@ from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import closed_message, reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
-from scaffold.github.sanitize import clean
 from scaffold.github.state_sync import restore_repository
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource, utcnow
@@ -57,6 +56,7 @@ from scaffold.roles import Role
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
 from scaffold.sandbox.settings import find_bwrap, probe_bwrap
+from scaffold.sanitize import clean
 from scaffold.server.delivery import Delivery
 from scaffold.server.metrics import AppGauges
 

@@ -85,6 +85,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from scaffold.errors import InvalidIdError, StoreError, StoreLocked
+from scaffold.fsutil import fsync_dir as _fsync_dir
 from scaffold.ids import validate_quest_id
 from scaffold.quest.model import HistoryEntry, Quest, utcnow
 
@@ -150,14 +151,6 @@ def _sync(fd: int) -> None:
     # fdatasync flushes the data and the size (what an append needs) but not mtime.
     sync = getattr(os, "fdatasync", os.fsync)
     sync(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -104,12 +104,17 @@ def result_notes(outcome: AgentRunOutcome) -> list[str]:
     return notes
 
 
-def describe_failure(outcome: AgentRunOutcome, refused_start: str | None = None) -> str:
+def describe_failure(
+    outcome: AgentRunOutcome,
+    refused_start: str | None = None,
+    stuck_timeout_s: float | None = None,
+) -> str:
     if refused_start:
         return refused_start
     if outcome.stuck:
+        limit = f" ({stuck_timeout_s:g}s, agent.stuck_timeout_s)" if stuck_timeout_s else ""
         return (
-            "stuck: no output for the stuck timeout; process group killed after "
+            f"stuck: no output for the stuck timeout{limit}; process group killed after "
             f"{outcome.duration_s:.1f}s"
         )
     how = (

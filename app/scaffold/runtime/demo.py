@@ -33,6 +33,7 @@ from scaffold import backlog as bl
 from scaffold.agent import scripted
 from scaffold.config import load_config
 from scaffold.runtime import inbox
+from scaffold.runtime.preflight import scaffold_command
 from scaffold.runtime.session import open_or_create_quest, run_quest, state_root
 from scaffold.runtime.view import Reporter
 
@@ -441,7 +442,8 @@ def run_demo(directory: Path | None) -> int:
         ok = code == 0 and len(done) == len(TASKS)
         out.line("demo finished: every task merged and Done" if ok else "demo FAILED")
         if keep:
-            out.line(f"inspect it: cd {repo} && git log --graph --oneline && scaffold status")
+            status = f"{scaffold_command()} status"
+            out.line(f"inspect it: cd {repo} && git log --graph --oneline && {status}")
         return 0 if ok else 1
     finally:
         if not keep and base is not None:

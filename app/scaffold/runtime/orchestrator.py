@@ -67,7 +67,7 @@ from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
-from scaffold.errors import IllegalTransition, ScaffoldError, UnknownQuestion
+from scaffold.errors import AgentError, IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.git.ward import CommandWrap
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
@@ -89,7 +89,7 @@ from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_channels
-from scaffold.runtime.view import Reporter, SlotRow
+from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 from scaffold.state.publisher import StatePublisher
@@ -250,6 +250,9 @@ class Orchestrator:
         and hours from its creation would stop every later run; a person running
         scaffold again asks for new work, within new budgets.
         """
+        restored = qf.restore_merged(self.quest, self.clock())
+        if restored.entries:
+            self._commit(restored.quest, restored.entries)
         q = self.quest
         self.run_started_at = self.clock()
         self.run_cost_base = q.cost_usd
@@ -283,7 +286,9 @@ class Orchestrator:
         self._commit(step.quest, step.entries)
         for entry in step.entries:
             if entry.kind == "transition":
-                self.out.transition(entry.task_id or key, entry.source, entry.target, entry.event)
+                where = entry.task_id or key
+                detail = transition_detail(entry)
+                self.out.transition(where, entry.source, entry.target, entry.event, detail)
         if step.effects:
             self._start_job(key, step.effects)
         if key != PLAN_KEY:
@@ -318,18 +323,7 @@ class Orchestrator:
     # ------------------------------------------------------------------ scheduling
 
     def _show_slots(self) -> None:
-        now = self.clock()
-        rows = [
-            SlotRow(
-                step=t.id,
-                state=t.state.value,
-                role=t.role.value if t.role else "-",
-                elapsed_s=(now - t.started_at).total_seconds() if t.started_at else 0.0,
-                cost_usd=t.cost_usd,
-            )
-            for t in self.quest.tasks.values()
-            if t.state in IN_FLIGHT
-        ]
+        rows = slot_rows(self.quest.tasks.values(), self.clock())
         done = sum(1 for t in self.quest.tasks.values() if t.outcome == "merged")
         self.out.slots(rows, done, len(self.quest.tasks), self.quest.cost_usd)
 
@@ -345,10 +339,13 @@ class Orchestrator:
         now = self.clock()
         status_of = {t.id: t.status for t in snapshot.tasks}
         ready_ids = {tid for tid, r in snapshot.readiness.items() if r.ready}
-        # A task stopped by an abort or a safety limit is picked up again by a later run.
-        eligible = (None,) if self.quest.stop_reason else (None, "aborted")
+        # A task stopped by an abort or a safety limit is picked up again by a later run;
+        # a stopped run readies nothing (it would only send it back to Idle, every tick).
         for task in list(self.quest.tasks.values()):
-            if task.state is Lifecycle.IDLE and task.outcome in eligible and task.id in ready_ids:
+            if self.quest.stop_reason:
+                break
+            idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
+            if idle and task.id in ready_ids:
                 self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         if not ready:
@@ -670,6 +667,9 @@ class Orchestrator:
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
                 outcome = await agent
+            except AgentError as exc:  # e.g. the program vanished: a failure, not a loop
+                failure = f"could not start the agent: {exc}"
+                return self._outcome_event(key, run.role, None, run.resume_session, failure)
             finally:
                 watcher.cancel()
         if not refused:
@@ -717,7 +717,9 @@ class Orchestrator:
             self._note(key, f"{run.role.value}: {note}")
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
-        failure = describe_failure(outcome, refused[0] if refused else None)
+        failure = describe_failure(
+            outcome, refused[0] if refused else None, self.cfg.agent.stuck_timeout_s
+        )
         fresh = sig is None and resume_lost(outcome, run.resume_session is not None)
         if fresh and key in self.restarted:
             # scaffold died before the agent had saved its session: not the agent's

@@ -14,10 +14,8 @@ from string import Template
 
 from scaffold.quest.model import AgentRun, Requirements
 from scaffold.roles import ALLOWED_SIGNALS, Role
+from scaffold.sanitize import strip_hidden
 
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-# Zero-width, joiners, BOM, soft hyphen, bidi embeddings/overrides/isolates, word joiner.
-_HIDDEN = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _MAX_FIELD = 20_000
 
 _KIND_HEADINGS = {
@@ -37,9 +35,9 @@ _KIND_HEADINGS = {
 
 
 def clean_text(text: str, limit: int = _MAX_FIELD) -> str:
-    """Strip hidden markup and bound the size of untrusted text."""
-    text = _HTML_COMMENT.sub("", text)
-    text = _HIDDEN.sub("", text)
+    """Strip hidden markup (as :func:`scaffold.sanitize.strip_hidden`) and bound the size
+    of untrusted text."""
+    text = strip_hidden(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if len(text) > limit:
         text = text[:limit] + "\n[... cut by scaffold ...]"

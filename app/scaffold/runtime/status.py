@@ -7,6 +7,7 @@ from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.config import load_config
+from scaffold.core.quest_flow import shown_phase
 from scaffold.errors import ConfigError, ScaffoldError
 from scaffold.quest.model import Quest, TaskRecord
 from scaffold.runtime.session import quest_store, state_branch
@@ -93,7 +94,7 @@ def status_report(repo: Path) -> dict[str, Any]:
     quest_entries = [
         {
             "id": q.id,
-            "phase": q.phase.value,
+            "phase": shown_phase(q),
             "request": q.request,
             "cost_usd": q.cost_usd,
             "started_at": q.started_at.isoformat(),
@@ -123,7 +124,7 @@ def render_table(report: dict[str, Any]) -> str:
             (
                 t["id"],
                 t["status"],
-                t["state"],
+                t["state"] + (f" (asks {t['question']})" if t["question"] else ""),
                 "yes" if t["ready"] else "-",
                 t["role"] or "-",
                 str(t["attempts"]),

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TextIO
+
+from scaffold.core.states import Lifecycle
+from scaffold.quest.model import HistoryEntry, TaskRecord
 
 if TYPE_CHECKING:
     from rich.live import Live
+
+# A reason longer than this is cut in the live lines (the journal keeps all of it).
+DETAIL_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,53 @@ class SlotRow:
     role: str
     elapsed_s: float
     cost_usd: float
+
+
+def state_label(task: TaskRecord) -> str:
+    """A task's state as a person needs it: what it is waiting for, not just its state."""
+    state = task.state.value
+    if task.question_id is not None:
+        return f"{state}, waiting for the answer to {task.question_id}"
+    if task.state is Lifecycle.IDLE:
+        return {"merged": "Done", "rejected": "Idle (rejected)", "aborted": "Idle (stopped)"}.get(
+            task.outcome or "", "Idle (waiting for its dependencies)"
+        )
+    if task.state is Lifecycle.READY:
+        return "Ready (waiting for a slot)"
+    return state
+
+
+def slot_rows(tasks: Iterable[TaskRecord], now: datetime) -> list[SlotRow]:
+    """Every task of the quest but the finished ones, with what it is doing."""
+    return [
+        SlotRow(
+            step=t.id,
+            state=state_label(t),
+            role=t.role.value if t.role else "-",
+            elapsed_s=(now - t.started_at).total_seconds() if t.started_at else 0.0,
+            cost_usd=t.cost_usd,
+        )
+        for t in tasks
+        if t.outcome != "merged"
+    ]
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= DETAIL_CHARS else flat[: DETAIL_CHARS - 1] + "…"
+
+
+def transition_detail(entry: HistoryEntry) -> str:
+    """What a transition line adds to its event: the role a follow-up went to, the
+    question asked, or why an agent failed (exit code, stderr, stuck timeout)."""
+    detail: dict[str, Any] = entry.detail
+    sig = detail.get("signal") or {}
+    if sig.get("signal") == "needs-role-followup":
+        return _one_line(f"to {sig.get('targetRole')}: {sig.get('reason', '')}")
+    if sig.get("signal") == "needs-user-input":
+        return _one_line(f"asks: {sig.get('question', '')}")
+    reason = detail.get("reason")
+    return _one_line(str(reason)) if reason else ""
 
 
 class Reporter:
@@ -73,11 +128,15 @@ class Reporter:
     def warn(self, text: str) -> None:
         self._emit(f"! {text}", "warn")
 
-    def transition(self, step: str, source: str | None, target: str | None, event: str) -> None:
+    def transition(
+        self, step: str, source: str | None, target: str | None, event: str, detail: str = ""
+    ) -> None:
+        tail = f": {detail}" if detail else ""
         if source == target:
-            self._emit(f"{step}: {event} (stays {target})", "dim")
+            self._emit(f"{step}: {event} (stays {target}){tail}", "warn" if tail else "dim")
         else:
-            self._emit(f"{step}: {source} -> {target} ({event})", "ok" if target == "Idle" else "")
+            style = "ok" if target == "Idle" else ""
+            self._emit(f"{step}: {source} -> {target} ({event}){tail}", style)
 
     def agent_started(self, step: str, role: str, kind: str, resume: str | None) -> None:
         how = f"resuming session {resume[:8]}" if resume else "new session"

@@ -4,57 +4,26 @@
     _log.info("handled", extra={"delivery": d.id, "event": d.event, "ms": 3.2})
 
 prints ``{"ts": "...", "level": "info", "logger": "...", "msg": "handled",
-"delivery": "...", "event": "...", "ms": 3.2}``. :func:`redact` masks GitHub tokens
-(``ghp_``, ``ghs_``, ``gho_``, ``ghu_``, ``ghr_``, ``github_pat_``), PEM private key
-blocks, ``Bearer``/``token`` credentials (8+ characters with a digit, or 20+), JWTs, and the given secrets (those of at
-least 4 characters: shorter ones would mask ordinary words).
+"delivery": "...", "event": "...", "ms": 3.2}``. Secrets are masked by
+:func:`scaffold.sanitize.redact` (tokens, private keys, JWTs, ``Bearer``/``token``
+values, and the given secrets), the same masking issue text gets.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, TextIO
 
-MASK = "***"
-MIN_SECRET_LEN = 4
-
-_PATTERNS = (
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
-    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",
-    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
-    # A credential after "Bearer"/"token": 8+ characters with a digit, or 20+ of any.
-    r"(?i:\b(?P<scheme>bearer|token)(?P<sep>\s+|\s*[:=]\s*))"
-    r"(?:(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z0-9._~+/=-]{20,})",
-)
+from scaffold.sanitize import redact
 
 # The attributes every LogRecord has; anything else came in through ``extra``.
 _RESERVED = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
 )
-
-
-@lru_cache(maxsize=16)
-def _pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
-    secrets = sorted((s for s in extra if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
-    parts = [*_PATTERNS, *(re.escape(s) for s in secrets)]
-    return re.compile("|".join(parts), re.DOTALL)
-
-
-def _mask(match: re.Match[str]) -> str:
-    scheme = match.group("scheme")
-    return f"{scheme}{match.group('sep')}{MASK}" if scheme else MASK
-
-
-def redact(text: str, extra_secrets: Sequence[str] = ()) -> str:
-    """``text`` with anything that looks like a credential replaced by ``***``."""
-    return _pattern(tuple(extra_secrets)).sub(_mask, text)
 
 
 class RedactingFilter(logging.Filter):

@@ -1,4 +1,7 @@
-"""Issue and comment text is data: strip what a person cannot see, redact secrets.
+"""Text from outside is data: strip what a person cannot see, redact secrets.
+
+The one place for both: issue text and answers (the App), a local request and the
+prompts built from it, and every log line (``server/logs.py``) go through it.
 
 A request or an answer reaches an agent as text. What a reader of the issue does not
 see must not reach the agent either: HTML comments, zero-width and bidirectional
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 _HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
@@ -21,15 +25,21 @@ _DETAILS_HIDDEN = re.compile(r"<[^>]+\bhidden\b[^>]*>.*?</[^>]+>", re.I | re.DOT
 _INVISIBLE = {"Cf"}
 _KEEP = {"\n", "\t"}
 
-_SECRET_PATTERNS = (
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
-    re.compile(r"(?i)\b(bearer|token)\s+[A-Za-z0-9._\-]{20,}"),
-    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{10,}\b"),
-    re.compile(r"\bx-access-token:[^@\s]+"),
-)
 MASK = "[redacted]"
+# Secrets given by name (a webhook secret...) shorter than this would mask ordinary words.
+MIN_SECRET_LEN = 4
+
+_PATTERNS = (
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{16,}",
+    r"\bsk-ant-[A-Za-z0-9_\-]{10,}",
+    r"\bx-access-token:[^@\s]+",
+    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    # A credential after "Bearer"/"token": 8+ characters with a digit, or 20+ of any.
+    r"(?i:\b(?P<scheme>bearer|token)(?P<sep>\s+|\s*[:=]\s*))"
+    r"(?:(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z0-9._~+/=-]{20,})",
+)
 
 
 def strip_hidden(text: str) -> str:
@@ -48,15 +58,23 @@ def strip_hidden(text: str) -> str:
     ).strip()
 
 
+@lru_cache(maxsize=16)
+def _pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
+    secrets = sorted((s for s in extra if len(s) >= MIN_SECRET_LEN), key=len, reverse=True)
+    parts = [*_PATTERNS, *(re.escape(s) for s in secrets)]
+    return re.compile("|".join(parts), re.DOTALL)
+
+
+def _mask(match: re.Match[str]) -> str:
+    scheme = match.group("scheme")
+    return f"{scheme}{match.group('sep')}{MASK}" if scheme else MASK
+
+
 def redact(text: str, extra_secrets: Sequence[str] = ()) -> str:
-    """Mask anything that looks like a credential, and the given secrets."""
-    out = text
-    for secret in extra_secrets:
-        if secret and len(secret) >= 6:
-            out = out.replace(secret, MASK)
-    for pattern in _SECRET_PATTERNS:
-        out = pattern.sub(MASK, out)
-    return out
+    """Mask anything that looks like a credential (GitHub and Anthropic tokens, PEM
+    private keys, JWTs, ``Bearer``/``token`` values, credentials in git URLs), and the
+    given secrets of at least ``MIN_SECRET_LEN`` characters."""
+    return _pattern(tuple(extra_secrets)).sub(_mask, text)
 
 
 def clean(text: str | None, limit: int = 20_000) -> str:
