@@ -1,7 +1,7 @@
 """JSON Schemas of the files and payloads other programs read or write.
 
-The quest file, the ``signal-back`` payload, ``.github/scaffold.yml`` and a journal
-history entry are described by pydantic models; their schemas are exported to
+The quest file, its file on the state branch, the ``signal-back`` payload,
+``.github/scaffold.yml`` and a journal history entry are described by pydantic models; their schemas are exported to
 ``schemas/`` so editors, agents and other tools can validate against them. The
 files are generated, never edited: ``python -m scaffold.schemas`` rewrites them and
 ``python -m scaffold.schemas --check`` exits 1 when they lag the models (a test does
@@ -19,11 +19,12 @@ from typing import Any
 from scaffold.config import ScaffoldConfig
 from scaffold.quest.model import HistoryEntry, Quest
 from scaffold.signals import signal_json_schema
+from scaffold.state.document import QuestStateFile
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # Stem of each exported file (``schemas/<stem>.schema.json``), in a stable order.
-SCHEMA_NAMES = ("quest", "signal-back", "scaffold-config", "history-entry")
+SCHEMA_NAMES = ("quest", "signal-back", "scaffold-config", "history-entry", "quest-state")
 
 
 def _with_header(schema: dict[str, Any], title: str, description: str) -> dict[str, Any]:
@@ -55,6 +56,12 @@ def export_schemas() -> dict[str, dict[str, Any]]:
             HistoryEntry.model_json_schema(),
             "HistoryEntry",
             "One line of a quest's append-only journal.",
+        ),
+        "quest-state": _with_header(
+            QuestStateFile.model_json_schema(),
+            "QuestStateFile",
+            "A quest's file on the state branch (quests/<id>.json, quests/done/<id>.json): "
+            "the quest, the forge's link and a bounded history.",
         ),
     }
 

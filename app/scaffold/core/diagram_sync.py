@@ -33,6 +33,7 @@ from scaffold.core.states import Lifecycle, Stage
 from scaffold.quest import model as qm
 from scaffold.roles import Role
 from scaffold.signals import Complete, NeedsRoleFollowup, NeedsUserInput, PartiallyComplete
+from scaffold.state import document as sd
 
 ARCHITECTURE_PATH = Path(DiagramsConfig().architecture)
 STATE_DIAGRAM_PATH = Path(DiagramsConfig().states)
@@ -46,6 +47,9 @@ Block = tuple[str, str, Callable[[], str]]  # (name, heading used when missing, 
 
 # The quest file and what it refers to, in the order the diagram lists them.
 DATA_MODEL_CLASSES: tuple[type[BaseModel], ...] = (
+    sd.QuestStateFile,
+    sd.StateHistory,
+    sd.HistorySummary,
     qm.Quest,
     qm.QuestSource,
     qm.Requirements,
@@ -126,6 +130,7 @@ def data_model_mermaid() -> str:
     lines += links
     # Relations the field types do not spell out.
     lines.append("    Quest ..> HistoryEntry : journal (append-only, beside the file)")
+    lines.append("    QuestStateFile ..> Quest : quests/[done/]<id>.json on the state branch")
     lines += [f"    SignalEntry ..> {s.__name__} : signal (one of)" for s in _SIGNALS]
     return "\n".join(lines) + "\n"
 
