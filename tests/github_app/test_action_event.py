@@ -5,6 +5,7 @@ the composite action keeps it in the Actions cache; a scheduled run reconciles."
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -185,3 +186,53 @@ def test_a_hostile_agent_in_event_mode_gets_nothing(
     )
     assert evidence.markers_left() == []
     assert sim.repo(REPO).file_at("main", "feature.txt") == b"the agent's honest work\n"
+
+
+def test_an_evicted_cache_continues_from_the_state_branch(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    """The Actions cache is a speed-up only: a workflow run that starts with nothing (the
+    cache was evicted) finds the quest, its question and answer, and its PRs on the
+    repository's state branch, and carries on without asking or planning again."""
+    sim = github_sim
+    writer_repo(sim, repo_files())
+    write_script(
+        tmp_path,
+        [
+            {
+                "role": "chaoswhisperer",
+                "attempt": 1,
+                "actions": [
+                    planning_tool("requirements", requirements("One")),
+                    complete("ok"),
+                ],
+            },
+            {
+                "role": "pathseeker",
+                "actions": [planning_tool("tasks", plan(("a", "One", []))), complete("ok")],
+            },
+            codeweaver("task-1", {"one.txt": "1\n"}),
+            *VALIDATORS,
+        ],
+    )
+    wf = Workflow(sim, tmp_path)
+    number = sim.open_issue(REPO, "One file", "Add one.txt.", by="alice")
+    sim.label_issue(REPO, number, "scaffold", by="alice")
+    wf.deliver(_last(sim, "issues", "labeled"))
+    [pr] = sim.repo(REPO).pulls.values()
+    shutil.rmtree(wf.state)  # evicted: the next run starts from nothing
+
+    sim.submit_review(REPO, pr.number, "APPROVED", by="alice")
+    wf.deliver(_last(sim, "pull_request_review", "submitted"))
+
+    repo = sim.repo(REPO)
+    assert repo.pulls[pr.number].merged
+    assert repo.file_at("main", "one.txt") == b"1\n"
+    invocations = (tmp_path / "agent-state" / "invocations.jsonl").read_text().splitlines()
+    roles = [json.loads(line)["role"] for line in invocations]
+    assert roles.count("chaoswhisperer") == 1
+    assert roles.count("pathseeker") == 1
+    assert roles.count("codeweaver") == 1
+    doc = json.loads(repo.file_at("scaffold/state", "quests/done/issue-1.json") or b"{}")
+    assert doc["quest"]["phase"] == "done"
+    assert sum("scaffold:status" in c.body for c in repo.comments.values()) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,77 @@ def test_a_new_server_with_an_empty_state_folder_finishes_the_quest(
     story = repo.git("log", "--format=%s", "scaffold/state").splitlines()
     assert any("asks q-plan-1" in s for s in story)
     assert any("merged TASK-1" in s for s in story)
+
+
+MEET = """
+import pathlib, sys, time
+meet, me = pathlib.Path(sys.argv[1]), sys.argv[2]
+meet.mkdir(parents=True, exist_ok=True)
+(meet / me).write_text("here")
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and len(list(meet.iterdir())) < 2:
+    time.sleep(0.1)
+pathlib.Path("met.txt").write_text("met\\n" if len(list(meet.iterdir())) >= 2 else "alone\\n")
+"""
+
+
+def _quest_runs(title: str, meet: Path) -> list[dict[str, Any]]:
+    """Planning and one task for the issue called ``title``; its Codeweaver waits (up to
+    a minute) for the other quest's Codeweaver to be working at the same time."""
+    return [
+        {
+            "role": "chaoswhisperer",
+            "prompt_contains": title,
+            "actions": [planning_tool("requirements", requirements(title)), complete("ok")],
+        },
+        {
+            "role": "pathseeker",
+            "prompt_contains": title,
+            "actions": [
+                planning_tool("tasks", plan(("a", f"Write the {title}", []))),
+                complete("ok"),
+            ],
+        },
+        {
+            "role": "codeweaver",
+            "prompt_contains": f"Write the {title}",
+            "actions": [
+                {"run": [sys.executable, "-c", MEET, str(meet), title]},
+                complete(f"{title} written"),
+            ],
+        },
+    ]
+
+
+def test_two_quests_of_one_repository_run_at_the_same_time(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    sim.add_user("alice")
+    # Without the sandbox the two agents can meet in a folder outside their worktrees.
+    files = repo_files({"slots": 2, "sandbox": {"mode": "off"}})
+    sim.create_repo("acme", "widgets", files)
+    sim.set_permission(REPO, "alice", "write")
+    sim.install("acme", ["widgets"])
+    meet = tmp_path / "meet"
+    write_script(
+        tmp_path,
+        [*_quest_runs("greeting", meet), *_quest_runs("farewell", meet), *VALIDATORS],
+    )
+    with app_process(sim, tmp_path / "app", extra_env=agent_env(tmp_path)):
+        for title in ("greeting", "farewell"):
+            number = sim.open_issue(REPO, title, f"Add the {title}.", by="alice")
+            sim.label_issue(REPO, number, "scaffold", by="alice")
+        prs = [
+            wait_for(f"the PR of task-{n}", lambda n=n: _pr_for(sim, f"scaffold/task-{n}"))
+            for n in (1, 2)
+        ]
+        for pr in prs:
+            # each quest owns its own task: one per quest, labelled with its quest
+            assert sim.repo(REPO).file_at(pr.head, "met.txt") == b"met\n"
+        on_branch = {
+            q: wait_for(f"{q} on the state branch", lambda q=q: (_state(sim, q) or {}).get("quest"))
+            for q in ("issue-1", "issue-2")
+        }
+    owned = {q: sorted(doc["tasks"]) for q, doc in on_branch.items()}
+    assert sorted(owned.values()) == [["TASK-1"], ["TASK-2"]]

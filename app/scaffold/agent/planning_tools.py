@@ -537,6 +537,9 @@ class PlanRecord(_Record):
     complete: bool = True
 
 
+QUEST_LABEL_PREFIX = "quest:"
+
+
 def _plan_bytes(record: PlanRecord) -> bytes:
     return record.model_dump_json(indent=2).encode()
 
@@ -559,10 +562,13 @@ def read_plan(signal_dir: Path | str) -> PlanRecord | None:
 class _Creation:
     """Creates the tasks of one valid plan, recording progress in ``plan.json``."""
 
-    def __init__(self, repo_root: Path, signal_dir: Path, plan: ValidPlan) -> None:
+    def __init__(
+        self, repo_root: Path, signal_dir: Path, plan: ValidPlan, labels: tuple[str, ...] = ()
+    ) -> None:
         self.repo_root = repo_root
         self.signal_dir = signal_dir
         self.plan = plan
+        self.labels = labels
         self.created: list[BacklogTask] = []
         self.planned: list[PlannedTask] = []
 
@@ -586,6 +592,7 @@ class _Creation:
                 dependencies=deps,
                 priority=self.plan.priorities[spec.key],
                 acceptance_criteria=[c.strip() for c in spec.acceptance_criteria],
+                labels=self.labels,
             )
             self.created.append(task)
             ids[spec.key] = task.id
@@ -649,7 +656,11 @@ def _already_created(signal_dir: Path) -> ToolReply | None:
 
 
 def create_tasks_tool(
-    signal_dir: Path, repo_root: Path | None, arguments: Mapping[str, Any] | None
+    signal_dir: Path,
+    repo_root: Path | None,
+    arguments: Mapping[str, Any] | None,
+    *,
+    quest_id: str | None = None,
 ) -> ToolReply:
     """The ``create-tasks`` tool: refuse a repeat, check the plan, create, record, answer."""
     if repo_root is None:
@@ -672,12 +683,23 @@ def create_tasks_tool(
     checked = validate_plan(arguments, snapshot)
     if isinstance(checked, list):
         return _refusal(CREATE_TASKS_TOOL, checked, "no tasks were created")
-    return create_planned_tasks(repo_root, signal_dir, checked)
+    return create_planned_tasks(repo_root, signal_dir, checked, quest_id=quest_id)
 
 
-def create_planned_tasks(repo_root: Path, signal_dir: Path, plan: ValidPlan) -> ToolReply:
-    """Claim ``plan.json``, create the tasks in order, record each; roll back on failure."""
-    creation = _Creation(repo_root, signal_dir, plan)
+def quest_label(quest_id: str) -> str:
+    """The Backlog.md label that says which quest planned a task (and so owns it)."""
+    return f"{QUEST_LABEL_PREFIX}{quest_id}"
+
+
+def create_planned_tasks(
+    repo_root: Path, signal_dir: Path, plan: ValidPlan, *, quest_id: str | None = None
+) -> ToolReply:
+    """Claim ``plan.json``, create the tasks in order, record each; roll back on failure.
+
+    With ``quest_id`` each task is labelled ``quest:<id>``: the quest that planned it
+    owns it, and no other quest of the repository adopts it."""
+    labels = (quest_label(quest_id),) if quest_id else ()
+    creation = _Creation(repo_root, signal_dir, plan, labels)
     try:
         claimed = creation.claim()
     except OSError as exc:
@@ -802,7 +824,9 @@ class PlanningTool:
     handle: Callable[[Mapping[str, Any] | None], ToolReply]
 
 
-def planning_tools(role: Role, signal_dir: Path, repo_root: Path | None) -> list[PlanningTool]:
+def planning_tools(
+    role: Role, signal_dir: Path, repo_root: Path | None, quest_id: str | None = None
+) -> list[PlanningTool]:
     """The planning tools offered to ``role``: one for ChaosWhisperer and PathSeeker, else none."""
     if role is Role.CHAOSWHISPERER:
 
@@ -815,7 +839,7 @@ def planning_tools(role: Role, signal_dir: Path, repo_root: Path | None) -> list
     if role is Role.PATHSEEKER:
 
         def create(arguments: Mapping[str, Any] | None) -> ToolReply:
-            return create_tasks_tool(signal_dir, repo_root, arguments)
+            return create_tasks_tool(signal_dir, repo_root, arguments, quest_id=quest_id)
 
         return [PlanningTool(CREATE_TASKS_TOOL, TASKS_DESCRIPTION, tasks_schema(), create)]
     return []

@@ -47,7 +47,9 @@ def tool_specs(binding: Binding) -> list[dict[str, Any]]:
             "inputSchema": tool_input_schema(binding),
         }
     ]
-    for tool in planning_tools(binding.role, binding.signal_dir, binding.repo_root):
+    for tool in planning_tools(
+        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+    ):
         specs.append(
             {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
         )
@@ -62,7 +64,10 @@ class SignalEndpoint:
         self.path = path
         self.writer = SignalWriter(binding)
         self.planning = {
-            t.name: t for t in planning_tools(binding.role, binding.signal_dir, binding.repo_root)
+            t.name: t
+            for t in planning_tools(
+                binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+            )
         }
         self.signalled = asyncio.Event()
         self._server: asyncio.Server | None = None

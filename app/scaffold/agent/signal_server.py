@@ -471,7 +471,10 @@ def build_server(binding: Binding) -> Server[Any]:
 
     writer = SignalWriter(binding)
     planning = {
-        t.name: t for t in planning_tools(binding.role, binding.signal_dir, binding.repo_root)
+        t.name: t
+        for t in planning_tools(
+            binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+        )
     }
     tools = [
         types.Tool(

@@ -259,3 +259,25 @@ class _Graph:
                 lengths[m] = length
                 ranks[m] = rank
         return lengths, ranks
+
+
+def fair_shares(slots: int, wants: Mapping[str, int]) -> dict[str, int]:
+    """Max-min fair split of ``slots`` among quests wanting ``wants[q]`` slots each.
+
+    Every quest gets what it wants when all fit; otherwise the slots are dealt round
+    by round, one to each quest still wanting, so a quest that wants little is
+    satisfied and the rest split what is left evenly (the earlier key breaks a tie for
+    the last odd slot). A quest that wants nothing (parked on a person) gets nothing.
+    """
+    share = dict.fromkeys(wants, 0)
+    left = max(0, slots)
+    hungry = [q for q, w in wants.items() if w > 0]
+    while left > 0 and hungry:
+        for q in list(hungry):
+            if left == 0:
+                break
+            share[q] += 1
+            left -= 1
+            if share[q] >= wants[q]:
+                hungry.remove(q)
+    return share

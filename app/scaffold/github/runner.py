@@ -1,10 +1,13 @@
-"""Running quests for the App: one orchestrator run at a time per repository clone.
+"""Running quests for the App: every quest of a repository at once, sharing its slots.
 
 A run goes until the quest waits for a person (a question, an approval) or is done,
 exactly like ``scaffold run``; a delivery that changes something (an answer, an
 approval, a merge) pokes the quest, and a poke either reaches the run in progress
 (through the inbox, which the orchestrator reads every turn) or starts a new run. Runs
-of one repository are serialised because they share the clone's default branch.
+of one quest are serialised; quests of one repository run side by side, sharing the
+repository's slots fairly (``runtime/slot_pool.py``) and its clone: every change to the
+default branch holds the repository's default-branch lock, and a task another quest
+planned is never adopted (its ``quest:<id>`` label).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from scaffold.runtime import inbox
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.session import quest_store
+from scaffold.runtime.slot_pool import SlotPool
 from scaffold.runtime.view import Reporter
 from scaffold.sandbox.settings import resolve_sandbox
 from scaffold.state.publisher import StatePublisher
@@ -65,7 +69,8 @@ class RepoContext:
     client: GitHubClient
     # The App scaffold acts as (its check runs are the ones this App created).
     app: AppIdentity = field(default_factory=AppIdentity)
-    run_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The repository's slots, shared by every quest running in it at once.
+    slots: SlotPool = field(default_factory=lambda: SlotPool(3))
     waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
     default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
     permissions: Permissions = field(init=False)
@@ -145,94 +150,93 @@ class QuestRunner:
         if self._stopped_by_a_person(ctx, quest_id):
             log.info("quest stopped by a person; not run", extra={"quest": quest_id})
             return
-        async with ctx.run_lock:
-            token = await ctx.client.token()
+        token = await ctx.client.token()
 
-            def refresh() -> None:
-                with ctx.default_branch_lock:
-                    ctx.checkout.ensure(token)
+        def refresh() -> None:
+            with ctx.default_branch_lock:
+                ctx.checkout.ensure(token)
 
-            await asyncio.to_thread(refresh)
-            config = ctx.checkout.config()
-            try:
-                # The App starts no agent without a sandbox unless the repository's
-                # config says `sandbox.mode: off` in writing.
-                sandbox = resolve_sandbox(config.sandbox, strict=True, hidden=self.hidden)
-            except SandboxError as exc:
-                self.sandbox_modes[ctx.full_name] = "refused"
-                log.error(
-                    "no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name}
-                )
-                await self._say_refused(ctx, quest_id, exc)
-                return
-            self.sandbox_modes[ctx.full_name] = sandbox.mode
-            store = quest_store(ctx.checkout.path)
-            writer = store.open_writer(quest_id)
-            try:
-                ctx.token.token = token
-                publisher = StatePublisher(
-                    app_state_branch(ctx.checkout, config.state.branch, ctx.token),
-                    store,
-                    writer,
-                    interval_s=config.state.interval_s,
-                    link=lambda: link_of(ctx.links, quest_id),
-                )
+        await asyncio.to_thread(refresh)
+        config = ctx.checkout.config()
+        ctx.slots.slots = config.slots
+        try:
+            # The App starts no agent without a sandbox unless the repository's
+            # config says `sandbox.mode: off` in writing.
+            sandbox = resolve_sandbox(config.sandbox, strict=True, hidden=self.hidden)
+        except SandboxError as exc:
+            self.sandbox_modes[ctx.full_name] = "refused"
+            log.error("no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name})
+            await self._say_refused(ctx, quest_id, exc)
+            return
+        self.sandbox_modes[ctx.full_name] = sandbox.mode
+        store = quest_store(ctx.checkout.path)
+        writer = store.open_writer(quest_id)
+        try:
+            ctx.token.token = token
+            publisher = StatePublisher(
+                app_state_branch(ctx.checkout, config.state.branch, ctx.token),
+                store,
+                writer,
+                interval_s=config.state.interval_s,
+                link=lambda: link_of(ctx.links, quest_id),
+            )
 
-                async def fresh_token() -> None:
-                    ctx.token.token = await ctx.client.token()
+            async def fresh_token() -> None:
+                ctx.token.token = await ctx.client.token()
 
-                forges: list[GitHubForge] = []
+            forges: list[GitHubForge] = []
 
-                def make_forge(ops: RepoOps) -> GitHubForge:
-                    forge = GitHubForge(
-                        ctx.client,
-                        ctx.checkout,
-                        ops,
-                        ctx.links,
-                        config,
-                        clock=self.clock,
-                        status_interval_s=self.status_interval_s,
-                        permissions=ctx.permissions,
-                        app=ctx.app,
-                    )
-                    forges.append(forge)
-                    return forge
-
-                orch = Orchestrator(
-                    ctx.checkout.path,
+            def make_forge(ops: RepoOps) -> GitHubForge:
+                forge = GitHubForge(
+                    ctx.client,
+                    ctx.checkout,
+                    ops,
+                    ctx.links,
                     config,
-                    writer,
-                    Reporter(_LogStream(quest_id), color=False),  # type: ignore[arg-type]
-                    python=self.python,
                     clock=self.clock,
-                    forge=make_forge,
-                    default_branch_lock=ctx.default_branch_lock,
-                    sandbox=sandbox,
-                    remote=(
-                        ActionsExecutor(ctx.client, ctx.checkout, config.actions, ctx.waiters)
-                        if config.executor == "actions"
-                        else None
-                    ),
-                    publisher=publisher,
-                    before_publish=fresh_token,
+                    status_interval_s=self.status_interval_s,
+                    permissions=ctx.permissions,
+                    app=ctx.app,
                 )
-                forge = forges[0]
-                self.running[(ctx.full_name, quest_id)] = orch
-                try:
-                    report = await orch.run()
-                finally:
-                    self.running.pop((ctx.full_name, quest_id), None)
-                quest = writer.quest
-                if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
-                    writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
-                    await forge.flush(writer.quest)
-                await orch.publish_state()
-                log.info(
-                    "quest run ended",
-                    extra={"quest": quest_id, "exit": report.exit_code, "reason": report.reason},
-                )
+                forges.append(forge)
+                return forge
+
+            orch = Orchestrator(
+                ctx.checkout.path,
+                config,
+                writer,
+                Reporter(_LogStream(quest_id), color=False),  # type: ignore[arg-type]
+                python=self.python,
+                clock=self.clock,
+                forge=make_forge,
+                default_branch_lock=ctx.default_branch_lock,
+                sandbox=sandbox,
+                remote=(
+                    ActionsExecutor(ctx.client, ctx.checkout, config.actions, ctx.waiters)
+                    if config.executor == "actions"
+                    else None
+                ),
+                publisher=publisher,
+                before_publish=fresh_token,
+                slot_pool=ctx.slots,
+            )
+            forge = forges[0]
+            self.running[(ctx.full_name, quest_id)] = orch
+            try:
+                report = await orch.run()
             finally:
-                writer.close()
+                self.running.pop((ctx.full_name, quest_id), None)
+            quest = writer.quest
+            if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
+                writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
+                await forge.flush(writer.quest)
+            await orch.publish_state()
+            log.info(
+                "quest run ended",
+                extra={"quest": quest_id, "exit": report.exit_code, "reason": report.reason},
+            )
+        finally:
+            writer.close()
 
     async def _say_refused(self, ctx: RepoContext, quest_id: str, exc: SandboxError) -> None:
         """Once per quest, tell the issue why nothing starts (the log says it every time)."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent.planning_tools import read_plan, read_requirements
+from scaffold.agent.planning_tools import QUEST_LABEL_PREFIX, read_plan, read_requirements
 from scaffold.agent.process import (
     AgentRunOutcome,
     AgentSpec,
@@ -89,6 +89,7 @@ from scaffold.runtime.recovery import kill_orphan_agents
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_channels
+from scaffold.runtime.slot_pool import SlotPool
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
@@ -116,6 +117,7 @@ class Orchestrator:
         sandbox: Sandbox | None = None,
         publisher: StatePublisher | None = None,
         before_publish: Callable[[], Awaitable[None]] | None = None,
+        slot_pool: SlotPool | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -152,6 +154,8 @@ class Orchestrator:
         self.before_publish = before_publish
         self._publishing: asyncio.Task[None] | None = None
         self._publish_error_said: str | None = None
+        # The repository's slots when other quests run beside this one (the App).
+        self.slot_pool = slot_pool
         self.children = LiveChildren()
         self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -204,6 +208,8 @@ class Orchestrator:
                     continue
                 self.apply(key, event)
         finally:
+            if self.slot_pool is not None:
+                self.slot_pool.leave(self.quest.id)
             await self._stop_all_jobs()
             with contextlib.suppress(ScaffoldError):
                 await self.forge.flush(self.quest)
@@ -348,13 +354,19 @@ class Orchestrator:
             if idle and task.id in ready_ids:
                 self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
+        busy = [t.id for t in self.quest.tasks.values() if self._holds_slot(t)]
+        if self.slot_pool is not None:
+            wanted = 0 if self.quest.stop_reason else len(ready)
+            self.slot_pool.report(self.quest.id, len(busy), len(busy) + wanted)
         if not ready:
             return
         if self.quest.stop_reason:
             for t in ready:
                 self.apply(t.id, Event(EventName.SAFETY_LIMIT_HIT, detail=self.quest.stop_reason))
             return
-        busy = [t.id for t in self.quest.tasks.values() if self._holds_slot(t)]
+        slots = self.cfg.slots
+        if self.slot_pool is not None:
+            slots = len(busy) + self.slot_pool.allowance(self.quest.id)
         candidates = [
             SchedTask(
                 id=t.id,
@@ -365,8 +377,12 @@ class Orchestrator:
             )
             for t in self.quest.tasks.values()
         ]
-        for task_id in schedule(candidates, running=busy, slots=self.cfg.slots):
+        started = schedule(candidates, running=busy, slots=slots)
+        for task_id in started:
             self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
+        if self.slot_pool is not None and started:
+            held = len(busy) + len(started)
+            self.slot_pool.report(self.quest.id, held, held + len(ready) - len(started))
 
     @staticmethod
     def _holds_slot(task: TaskRecord) -> bool:
@@ -392,7 +408,7 @@ class Orchestrator:
         changed = False
         known_before = set(self.quest.planning.known_before)
         for bt in snapshot.tasks:
-            if bt.id in known_before:
+            if bt.id in known_before or self._planned_elsewhere(bt.labels):
                 continue
             current = tasks.get(bt.id)
             if current is None:
@@ -421,6 +437,13 @@ class Orchestrator:
         if changed:
             self._commit(self.quest.model_copy(update={"tasks": tasks}))
         return snapshot
+
+    def _planned_elsewhere(self, labels: Sequence[str]) -> bool:
+        """A task another quest's PathSeeker planned (``quest:<id>``) is that quest's."""
+        owners = {
+            lb[len(QUEST_LABEL_PREFIX) :] for lb in labels if lb.startswith(QUEST_LABEL_PREFIX)
+        }
+        return bool(owners) and self.quest.id not in owners
 
     def _check_safety(self) -> None:
         q = self.quest
