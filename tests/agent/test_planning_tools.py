@@ -538,3 +538,17 @@ def test_plan_reader(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a plan record: fileMap: required") as info:
         read_plan(tmp_path)
     assert info.value.path == str(tmp_path / PLAN_FILE)
+
+
+def test_a_quests_planned_tasks_carry_its_label(tmp_path: Path, repo: Path) -> None:
+    """The quest that planned a task owns it: ``quest:<id>``, which the real backlog CLI
+    shows as a label and no other quest of the repository adopts."""
+    reply = create_tasks_tool(
+        tmp_path / "sig", repo, _plan(_task("a"), _task("b")), quest_id="issue-4"
+    )
+    assert not reply.is_error, reply.text
+    new = [t for t in bl.load_backlog(repo).tasks if t.id not in ("TASK-1", "TASK-2")]
+    assert [t.labels for t in new] == [["quest:issue-4"], ["quest:issue-4"]]
+    unlabelled = create_tasks_tool(tmp_path / "sig2", repo, _plan(_task("c")))
+    assert not unlabelled.is_error, unlabelled.text
+    assert [t.labels for t in bl.load_backlog(repo).tasks][-1] == []

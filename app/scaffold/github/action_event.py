@@ -8,9 +8,10 @@ The quest then runs until it waits for a person, like one run of the server. A
 ``schedule`` or ``workflow_dispatch`` event runs the reconciliation pass instead (what
 a lost event would have done).
 
-The state folder (clones, quest files) must survive between workflow runs: the
-composite action keeps it with ``actions/cache`` (restore the newest, save a new
-one), and the example workflow serialises runs with a ``concurrency`` group. It also
+The quests live on the repository's state branch (``scaffold/state``), pushed with the
+workflow's token, so the state folder (clones, journals) is only a speed-up: the
+composite action keeps it with ``actions/cache``, and a run whose cache was evicted
+rebuilds every open quest from the branch on its first delivery. The state folder also
 keeps which App the token belongs to (learnt from the first check run scaffold
 creates with it), so a later run knows scaffold's own ``scaffold/diagram-check`` from
 one of the same name that anything else reported.

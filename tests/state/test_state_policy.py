@@ -1,0 +1,149 @@
+"""When a quest is published, how slots are shared between quests, and a quest store
+rebuilt from the branch (pure parts and the store, no orchestrator)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scaffold.core.publication import publish_reason
+from scaffold.core.scheduler import fair_shares
+from scaffold.core.states import Lifecycle
+from scaffold.errors import StoreLocked
+from scaffold.quest.model import PullRequest, Quest, Question, QuestPhase, TaskRecord
+from scaffold.quest.store import QuestStore, draft
+from scaffold.roles import Role
+from scaffold.runtime.slot_pool import SlotPool
+from scaffold.state.document import HistoryDigest, parse, render
+from scaffold.state.rebuild import localized, merged_view
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _quest(seq: int, **tasks: TaskRecord) -> Quest:
+    return Quest(id="quest-1", seq=seq, started_at=T0, tasks=dict(tasks))
+
+
+def test_nothing_new_is_not_published_and_the_first_state_is() -> None:
+    q = _quest(3)
+    assert publish_reason(None, q, 0.0, 5.0) == "quest-1: executing"
+    assert publish_reason(q, q, 100.0, 5.0) is None
+
+
+def test_progress_waits_for_the_interval() -> None:
+    before = _quest(3, **{"TASK-1": TaskRecord(id="TASK-1")})
+    after = _quest(4, **{"TASK-1": TaskRecord(id="TASK-1", state=Lifecycle.READY)})
+    assert publish_reason(before, after, 1.0, 5.0) is None
+    assert publish_reason(before, after, 5.0, 5.0) == "quest-1: progress"
+
+
+def test_a_question_a_merge_and_an_approval_wait_are_published_at_once() -> None:
+    task = TaskRecord(id="TASK-1", state=Lifecycle.PROCESSING)
+    before = _quest(3, **{"TASK-1": task})
+    q = Question(
+        id="q-1-1",
+        task_id="TASK-1",
+        role=Role.CODEWEAVER,
+        session_id=None,
+        question="Which?",
+        context="",
+        asked_at=T0,
+    )
+    asked = before.model_copy(
+        update={
+            "seq": 4,
+            "questions": {"q-1-1": q},
+            "tasks": {"TASK-1": task.model_copy(update={"question_id": "q-1-1"})},
+        }
+    )
+    assert publish_reason(before, asked, 0.0, 5.0) == "quest-1: asks q-1-1"
+    pr = PullRequest(branch="scaffold/task-1", base="main", number=7)
+    waiting = _quest(
+        5, **{"TASK-1": task.model_copy(update={"state": Lifecycle.PR_CREATED, "pr": pr})}
+    )
+    assert publish_reason(before, waiting, 0.0, 5.0) == "quest-1: TASK-1 waits for approval"
+    merged = _quest(6, **{"TASK-1": TaskRecord(id="TASK-1", outcome="merged")})
+    assert publish_reason(waiting, merged, 0.0, 5.0) == "quest-1: merged TASK-1"
+    done = merged.model_copy(update={"seq": 7, "phase": QuestPhase.DONE})
+    assert publish_reason(merged, done, 0.0, 5.0) == "quest-1: done"
+
+
+def test_fair_shares_split_evenly_and_give_the_small_what_they_want() -> None:
+    assert fair_shares(4, {"a": 10, "b": 10}) == {"a": 2, "b": 2}
+    assert fair_shares(4, {"a": 1, "b": 10}) == {"a": 1, "b": 3}
+    assert fair_shares(3, {"a": 0, "b": 5}) == {"a": 0, "b": 3}
+    assert fair_shares(3, {}) == {}
+
+
+@given(st.integers(0, 16), st.dictionaries(st.sampled_from("abcde"), st.integers(0, 10)))
+def test_fair_shares_never_exceed_the_slots_or_a_want(slots: int, wants: dict[str, int]) -> None:
+    shares = fair_shares(slots, wants)
+    assert sum(shares.values()) == min(slots, sum(wants.values()))
+    assert all(0 <= shares[q] <= wants[q] for q in wants)
+    # max-min fair: a quest below its want has no less than any other quest's share - 1
+    for q, share in shares.items():
+        if share < wants[q]:
+            assert all(share >= other - 1 for other in shares.values())
+
+
+def test_the_pool_never_overcommits_and_a_parked_quest_takes_nothing() -> None:
+    pool = SlotPool(3)
+    pool.report("a", 3, 5)  # a came first and took every slot
+    pool.report("b", 0, 2)
+    assert pool.allowance("b") == 0  # nothing is free: no preemption
+    pool.report("a", 1, 3)  # two of a's tasks finished: shares a 2, b 1 of the 3
+    assert pool.allowance("a") == 1
+    assert pool.allowance("b") == 1
+    pool.report("a", 2, 3)
+    pool.report("b", 1, 2)
+    assert (pool.allowance("a"), pool.allowance("b")) == (0, 0)  # all three slots held
+    pool.report("b", 1, 1)
+    pool.report("a", 1, 3)
+    assert pool.allowance("a") == 1  # b wants no more: a may use the last slot
+    pool.report("b", 0, 0)  # b waits on a person: it holds and wants nothing
+    assert pool.allowance("a") == 2
+    pool.leave("a")
+    assert pool.held == 0
+
+
+def test_restore_creates_keeps_or_replaces_by_seq_and_never_deletes(tmp_path: Path) -> None:
+    store = QuestStore(tmp_path / "quests", durable=False)
+    assert store.restore(_quest(5)) == "created"
+    assert store.read("quest-1").seq == 5
+    with store.open_writer("quest-1") as w:
+        w.commit(w.quest.model_copy(update={"request": "local"}), [draft("note", "x")])
+    assert store.restore(_quest(5)) == "kept"  # the local journal is ahead
+    assert store.read("quest-1").request == "local"
+    assert store.restore(_quest(9)) == "replaced"
+    assert store.read("quest-1").seq == 9
+    assert (tmp_path / "quests" / ".replaced" / "quest-1-1" / "quest.json").is_file()
+    assert store.list_ids() == ["quest-1"]
+    with store.open_writer("quest-1"), pytest.raises(StoreLocked):
+        store.restore(_quest(12))  # a live run holds it
+
+
+def test_a_rebuilt_quest_gets_this_machines_worktrees_and_no_run_folders(tmp_path: Path) -> None:
+    task = TaskRecord(
+        id="TASK-1", worktree="/elsewhere/wt/task-1", run_dir="/elsewhere/run", branch="b"
+    )
+    data = render(_quest(2, **{"TASK-1": task}), HistoryDigest())
+    doc = parse(data, "x")
+    here = localized(doc.quest, lambda tid: tmp_path / tid.lower())
+    assert here.tasks["TASK-1"].worktree == str(tmp_path / "task-1")
+    assert here.tasks["TASK-1"].run_dir is None
+
+
+def test_status_sees_the_newer_copy_of_each_quest(tmp_path: Path) -> None:
+    store = QuestStore(tmp_path / "quests", durable=False)
+    store.create(_quest(4).model_copy(update={"request": "local"})).close()
+    newer = parse(render(_quest(9).model_copy(update={"request": "branch"}), HistoryDigest()), "x")
+    other = parse(
+        render(Quest(id="quest-2", seq=1, started_at=T0, request="only there"), HistoryDigest()),
+        "y",
+    )
+    view = {q.id: q.request for q in merged_view(store, {"quest-1": newer, "quest-2": other})}
+    assert view == {"quest-1": "branch", "quest-2": "only there"}
