@@ -18,8 +18,9 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from scaffold.errors import StoreLocked
+from scaffold.errors import InvalidIdError, StoreLocked
 from scaffold.git.runner import SAFE_LOCAL, run_git
+from scaffold.ids import branch_for_task, normalize_task_id
 from scaffold.quest.model import Quest
 from scaffold.quest.store import QuestStore
 from scaffold.state.document import QuestStateFile, is_finished
@@ -28,7 +29,11 @@ log = logging.getLogger("scaffold.state")
 
 
 def localized(quest: Quest, worktree_for: Callable[[str], Path]) -> Quest:
-    """The quest with its task worktrees where this machine keeps them."""
+    """The quest with its task worktrees where this machine keeps them (task ids that are
+    not Backlog.md ids are refused: they end up in paths and branch names)."""
+    for task_id in quest.tasks:
+        if normalize_task_id(task_id) != task_id:
+            raise InvalidIdError(task_id, "task id")
     tasks = {
         tid: t.model_copy(update={"worktree": str(worktree_for(tid)), "run_dir": None})
         if t.worktree is not None
@@ -42,6 +47,11 @@ def _adopt_remote_branches(repo: Path, quest: Quest) -> None:
     """Task branches known only as ``origin/<branch>`` become local branches again."""
     for task in quest.tasks.values():
         if task.branch is None or task.outcome is not None:
+            continue
+        try:
+            if task.branch != branch_for_task(task.id):
+                continue  # a file someone edited by hand: only scaffold's own names
+        except InvalidIdError:
             continue
         local = f"refs/heads/{task.branch}"
         remote = f"refs/remotes/origin/{task.branch}"
@@ -69,6 +79,9 @@ def restore_quests(
             outcome = store.restore(localized(doc.quest, worktree_for))
         except StoreLocked:
             outcome = "kept"  # a live run holds it: that one is newer
+        except InvalidIdError as exc:
+            log.warning("quest %s on the state branch not rebuilt: %s", qid, exc)
+            continue
         if outcome != "kept":
             _adopt_remote_branches(repo, doc.quest)
             log.info("quest %s rebuilt from the state branch (%s)", qid, outcome)
