@@ -3,12 +3,15 @@ and ``scaffold run`` carries on from the state branch alone."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
+import subprocess
 
 from repo_builder import MakeProject, quick_complete, wait_until, write
 
-from harness import quick_signal, relay_call
+from harness import quick_signal, relay_call, scaffold_cli
 from scaffold.quest.model import QuestPhase
 from scaffold.state.branch import StateBranch
 
@@ -160,3 +163,18 @@ def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
     for needed in ("Greet and say goodbye", "done", "TASK-1", "TASK-2", "q-plan-1", ANSWER):
         assert needed in shown.stdout, shown.stdout
     assert "merged TASK-1" in shown.stdout
+
+    # A fresh clone that fetched the branch tells the same story, with no .scaffold/ at all.
+    clone = project.root / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", str(project.repo), str(clone)], check=True, capture_output=True
+    )
+    env = {**os.environ, **project.agent_env}
+    status = scaffold_cli(clone, ("status", "--json"), env)
+    assert status.returncode == 0, status.stderr
+    [seen] = [q for q in json.loads(status.stdout)["quests"] if q["id"] == "quest-1"]
+    assert seen["phase"] == "done"
+    told = scaffold_cli(clone, ("quest", "show", "quest-1"), env)
+    assert told.returncode == 0, told.stderr
+    assert "merged TASK-2" in told.stdout
+    assert not (clone / ".scaffold").exists()

@@ -237,7 +237,23 @@ class StateBranch:
         return docs
 
     def read_quest(self, quest_id: str) -> QuestStateFile | None:
-        return self.read().get(quest_id)
+        """One quest's file (the newer, should it be both open and done), reading no other."""
+        rev = self.tip()
+        if rev is None:
+            return None
+        wanted = [quest_path(quest_id, finished=f) for f in (False, True)]
+        out = self._git("ls-tree", "-z", "--full-tree", rev, "--", *wanted)
+        blobs = [
+            (path, meta.split()[2])
+            for meta, _, path in (r.partition("\t") for r in out.split("\0") if r)
+            if len(meta.split()) == 3 and meta.split()[1] == "blob"
+        ]
+        found: QuestStateFile | None = None
+        for (path, _), data in zip(blobs, self._cat([b for _, b in blobs]), strict=True):
+            doc = parse(data, f"{self.branch}:{path}")
+            if doc.quest.id == quest_id and (found is None or doc.seq > found.seq):
+                found = doc
+        return found
 
     def log(self, quest_id: str, limit: int = 200) -> list[tuple[str, str, str]]:
         """(commit, date, subject) of the commits that changed the quest's file, newest first."""

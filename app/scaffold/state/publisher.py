@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scaffold.core.publication import publish_reason
+from scaffold.errors import ScaffoldError
 from scaffold.quest.model import HistoryEntry, Quest
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.state.branch import Publication, StateBranch
@@ -46,7 +47,11 @@ class StatePublisher:
         self.commits = 0
         self.last_error: str | None = None
         quest = writer.quest
-        doc = branch.read_quest(quest.id)
+        try:
+            doc = branch.read_quest(quest.id)
+        except ScaffoldError as exc:  # unreadable: the next publication replaces it
+            self.last_error = str(exc)
+            doc = None
         if doc is not None and doc.seq <= quest.seq:
             self.digest = HistoryDigest.of(doc.history)
             if doc.seq == quest.seq and doc.quest == portable(quest):
