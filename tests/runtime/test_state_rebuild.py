@@ -178,3 +178,83 @@ def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
     assert told.returncode == 0, told.stderr
     assert "merged TASK-2" in told.stdout
     assert not (clone / ".scaffold").exists()
+
+
+def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
+    """A quest that asks one question, then plans one task of its own."""
+    plan = {
+        "fileMap": ["notes/"],
+        "tasks": [
+            {
+                "key": "a",
+                "title": f"Write the {title}",
+                "description": f"The {title}.",
+                "acceptanceCriteria": [f"the {title} is there"],
+                "dependsOn": [],
+                "priority": "medium",
+            }
+        ],
+    }
+    return [
+        {
+            "role": "chaoswhisperer",
+            "prompt_contains": f"Add the {title}",
+            "resumed": False,
+            "actions": [
+                quick_signal(
+                    {"signal": "needs-user-input", "question": f"{title}?", "context": "-"}
+                )
+            ],
+        },
+        {
+            "role": "chaoswhisperer",
+            "prompt_contains": answer,
+            "actions": [
+                relay_call("write-requirements", _requirements()),
+                quick_complete("requirements"),
+            ],
+        },
+        {
+            "role": "pathseeker",
+            "prompt_contains": f"Add the {title}",
+            "actions": [relay_call("create-tasks", plan), quick_complete("planned")],
+        },
+        {
+            "role": "codeweaver",
+            "prompt_contains": f"Write the {title}",
+            "actions": [write(f"notes/{title}.txt", f"{title}\n"), quick_complete(title)],
+        },
+    ]
+
+
+def test_one_run_drives_every_open_quest_at_once(make_project: MakeProject) -> None:
+    """Two quests waiting on answers: both answered, one `scaffold run` finishes both,
+    each with the task its own PathSeeker planned."""
+    project = make_project(
+        [],
+        [*_asking_quest("greeting", "Say hello"), *_asking_quest("farewell", "Say goodbye")],
+        {"slots": 2},
+    )
+    for title in ("greeting", "farewell"):
+        asked = project.cli("quest", f"Add the {title}")
+        assert asked.returncode == 3, asked.stdout + asked.stderr
+    # q-plan-1 is asked by both quests: the id alone is ambiguous, --quest says which.
+    ambiguous = project.cli("answer", "q-plan-1", "Say hello")
+    assert ambiguous.returncode == 2
+    assert "pending in quest-1 and quest-2" in ambiguous.stderr
+    for qid, text in (("quest-1", "Say hello"), ("quest-2", "Say goodbye")):
+        answered = project.cli("answer", "--quest", qid, "q-plan-1", text)
+        assert answered.returncode == 0, answered.stderr
+
+    result = project.cli("run", timeout=180)
+
+    assert "running 2 quests at once: quest-1, quest-2" in result.stdout, result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+    for qid, title in (("quest-1", "greeting"), ("quest-2", "farewell")):
+        quest = project.quest(qid)
+        assert quest.phase is QuestPhase.DONE
+        [task] = quest.tasks.values()
+        assert task.title == f"Write the {title}"
+        assert task.outcome == "merged"
+        assert f"quest:{qid}" in project.backlog_task(task.id).labels
+    assert len(project.merge_subjects()) == 2

@@ -34,10 +34,12 @@ from scaffold.runtime.preflight import (
 )
 from scaffold.runtime.session import (
     find_repo,
+    open_active_quests,
     open_or_create_quest,
     quest_store,
     read_all_quests,
     run_quest,
+    run_quests,
     state_root,
 )
 from scaffold.runtime.status import render_table, status_report
@@ -140,13 +142,22 @@ def _next_steps(repo: Path, config: ScaffoldConfig) -> str:
 @repo_option
 @click.option("--quest", "quest_id", default=None, help="Which quest to drive.")
 def run(repo_path: str | None, quest_id: str | None) -> None:
-    """Work the backlog until nothing is left that scaffold can do alone."""
+    """Work every open quest at once (else the backlog) until nothing is left it can do alone."""
     repo = _repo(repo_path)
     config = load_config(repo)
     require_commit(repo)
     require_agent(config, repo)
-    writer = open_or_create_quest(repo, quest_id)
-    report = asyncio.run(run_quest(repo, config, writer))
+    if quest_id is not None:
+        writers = [open_or_create_quest(repo, quest_id)]
+    else:
+        writers = open_active_quests(repo)
+    if len(writers) == 1:
+        report = asyncio.run(run_quest(repo, config, writers[0]))
+    else:
+        click.echo(
+            f"running {len(writers)} quests at once: {', '.join(w.quest.id for w in writers)}"
+        )
+        report = asyncio.run(run_quests(repo, config, writers))
     click.echo(report.reason)
     sys.exit(report.exit_code)
 
@@ -193,11 +204,22 @@ def status(repo_path: str | None, as_json: bool) -> None:
         click.echo(render_table(report))
 
 
-def _find_question(repo: Path, question_id: str) -> str:
-    for q in read_all_quests(repo):
-        if any(p.id == question_id for p in q.pending_questions()):
-            return q.id
-    raise UnknownQuestion(question_id)
+def _find_question(repo: Path, question_id: str, quest_id: str | None = None) -> str:
+    """The quest waiting on ``question_id`` (ids are per quest: ``--quest`` says which)."""
+    waiting = [
+        q.id
+        for q in read_all_quests(repo)
+        if (quest_id is None or q.id == quest_id)
+        and any(p.id == question_id for p in q.pending_questions())
+    ]
+    if not waiting:
+        raise UnknownQuestion(question_id)
+    if len(waiting) > 1:
+        raise UsageError(
+            f"{question_id} is pending in {' and '.join(waiting)}: say which with "
+            f'--quest, e.g. scaffold answer --quest {waiting[-1]} {question_id} "..."'
+        )
+    return waiting[0]
 
 
 def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
@@ -215,15 +237,18 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
 
 @cli.command()
 @repo_option
+@click.option("--quest", "quest_id", default=None, help="The quest asking (when ids repeat).")
 @click.argument("question_id")
 @click.argument("text")
-def answer(repo_path: str | None, question_id: str, text: str) -> None:
+def answer(repo_path: str | None, quest_id: str | None, question_id: str, text: str) -> None:
     """Answer an agent's question; its session resumes with the answer."""
     repo = _repo(repo_path)
     validate_question_id(question_id)
+    if quest_id is not None:
+        validate_quest_id(quest_id)
     if not text.strip():
         raise UsageError("the answer is empty")
-    quest_id = _find_question(repo, question_id)
+    quest_id = _find_question(repo, question_id, quest_id)
     inbox.post(state_root(repo), inbox.make("answer", quest_id, question_id=question_id, text=text))
     click.echo(f"answer to {question_id} recorded; `scaffold run` resumes the session")
 

@@ -45,3 +45,15 @@ def final_report(q: Quest) -> RunReport:
     merged = len(q.tasks) - len(rejected)
     tail = f"; rejected, back in To Do: {', '.join(rejected)}" if rejected else ""
     return RunReport(0, f"all {merged} task(s) merged{tail}")
+
+
+# When several quests ran at once, the run's exit code is the most pressing of theirs:
+# a usage error, then a safety stop, then a failure, then waiting for a person.
+_PRESSING = (2, 4, 1, 3, 0)
+
+
+def combined_report(reports: dict[str, RunReport]) -> RunReport:
+    """One report for quests that ran side by side (``scaffold run`` with several open)."""
+    code = next(c for c in _PRESSING if c in {r.exit_code for r in reports.values()} or c == 0)
+    reason = "; ".join(f"{qid}: {r.reason}" for qid, r in reports.items())
+    return RunReport(code, reason)

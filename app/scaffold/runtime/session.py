@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
+from typing import TextIO
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig, load_config
@@ -13,7 +15,8 @@ from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.roles import Role
 from scaffold.runtime.orchestrator import Orchestrator
-from scaffold.runtime.report import RunReport
+from scaffold.runtime.report import RunReport, combined_report
+from scaffold.runtime.slot_pool import SlotPool
 from scaffold.runtime.view import Reporter
 from scaffold.state.branch import DEFAULT_BRANCH, StateBranch
 from scaffold.state.publisher import StatePublisher
@@ -112,8 +115,47 @@ def open_or_create_quest(
     return store.create(Quest(id=BACKLOG_QUEST, phase=QuestPhase.EXECUTING))
 
 
+def open_active_quests(repo: Path, *, branch: StateBranch | None = None) -> list[QuestWriter]:
+    """Every unfinished planned quest, oldest first (``scaffold run`` drives them all at
+    once); the ``backlog`` quest when there is none. Rebuilt from the branch first."""
+    store = quest_store(repo)
+    restore_from_branch(repo, branch or state_branch(repo))
+    quests = sorted((store.read(q) for q in store.list_ids()), key=lambda q: q.started_at)
+    active = [q.id for q in quests if _active(q)]
+    if not active:
+        return [open_or_create_quest(repo, BACKLOG_QUEST, branch=branch)]
+    writers: list[QuestWriter] = []
+    try:
+        for quest_id in active:
+            writers.append(store.open_writer(quest_id))
+    except BaseException:
+        for writer in writers:
+            writer.close()
+        raise
+    return writers
+
+
+async def run_quests(
+    repo: Path, config: ScaffoldConfig, writers: list[QuestWriter], stream: TextIO | None = None
+) -> RunReport:
+    """Several quests at once, sharing the repository's slots (one plain log for all)."""
+    pool = SlotPool(config.slots)
+    reports = await asyncio.gather(
+        *(
+            run_quest(repo, config, w, Reporter(stream, color=False), slot_pool=pool)
+            for w in writers
+        )
+    )
+    return combined_report({w.quest.id: r for w, r in zip(writers, reports, strict=True)})
+
+
 async def run_quest(
-    repo: Path, config: ScaffoldConfig, writer: QuestWriter, reporter: Reporter | None = None
+    repo: Path,
+    config: ScaffoldConfig,
+    writer: QuestWriter,
+    reporter: Reporter | None = None,
+    *,
+    slot_pool: SlotPool | None = None,
 ) -> RunReport:
     try:
         publisher = StatePublisher(
@@ -122,7 +164,9 @@ async def run_quest(
             writer,
             interval_s=config.state.interval_s,
         )
-        orch = Orchestrator(repo, config, writer, reporter or Reporter(), publisher=publisher)
+        orch = Orchestrator(
+            repo, config, writer, reporter or Reporter(), publisher=publisher, slot_pool=slot_pool
+        )
         report = await orch.run()
         if report.exit_code == 0 and writer.quest.id != BACKLOG_QUEST:
             writer.commit(writer.quest.model_copy(update={"phase": QuestPhase.DONE}))
