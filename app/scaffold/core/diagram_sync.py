@@ -142,6 +142,7 @@ PACKAGE_ROLES = {
     "scaffold": "contracts: errors, ids, roles, signals, config, schemas",
     "scaffold.core": "pure decisions: tables, routing, scheduling, safety",
     "scaffold.quest": "the quest file and its journal",
+    "scaffold.state": "the state branch: quests in the repository, rebuilt from it",
     "scaffold.backlog": "Backlog.md tasks, read and written like the backlog CLI",
     "scaffold.agent": "agent processes, stream-json, the signal-back MCP server and endpoint",
     "scaffold.sandbox": "the trust boundary: bubblewrap views, egress routes, the bridge",
