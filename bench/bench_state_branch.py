@@ -19,6 +19,7 @@ objects are packed; reported as bytes per task, loose and packed.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import tempfile
@@ -147,6 +148,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--commits", type=int, default=20, help="commits per round and branch")
     ap.add_argument("--quests", type=int, default=1000)
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
     rounds = 2 if args.quick else args.rounds
     with tempfile.TemporaryDirectory(prefix="bench-state-") as tmp:
@@ -176,6 +178,21 @@ def main() -> None:
             f"growth: one quest of {tasks} tasks, {commits} state commits: "
             f"{loose / tasks / 1024:.1f} KiB/task loose, {packed / tasks / 1024:.1f} KiB/task packed"
         )
+        if args.json is not None:
+            figures = {
+                "rounds": rounds,
+                "commits_per_round": args.commits,
+                "quests": args.quests,
+                "median_ms": {name: statistics.median(xs) * 1e3 for name, xs in samples.items()},
+                "ratio_many_over_one": ratio,
+                "growth": {
+                    "tasks": tasks,
+                    "state_commits": commits,
+                    "loose_kib_per_task": loose / tasks / 1024,
+                    "packed_kib_per_task": packed / tasks / 1024,
+                },
+            }
+            args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
