@@ -173,7 +173,9 @@ class QuestRunner:
         writer = store.open_writer(quest_id)
         try:
             ctx.token.token = token
-            publisher = StatePublisher(
+            # Reading the branch and the journal is blocking work: not on the loop.
+            publisher = await asyncio.to_thread(
+                StatePublisher,
                 app_state_branch(ctx.checkout, config.state.branch, ctx.token),
                 store,
                 writer,
