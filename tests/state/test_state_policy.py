@@ -147,3 +147,39 @@ def test_status_sees_the_newer_copy_of_each_quest(tmp_path: Path) -> None:
     )
     view = {q.id: q.request for q in merged_view(store, {"quest-1": newer, "quest-2": other})}
     assert view == {"quest-1": "branch", "quest-2": "only there"}
+
+
+def test_a_long_quest_published_from_its_journal_stays_bounded(tmp_path: Path) -> None:
+    """10,000 transitions through the real store and publisher: the file on the branch is
+    under 64 KB, and its history accounts for every one of them."""
+    import subprocess
+
+    from scaffold.state.branch import StateBranch
+    from scaffold.state.document import MAX_BYTES
+    from scaffold.state.publisher import StatePublisher
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    store = QuestStore(tmp_path / "quests", durable=False, snapshot_every=1024)
+    writer = store.create(_quest(0, **{"TASK-1": TaskRecord(id="TASK-1")}))
+    for _ in range(5_000):
+        writer.commit(writer.quest, [draft("transition", "retry_on_error", task_id="TASK-1")])
+    publisher = StatePublisher(StateBranch(repo), store, writer)  # reads the journal so far
+    for i in range(5_000):
+        writer.commit(writer.quest, [draft("note", f"note {i}", task_id="TASK-1")])
+    assert publisher.publish("test") is True
+    writer.close()
+    data = subprocess.run(
+        ["git", "show", "scaffold/state:quests/quest-1.json"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    ).stdout
+    assert len(data) < MAX_BYTES
+    doc = parse(data, "quests/quest-1.json")
+    assert doc.seq == 10_000
+    assert doc.history.older.entries + len(doc.history.recent) == 10_000
+    assert doc.history.older.events["retry_on_error"] == 5_000
+    assert doc.history.older.events["note"] == 5_000 - len(doc.history.recent)
+    assert doc.history.recent[-1].event == "note 4999"

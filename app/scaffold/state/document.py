@@ -102,6 +102,19 @@ def quest_id_of(path: str) -> str | None:
     return None
 
 
+MAX_EVENT_KINDS = 64
+
+
+def _summary_key(entry: HistoryEntry, counted: Counter[str]) -> str:
+    """What an older entry is counted as: a transition by its event (a fixed set), a note
+    or quest fact by its kind (their text is free); past :data:`MAX_EVENT_KINDS` keys,
+    ``other``. So the summary stays small whatever the history held."""
+    key = entry.event if entry.kind == "transition" else entry.kind
+    if key not in counted and len(counted) >= MAX_EVENT_KINDS:
+        return "other"
+    return key
+
+
 class HistoryDigest:
     """The bounded history of one quest: the newest entries and a summary of the rest."""
 
@@ -130,7 +143,7 @@ class HistoryDigest:
             self.recent.append(entry)
 
     def _fold(self, entry: HistoryEntry) -> None:
-        self._events[entry.event] += 1
+        self._events[_summary_key(entry, self._events)] += 1
         o = self.older
         self.older = HistorySummary(
             entries=o.entries + 1,
@@ -148,7 +161,7 @@ class HistoryDigest:
             cut = len(recent) - keep
             events = Counter(older.events)
             for entry in recent[:cut]:
-                events[entry.event] += 1
+                events[_summary_key(entry, events)] += 1
             older = HistorySummary(
                 entries=older.entries + cut,
                 first_at=older.first_at or recent[0].at,
