@@ -9,7 +9,14 @@ import shutil
 import signal
 import subprocess
 
-from repo_builder import MakeProject, quick_complete, wait_until, write
+from repo_builder import (
+    GIT_IDENTITY,
+    MakeProject,
+    codeweaver_done,
+    quick_complete,
+    wait_until,
+    write,
+)
 
 from harness import quick_signal, relay_call, scaffold_cli
 from scaffold.quest.model import QuestPhase
@@ -258,3 +265,59 @@ def test_one_run_drives_every_open_quest_at_once(make_project: MakeProject) -> N
         assert task.outcome == "merged"
         assert f"quest:{qid}" in project.backlog_task(task.id).labels
     assert len(project.merge_subjects()) == 2
+
+
+def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
+    make_project: MakeProject,
+) -> None:
+    """Someone pushed a quest file that does not parse: status names it, runs go on, and
+    scaffold never drops or rewrites a file it does not understand."""
+    project = make_project(["Add the greeting"], [codeweaver_done("TASK-1", quick=True)])
+    blob = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=project.repo,
+            input=b'{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}',
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    tree = (
+        subprocess.run(
+            ["git", "mktree"],
+            cwd=project.repo,
+            input=f"100644 blob {blob}\tquest-9.json\n".encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    root = (
+        subprocess.run(
+            ["git", "mktree"],
+            cwd=project.repo,
+            input=f"040000 tree {tree}\tquests\n".encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    commit = project.git(*GIT_IDENTITY, "commit-tree", root, "-m", "hand-made").strip()
+    project.git("update-ref", "refs/heads/scaffold/state", commit)
+
+    status = project.status_json()
+    [problem] = [e for e in status["errors"] if "quest-9" in e["path"]]
+    assert problem["path"] == "scaffold/state:quests/quest-9.json"
+    assert "tasks" in problem["reason"]
+
+    result = project.cli("run")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = project.git("ls-tree", "-r", "--name-only", "scaffold/state").split()
+    assert files == ["quests/backlog.json", "quests/quest-9.json"]
+    kept = project.git("show", "scaffold/state:quests/quest-9.json")
+    assert kept == '{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
