@@ -54,7 +54,8 @@ def restore_repository(
 ) -> tuple[str | None, list[str]]:
     """Rebuild the open quests (and their links) this clone lacks from the fetched state
     branch: (the tip read, the ids rebuilt). Reads nothing when the tip is ``last_tip``."""
-    branch = StateBranch(checkout.path, branch_name, remote=_NoPush())
+    # Read as the App publishes it: the remote's branch as last fetched (nothing is pushed).
+    branch = app_state_branch(checkout, branch_name, TokenHolder())
     tip = branch.tip()
     if tip is None or tip == last_tip:
         return last_tip, []
@@ -82,14 +83,3 @@ def restore_repository(
     if rebuilt:
         log.info("quests rebuilt from the state branch", extra={"quests": rebuilt})
     return tip, rebuilt
-
-
-class _NoPush:
-    """Reading only: the remote's branch as fetched (``refs/remotes/origin/...``)."""
-
-    def fetch_state(self, branch: str) -> str | None:
-        del branch
-        return None
-
-    def push_state(self, branch: str, new: str) -> bool:
-        raise ScaffoldError(f"reading the state branch {branch} does not push ({new})")
