@@ -321,3 +321,18 @@ def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
     assert files == ["quests/backlog.json", "quests/quest-9.json"]
     kept = project.git("show", "scaffold/state:quests/quest-9.json")
     assert kept == '{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
+
+
+def test_quest_show_says_what_is_wrong(make_project: MakeProject) -> None:
+    project = make_project(["Nothing"], [])
+    for args, says in (
+        (("quest", "show"), "which quest? scaffold quest show QUEST_ID"),
+        (("quest", "show", "quest-7"), "no quest 'quest-7' here or on scaffold/state"),
+        (("quest", "show", "../x"), "invalid quest id"),
+        (("quest", "add", "a", "parser"), 'quote the request: scaffold quest "what you want"'),
+    ):
+        proc = project.cli(*args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert says in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert project.git("branch", "--list", "scaffold/state") == ""  # nothing was started

@@ -175,6 +175,8 @@ def quest(repo_path: str | None, words: tuple[str, ...]) -> None:
 
         click.echo(quest_timeline(_repo(repo_path), validate_quest_id(words[1])))
         return
+    if words == ("show",):
+        raise UsageError("which quest? scaffold quest show QUEST_ID (scaffold status lists them)")
     if len(words) != 1:
         raise UsageError('quote the request: scaffold quest "what you want"')
     request = words[0]
