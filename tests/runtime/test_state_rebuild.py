@@ -165,6 +165,9 @@ def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
     assert any("merged TASK-1" in s for s in story)
     assert story[0] == "scaffold: quest-1: done"
 
+    doctor = project.cli("doctor")
+    assert "ok   state: scaffold/state (local): 1 quest(s), open: -" in doctor.stdout, doctor.stdout
+
     shown = project.cli("quest", "show", "quest-1")
     assert shown.returncode == 0, shown.stderr
     for needed in ("Greet and say goodbye", "done", "TASK-1", "TASK-2", "q-plan-1", ANSWER):

@@ -40,6 +40,7 @@ from scaffold.runtime.session import (
     read_all_quests,
     run_quest,
     run_quests,
+    state_branch,
     state_root,
 )
 from scaffold.runtime.status import render_table, status_report
@@ -390,6 +391,22 @@ def doctor(repo_path: str | None) -> None:
         )
     except ScaffoldError as exc:
         report(False, "sandbox", str(exc))
+    branch = state_branch(repo)
+    try:
+        docs = branch.read()
+        open_ids = sorted(
+            q for q, d in docs.items() if d.quest.phase.value not in ("done", "failed")
+        )
+        where = "local" if branch.has_local() else "fetched" if branch.tip() else "not created yet"
+        report(
+            not branch.problems,
+            "state",
+            f"{branch.branch} ({where}): {len(docs)} quest(s), open: {', '.join(open_ids) or '-'}"
+            if not branch.problems
+            else "; ".join(f"{branch.branch}:{p.path}: {p.reason}" for p in branch.problems[:5]),
+        )
+    except ScaffoldError as exc:
+        report(False, "state", str(exc))
     rep = status_report(repo)
     report(
         not rep["errors"],

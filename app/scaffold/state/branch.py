@@ -149,6 +149,10 @@ class StateBranch:
             return self._rev(self.tracking_ref) or self._rev(self.ref)
         return self._rev(self.ref) or self._rev(self.tracking_ref)
 
+    def has_local(self) -> bool:
+        """Whether this repository has the branch itself (not only as fetched)."""
+        return self._rev(self.ref) is not None
+
     def _base(self) -> str | None:
         if self.remote is not None:
             return self._rev(self.tracking_ref)
