@@ -13,12 +13,15 @@ from pathlib import Path
 
 from scaffold.config import CONFIG_PATH, DiagramsConfig, parse_config
 from scaffold.diagramcheck import git_diff
+from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.cache import ParseCache, cache_file, parse_all
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
-from scaffold.diagramcheck.paths import normalize_path
+from scaffold.diagramcheck.paths import module_name, normalize_path
 from scaffold.diagramcheck.rules import (
     DiagramFile,
     DiffInput,
+    Side,
     SourceChange,
     invalid_sources,
     judge,
@@ -51,35 +54,77 @@ def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramsConfig:
     return parse_config(text, where).diagrams
 
 
-def _packages(repo: Path, commit: str) -> frozenset[str]:
-    out = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], repo)
-    return frozenset(
-        p for p in out.stdout.split("\0") if p == "__init__.py" or p.endswith("/__init__.py")
-    )
+def _python_tree(repo: Path, commit: str) -> dict[str, str]:
+    """``path -> blob id`` of every ``.py``/``.pyi`` file of ``commit`` (one ``ls-tree``)."""
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", commit], repo)
+    found: dict[str, str] = {}
+    for record in out.stdout.split("\0"):
+        meta, _, path = record.partition("\t")
+        if not path.endswith((".py", ".pyi")):
+            continue
+        mode, kind, sha = meta.split(" ")
+        if kind == "blob" and mode not in _SKIP_MODES:
+            found[path] = sha
+    return found
+
+
+def _git_dir(repo: Path) -> Path | None:
+    out = run_git(["rev-parse", "--git-common-dir"], repo, check=False)
+    found = out.stdout.strip()
+    if out.returncode != 0 or not found:
+        return None
+    path = Path(found)
+    return path if path.is_absolute() else repo / path
 
 
 def _wanted(change: git_diff.RawChange) -> bool:
     return change.path.endswith(_READ_SUFFIXES) or change.source_path.endswith(_READ_SUFFIXES)
 
 
+def _is_py(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
+
+
 def _read_changes(
-    reader: git_diff.BlobReader, raw: Sequence[git_diff.RawChange]
+    reader: git_diff.BlobReader, raw: Sequence[git_diff.RawChange], cache: ParseCache
 ) -> list[SourceChange]:
+    """The changes the rules read: Python as parsed modules (cached by blob), the rest as text."""
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
+    cached: dict[str, pm.ModuleInfo] = {}
     for c in chosen:
-        if c.old_blob and c.old_mode not in _SKIP_MODES:
-            names.append(c.old_blob)
-        if c.new_blob and c.new_mode not in _SKIP_MODES:
-            names.append(c.new_blob)
+        for blob, mode, path in (
+            (c.old_blob, c.old_mode, c.source_path),
+            (c.new_blob, c.new_mode, c.path),
+        ):
+            if not blob or mode in _SKIP_MODES:
+                continue
+            if _is_py(path) and (info := cache.get(blob)) is not None:
+                cached[blob] = info
+                continue
+            names.append(blob)
     unique = list(dict.fromkeys(names))
     blobs = dict(zip(unique, reader.read_many(unique), strict=True))
+    texts = {b: git_diff.decode_text(d) if d is not None else None for b, d in blobs.items()}
+    py_texts: dict[str, str] = {}
+    for c in chosen:
+        for blob, path in ((c.old_blob, c.source_path), (c.new_blob, c.path)):
+            if blob and _is_py(path) and blob not in cached and (t := texts.get(blob)) is not None:
+                py_texts[blob] = t
+    parsed = parse_all(py_texts)
+    for blob, info in parsed.items():
+        cache.put(blob, info)
+    cached.update(parsed)
     out: list[SourceChange] = []
     for c in chosen:
-        old_data = blobs.get(c.old_blob) if c.old_blob and c.old_mode not in _SKIP_MODES else None
-        new_data = blobs.get(c.new_blob) if c.new_blob and c.new_mode not in _SKIP_MODES else None
-        old_text = git_diff.decode_text(old_data) if old_data is not None else None
-        new_text = git_diff.decode_text(new_data) if new_data is not None else None
+        old_ok = bool(c.old_blob) and c.old_mode not in _SKIP_MODES
+        new_ok = bool(c.new_blob) and c.new_mode not in _SKIP_MODES
+        old_info = cached.get(c.old_blob or "") if old_ok and _is_py(c.source_path) else None
+        new_info = cached.get(c.new_blob or "") if new_ok and _is_py(c.path) else None
+        old_data = blobs.get(c.old_blob or "") if old_ok else None
+        new_data = blobs.get(c.new_blob or "") if new_ok else None
+        old_text = texts.get(c.old_blob or "") if old_info is None and old_ok else None
+        new_text = texts.get(c.new_blob or "") if new_info is None and new_ok else None
         out.append(
             SourceChange(
                 status=c.status if c.status in "ACDMR" else "M",
@@ -87,11 +132,63 @@ def _read_changes(
                 old_path=c.old_path,
                 old_text=old_text,
                 new_text=new_text,
-                old_binary=old_data is not None and old_text is None,
-                new_binary=new_data is not None and new_text is None,
+                old_binary=old_data is not None and old_text is None and old_info is None,
+                new_binary=new_data is not None and new_text is None and new_info is None,
+                old_info=old_info,
+                new_info=new_info,
             )
         )
     return out
+
+
+class _Modules:
+    """The repository's modules on both sides of the diff, parsed on demand (and cached)."""
+
+    def __init__(
+        self,
+        reader: git_diff.BlobReader,
+        cache: ParseCache,
+        trees: dict[Side, dict[str, str]],
+        roots: Sequence[str],
+    ) -> None:
+        self._reader = reader
+        self._cache = cache
+        self._trees = trees
+        self._roots = roots
+        self._names: dict[Side, dict[str, str]] = {}
+
+    def packages(self, side: Side) -> frozenset[str]:
+        return frozenset(
+            p for p in self._trees[side] if p == "__init__.py" or p.endswith("/__init__.py")
+        )
+
+    def _by_name(self, side: Side) -> dict[str, str]:
+        names = self._names.get(side)
+        if names is None:
+            packages = self.packages(side)
+            names = {}
+            for path in self._trees[side]:
+                if path.endswith(".py"):
+                    name = module_name(path, self._roots, packages)
+                    if name is not None:
+                        names.setdefault(name, path)
+            self._names[side] = names
+        return names
+
+    def lookup(self, side: Side, module: str) -> pm.ModuleInfo | None:
+        path = self._by_name(side).get(module)
+        if path is None:
+            return None
+        blob = self._trees[side][path]
+        info = self._cache.get(blob)
+        if info is None:
+            data = self._reader.read(blob)
+            text = git_diff.decode_text(data) if data is not None else None
+            if text is None:
+                return None
+            info = pm.read_module(text)
+            self._cache.put(blob, info)
+        return info
 
 
 def _backlog_at(
@@ -120,33 +217,44 @@ def analyze_commits(
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids)."""
     mb = git_diff.merge_base(repo, base_sha, head_sha)
+    git_dir = _git_dir(repo)
+    cache = ParseCache(cache_file(git_dir) if git_dir is not None else None)
     with git_diff.BlobReader(repo) as reader:
         cfg = config if config is not None else config_at(reader, head_sha)
         raw = git_diff.diff_commits(repo, mb, head_sha)
         changed = frozenset(c.path for c in raw if c.status != "D")
-        changes = _read_changes(reader, raw)
+        changes = _read_changes(reader, raw, cache)
         paths = diagram_paths(cfg)
         diagram_blobs = reader.read_many([f"{head_sha}:{p}" for p in paths])
         diagrams: dict[str, DiagramFile] = {}
         for path, blob in zip(paths, diagram_blobs, strict=True):
             text = git_diff.decode_text(blob) if blob is not None else None
             diagrams[path] = DiagramFile(path, text, path in changed)
-        has_python = any(c.path.endswith(".py") or c.source_path.endswith(".py") for c in changes)
+        has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in changes)
         tasks_changed = any(backlog_kind(c.path) == "task" for c in changes)
         head_tasks: tuple[BacklogEntry, ...] = ()
         head_milestones: tuple[BacklogEntry, ...] = ()
         if tasks_changed:
             head_tasks, head_milestones = _backlog_at(repo, reader, head_sha)
-    data = DiffInput(
-        changes=tuple(changes),
-        diagrams=diagrams,
-        packages_old=_packages(repo, mb) if has_python else frozenset(),
-        packages_new=_packages(repo, head_sha) if has_python else frozenset(),
-        head_tasks=head_tasks,
-        head_milestones=head_milestones,
-        changed_paths=changed,
-    )
-    reqs, warnings = requirements(data, cfg)
+        trees: dict[Side, dict[str, str]] = {
+            "old": _python_tree(repo, mb) if has_python else {},
+            "new": _python_tree(repo, head_sha) if has_python else {},
+        }
+        modules = _Modules(reader, cache, trees, cfg.source_roots)
+        data = DiffInput(
+            changes=tuple(changes),
+            diagrams=diagrams,
+            packages_old=modules.packages("old"),
+            packages_new=modules.packages("new"),
+            head_tasks=head_tasks,
+            head_milestones=head_milestones,
+            changed_paths=changed,
+            python_old=frozenset(trees["old"]),
+            python_new=frozenset(trees["new"]),
+            lookup=modules.lookup if has_python else None,
+        )
+        reqs, warnings = requirements(data, cfg)
+    cache.save()
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)
     checked = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}

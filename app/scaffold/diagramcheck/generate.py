@@ -65,7 +65,9 @@ def read_sources(repo: Path, cfg: DiagramsConfig) -> list[SourceFile]:
         except (OSError, UnicodeDecodeError):
             continue
         files.append(
-            SourceFile(path, name, pm.read_module(text, name, path.endswith("__init__.py")))
+            SourceFile(
+                path, name, pm.read_module(text, name, path.endswith("__init__.py"), imports=True)
+            )
         )
     return files
 
@@ -164,6 +166,9 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramsConfig) -> str:
                         links.append(f"    {name} --> {word} : {fld.name}")
         lines.append("    }")
     lines += sorted(set(links))
+    if not drawn:
+        # Mermaid refuses a class diagram with nothing in it; say why it is empty.
+        lines.append('    note "no data classes found"')
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,129 @@
+"""Parsed Python by blob id, kept between runs, and parsing spread over the cores.
+
+A blob id names its content, so what :func:`~scaffold.diagramcheck.python_model.read_module`
+found in a blob stays true: a re-check after a push parses only the blobs the push
+added. The cache is one pickle file in the repository's own git directory
+(``<git-common-dir>/scaffold/``), which no checked-out file, and so no pull request,
+can write; its name carries the parser's version and Python's, so a new parser never
+reads an old parser's answers. A missing, unreadable or foreign file is an empty
+cache; writing is best effort (atomic rename) and never fails a check.
+
+:func:`parse_all` parses the blobs the cache lacks, in worker processes when there are
+many and more than one core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from scaffold.diagramcheck import python_model as pm
+
+# Raise when read_module's answers change shape or meaning.
+PARSER_VERSION = 2
+MAX_ENTRIES = 50_000
+# Below this many files one process is faster than starting workers.
+PARALLEL_MIN_FILES = 300
+ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
+
+
+def cache_file(git_dir: Path) -> Path:
+    py = f"{sys.version_info.major}{sys.version_info.minor}"
+    return git_dir / "scaffold" / f"diagramcheck-parse-v{PARSER_VERSION}-py{py}.pickle"
+
+
+class ParseCache:
+    """``blob id -> ModuleInfo``, loaded from and saved to one file (or memory only)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, pm.ModuleInfo] = {}
+        self.added = 0
+        self.hits = 0
+        if path is not None and os.environ.get(ENV_DISABLE, "1") != "0":
+            self.entries = _load(path)
+        else:
+            self.path = None
+
+    def get(self, blob: str) -> pm.ModuleInfo | None:
+        found = self.entries.get(blob)
+        if found is not None:
+            self.hits += 1
+        return found
+
+    def put(self, blob: str, info: pm.ModuleInfo) -> None:
+        if blob not in self.entries:
+            self.entries[blob] = info
+            self.added += 1
+
+    def save(self) -> None:
+        """Write the file when something was added (oldest entries dropped past the limit)."""
+        if self.path is None or not self.added:
+            return
+        entries = self.entries
+        if len(entries) > MAX_ENTRIES:
+            entries = dict(list(entries.items())[-MAX_ENTRIES:])
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump(entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, self.path)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+        self.added = 0
+
+
+def _load(path: Path) -> dict[str, pm.ModuleInfo]:
+    try:
+        with path.open("rb") as fh:
+            data = pickle.load(fh)  # noqa: S301 - our own file in the git directory
+    except FileNotFoundError:
+        return {}
+    except Exception:  # a torn or foreign file is an empty cache
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return data
+
+
+def _parse_chunk(texts: list[str]) -> list[pm.ModuleInfo]:
+    return [pm.read_module(t) for t in texts]
+
+
+def parse_all(texts: Mapping[str, str], workers: int | None = None) -> dict[str, pm.ModuleInfo]:
+    """``read_module`` of every text, keyed like ``texts``; in parallel when it pays."""
+    keys = list(texts)
+    cpus = workers if workers is not None else (os.cpu_count() or 1)
+    if len(keys) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
+        return {k: pm.read_module(texts[k]) for k in keys}
+    jobs = min(cpus, 4)
+    # Interleaved chunks balance big and small files across the workers.
+    chunks = [keys[i::jobs] for i in range(jobs)]
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    out: dict[str, pm.ModuleInfo] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_parse_chunk, [texts[k] for k in chunk]) for chunk in chunks[1:]]
+        # This process parses the first chunk meanwhile.
+        for k, info in zip(chunks[0], _parse_chunk([texts[k] for k in chunks[0]]), strict=True):
+            out[k] = info
+        for chunk, future in zip(chunks[1:], futures, strict=True):
+            for k, info in zip(chunk, future.result(), strict=True):
+                out[k] = info
+    return out
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
