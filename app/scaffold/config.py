@@ -86,6 +86,9 @@ class DiagramsConfig(_Section):
         "examples/**",
         "setup.py",
         "noxfile.py",
+        # Sphinx configuration: a build script of the docs, not a module of the code.
+        "docs/conf.py",
+        "doc/conf.py",
     )
     # Which classes belong on the data-model diagram (globs); empty: all of them.
     data_model_sources: tuple[str, ...] = ()

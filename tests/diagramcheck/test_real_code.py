@@ -149,3 +149,26 @@ def test_parallel_parsing_matches_serial() -> None:
     }
     texts["bad"] = "def (:\n"
     assert dc_cache.parse_all(texts, workers=2) == dc_cache.parse_all(texts, workers=1)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "same"),
+    [
+        ("typing.Optional[int]", "int | None", True),
+        ("Union[str, None]", "None | str", True),
+        ("List[Dict[str, Optional[int]]]", "list[dict[str, int | None]]", True),
+        ("'Event'", "Event", True),
+        ("str", "Event", False),
+        ("list[int]", "list[str]", False),
+        ("Optional[int]", "int", False),
+    ],
+)
+def test_a_retype_is_a_new_type_not_a_new_spelling(before: str, after: str, same: bool) -> None:
+    from scaffold.diagramcheck.rules import same_type
+
+    assert same_type(before, after) is same
+
+
+def test_the_sphinx_configuration_is_no_module(repo: Repo) -> None:
+    report = repo.change({"docs/conf.py": "project = 'x'\n"})
+    assert kinds(report) == []

@@ -17,6 +17,7 @@ SQLAlchemy models, Enums) -> ``data_model``; states (Enums named ``*State`` /
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -167,6 +168,73 @@ def _class_draft(cls: pm.ClassInfo, kind: str) -> tuple[str, ...]:
         lines += [f"        {_field_line(f)}" for f in cls.fields[:_MAX_DRAFT_FIELDS]]
     lines.append("    }")
     return tuple(lines)
+
+
+_TYPING_PREFIXES = ("typing.", "typing_extensions.", "t.", "te.")
+_BUILTIN_GENERICS = {
+    "List": "list",
+    "Dict": "dict",
+    "Set": "set",
+    "FrozenSet": "frozenset",
+    "Tuple": "tuple",
+    "Type": "type",
+    "Text": "str",
+}
+
+
+def _canonical_type(node: ast.expr) -> str:
+    """One spelling per type: ``Optional[int]``, ``Union[int, None]`` and ``int | None``
+    agree, as do ``typing.List[str]`` and ``list[str]``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _canonical_type(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return node.value.replace(" ", "")
+    members = _union_members(node)
+    if members is not None:
+        return "|".join(sorted(set(members)))
+    if isinstance(node, ast.Subscript):
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        inner = ",".join(_canonical_type(a) for a in args)
+        return f"{_canonical_type(node.value)}[{inner}]"
+    if isinstance(node, ast.List | ast.Tuple):
+        return "[" + ",".join(_canonical_type(e) for e in node.elts) + "]"
+    text = ast.unparse(node).replace(" ", "")
+    for prefix in _TYPING_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return _BUILTIN_GENERICS.get(text, text)
+
+
+def _union_members(node: ast.expr) -> list[str] | None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left = _union_members(node.left) or [_canonical_type(node.left)]
+        right = _union_members(node.right) or [_canonical_type(node.right)]
+        return left + right
+    if isinstance(node, ast.Subscript):
+        head = _canonical_type(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head == "Optional" and len(args) == 1:
+            return [*(_union_members(args[0]) or [_canonical_type(args[0])]), "None"]
+        if head == "Union":
+            out: list[str] = []
+            for a in args:
+                out += _union_members(a) or [_canonical_type(a)]
+            return out
+    return None
+
+
+def same_type(a: str, b: str) -> bool:
+    """Whether two annotations, as written, name the same type."""
+    if _norm(a) == _norm(b):
+        return True
+    try:
+        left = _canonical_type(ast.parse(a, mode="eval").body)
+        right = _canonical_type(ast.parse(b, mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return left == right
 
 
 def _norm(name: str) -> str:
@@ -465,7 +533,7 @@ def _field_requirements(old: _Located, new: _Located, diagram: str) -> list[Requ
         )
     for name, f in new_fields.items():
         before = old_fields.get(name)
-        if before is None or _norm(before.type) == _norm(f.type) or not f.type:
+        if before is None or not f.type or same_type(before.type, f.type):
             continue
         out.append(
             Requirement(
