@@ -17,11 +17,11 @@ from typing import Any
 
 from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_range
 from scaffold.action.outputs import append_summary, write_outputs
-from scaffold.config import DiagramsConfig
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
+from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
@@ -202,7 +202,7 @@ def skip_step(skip: Skip) -> StepResult:
     return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
 
 
-def base_config(repo: Path, base: str) -> DiagramsConfig:
+def base_config(repo: Path, base: str) -> DiagramSettings:
     """``diagrams`` of ``.github/scaffold.yml`` as the base commit has it."""
     sha = resolve_commit(repo, base)
     with BlobReader(repo) as reader:

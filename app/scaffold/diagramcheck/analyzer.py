@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from scaffold.config import CONFIG_PATH, DiagramsConfig, parse_config
 from scaffold.diagramcheck import git_diff
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import ParseCache, cache_file, parse_all
@@ -27,13 +26,14 @@ from scaffold.diagramcheck.rules import (
     judge,
     requirements,
 )
+from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
 from scaffold.git.runner import run_git
 
 _READ_SUFFIXES = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
 _SKIP_MODES = (git_diff.SYMLINK_MODE, git_diff.SUBMODULE_MODE)
 
 
-def diagram_paths(cfg: DiagramsConfig) -> tuple[str, ...]:
+def diagram_paths(cfg: DiagramSettings) -> tuple[str, ...]:
     """The configured diagram files, normalized, without duplicates."""
     return tuple(
         dict.fromkeys(
@@ -42,16 +42,18 @@ def diagram_paths(cfg: DiagramsConfig) -> tuple[str, ...]:
     )
 
 
-def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramsConfig:
-    """``diagrams`` of ``.github/scaffold.yml`` as committed in ``commit``; defaults if absent."""
-    data = reader.read(f"{commit}:{CONFIG_PATH.as_posix()}")
+def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramSettings:
+    """``diagrams`` of ``.github/scaffold.yml`` as committed in ``commit``; defaults if absent.
+
+    Only the ``diagrams`` section is read, without pydantic (the YAML reader loads
+    only when the file exists).
+    """
+    data = reader.read(f"{commit}:{CONFIG_FILE}")
     if data is None:
-        return DiagramsConfig()
+        return DEFAULTS
     text = git_diff.decode_text(data)
-    where = f"{CONFIG_PATH.as_posix()} (at {commit[:12]})"
-    if text is None:
-        return parse_config("", where).diagrams
-    return parse_config(text, where).diagrams
+    where = f"{CONFIG_FILE} (at {commit[:12]})"
+    return read_settings(text or "", where)
 
 
 def _python_tree(repo: Path, commit: str) -> dict[str, str]:
@@ -213,7 +215,7 @@ def analyze_commits(
     repo: Path,
     base_sha: str,
     head_sha: str,
-    config: DiagramsConfig | None = None,
+    config: DiagramSettings | None = None,
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids)."""
     mb = git_diff.merge_base(repo, base_sha, head_sha)
@@ -275,7 +277,7 @@ def analyze(
     repo: Path,
     base: str,
     head: str = "HEAD",
-    config: DiagramsConfig | None = None,
+    config: DiagramSettings | None = None,
 ) -> Report:
     """DiagramCheck of ``head`` against ``base`` (their merge base, like a pull request).
 

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import sys
-import tempfile
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
@@ -69,8 +66,12 @@ class ParseCache:
         entries = self.entries
         if len(entries) > MAX_ENTRIES:
             entries = dict(list(entries.items())[-MAX_ENTRIES:])
+        import pickle
+
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
             try:
                 with os.fdopen(fd, "wb") as fh:
@@ -83,6 +84,8 @@ class ParseCache:
 
 
 def _load(path: Path) -> dict[str, pm.ModuleInfo]:
+    import pickle
+
     try:
         with path.open("rb") as fh:
             data = pickle.load(fh)  # noqa: S301 - our own file in the git directory
@@ -109,6 +112,7 @@ def parse_all(texts: Mapping[str, str], workers: int | None = None) -> dict[str,
     # Interleaved chunks balance big and small files across the workers.
     chunks = [keys[i::jobs] for i in range(jobs)]
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("fork")
     out: dict[str, pm.ModuleInfo] = {}

@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from scaffold.config import DiagramsConfig
 from scaffold.diagramcheck import mermaid
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.settings import DiagramSettings
 
 Side = Literal["old", "new"]
 Match = Literal["name", "state", "edge", "text"]
@@ -258,7 +258,7 @@ def _is_mermaid_source(path: str, diagram_paths: set[str]) -> bool:
 
 
 def _module_requirements(
-    change: SourceChange, old_ok: bool, new_ok: bool, cfg: DiagramsConfig, data: DiffInput
+    change: SourceChange, old_ok: bool, new_ok: bool, cfg: DiagramSettings, data: DiffInput
 ) -> list[Requirement]:
     """A module that appears (added, copied, moved in) or disappears (deleted, moved out)."""
     arch = normalize_path(cfg.architecture)
@@ -324,7 +324,7 @@ def _inherited(
     parsed: Sequence[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]],
     side: Side,
     kinds: Mapping[str, str],
-    cfg: DiagramsConfig,
+    cfg: DiagramSettings,
     data: DiffInput,
 ) -> list[pm.ClassInfo]:
     """Base classes from unchanged modules of the repository that give a changed class its kind.
@@ -387,7 +387,7 @@ def _inherited(
 
 def _analyse(
     parsed: Sequence[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]],
-    cfg: DiagramsConfig,
+    cfg: DiagramSettings,
     data: DiffInput | None = None,
 ) -> _Analysis:
     result = _Analysis()
@@ -444,7 +444,7 @@ class _Located:
 
 
 def _data_classes(
-    analysis: _Analysis, cfg: DiagramsConfig, side: Literal["old", "new"]
+    analysis: _Analysis, cfg: DiagramSettings, side: Literal["old", "new"]
 ) -> dict[str, _Located]:
     kinds = analysis.kinds_old if side == "old" else analysis.kinds_new
     found: dict[str, _Located] = {}
@@ -695,7 +695,7 @@ def _transition_requirements(
     return out
 
 
-def _class_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requirement]:
+def _class_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requirement]:
     data_model = normalize_path(cfg.data_model)
     states = normalize_path(cfg.states)
     old_all = _data_classes(analysis, cfg, "old")
@@ -810,7 +810,7 @@ def _real_states(machine: pm.MachineInfo | None) -> list[pm.MemberInfo]:
     return [s for s in machine.states if not s.name.startswith("@enum:")]
 
 
-def _state_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requirement]:
+def _state_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requirement]:
     """Transition tables and ``transitions`` machines."""
     states = normalize_path(cfg.states)
     out: list[Requirement] = []
@@ -867,7 +867,7 @@ def _state_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requir
 # --------------------------------------------------------------------------- mermaid sources
 
 
-def _mermaid_source_requirements(change: SourceChange, cfg: DiagramsConfig) -> list[Requirement]:
+def _mermaid_source_requirements(change: SourceChange, cfg: DiagramSettings) -> list[Requirement]:
     states = normalize_path(cfg.states)
 
     def state_blocks(text: str | None) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
@@ -965,7 +965,7 @@ def _mermaid_source_requirements(change: SourceChange, cfg: DiagramsConfig) -> l
 
 
 def _milestone_requirements(
-    changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramsConfig
+    changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramSettings
 ) -> list[Requirement]:
     from scaffold.diagramcheck.milestones import read_entry
 
@@ -997,6 +997,8 @@ def _milestone_requirements(
     for change in changes:
         new_kind = backlog_kind(change.path) if change.status != "D" else None
         old_kind = backlog_kind(change.source_path) if change.old_text is not None else None
+        if new_kind is None and old_kind is None:
+            continue  # not a Backlog.md file: its frontmatter is nobody's milestone
         new = read_entry(change.path, change.new_text) if change.new_text is not None else None
         old = (
             read_entry(change.source_path, change.old_text) if change.old_text is not None else None
@@ -1027,7 +1029,7 @@ def _milestone_requirements(
 # --------------------------------------------------------------------------- entry points
 
 
-def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement], list[Finding]]:
+def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
     """What the diff requires of the diagrams, and warnings about files it cannot read."""
     diagram_paths = {
         normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
@@ -1247,7 +1249,7 @@ def _finding(req: Requirement, message: str) -> Finding:
     return Finding(req.kind, req.diagram, req.source, req.line, req.name, message, draft=req.draft)
 
 
-def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramsConfig) -> list[Finding]:
+def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> list[Finding]:
     """Broken Mermaid in changed Markdown/``.mmd`` files outside the configured diagrams."""
     findings: list[Finding] = []
     diagram_paths = {
