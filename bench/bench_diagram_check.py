@@ -12,13 +12,21 @@ Timed, interleaved rounds (the order rotates each round):
 
 - ``git_diff``: ``git diff --name-status -M base head`` as a subprocess, the floor
   any diff-based check pays;
-- ``analyzer``: ``scaffold.diagramcheck.analyze`` in this process;
-- ``cli``: ``python -m scaffold diagram-check --format json`` as a subprocess
-  (interpreter start and imports included).
+- ``analyzer_cold`` / ``analyzer_warm``: ``scaffold.diagramcheck.analyze`` in this
+  process, without and with the parse cache of the repository (cold: the cache file
+  deleted and the in-process memo tables cleared first; warm: the cache a previous run
+  of the same diff left, as for a re-check);
+- ``cli_cold`` / ``cli_warm``: ``python -m scaffold diagram-check --format json`` as a
+  subprocess (interpreter start and imports included), without and with the cache;
+- ``cli_small`` and ``git_diff_small``: the CLI (warm) and ``git diff`` on a one-file
+  change on top of the head (the target: 150 ms wall for the CLI).
 
-Reported: the median wall time of each and the ratios to ``git_diff``; the analyzer's
-peak Python allocation (tracemalloc, one extra run) and the peak RSS of the CLI child
-(``ru_maxrss`` from ``wait4``); the number of git processes the analyzer starts.
+Reported: the median wall time of each and the ratios to ``git_diff`` (targets: cold
+at most 100x, warm at most 10x); the analyzer's peak Python allocation (tracemalloc,
+one extra cold run) and the peak RSS of the CLI child (``ru_maxrss`` from ``wait4``);
+the number of git processes the analyzer starts. The package is byte-compiled first
+(``compileall``), as an installed one is, so ``PYTHONDONTWRITEBYTECODE`` in the
+environment does not turn every CLI start into a compile.
 
     .venv/bin/python bench/bench_diagram_check.py [--quick] [--rounds N]
 
@@ -29,6 +37,7 @@ Results go to stdout and, as JSON, to ``bench/results/diagram_check.json``
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -43,7 +52,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import scaffold
 from scaffold.diagramcheck import analyze
+from scaffold.diagramcheck import paths as dc_paths
+from scaffold.diagramcheck import rules as dc_rules
+from scaffold.diagramcheck.cache import cache_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "diagram_check.json"
 IDENTITY = ("-c", "user.name=Bench", "-c", "user.email=bench@localhost")
@@ -141,6 +154,23 @@ def count_git_processes(root: Path, base: str, head: str) -> int:
     return calls
 
 
+def small_change(root: Path, head: str) -> str:
+    """One module's helper edited on top of ``head`` (no diagram needed): the small diff."""
+    path = root / "src" / "big" / "p0" / "m0.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef extra() -> int:\n    return 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "small")
+    return git(root, "rev-parse", "HEAD")
+
+
+def forget(root: Path) -> None:
+    """Make the next analysis cold: no cache file, no in-process memo tables."""
+    cache_file(root / ".git").unlink(missing_ok=True)
+    dc_paths._matches_any.cache_clear()
+    dc_paths._module_name_cached.cache_clear()
+    dc_rules.same_type.cache_clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a smaller diff, fewer rounds")
@@ -152,14 +182,17 @@ def main() -> None:
     modified = args.modified or (200 if args.quick else 1000)
     added = args.added or (200 if args.quick else 1000)
     rounds = args.rounds or (3 if args.quick else 7)
+    compileall.compile_dir(Path(scaffold.__file__).parent, quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-diagramcheck-"))
     try:
         root = tmp / "repo"
         t0 = time.perf_counter()
         base, head = build(root, modified, added)
+        small = small_change(root, head)
         print(f"built {modified} modified + {added} new modules in {time.perf_counter() - t0:.1f}s")
         names = git(root, "diff", "--name-status", base, head).splitlines()
         py_changed = sum(1 for line in names if line.endswith(".py"))
+        forget(root)
         report = analyze(root, base, head)
         print(f"diff: {len(names)} files ({py_changed} .py); findings: {len(report.findings)}")
         if report.blocking:
@@ -167,12 +200,34 @@ def main() -> None:
 
         cli = [sys.executable, "-m", "scaffold", "diagram-check", "--base", base, "--head", head]
         cli += ["--format", "json"]
+        cli_small = [sys.executable, "-m", "scaffold", "diagram-check", "--base", head]
+        cli_small += ["--head", small, "--format", "json"]
+        diff = ["git", "diff", "--name-status", "-M"]
+
+        def cold_cli() -> tuple[float, int]:
+            forget(root)
+            return run_child(cli, root)[:2]
+
+        def cold_analyzer() -> tuple[float, int]:
+            forget(root)
+            return _timed(lambda: analyze(root, base, head))
+
+        def warm_analyzer() -> tuple[float, int]:
+            analyze(root, base, head)  # leaves the cache this diff needs
+            return _timed(lambda: analyze(root, base, head))
+
+        def warm_cli() -> tuple[float, int]:
+            analyze(root, base, head)
+            return run_child(cli, root)[:2]
+
         runners: dict[str, Callable[[], tuple[float, int]]] = {
-            "git_diff": lambda: run_child(["git", "diff", "--name-status", "-M", base, head], root)[
-                :2
-            ],
-            "analyzer": lambda: _timed(lambda: analyze(root, base, head)),
-            "cli": lambda: run_child(cli, root)[:2],
+            "git_diff": lambda: run_child([*diff, base, head], root)[:2],
+            "analyzer_cold": cold_analyzer,
+            "analyzer_warm": warm_analyzer,
+            "cli_cold": cold_cli,
+            "cli_warm": warm_cli,
+            "git_diff_small": lambda: run_child([*diff, head, small], root)[:2],
+            "cli_small": lambda: run_child(cli_small, root)[:2],
         }
         times: dict[str, list[float]] = {k: [] for k in runners}
         order = list(runners)
@@ -183,13 +238,19 @@ def main() -> None:
                     raise SystemExit(f"{name} exited {code}")
                 times[name].append(elapsed)
         med = {k: statistics.median(v) for k, v in times.items()}
+        forget(root)
         tracemalloc.start()
         analyze(root, base, head)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+        forget(root)
         rss = run_child(cli, root)[2]
         baseline_rss = run_child([sys.executable, "-c", "import scaffold.cli.main"], root)[2]
         processes = count_git_processes(root, base, head)
+        ratio = {
+            f"{k}_to_git_diff": med[k] / med["git_diff"]
+            for k in ("analyzer_cold", "analyzer_warm", "cli_cold", "cli_warm")
+        }
         result = {
             "changed_files": len(names),
             "changed_python_files": py_changed,
@@ -197,25 +258,31 @@ def main() -> None:
             "added_modules": added,
             "rounds": rounds,
             "median_s": med,
-            "ratio_analyzer_to_git_diff": med["analyzer"] / med["git_diff"],
-            "ratio_cli_to_git_diff": med["cli"] / med["git_diff"],
+            "ratios": ratio,
+            "cli_small_ms": med["cli_small"] * 1000,
+            "cli_small_to_git_diff_small": med["cli_small"] / med["git_diff_small"],
             "analyzer_peak_tracemalloc_mb": peak / 1e6,
             "cli_peak_rss_mb": rss / 1024,
-            "cli_imports_only_peak_rss_mb": baseline_rss / 1024,
+            "full_cli_imports_only_peak_rss_mb": baseline_rss / 1024,
             "git_processes_per_analysis": processes,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
         }
         for k, v in med.items():
-            print(f"{k:>9}: median {v * 1000:8.1f} ms over {rounds} rounds")
+            print(f"{k:>15}: median {v * 1000:8.1f} ms over {rounds} rounds")
         print(
-            f"analyzer / git diff: {result['ratio_analyzer_to_git_diff']:.1f}x; "
-            f"cli / git diff: {result['ratio_cli_to_git_diff']:.1f}x"
+            "ratios to git diff: "
+            + "; ".join(f"{k.removesuffix('_to_git_diff')} {v:.0f}x" for k, v in ratio.items())
+            + " (targets: cold <= 100x, warm <= 10x)"
+        )
+        print(
+            f"small diff: CLI {med['cli_small'] * 1000:.0f} ms (target <= 150 ms), "
+            f"{result['cli_small_to_git_diff_small']:.0f}x git diff"
         )
         print(
             f"analyzer peak (tracemalloc): {result['analyzer_peak_tracemalloc_mb']:.1f} MB; "
             f"CLI peak RSS: {result['cli_peak_rss_mb']:.1f} MB "
-            f"(imports alone {result['cli_imports_only_peak_rss_mb']:.1f} MB); "
+            f"(the full CLI's imports alone {result['full_cli_imports_only_peak_rss_mb']:.1f} MB); "
             f"git processes per analysis: {processes}"
         )
         if not args.no_save and not args.quick:

@@ -9,6 +9,7 @@ and hands plain text to the rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from scaffold.diagramcheck import git_diff
@@ -24,6 +25,7 @@ from scaffold.diagramcheck.rules import (
     SourceChange,
     invalid_sources,
     judge,
+    read_diagram,
     requirements,
 )
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
@@ -68,6 +70,13 @@ def _python_tree(repo: Path, commit: str) -> dict[str, str]:
         if kind == "blob" and mode not in _SKIP_MODES:
             found[path] = sha
     return found
+
+
+def _blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data`` (what ``git hash-object`` prints)."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _git_dir(repo: Path) -> Path | None:
@@ -229,9 +238,12 @@ def analyze_commits(
         paths = diagram_paths(cfg)
         diagram_blobs = reader.read_many([f"{head_sha}:{p}" for p in paths])
         diagrams: dict[str, DiagramFile] = {}
+        diagram_ids: dict[str, str] = {}
         for path, blob in zip(paths, diagram_blobs, strict=True):
             text = git_diff.decode_text(blob) if blob is not None else None
             diagrams[path] = DiagramFile(path, text, path in changed)
+            if blob is not None and text is not None:
+                diagram_ids[path] = _blob_id(blob)
         has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in changes)
         tasks_changed = any(backlog_kind(c.path) == "task" for c in changes)
         head_tasks: tuple[BacklogEntry, ...] = ()
@@ -256,6 +268,17 @@ def analyze_commits(
             lookup=modules.lookup if has_python else None,
         )
         reqs, warnings = requirements(data, cfg)
+    # Only the diagrams the change asks something of (or changes) are read, from the
+    # cache when this very blob was read before.
+    needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
+    for path in needed & diagram_ids.keys():
+        key = f"mermaid:{path}:{diagram_ids[path]}"
+        found = cache.get_diagram(key)
+        if found is None:
+            found = read_diagram(diagrams[path])
+            cache.put_diagram(key, found)
+        diagrams[path] = replace(diagrams[path], index=found)
+    data = replace(data, diagrams=diagrams)
     cache.save()
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)

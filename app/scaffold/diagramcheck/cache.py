@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.mermaid import DiagramIndex
 
 # Raise when read_module's answers change shape or meaning.
-PARSER_VERSION = 2
-MAX_ENTRIES = 50_000
+PARSER_VERSION = 5
+MAX_ENTRIES = 20_000
+MAX_DIAGRAMS = 64
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
@@ -40,34 +42,77 @@ class ParseCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, pm.ModuleInfo] = {}
+        # Each entry stays pickled until asked for: loading the file costs little
+        # however many modules it holds, and a check unpickles only its own blobs.
+        self.entries: dict[str, bytes] = {}
+        self._loaded: dict[str, pm.ModuleInfo] = {}
+        # What a diagram names, by its path and blob id (re-checks rarely change it).
+        self.diagrams: dict[str, bytes] = {}
         self.added = 0
         self.hits = 0
         if path is not None and os.environ.get(ENV_DISABLE, "1") != "0":
-            self.entries = _load(path)
+            self.entries, self.diagrams = _load(path)
         else:
             self.path = None
 
+    def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
+        raw = self.diagrams.get(key)
+        if raw is None:
+            return None
+        import pickle
+
+        try:
+            found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
+        except Exception:  # a damaged entry is a miss
+            return None
+        if not (isinstance(found, tuple) and len(found) == 2):
+            return None
+        self.hits += 1
+        return (found[0], found[1])
+
+    def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
+        if key not in self.diagrams:
+            import pickle
+
+            self.diagrams[key] = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+            self.added += 1
+
     def get(self, blob: str) -> pm.ModuleInfo | None:
-        found = self.entries.get(blob)
-        if found is not None:
-            self.hits += 1
+        found = self._loaded.get(blob)
+        if found is None:
+            raw = self.entries.get(blob)
+            if raw is None:
+                return None
+            import pickle
+
+            try:
+                found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
+            except Exception:  # a damaged entry is a miss
+                return None
+            if not isinstance(found, pm.ModuleInfo):
+                return None
+            self._loaded[blob] = found
+        self.hits += 1
         return found
 
     def put(self, blob: str, info: pm.ModuleInfo) -> None:
-        if blob not in self.entries:
-            self.entries[blob] = info
+        if blob not in self.entries and blob not in self._loaded:
+            self._loaded[blob] = info
             self.added += 1
 
     def save(self) -> None:
         """Write the file when something was added (oldest entries dropped past the limit)."""
         if self.path is None or not self.added:
             return
-        entries = self.entries
-        if len(entries) > MAX_ENTRIES:
-            entries = dict(list(entries.items())[-MAX_ENTRIES:])
         import pickle
 
+        entries = dict(self.entries)
+        for blob, info in self._loaded.items():
+            if blob not in entries:
+                entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(entries) > MAX_ENTRIES:
+            entries = dict(list(entries.items())[-MAX_ENTRIES:])
+        diagrams = dict(list(self.diagrams.items())[-MAX_DIAGRAMS:])
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             import tempfile
@@ -75,7 +120,11 @@ class ParseCache:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                    pickle.dump(
+                        {"modules": entries, "diagrams": diagrams},
+                        fh,
+                        protocol=pickle.HIGHEST_PROTOCOL,
+                    )
                 os.replace(tmp, self.path)
             finally:
                 with contextlib.suppress(FileNotFoundError):
@@ -83,19 +132,22 @@ class ParseCache:
         self.added = 0
 
 
-def _load(path: Path) -> dict[str, pm.ModuleInfo]:
+def _load(path: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
     import pickle
 
     try:
         with path.open("rb") as fh:
             data = pickle.load(fh)  # noqa: S301 - our own file in the git directory
     except FileNotFoundError:
-        return {}
+        return {}, {}
     except Exception:  # a torn or foreign file is an empty cache
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
-        return {}
-    return data
+        return {}, {}
+    modules, diagrams = data.get("modules"), data.get("diagrams")
+    if not isinstance(modules, dict) or not isinstance(diagrams, dict):
+        return {}, {}
+    return modules, diagrams
 
 
 def _parse_chunk(texts: list[str]) -> list[pm.ModuleInfo]:
@@ -103,7 +155,24 @@ def _parse_chunk(texts: list[str]) -> list[pm.ModuleInfo]:
 
 
 def parse_all(texts: Mapping[str, str], workers: int | None = None) -> dict[str, pm.ModuleInfo]:
-    """``read_module`` of every text, keyed like ``texts``; in parallel when it pays."""
+    """``read_module`` of every text, keyed like ``texts``; in parallel when it pays.
+
+    The cyclic garbage collector pauses meanwhile: every syntax tree is garbage as soon
+    as its module is read (reference counting frees it), and the collector's passes
+    over the growing results cost more than the parsing of small files.
+    """
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_all(texts, workers)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_all(texts: Mapping[str, str], workers: int | None) -> dict[str, pm.ModuleInfo]:
     keys = list(texts)
     cpus = workers if workers is not None else (os.cpu_count() or 1)
     if len(keys) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():

@@ -18,6 +18,7 @@ SQLAlchemy models, Enums) -> ``data_model``; states (Enums named ``*State`` /
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,11 +66,22 @@ class SourceChange:
 
 @dataclass(frozen=True)
 class DiagramFile:
-    """A configured diagram at the head: its text (``None`` if absent), changed or not."""
+    """A configured diagram at the head: its text (``None`` if absent), changed or not.
+
+    ``index`` is what :func:`read_diagram` finds in it, when the analyzer has it
+    already (from its cache)."""
 
     path: str
     text: str | None
     changed: bool
+    index: tuple[mermaid.DiagramIndex, str] | None = None
+
+
+def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
+    """What a diagram file names, and the text of its Mermaid blocks."""
+    text = dfile.text or ""
+    blocks = "\n".join(b.source for b in mermaid.extract_blocks(text, dfile.path))
+    return mermaid.index_text(text, dfile.path), blocks
 
 
 @dataclass(frozen=True)
@@ -225,6 +237,7 @@ def _union_members(node: ast.expr) -> list[str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=16384)
 def same_type(a: str, b: str) -> bool:
     """Whether two annotations, as written, name the same type."""
     if _norm(a) == _norm(b):
@@ -1192,10 +1205,11 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     """The requirements the diagrams at the head do not meet, and broken Mermaid."""
     indexes: dict[str, mermaid.DiagramIndex] = {}
     texts: dict[str, str] = {}
+    needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
     for path, dfile in data.diagrams.items():
-        text = dfile.text or ""
-        indexes[path] = mermaid.index_text(text, path)
-        texts[path] = "\n".join(b.source for b in mermaid.extract_blocks(text, path))
+        if path in needed:
+            found = dfile.index if dfile.index is not None else read_diagram(dfile)
+            indexes[path], texts[path] = found
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
