@@ -18,6 +18,9 @@ Timed, interleaved rounds (the order rotates each round):
   of the same diff left, as for a re-check);
 - ``cli_cold`` / ``cli_warm``: ``python -m scaffold diagram-check --format json`` as a
   subprocess (interpreter start and imports included), without and with the cache;
+- ``analyzer_after_push`` / ``cli_after_push``: the cache warm from checking the head,
+  then a push (one more commit editing one module) checked: what a re-check after a
+  push costs (every other blob comes from the cache, the rules run in full);
 - ``cli_small`` and ``git_diff_small``: the CLI (warm) and ``git diff`` on a one-file
   change on top of the head (the target: 150 ms wall for the CLI).
 
@@ -163,6 +166,17 @@ def small_change(root: Path, head: str) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+def push(root: Path, n: int) -> str:
+    """Another commit on top of the branch: one module edited (a push to the pull request)."""
+    path = root / "src" / "big" / "p1" / "m1.py"
+    path.write_text(
+        path.read_text(encoding="utf-8") + f"\n\ndef pushed_{n}() -> int:\n    return {n}\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"push {n}")
+    return git(root, "rev-parse", "HEAD")
+
+
 def forget(root: Path) -> None:
     """Make the next analysis cold: no cache file, no in-process memo tables."""
     cache_file(root / ".git").unlink(missing_ok=True)
@@ -189,6 +203,7 @@ def main() -> None:
         t0 = time.perf_counter()
         base, head = build(root, modified, added)
         small = small_change(root, head)
+        git(root, "checkout", "-q", "-b", "pushes", head)
         print(f"built {modified} modified + {added} new modules in {time.perf_counter() - t0:.1f}s")
         names = git(root, "diff", "--name-status", base, head).splitlines()
         py_changed = sum(1 for line in names if line.endswith(".py"))
@@ -220,12 +235,27 @@ def main() -> None:
             analyze(root, base, head)
             return run_child(cli, root)[:2]
 
+        pushes = iter(range(10**6))
+
+        def after_push_analyzer() -> tuple[float, int]:
+            analyze(root, base, head)
+            new_head = push(root, next(pushes))
+            return _timed(lambda: analyze(root, base, new_head))
+
+        def after_push_cli() -> tuple[float, int]:
+            analyze(root, base, head)
+            new_head = push(root, next(pushes))
+            argv = [*cli[:-4], "--head", new_head, "--format", "json"]
+            return run_child(argv, root)[:2]
+
         runners: dict[str, Callable[[], tuple[float, int]]] = {
             "git_diff": lambda: run_child([*diff, base, head], root)[:2],
             "analyzer_cold": cold_analyzer,
             "analyzer_warm": warm_analyzer,
             "cli_cold": cold_cli,
             "cli_warm": warm_cli,
+            "analyzer_after_push": after_push_analyzer,
+            "cli_after_push": after_push_cli,
             "git_diff_small": lambda: run_child([*diff, head, small], root)[:2],
             "cli_small": lambda: run_child(cli_small, root)[:2],
         }
@@ -249,7 +279,14 @@ def main() -> None:
         processes = count_git_processes(root, base, head)
         ratio = {
             f"{k}_to_git_diff": med[k] / med["git_diff"]
-            for k in ("analyzer_cold", "analyzer_warm", "cli_cold", "cli_warm")
+            for k in (
+                "analyzer_cold",
+                "analyzer_warm",
+                "analyzer_after_push",
+                "cli_cold",
+                "cli_warm",
+                "cli_after_push",
+            )
         }
         result = {
             "changed_files": len(names),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scaffold.diagramcheck import git_diff
 from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck.cache import ParseCache, cache_file, parse_all
+from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, parse_all
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import module_name, normalize_path
@@ -220,13 +220,51 @@ def _backlog_at(
     return tuple(tasks), tuple(milestones)
 
 
+def _inputs_key(
+    cfg: DiagramSettings,
+    raw: Sequence[git_diff.RawChange],
+    trees: dict[Side, dict[str, str]],
+) -> str:
+    """A digest of everything :func:`requirements` reads (for a diff without task changes):
+    the settings, every change with its blob ids, and the Python files of both sides."""
+    import hashlib
+
+    h = hashlib.sha1(usedforsecurity=False)
+    h.update(repr((PARSER_VERSION, [getattr(cfg, f) for f in _SETTING_FIELDS])).encode())
+    for c in raw:
+        h.update(repr(c).encode("utf-8", "surrogateescape"))
+    for side in ("old", "new"):
+        h.update(side.encode())
+        for path, blob in sorted(trees[side].items()):
+            h.update(f"{path}\0{blob}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+_SETTING_FIELDS = (
+    "architecture",
+    "data_model",
+    "states",
+    "roadmap",
+    "source_roots",
+    "ignore",
+    "data_model_sources",
+    "state_enum_suffixes",
+)
+
+
 def analyze_commits(
     repo: Path,
     base_sha: str,
     head_sha: str,
     config: DiagramSettings | None = None,
 ) -> Report:
-    """DiagramCheck between two resolved commits (full ids)."""
+    """DiagramCheck between two resolved commits (full ids).
+
+    What the diff requires is cached by a digest of its inputs (settings, blob ids,
+    the Python files of both sides): checking the same change again (a re-run, the
+    App and the Action on one head) reads no Python at all. After a push the digest
+    differs, and only the blobs the push added are parsed.
+    """
     mb = git_diff.merge_base(repo, base_sha, head_sha)
     git_dir = _git_dir(repo)
     cache = ParseCache(cache_file(git_dir) if git_dir is not None else None)
@@ -234,7 +272,19 @@ def analyze_commits(
         cfg = config if config is not None else config_at(reader, head_sha)
         raw = git_diff.diff_commits(repo, mb, head_sha)
         changed = frozenset(c.path for c in raw if c.status != "D")
-        changes = _read_changes(reader, raw, cache)
+        has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
+        tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
+        trees: dict[Side, dict[str, str]] = {
+            "old": _python_tree(repo, mb) if has_python else {},
+            "new": _python_tree(repo, head_sha) if has_python else {},
+        }
+        key = None if tasks_changed else f"requirements:{_inputs_key(cfg, raw, trees)}"
+        known = cache.get_result(key) if key is not None else None
+        # With the requirements known, only Markdown and Mermaid files are read (to
+        # report broken Mermaid in them).
+        changes = _read_changes(
+            reader, [c for c in raw if known is None or not _is_py(c.path)], cache
+        )
         paths = diagram_paths(cfg)
         diagram_blobs = reader.read_many([f"{head_sha}:{p}" for p in paths])
         diagrams: dict[str, DiagramFile] = {}
@@ -244,39 +294,39 @@ def analyze_commits(
             diagrams[path] = DiagramFile(path, text, path in changed)
             if blob is not None and text is not None:
                 diagram_ids[path] = _blob_id(blob)
-        has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in changes)
-        tasks_changed = any(backlog_kind(c.path) == "task" for c in changes)
-        head_tasks: tuple[BacklogEntry, ...] = ()
-        head_milestones: tuple[BacklogEntry, ...] = ()
-        if tasks_changed:
-            head_tasks, head_milestones = _backlog_at(repo, reader, head_sha)
-        trees: dict[Side, dict[str, str]] = {
-            "old": _python_tree(repo, mb) if has_python else {},
-            "new": _python_tree(repo, head_sha) if has_python else {},
-        }
-        modules = _Modules(reader, cache, trees, cfg.source_roots)
-        data = DiffInput(
-            changes=tuple(changes),
-            diagrams=diagrams,
-            packages_old=modules.packages("old"),
-            packages_new=modules.packages("new"),
-            head_tasks=head_tasks,
-            head_milestones=head_milestones,
-            changed_paths=changed,
-            python_old=frozenset(trees["old"]),
-            python_new=frozenset(trees["new"]),
-            lookup=modules.lookup if has_python else None,
-        )
-        reqs, warnings = requirements(data, cfg)
+        if known is not None:
+            reqs, warnings = known
+            data = DiffInput(changes=tuple(changes), diagrams=diagrams, changed_paths=changed)
+        else:
+            head_tasks: tuple[BacklogEntry, ...] = ()
+            head_milestones: tuple[BacklogEntry, ...] = ()
+            if tasks_changed:
+                head_tasks, head_milestones = _backlog_at(repo, reader, head_sha)
+            modules = _Modules(reader, cache, trees, cfg.source_roots)
+            data = DiffInput(
+                changes=tuple(changes),
+                diagrams=diagrams,
+                packages_old=modules.packages("old"),
+                packages_new=modules.packages("new"),
+                head_tasks=head_tasks,
+                head_milestones=head_milestones,
+                changed_paths=changed,
+                python_old=frozenset(trees["old"]),
+                python_new=frozenset(trees["new"]),
+                lookup=modules.lookup if has_python else None,
+            )
+            reqs, warnings = requirements(data, cfg)
+            if key is not None:
+                cache.put_result(key, (reqs, warnings))
     # Only the diagrams the change asks something of (or changes) are read, from the
     # cache when this very blob was read before.
     needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
     for path in needed & diagram_ids.keys():
-        key = f"mermaid:{path}:{diagram_ids[path]}"
-        found = cache.get_diagram(key)
+        dkey = f"mermaid:{path}:{diagram_ids[path]}"
+        found = cache.get_diagram(dkey)
         if found is None:
             found = read_diagram(diagrams[path])
-            cache.put_diagram(key, found)
+            cache.put_diagram(dkey, found)
         diagrams[path] = replace(diagrams[path], index=found)
     data = replace(data, diagrams=diagrams)
     cache.save()

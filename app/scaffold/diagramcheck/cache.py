@@ -19,22 +19,46 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.mermaid import DiagramIndex
 
+if TYPE_CHECKING:
+    from scaffold.diagramcheck.rules import Requirement
+
 # Raise when read_module's answers change shape or meaning.
-PARSER_VERSION = 5
+PARSER_VERSION = 6
 MAX_ENTRIES = 20_000
-MAX_DIAGRAMS = 64
+MAX_DIAGRAMS = 256
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
 
 
 def cache_file(git_dir: Path) -> Path:
+    """The cache of this DiagramCheck: its name changes with the code that fills it."""
     py = f"{sys.version_info.major}{sys.version_info.minor}"
-    return git_dir / "scaffold" / f"diagramcheck-parse-v{PARSER_VERSION}-py{py}.pickle"
+    return git_dir / "scaffold" / f"diagramcheck-v{PARSER_VERSION}-py{py}-{_code_id()}.pickle"
+
+
+_CODE_ID: list[str] = []
+
+
+def _code_id() -> str:
+    """A digest of the DiagramCheck modules (name, size, mtime): new code, new cache."""
+    if not _CODE_ID:
+        import hashlib
+
+        from scaffold import __version__
+
+        h = hashlib.sha1(__version__.encode(), usedforsecurity=False)
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            st = path.stat()
+            h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        _CODE_ID.append(h.hexdigest()[:12])
+    return _CODE_ID[0]
 
 
 class ParseCache:
@@ -46,7 +70,8 @@ class ParseCache:
         # however many modules it holds, and a check unpickles only its own blobs.
         self.entries: dict[str, bytes] = {}
         self._loaded: dict[str, pm.ModuleInfo] = {}
-        # What a diagram names, by its path and blob id (re-checks rarely change it).
+        # What a diagram names, by its path and blob id (re-checks rarely change it),
+        # and what a diff required, by the digest of its inputs: pickled, small, few.
         self.diagrams: dict[str, bytes] = {}
         self.added = 0
         self.hits = 0
@@ -75,6 +100,29 @@ class ParseCache:
             import pickle
 
             self.diagrams[key] = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+            self.added += 1
+
+    def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
+        """What an identical diff required (see ``analyzer._inputs_key``)."""
+        raw = self.diagrams.get(key)
+        if raw is None:
+            return None
+        import pickle
+
+        try:
+            found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
+        except Exception:  # a damaged entry is a miss
+            return None
+        if not (isinstance(found, tuple) and len(found) == 2):
+            return None
+        self.hits += 1
+        return (list(found[0]), list(found[1]))
+
+    def put_result(self, key: str, result: tuple[list[Requirement], list[Finding]]) -> None:
+        if key not in self.diagrams:
+            import pickle
+
+            self.diagrams[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
             self.added += 1
 
     def get(self, blob: str) -> pm.ModuleInfo | None:
@@ -126,6 +174,9 @@ class ParseCache:
                         protocol=pickle.HIGHEST_PROTOCOL,
                     )
                 os.replace(tmp, self.path)
+                for stale in self.path.parent.glob("diagramcheck-*.pickle"):
+                    if stale != self.path:  # left by another version of the code
+                        stale.unlink(missing_ok=True)
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
