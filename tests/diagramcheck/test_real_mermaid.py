@@ -1,7 +1,8 @@
 """What DiagramCheck accepts is what GitHub renders: the real Mermaid parser agrees.
 
 ``.tools/mermaid-parse.mjs`` runs ``mermaid.parse`` of the pinned npm package in node
-(flowchart, classDiagram, stateDiagram-v2 and every other type it knows parse offline).
+(flowchart, classDiagram, stateDiagram-v2, erDiagram and sequenceDiagram are checked here;
+all of them parse offline with an inert DOMPurify, no browser needed).
 """
 
 from __future__ import annotations
