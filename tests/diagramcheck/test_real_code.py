@@ -142,13 +142,27 @@ def test_a_broken_cache_file_is_an_empty_cache(repo: Repo) -> None:
     assert kinds(report) == [("module-added", "pkg.a")]
 
 
-def test_parallel_parsing_matches_serial() -> None:
+def test_parallel_parsing_matches_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = {
         f"b{i}": f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n    B{i} = 'b'\n"
         for i in range(dc_cache.PARALLEL_MIN_FILES + 5)
     }
     texts["bad"] = "def (:\n"
+    monkeypatch.setattr(dc_cache, "_can_fork", lambda: True)
     assert dc_cache.parse_all(texts, workers=2) == dc_cache.parse_all(texts, workers=1)
+
+
+def test_no_workers_are_forked_from_a_threaded_process() -> None:
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not dc_cache._can_fork()
+    finally:
+        stop.set()
+        other.join()
 
 
 @pytest.mark.parametrize(

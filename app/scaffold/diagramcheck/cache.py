@@ -248,6 +248,9 @@ def _parse_all(texts: Mapping[str, str], workers: int | None) -> dict[str, pm.Mo
 
 
 def _can_fork() -> bool:
+    """Fork workers only from a single-threaded process (the CLI, the Action): forking
+    a threaded one (the App's server) can copy a lock another thread holds."""
     import multiprocessing
+    import threading
 
-    return "fork" in multiprocessing.get_all_start_methods()
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
