@@ -252,6 +252,34 @@ _SETTING_FIELDS = (
 )
 
 
+def _read_diagrams(
+    reader: git_diff.BlobReader, head_sha: str, paths: Sequence[str], changed: frozenset[str]
+) -> tuple[dict[str, DiagramFile], dict[str, str]]:
+    """The configured diagrams at the head, and the blob id of each that exists."""
+    diagrams: dict[str, DiagramFile] = {}
+    ids: dict[str, str] = {}
+    for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
+        text = git_diff.decode_text(blob) if blob is not None else None
+        diagrams[path] = DiagramFile(path, text, path in changed)
+        if blob is not None and text is not None:
+            ids[path] = _blob_id(blob)
+    return diagrams, ids
+
+
+def _index_diagrams(
+    diagrams: dict[str, DiagramFile], ids: dict[str, str], needed: set[str], cache: ParseCache
+) -> None:
+    """Read the diagrams the change asks something of (or changes), from the cache when
+    this very blob was read before."""
+    for path in needed & ids.keys():
+        key = f"mermaid:{path}:{ids[path]}"
+        found = cache.get_diagram(key)
+        if found is None:
+            found = read_diagram(diagrams[path])
+            cache.put_diagram(key, found)
+        diagrams[path] = replace(diagrams[path], index=found)
+
+
 def analyze_commits(
     repo: Path,
     base_sha: str,
@@ -260,10 +288,11 @@ def analyze_commits(
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids).
 
-    What the diff requires is cached by a digest of its inputs (settings, blob ids,
-    the Python files of both sides): checking the same change again (a re-run, the
-    App and the Action on one head) reads no Python at all. After a push the digest
-    differs, and only the blobs the push added are parsed.
+    What the diff requires, and the findings, are cached by a digest of the inputs
+    (settings, blob ids, the Python files of both sides, the diagrams' blobs): checking
+    the same change again (a re-run, the App and the Action on one head) reads no
+    Python at all. After a push the digest differs, and only the blobs the push added
+    are parsed.
     """
     mb = git_diff.merge_base(repo, base_sha, head_sha)
     git_dir = _git_dir(repo)
@@ -278,22 +307,30 @@ def analyze_commits(
             "old": _python_tree(repo, mb) if has_python else {},
             "new": _python_tree(repo, head_sha) if has_python else {},
         }
-        key = None if tasks_changed else f"requirements:{_inputs_key(cfg, raw, trees)}"
+        inputs = None if tasks_changed else _inputs_key(cfg, raw, trees)
+        paths = diagram_paths(cfg)
+        diagrams, diagram_ids = _read_diagrams(reader, head_sha, paths, changed)
+        # The report is a function of the inputs and of the diagrams' blobs: the very
+        # same check again (a re-run, the App and the Action on one head) is one lookup.
+        report_key = (
+            f"report:{inputs}:{sorted(diagram_ids.items())}" if inputs is not None else None
+        )
+        done = cache.get_report(report_key) if report_key is not None else None
+        if done is not None:
+            return Report(
+                base=base_sha,
+                head=head_sha,
+                merge_base=mb,
+                findings=tuple(done[0]),
+                diagrams_checked=tuple(done[1]),
+            )
+        key = f"requirements:{inputs}" if inputs is not None else None
         known = cache.get_result(key) if key is not None else None
         # With the requirements known, only Markdown and Mermaid files are read (to
         # report broken Mermaid in them).
         changes = _read_changes(
             reader, [c for c in raw if known is None or not _is_py(c.path)], cache
         )
-        paths = diagram_paths(cfg)
-        diagram_blobs = reader.read_many([f"{head_sha}:{p}" for p in paths])
-        diagrams: dict[str, DiagramFile] = {}
-        diagram_ids: dict[str, str] = {}
-        for path, blob in zip(paths, diagram_blobs, strict=True):
-            text = git_diff.decode_text(blob) if blob is not None else None
-            diagrams[path] = DiagramFile(path, text, path in changed)
-            if blob is not None and text is not None:
-                diagram_ids[path] = _blob_id(blob)
         if known is not None:
             reqs, warnings = known
             data = DiffInput(changes=tuple(changes), diagrams=diagrams, changed_paths=changed)
@@ -318,28 +355,23 @@ def analyze_commits(
             reqs, warnings = requirements(data, cfg)
             if key is not None:
                 cache.put_result(key, (reqs, warnings))
-    # Only the diagrams the change asks something of (or changes) are read, from the
-    # cache when this very blob was read before.
     needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
-    for path in needed & diagram_ids.keys():
-        dkey = f"mermaid:{path}:{diagram_ids[path]}"
-        found = cache.get_diagram(dkey)
-        if found is None:
-            found = read_diagram(diagrams[path])
-            cache.put_diagram(dkey, found)
-        diagrams[path] = replace(diagrams[path], index=found)
+    _index_diagrams(diagrams, diagram_ids, needed, cache)
     data = replace(data, diagrams=diagrams)
-    cache.save()
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)
     checked = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
-    return Report(
+    report = Report(
         base=base_sha,
         head=head_sha,
         merge_base=mb,
         findings=tuple(findings),
         diagrams_checked=tuple(p for p in paths if p in checked),
     )
+    if report_key is not None:
+        cache.put_report(report_key, (list(report.findings), list(report.diagrams_checked)))
+    cache.save()
+    return report
 
 
 def _order(f: Finding) -> tuple[int, str, str, int, str]:

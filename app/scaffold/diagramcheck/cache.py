@@ -125,6 +125,29 @@ class ParseCache:
             self.diagrams[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
             self.added += 1
 
+    def get_report(self, key: str) -> tuple[list[Finding], list[str]] | None:
+        """The findings (and the diagrams checked) of an identical check."""
+        raw = self.diagrams.get(key)
+        if raw is None:
+            return None
+        import pickle
+
+        try:
+            found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
+        except Exception:  # a damaged entry is a miss
+            return None
+        if not (isinstance(found, tuple) and len(found) == 2):
+            return None
+        self.hits += 1
+        return (list(found[0]), list(found[1]))
+
+    def put_report(self, key: str, report: tuple[list[Finding], list[str]]) -> None:
+        if key not in self.diagrams:
+            import pickle
+
+            self.diagrams[key] = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+            self.added += 1
+
     def get(self, blob: str) -> pm.ModuleInfo | None:
         found = self._loaded.get(blob)
         if found is None:
