@@ -179,7 +179,7 @@ def push(root: Path, n: int) -> str:
 
 def forget(root: Path) -> None:
     """Make the next analysis cold: no cache file, no in-process memo tables."""
-    cache_file(root / ".git").unlink(missing_ok=True)
+    shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
     dc_paths._matches_any.cache_clear()
     dc_paths._module_name_cached.cache_clear()
     dc_rules.same_type.cache_clear()

@@ -79,13 +79,20 @@ def _blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def _git_dir(repo: Path) -> Path | None:
-    out = run_git(["rev-parse", "--git-common-dir"], repo, check=False)
-    found = out.stdout.strip()
-    if out.returncode != 0 or not found:
-        return None
-    path = Path(found)
-    return path if path.is_absolute() else repo / path
+def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
+    """The repository's git directory and the tree ids of two commits (one ``rev-parse``)."""
+    out = run_git(
+        ["rev-parse", "--git-common-dir", f"{old}^{{tree}}", f"{new}^{{tree}}"], repo, check=False
+    )
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or len(lines) != 3:
+        return None, "", ""
+    path = Path(lines[0])
+    return (path if path.is_absolute() else repo / path), lines[1], lines[2]
+
+
+def _settings_key(cfg: DiagramSettings) -> str:
+    return repr([getattr(cfg, f) for f in _SETTING_FIELDS])
 
 
 def _wanted(change: git_diff.RawChange) -> bool:
@@ -230,7 +237,7 @@ def _inputs_key(
     import hashlib
 
     h = hashlib.sha1(usedforsecurity=False)
-    h.update(repr((PARSER_VERSION, [getattr(cfg, f) for f in _SETTING_FIELDS])).encode())
+    h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
         h.update(repr(c).encode("utf-8", "surrogateescape"))
     for side in ("old", "new"):
@@ -253,14 +260,14 @@ _SETTING_FIELDS = (
 
 
 def _read_diagrams(
-    reader: git_diff.BlobReader, head_sha: str, paths: Sequence[str], changed: frozenset[str]
+    reader: git_diff.BlobReader, head_sha: str, paths: Sequence[str]
 ) -> tuple[dict[str, DiagramFile], dict[str, str]]:
-    """The configured diagrams at the head, and the blob id of each that exists."""
+    """The configured diagrams at the head (``changed`` set later), and their blob ids."""
     diagrams: dict[str, DiagramFile] = {}
     ids: dict[str, str] = {}
     for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
         text = git_diff.decode_text(blob) if blob is not None else None
-        diagrams[path] = DiagramFile(path, text, path in changed)
+        diagrams[path] = DiagramFile(path, text, changed=False)
         if blob is not None and text is not None:
             ids[path] = _blob_id(blob)
     return diagrams, ids
@@ -295,25 +302,19 @@ def analyze_commits(
     are parsed.
     """
     mb = git_diff.merge_base(repo, base_sha, head_sha)
-    git_dir = _git_dir(repo)
+    git_dir, old_tree, new_tree = _git_dir_and_trees(repo, mb, head_sha)
     cache = ParseCache(cache_file(git_dir) if git_dir is not None else None)
     with git_diff.BlobReader(repo) as reader:
         cfg = config if config is not None else config_at(reader, head_sha)
-        raw = git_diff.diff_commits(repo, mb, head_sha)
-        changed = frozenset(c.path for c in raw if c.status != "D")
-        has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
-        tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
-        trees: dict[Side, dict[str, str]] = {
-            "old": _python_tree(repo, mb) if has_python else {},
-            "new": _python_tree(repo, head_sha) if has_python else {},
-        }
-        inputs = None if tasks_changed else _inputs_key(cfg, raw, trees)
         paths = diagram_paths(cfg)
-        diagrams, diagram_ids = _read_diagrams(reader, head_sha, paths, changed)
-        # The report is a function of the inputs and of the diagrams' blobs: the very
-        # same check again (a re-run, the App and the Action on one head) is one lookup.
+        diagrams, diagram_ids = _read_diagrams(reader, head_sha, paths)
+        # The report is a function of the settings, the two trees and the diagrams'
+        # blobs: the very same check again (a re-run, the App and the Action on one
+        # head) is one lookup, with no diff and no Python read.
         report_key = (
-            f"report:{inputs}:{sorted(diagram_ids.items())}" if inputs is not None else None
+            f"report:{_settings_key(cfg)}:{old_tree}:{new_tree}:{sorted(diagram_ids.items())}"
+            if old_tree and new_tree
+            else None
         )
         done = cache.get_report(report_key) if report_key is not None else None
         if done is not None:
@@ -324,6 +325,16 @@ def analyze_commits(
                 findings=tuple(done[0]),
                 diagrams_checked=tuple(done[1]),
             )
+        raw = git_diff.diff_commits(repo, mb, head_sha)
+        changed = frozenset(c.path for c in raw if c.status != "D")
+        diagrams = {p: replace(d, changed=p in changed) for p, d in diagrams.items()}
+        has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
+        tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
+        trees: dict[Side, dict[str, str]] = {
+            "old": _python_tree(repo, mb) if has_python else {},
+            "new": _python_tree(repo, head_sha) if has_python else {},
+        }
+        inputs = None if tasks_changed else _inputs_key(cfg, raw, trees)
         key = f"requirements:{inputs}" if inputs is not None else None
         known = cache.get_result(key) if key is not None else None
         # With the requirements known, only Markdown and Mermaid files are read (to

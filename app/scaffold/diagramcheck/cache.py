@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from scaffold.diagramcheck.rules import Requirement
 
 # Raise when read_module's answers change shape or meaning.
-PARSER_VERSION = 6
+PARSER_VERSION = 7
 MAX_ENTRIES = 20_000
-MAX_DIAGRAMS = 256
+MAX_RESULTS = 64
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
@@ -62,26 +62,30 @@ def _code_id() -> str:
 
 
 class ParseCache:
-    """``blob id -> ModuleInfo``, loaded from and saved to one file (or memory only)."""
+    """The analyzer's memory between runs, in two files (or in memory only).
+
+    ``modules``: ``blob id -> ModuleInfo``, each entry pickled on its own and unpickled
+    when asked for, so a check pays for its own blobs, not for the whole file; the file
+    is read only when a module is asked for. ``results``: what a diagram names (by path
+    and blob id), what a diff required and what a check found (by the digest of their
+    inputs), few and small, read at once.
+    """
 
     def __init__(self, path: Path | None) -> None:
-        self.path = path
-        # Each entry stays pickled until asked for: loading the file costs little
-        # however many modules it holds, and a check unpickles only its own blobs.
-        self.entries: dict[str, bytes] = {}
+        self.path = path if os.environ.get(ENV_DISABLE, "1") != "0" else None
+        self._entries: dict[str, bytes] | None = None if self.path is not None else {}
         self._loaded: dict[str, pm.ModuleInfo] = {}
-        # What a diagram names, by its path and blob id (re-checks rarely change it),
-        # and what a diff required, by the digest of its inputs: pickled, small, few.
-        self.diagrams: dict[str, bytes] = {}
-        self.added = 0
+        self.results: dict[str, bytes] = {}
+        self._modules_added = 0
+        self._results_added = 0
         self.hits = 0
-        if path is not None and os.environ.get(ENV_DISABLE, "1") != "0":
-            self.entries, self.diagrams = _load(path)
-        else:
-            self.path = None
+        if self.path is not None:
+            self.results = _load(results_file(self.path))
 
-    def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
-        raw = self.diagrams.get(key)
+    # ------------------------------------------------------------------ results
+
+    def _get(self, key: str) -> tuple[object, object] | None:
+        raw = self.results.get(key)
         if raw is None:
             return None
         import pickle
@@ -95,63 +99,53 @@ class ParseCache:
         self.hits += 1
         return (found[0], found[1])
 
-    def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
-        if key not in self.diagrams:
+    def _put(self, key: str, value: object) -> None:
+        if key not in self.results:
             import pickle
 
-            self.diagrams[key] = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-            self.added += 1
+            self.results[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            self._results_added += 1
+
+    def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
+        found = self._get(key)
+        if found is None or not isinstance(found[0], DiagramIndex):
+            return None
+        return (found[0], str(found[1]))
+
+    def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
+        self._put(key, index)
 
     def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
         """What an identical diff required (see ``analyzer._inputs_key``)."""
-        raw = self.diagrams.get(key)
-        if raw is None:
+        found = self._get(key)
+        if found is None or not isinstance(found[0], list) or not isinstance(found[1], list):
             return None
-        import pickle
-
-        try:
-            found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
-        except Exception:  # a damaged entry is a miss
-            return None
-        if not (isinstance(found, tuple) and len(found) == 2):
-            return None
-        self.hits += 1
-        return (list(found[0]), list(found[1]))
+        return (found[0], found[1])
 
     def put_result(self, key: str, result: tuple[list[Requirement], list[Finding]]) -> None:
-        if key not in self.diagrams:
-            import pickle
-
-            self.diagrams[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-            self.added += 1
+        self._put(key, result)
 
     def get_report(self, key: str) -> tuple[list[Finding], list[str]] | None:
         """The findings (and the diagrams checked) of an identical check."""
-        raw = self.diagrams.get(key)
-        if raw is None:
+        found = self._get(key)
+        if found is None or not isinstance(found[0], list) or not isinstance(found[1], list):
             return None
-        import pickle
-
-        try:
-            found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
-        except Exception:  # a damaged entry is a miss
-            return None
-        if not (isinstance(found, tuple) and len(found) == 2):
-            return None
-        self.hits += 1
-        return (list(found[0]), list(found[1]))
+        return (found[0], found[1])
 
     def put_report(self, key: str, report: tuple[list[Finding], list[str]]) -> None:
-        if key not in self.diagrams:
-            import pickle
+        self._put(key, report)
 
-            self.diagrams[key] = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
-            self.added += 1
+    # ------------------------------------------------------------------ modules
+
+    def _modules(self) -> dict[str, bytes]:
+        if self._entries is None:
+            self._entries = _load(self.path) if self.path is not None else {}
+        return self._entries
 
     def get(self, blob: str) -> pm.ModuleInfo | None:
         found = self._loaded.get(blob)
         if found is None:
-            raw = self.entries.get(blob)
+            raw = self._modules().get(blob)
             if raw is None:
                 return None
             import pickle
@@ -167,61 +161,68 @@ class ParseCache:
         return found
 
     def put(self, blob: str, info: pm.ModuleInfo) -> None:
-        if blob not in self.entries and blob not in self._loaded:
+        if blob not in self._loaded and blob not in self._modules():
             self._loaded[blob] = info
-            self.added += 1
+            self._modules_added += 1
+
+    # ------------------------------------------------------------------ files
 
     def save(self) -> None:
-        """Write the file when something was added (oldest entries dropped past the limit)."""
-        if self.path is None or not self.added:
+        """Write what was added (oldest entries dropped past the limits); never fails."""
+        if self.path is None:
             return
         import pickle
 
-        entries = dict(self.entries)
-        for blob, info in self._loaded.items():
-            if blob not in entries:
-                entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(entries) > MAX_ENTRIES:
-            entries = dict(list(entries.items())[-MAX_ENTRIES:])
-        diagrams = dict(list(self.diagrams.items())[-MAX_DIAGRAMS:])
+        if self._modules_added:
+            entries = dict(self._modules())
+            for blob, info in self._loaded.items():
+                if blob not in entries:
+                    entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+            _write(self.path, dict(list(entries.items())[-MAX_ENTRIES:]))
+            self._modules_added = 0
+        if self._results_added:
+            _write(results_file(self.path), dict(list(self.results.items())[-MAX_RESULTS:]))
+            self._results_added = 0
+        current = {self.path.name, results_file(self.path).name}
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(
-                        {"modules": entries, "diagrams": diagrams},
-                        fh,
-                        protocol=pickle.HIGHEST_PROTOCOL,
-                    )
-                os.replace(tmp, self.path)
-                for stale in self.path.parent.glob("diagramcheck-*.pickle"):
-                    if stale != self.path:  # left by another version of the code
-                        stale.unlink(missing_ok=True)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-        self.added = 0
+            for stale in self.path.parent.glob("diagramcheck-*.pickle"):
+                if stale.name not in current:  # left by another version of the code
+                    stale.unlink(missing_ok=True)
 
 
-def _load(path: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
+def results_file(path: Path) -> Path:
+    return path.with_name(path.stem + "-results.pickle")
+
+
+def _write(path: Path, data: dict[str, bytes]) -> None:
+    import pickle
+    import tempfile
+
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _load(path: Path) -> dict[str, bytes]:
     import pickle
 
     try:
         with path.open("rb") as fh:
             data = pickle.load(fh)  # noqa: S301 - our own file in the git directory
     except FileNotFoundError:
-        return {}, {}
+        return {}
     except Exception:  # a torn or foreign file is an empty cache
-        return {}, {}
+        return {}
     if not isinstance(data, dict):
-        return {}, {}
-    modules, diagrams = data.get("modules"), data.get("diagrams")
-    if not isinstance(modules, dict) or not isinstance(diagrams, dict):
-        return {}, {}
-    return modules, diagrams
+        return {}
+    return data
 
 
 def _parse_chunk(texts: list[str]) -> list[pm.ModuleInfo]:
