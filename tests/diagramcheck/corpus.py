@@ -71,16 +71,16 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
-def _git(root: Path, *args: str) -> str:
+def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *IDENTITY, *args], cwd=root, check=True, capture_output=True, text=True
     ).stdout.strip()
 
 
 def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--allow-empty", "-m", message)
-    return _git(root, "rev-parse", "HEAD")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return git(root, "rev-parse", "HEAD")
 
 
 def _replace_tree(root: Path, files: dict[str, bytes], keep: tuple[str, ...]) -> None:
@@ -113,7 +113,7 @@ def build_history(archive: Path, root: Path) -> list[Step]:
     project = archive.name.removesuffix(".tar.xz")
     versions = releases(archive)
     root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     names = list(versions)
     first = versions[names[0]]
     _replace_tree(root, first, ())

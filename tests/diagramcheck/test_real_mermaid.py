@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import corpus
 import pytest
 import real_mermaid
 from dcrepo import Repo
@@ -99,3 +100,28 @@ def test_the_projects_own_diagrams_parse_with_mermaid(path: Path) -> None:
     assert len(accepted) == len(blocks)
     verdicts = real_mermaid.parse(accepted)
     assert [v.detail for v in verdicts if not v.ok] == []
+
+
+def test_drafts_of_real_projects_parse_with_mermaid(tmp_path: Path) -> None:
+    """The drafts of the corpus projects (httpx, attrs, pydantic-settings, transitions, ...)."""
+    bodies: list[str] = []
+    for archive in sorted(corpus.FIXTURES.glob("*.tar.xz")):
+        releases = corpus.releases(archive)
+        first = next(iter(releases.values()))
+        root = tmp_path / archive.name.removesuffix(".tar.xz")
+        root.mkdir()
+        corpus.git(root, "init", "-q")
+        for rel, data in first.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        cfg = DiagramsConfig()
+        drafts = generate.drafts(generate.read_sources(root, cfg), cfg, generate.KINDS)
+        bodies += [b for blocks in drafts.values() for b in blocks]
+    assert len(bodies) >= 3 * 6
+    assert all(_scaffold_ok(b) for b in bodies)
+    failed = [
+        (b[:200], v.detail)
+        for b, v in zip(bodies, real_mermaid.parse(bodies), strict=True)
+        if not v.ok
+    ]
+    assert failed == []
