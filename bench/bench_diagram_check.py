@@ -27,7 +27,8 @@ Timed, interleaved rounds (the order rotates each round):
 Reported: the median wall time of each and the ratios to ``git_diff`` (targets: cold
 at most 100x, warm at most 10x); the analyzer's peak Python allocation (tracemalloc,
 one extra cold run) and the peak RSS of the CLI child (``ru_maxrss`` from ``wait4``);
-the number of git processes the analyzer starts. The package is byte-compiled first
+the number of git processes the analyzer starts. RSS is measured from a small
+launcher (Linux keeps the high-water mark across ``execve``). The package is byte-compiled first
 (``compileall``), as an installed one is, so ``PYTHONDONTWRITEBYTECODE`` in the
 environment does not turn every CLI start into a compile.
 
@@ -123,6 +124,31 @@ def build(root: Path, modified: int, added: int) -> tuple[str, str]:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "head")
     return base, git(root, "rev-parse", "HEAD")
+
+
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "print(usage.ru_maxrss)\n"
+)
+
+
+def peak_rss_kib(argv: list[str], cwd: Path) -> int:
+    """Peak RSS (KiB) of ``argv``, started from a small launcher.
+
+    Linux keeps a process's RSS high-water mark across ``execve``, so a child forked
+    straight from this (large) benchmark process would report this process's size; a
+    grandchild forked from a fresh interpreter reports its own.
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip() or 0)
 
 
 def run_child(argv: list[str], cwd: Path) -> tuple[float, int, int]:
@@ -274,8 +300,9 @@ def main() -> None:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         forget(root)
-        rss = run_child(cli, root)[2]
-        baseline_rss = run_child([sys.executable, "-c", "import scaffold.cli.main"], root)[2]
+        rss = peak_rss_kib(cli, root)
+        rss_small = peak_rss_kib(cli_small, root)
+        baseline_rss = peak_rss_kib([sys.executable, "-c", "import scaffold.cli.main"], root)
         processes = count_git_processes(root, base, head)
         ratio = {
             f"{k}_to_git_diff": med[k] / med["git_diff"]
@@ -300,6 +327,7 @@ def main() -> None:
             "cli_small_to_git_diff_small": med["cli_small"] / med["git_diff_small"],
             "analyzer_peak_tracemalloc_mb": peak / 1e6,
             "cli_peak_rss_mb": rss / 1024,
+            "cli_small_peak_rss_mb": rss_small / 1024,
             "full_cli_imports_only_peak_rss_mb": baseline_rss / 1024,
             "git_processes_per_analysis": processes,
             "python": platform.python_version(),
@@ -318,7 +346,8 @@ def main() -> None:
         )
         print(
             f"analyzer peak (tracemalloc): {result['analyzer_peak_tracemalloc_mb']:.1f} MB; "
-            f"CLI peak RSS: {result['cli_peak_rss_mb']:.1f} MB "
+            f"CLI peak RSS: {result['cli_peak_rss_mb']:.1f} MB cold, "
+            f"{result['cli_small_peak_rss_mb']:.1f} MB on the small diff "
             f"(the full CLI's imports alone {result['full_cli_imports_only_peak_rss_mb']:.1f} MB); "
             f"git processes per analysis: {processes}"
         )
