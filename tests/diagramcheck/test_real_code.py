@@ -186,3 +186,23 @@ def test_a_retype_is_a_new_type_not_a_new_spelling(before: str, after: str, same
 def test_the_sphinx_configuration_is_no_module(repo: Repo) -> None:
     report = repo.change({"docs/conf.py": "project = 'x'\n"})
     assert kinds(report) == []
+
+
+def test_python_the_settings_leave_out_is_not_parsed(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = repo.head()
+    repo.write("tests/test_big.py", "def test_x() -> None:\n    assert True\n")
+    repo.write("app/pkg/real.py", "X = 1\n")
+    repo.commit("code and tests")
+    parsed: list[str] = []
+    real = pm.read_module
+
+    def counting(source: str, *args: object, **kwargs: object) -> pm.ModuleInfo:
+        parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pm, "read_module", counting)
+    report = analyze(repo.root, base)
+    assert parsed == ["X = 1\n"]
+    assert kinds(report) == [("module-added", "pkg.real")]

@@ -17,7 +17,7 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, parse_all
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
-from scaffold.diagramcheck.paths import module_name, normalize_path
+from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.rules import (
     DiagramFile,
     DiffInput,
@@ -103,10 +103,21 @@ def _is_py(path: str) -> bool:
     return path.endswith((".py", ".pyi"))
 
 
+def _left_out(path: str, cfg: DiagramSettings) -> bool:
+    return matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None
+
+
 def _read_changes(
-    reader: git_diff.BlobReader, raw: Sequence[git_diff.RawChange], cache: ParseCache
+    reader: git_diff.BlobReader,
+    raw: Sequence[git_diff.RawChange],
+    cache: ParseCache,
+    cfg: DiagramSettings,
 ) -> list[SourceChange]:
-    """The changes the rules read: Python as parsed modules (cached by blob), the rest as text."""
+    """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
+
+    Python the settings leave out (``ignore`` globs, outside the source roots: tests,
+    scripts...) is neither read nor parsed; the rules skip it anyway.
+    """
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
     cached: dict[str, pm.ModuleInfo] = {}
@@ -115,7 +126,7 @@ def _read_changes(
             (c.old_blob, c.old_mode, c.source_path),
             (c.new_blob, c.new_mode, c.path),
         ):
-            if not blob or mode in _SKIP_MODES:
+            if not blob or mode in _SKIP_MODES or (_is_py(path) and _left_out(path, cfg)):
                 continue
             if _is_py(path) and (info := cache.get(blob)) is not None:
                 cached[blob] = info
@@ -340,7 +351,7 @@ def analyze_commits(
         # With the requirements known, only Markdown and Mermaid files are read (to
         # report broken Mermaid in them).
         changes = _read_changes(
-            reader, [c for c in raw if known is None or not _is_py(c.path)], cache
+            reader, [c for c in raw if known is None or not _is_py(c.path)], cache, cfg
         )
         if known is not None:
             reqs, warnings = known
