@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scaffold.diagramcheck import git_diff
 from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, parse_all
+from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, read_and_parse
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
@@ -120,40 +120,42 @@ def _read_changes(
     """
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
-    cached: dict[str, pm.ModuleInfo] = {}
+    py_names: list[str] = []
+    infos: dict[str, pm.ModuleInfo | None] = {}
     for c in chosen:
         for blob, mode, path in (
             (c.old_blob, c.old_mode, c.source_path),
             (c.new_blob, c.new_mode, c.path),
         ):
-            if not blob or mode in _SKIP_MODES or (_is_py(path) and _left_out(path, cfg)):
+            if not blob or mode in _SKIP_MODES:
                 continue
-            if _is_py(path) and (info := cache.get(blob)) is not None:
-                cached[blob] = info
-                continue
-            names.append(blob)
+            if not _is_py(path):
+                names.append(blob)
+            elif not _left_out(path, cfg):
+                if (info := cache.get(blob)) is not None:
+                    infos[blob] = info
+                else:
+                    py_names.append(blob)
+    fresh = read_and_parse(reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)))
+    for blob, found in fresh.items():
+        if found is not None:
+            cache.put(blob, found)
+    infos.update(fresh)
     unique = list(dict.fromkeys(names))
     blobs = dict(zip(unique, reader.read_many(unique), strict=True))
     texts = {b: git_diff.decode_text(d) if d is not None else None for b, d in blobs.items()}
-    py_texts: dict[str, str] = {}
-    for c in chosen:
-        for blob, path in ((c.old_blob, c.source_path), (c.new_blob, c.path)):
-            if blob and _is_py(path) and blob not in cached and (t := texts.get(blob)) is not None:
-                py_texts[blob] = t
-    parsed = parse_all(py_texts)
-    for blob, info in parsed.items():
-        cache.put(blob, info)
-    cached.update(parsed)
     out: list[SourceChange] = []
     for c in chosen:
         old_ok = bool(c.old_blob) and c.old_mode not in _SKIP_MODES
         new_ok = bool(c.new_blob) and c.new_mode not in _SKIP_MODES
-        old_info = cached.get(c.old_blob or "") if old_ok and _is_py(c.source_path) else None
-        new_info = cached.get(c.new_blob or "") if new_ok and _is_py(c.path) else None
-        old_data = blobs.get(c.old_blob or "") if old_ok else None
-        new_data = blobs.get(c.new_blob or "") if new_ok else None
-        old_text = texts.get(c.old_blob or "") if old_info is None and old_ok else None
-        new_text = texts.get(c.new_blob or "") if new_info is None and new_ok else None
+        old_py = old_ok and _is_py(c.source_path) and (c.old_blob or "") in infos
+        new_py = new_ok and _is_py(c.path) and (c.new_blob or "") in infos
+        old_info = infos.get(c.old_blob or "") if old_py else None
+        new_info = infos.get(c.new_blob or "") if new_py else None
+        old_text = texts.get(c.old_blob or "") if old_ok and not old_py else None
+        new_text = texts.get(c.new_blob or "") if new_ok and not new_py else None
+        old_data = blobs.get(c.old_blob or "") if old_ok and not old_py else None
+        new_data = blobs.get(c.new_blob or "") if new_ok and not new_py else None
         out.append(
             SourceChange(
                 status=c.status if c.status in "ACDMR" else "M",
@@ -161,8 +163,11 @@ def _read_changes(
                 old_path=c.old_path,
                 old_text=old_text,
                 new_text=new_text,
-                old_binary=old_data is not None and old_text is None and old_info is None,
-                new_binary=new_data is not None and new_text is None and new_info is None,
+                # A Python blob parsed as None is binary or not UTF-8.
+                old_binary=(old_py and old_info is None)
+                or (old_data is not None and old_text is None),
+                new_binary=(new_py and new_info is None)
+                or (new_data is not None and new_text is None),
                 old_info=old_info,
                 new_info=new_info,
             )

@@ -271,6 +271,51 @@ def _parse_all(texts: Mapping[str, str], workers: int | None) -> dict[str, pm.Mo
     return out
 
 
+def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+    """Read and parse Python blobs, split over the cores when there are many.
+
+    Each process (this one included) reads its share through its own
+    ``git cat-file --batch`` and parses it, so git's reading and Python's parsing both
+    run on every core and no source text crosses between processes. ``None`` marks a
+    blob that is binary or not UTF-8.
+    """
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cpus = os.cpu_count() or 1
+        if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
+            return _read_and_parse_chunk(repo, blobs)
+        jobs = min(cpus, 4)
+        chunks = [blobs[i::jobs] for i in range(jobs)]
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork")
+        out: dict[str, pm.ModuleInfo | None] = {}
+        with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
+            out.update(_read_and_parse_chunk(repo, chunks[0]))
+            for future in futures:
+                out.update(future.result())
+        return out
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+    from scaffold.diagramcheck.git_diff import BlobReader, decode_text
+
+    out: dict[str, pm.ModuleInfo | None] = {}
+    with BlobReader(repo) as reader:
+        for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
+            text = decode_text(data) if data is not None else None
+            out[blob] = pm.read_module(text) if text is not None else None
+    return out
+
+
 def _can_fork() -> bool:
     """Fork workers only from a single-threaded process (the CLI, the Action): forking
     a threaded one (the App's server) can copy a lock another thread holds."""
