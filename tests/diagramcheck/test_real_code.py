@@ -142,14 +142,25 @@ def test_a_broken_cache_file_is_an_empty_cache(repo: Repo) -> None:
     assert kinds(report) == [("module-added", "pkg.a")]
 
 
-def test_parallel_parsing_matches_serial(monkeypatch: pytest.MonkeyPatch) -> None:
-    texts = {
-        f"b{i}": f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n    B{i} = 'b'\n"
-        for i in range(dc_cache.PARALLEL_MIN_FILES + 5)
-    }
-    texts["bad"] = "def (:\n"
+def test_parallel_reading_and_parsing_matches_serial(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(dc_cache.PARALLEL_MIN_FILES + 5):
+        repo.write(
+            f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
+        )
+    repo.write("app/pkg/bad.py", "def (:\n")
+    repo.write("app/pkg/binary.py", b"\x00\x01")
+    repo.commit("many")
+    listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
+    blobs = [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
     monkeypatch.setattr(dc_cache, "_can_fork", lambda: True)
-    assert dc_cache.parse_all(texts, workers=2) == dc_cache.parse_all(texts, workers=1)
+    parallel = dc_cache.read_and_parse(repo.root, blobs)
+    monkeypatch.setattr(dc_cache, "PARALLEL_MIN_FILES", 10**9)
+    serial = dc_cache.read_and_parse(repo.root, blobs)
+    assert parallel == serial
+    assert sum(1 for v in serial.values() if v is None) == 1  # the binary one
+    assert sum(1 for v in serial.values() if v is not None and v.error) == 1
 
 
 def test_no_workers_are_forked_from_a_threaded_process() -> None:

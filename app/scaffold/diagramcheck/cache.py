@@ -1,15 +1,19 @@
-"""Parsed Python by blob id, kept between runs, and parsing spread over the cores.
+"""What DiagramCheck learnt, kept between runs, and its reading spread over the cores.
 
 A blob id names its content, so what :func:`~scaffold.diagramcheck.python_model.read_module`
 found in a blob stays true: a re-check after a push parses only the blobs the push
-added. The cache is one pickle file in the repository's own git directory
-(``<git-common-dir>/scaffold/``), which no checked-out file, and so no pull request,
-can write; its name carries the parser's version and Python's, so a new parser never
-reads an old parser's answers. A missing, unreadable or foreign file is an empty
+added. A check's requirements and findings are kept by a digest of their inputs, so the
+same check again is a lookup. Both live in two pickle files in the repository's own git
+directory (``<git-common-dir>/scaffold/``), which no checked-out file, and so no pull
+request, can write; DiagramCheck alone writes them. Their names carry the parser's
+version, Python's and a digest of this package's files, so new code never reads an old
+one's answers (and removes its files). A missing, unreadable or foreign file is an empty
 cache; writing is best effort (atomic rename) and never fails a check.
+``SCAFFOLD_DIAGRAMCHECK_CACHE=0`` turns it off.
 
-:func:`parse_all` parses the blobs the cache lacks, in worker processes when there are
-many and more than one core.
+:func:`read_and_parse` reads and parses the blobs the cache lacks, in worker processes
+(each with its own ``git cat-file``) when there are many and more than one core, and
+never forks from a threaded process.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -223,52 +226,6 @@ def _load(path: Path) -> dict[str, bytes]:
     if not isinstance(data, dict):
         return {}
     return data
-
-
-def _parse_chunk(texts: list[str]) -> list[pm.ModuleInfo]:
-    return [pm.read_module(t) for t in texts]
-
-
-def parse_all(texts: Mapping[str, str], workers: int | None = None) -> dict[str, pm.ModuleInfo]:
-    """``read_module`` of every text, keyed like ``texts``; in parallel when it pays.
-
-    The cyclic garbage collector pauses meanwhile: every syntax tree is garbage as soon
-    as its module is read (reference counting frees it), and the collector's passes
-    over the growing results cost more than the parsing of small files.
-    """
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _parse_all(texts, workers)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _parse_all(texts: Mapping[str, str], workers: int | None) -> dict[str, pm.ModuleInfo]:
-    keys = list(texts)
-    cpus = workers if workers is not None else (os.cpu_count() or 1)
-    if len(keys) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
-        return {k: pm.read_module(texts[k]) for k in keys}
-    jobs = min(cpus, 4)
-    # Interleaved chunks balance big and small files across the workers.
-    chunks = [keys[i::jobs] for i in range(jobs)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = multiprocessing.get_context("fork")
-    out: dict[str, pm.ModuleInfo] = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(_parse_chunk, [texts[k] for k in chunk]) for chunk in chunks[1:]]
-        # This process parses the first chunk meanwhile.
-        for k, info in zip(chunks[0], _parse_chunk([texts[k] for k in chunks[0]]), strict=True):
-            out[k] = info
-        for chunk, future in zip(chunks[1:], futures, strict=True):
-            for k, info in zip(chunk, future.result(), strict=True):
-                out[k] = info
-    return out
 
 
 def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
