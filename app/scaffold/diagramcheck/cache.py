@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 PARSER_VERSION = 7
 MAX_ENTRIES = 20_000
 MAX_RESULTS = 64
+# Read at every check: kept small (the newest entries win).
+MAX_RESULTS_BYTES = 8_000_000
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
@@ -184,7 +186,14 @@ class ParseCache:
             _write(self.path, dict(list(entries.items())[-MAX_ENTRIES:]))
             self._modules_added = 0
         if self._results_added:
-            _write(results_file(self.path), dict(list(self.results.items())[-MAX_RESULTS:]))
+            kept: list[tuple[str, bytes]] = []
+            size = 0
+            for key, raw in reversed(list(self.results.items())[-MAX_RESULTS:]):
+                size += len(raw)
+                if size > MAX_RESULTS_BYTES and kept:
+                    break  # the newest first: what a big diff required goes first
+                kept.append((key, raw))
+            _write(results_file(self.path), dict(reversed(kept)))
             self._results_added = 0
         current = {self.path.name, results_file(self.path).name}
         with contextlib.suppress(OSError):
