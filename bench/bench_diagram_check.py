@@ -12,13 +12,25 @@ Timed, interleaved rounds (the order rotates each round):
 
 - ``git_diff``: ``git diff --name-status -M base head`` as a subprocess, the floor
   any diff-based check pays;
-- ``analyzer``: ``scaffold.diagramcheck.analyze`` in this process;
-- ``cli``: ``python -m scaffold diagram-check --format json`` as a subprocess
-  (interpreter start and imports included).
+- ``analyzer_cold`` / ``analyzer_warm``: ``scaffold.diagramcheck.analyze`` in this
+  process, without and with the parse cache of the repository (cold: the cache file
+  deleted and the in-process memo tables cleared first; warm: the cache a previous run
+  of the same diff left, as for a re-check);
+- ``cli_cold`` / ``cli_warm``: ``python -m scaffold diagram-check --format json`` as a
+  subprocess (interpreter start and imports included), without and with the cache;
+- ``analyzer_after_push`` / ``cli_after_push``: the cache warm from checking the head,
+  then a push (one more commit editing one module) checked: what a re-check after a
+  push costs (every other blob comes from the cache, the rules run in full);
+- ``cli_small`` and ``git_diff_small``: the CLI (warm) and ``git diff`` on a one-file
+  change on top of the head (the target: 150 ms wall for the CLI).
 
-Reported: the median wall time of each and the ratios to ``git_diff``; the analyzer's
-peak Python allocation (tracemalloc, one extra run) and the peak RSS of the CLI child
-(``ru_maxrss`` from ``wait4``); the number of git processes the analyzer starts.
+Reported: the median wall time of each and the ratios to ``git_diff`` (targets: cold
+at most 100x, warm at most 10x); the analyzer's peak Python allocation (tracemalloc,
+one extra cold run) and the peak RSS of the CLI child (``ru_maxrss`` from ``wait4``);
+the number of git processes the analyzer starts. RSS is measured from a small
+launcher (Linux keeps the high-water mark across ``execve``). The package is byte-compiled first
+(``compileall``), as an installed one is, so ``PYTHONDONTWRITEBYTECODE`` in the
+environment does not turn every CLI start into a compile.
 
     .venv/bin/python bench/bench_diagram_check.py [--quick] [--rounds N]
 
@@ -29,6 +41,7 @@ Results go to stdout and, as JSON, to ``bench/results/diagram_check.json``
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -43,7 +56,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import scaffold
 from scaffold.diagramcheck import analyze
+from scaffold.diagramcheck import paths as dc_paths
+from scaffold.diagramcheck import rules as dc_rules
+from scaffold.diagramcheck.cache import cache_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "diagram_check.json"
 IDENTITY = ("-c", "user.name=Bench", "-c", "user.email=bench@localhost")
@@ -109,6 +126,31 @@ def build(root: Path, modified: int, added: int) -> tuple[str, str]:
     return base, git(root, "rev-parse", "HEAD")
 
 
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "print(usage.ru_maxrss)\n"
+)
+
+
+def peak_rss_kib(argv: list[str], cwd: Path) -> int:
+    """Peak RSS (KiB) of ``argv``, started from a small launcher.
+
+    Linux keeps a process's RSS high-water mark across ``execve``, so a child forked
+    straight from this (large) benchmark process would report this process's size; a
+    grandchild forked from a fresh interpreter reports its own.
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip() or 0)
+
+
 def run_child(argv: list[str], cwd: Path) -> tuple[float, int, int]:
     """Wall time, exit code and peak RSS (KiB) of one child process."""
     start = time.perf_counter()
@@ -141,6 +183,34 @@ def count_git_processes(root: Path, base: str, head: str) -> int:
     return calls
 
 
+def small_change(root: Path, head: str) -> str:
+    """One module's helper edited on top of ``head`` (no diagram needed): the small diff."""
+    path = root / "src" / "big" / "p0" / "m0.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef extra() -> int:\n    return 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "small")
+    return git(root, "rev-parse", "HEAD")
+
+
+def push(root: Path, n: int) -> str:
+    """Another commit on top of the branch: one module edited (a push to the pull request)."""
+    path = root / "src" / "big" / "p1" / "m1.py"
+    path.write_text(
+        path.read_text(encoding="utf-8") + f"\n\ndef pushed_{n}() -> int:\n    return {n}\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"push {n}")
+    return git(root, "rev-parse", "HEAD")
+
+
+def forget(root: Path) -> None:
+    """Make the next analysis cold: no cache file, no in-process memo tables."""
+    shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
+    dc_paths._matches_any.cache_clear()
+    dc_paths._module_name_cached.cache_clear()
+    dc_rules.same_type.cache_clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a smaller diff, fewer rounds")
@@ -152,14 +222,18 @@ def main() -> None:
     modified = args.modified or (200 if args.quick else 1000)
     added = args.added or (200 if args.quick else 1000)
     rounds = args.rounds or (3 if args.quick else 7)
+    compileall.compile_dir(Path(scaffold.__file__).parent, quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-diagramcheck-"))
     try:
         root = tmp / "repo"
         t0 = time.perf_counter()
         base, head = build(root, modified, added)
+        small = small_change(root, head)
+        git(root, "checkout", "-q", "-b", "pushes", head)
         print(f"built {modified} modified + {added} new modules in {time.perf_counter() - t0:.1f}s")
         names = git(root, "diff", "--name-status", base, head).splitlines()
         py_changed = sum(1 for line in names if line.endswith(".py"))
+        forget(root)
         report = analyze(root, base, head)
         print(f"diff: {len(names)} files ({py_changed} .py); findings: {len(report.findings)}")
         if report.blocking:
@@ -167,12 +241,49 @@ def main() -> None:
 
         cli = [sys.executable, "-m", "scaffold", "diagram-check", "--base", base, "--head", head]
         cli += ["--format", "json"]
+        cli_small = [sys.executable, "-m", "scaffold", "diagram-check", "--base", head]
+        cli_small += ["--head", small, "--format", "json"]
+        diff = ["git", "diff", "--name-status", "-M"]
+
+        def cold_cli() -> tuple[float, int]:
+            forget(root)
+            return run_child(cli, root)[:2]
+
+        def cold_analyzer() -> tuple[float, int]:
+            forget(root)
+            return _timed(lambda: analyze(root, base, head))
+
+        def warm_analyzer() -> tuple[float, int]:
+            analyze(root, base, head)  # leaves the cache this diff needs
+            return _timed(lambda: analyze(root, base, head))
+
+        def warm_cli() -> tuple[float, int]:
+            analyze(root, base, head)
+            return run_child(cli, root)[:2]
+
+        pushes = iter(range(10**6))
+
+        def after_push_analyzer() -> tuple[float, int]:
+            analyze(root, base, head)
+            new_head = push(root, next(pushes))
+            return _timed(lambda: analyze(root, base, new_head))
+
+        def after_push_cli() -> tuple[float, int]:
+            analyze(root, base, head)
+            new_head = push(root, next(pushes))
+            argv = [*cli[:-4], "--head", new_head, "--format", "json"]
+            return run_child(argv, root)[:2]
+
         runners: dict[str, Callable[[], tuple[float, int]]] = {
-            "git_diff": lambda: run_child(["git", "diff", "--name-status", "-M", base, head], root)[
-                :2
-            ],
-            "analyzer": lambda: _timed(lambda: analyze(root, base, head)),
-            "cli": lambda: run_child(cli, root)[:2],
+            "git_diff": lambda: run_child([*diff, base, head], root)[:2],
+            "analyzer_cold": cold_analyzer,
+            "analyzer_warm": warm_analyzer,
+            "cli_cold": cold_cli,
+            "cli_warm": warm_cli,
+            "analyzer_after_push": after_push_analyzer,
+            "cli_after_push": after_push_cli,
+            "git_diff_small": lambda: run_child([*diff, head, small], root)[:2],
+            "cli_small": lambda: run_child(cli_small, root)[:2],
         }
         times: dict[str, list[float]] = {k: [] for k in runners}
         order = list(runners)
@@ -183,13 +294,27 @@ def main() -> None:
                     raise SystemExit(f"{name} exited {code}")
                 times[name].append(elapsed)
         med = {k: statistics.median(v) for k, v in times.items()}
+        forget(root)
         tracemalloc.start()
         analyze(root, base, head)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        rss = run_child(cli, root)[2]
-        baseline_rss = run_child([sys.executable, "-c", "import scaffold.cli.main"], root)[2]
+        forget(root)
+        rss = peak_rss_kib(cli, root)
+        rss_small = peak_rss_kib(cli_small, root)
+        baseline_rss = peak_rss_kib([sys.executable, "-c", "import scaffold.cli.main"], root)
         processes = count_git_processes(root, base, head)
+        ratio = {
+            f"{k}_to_git_diff": med[k] / med["git_diff"]
+            for k in (
+                "analyzer_cold",
+                "analyzer_warm",
+                "analyzer_after_push",
+                "cli_cold",
+                "cli_warm",
+                "cli_after_push",
+            )
+        }
         result = {
             "changed_files": len(names),
             "changed_python_files": py_changed,
@@ -197,25 +322,33 @@ def main() -> None:
             "added_modules": added,
             "rounds": rounds,
             "median_s": med,
-            "ratio_analyzer_to_git_diff": med["analyzer"] / med["git_diff"],
-            "ratio_cli_to_git_diff": med["cli"] / med["git_diff"],
+            "ratios": ratio,
+            "cli_small_ms": med["cli_small"] * 1000,
+            "cli_small_to_git_diff_small": med["cli_small"] / med["git_diff_small"],
             "analyzer_peak_tracemalloc_mb": peak / 1e6,
             "cli_peak_rss_mb": rss / 1024,
-            "cli_imports_only_peak_rss_mb": baseline_rss / 1024,
+            "cli_small_peak_rss_mb": rss_small / 1024,
+            "full_cli_imports_only_peak_rss_mb": baseline_rss / 1024,
             "git_processes_per_analysis": processes,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
         }
         for k, v in med.items():
-            print(f"{k:>9}: median {v * 1000:8.1f} ms over {rounds} rounds")
+            print(f"{k:>15}: median {v * 1000:8.1f} ms over {rounds} rounds")
         print(
-            f"analyzer / git diff: {result['ratio_analyzer_to_git_diff']:.1f}x; "
-            f"cli / git diff: {result['ratio_cli_to_git_diff']:.1f}x"
+            "ratios to git diff: "
+            + "; ".join(f"{k.removesuffix('_to_git_diff')} {v:.0f}x" for k, v in ratio.items())
+            + " (targets: cold <= 100x, warm <= 10x)"
+        )
+        print(
+            f"small diff: CLI {med['cli_small'] * 1000:.0f} ms (target <= 150 ms), "
+            f"{result['cli_small_to_git_diff_small']:.0f}x git diff"
         )
         print(
             f"analyzer peak (tracemalloc): {result['analyzer_peak_tracemalloc_mb']:.1f} MB; "
-            f"CLI peak RSS: {result['cli_peak_rss_mb']:.1f} MB "
-            f"(imports alone {result['cli_imports_only_peak_rss_mb']:.1f} MB); "
+            f"CLI peak RSS: {result['cli_peak_rss_mb']:.1f} MB cold, "
+            f"{result['cli_small_peak_rss_mb']:.1f} MB on the small diff "
+            f"(the full CLI's imports alone {result['full_cli_imports_only_peak_rss_mb']:.1f} MB); "
             f"git processes per analysis: {processes}"
         )
         if not args.no_save and not args.quick:

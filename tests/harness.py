@@ -18,7 +18,11 @@ from scaffold.runtime.report import RunReport
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS_BIN = REPO / ".tools" / "node_modules" / ".bin"
-PINNED = {"backlog": "backlog.md@1.52.0", "claude": "@anthropic-ai/claude-code@2.1.197"}
+PINNED = {
+    "backlog": "backlog.md@1.52.0",
+    "claude": "@anthropic-ai/claude-code@2.1.197",
+    "mermaid": "mermaid@11.12.0",
+}
 
 
 def find_tool(name: str, env_var: str) -> str | None:

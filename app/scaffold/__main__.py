@@ -1,5 +1,5 @@
 """``python -m scaffold``: the same as the ``scaffold`` command."""
 
-from scaffold.cli.main import main
+from scaffold.cli.entry import main
 
 main()

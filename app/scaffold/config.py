@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from scaffold.diagramcheck.settings import DEFAULTS as _DIAGRAMS
 from scaffold.errors import ConfigError, InvalidIdError
 from scaffold.ids import validate_state_branch
 
@@ -66,32 +67,15 @@ class SafetyConfig(_Section):
 
 
 class DiagramsConfig(_Section):
-    architecture: str = "docs/diagrams/02-architecture.md"
-    data_model: str = "docs/diagrams/05-data-model.md"
-    states: str = "docs/diagrams/03-state-machine.md"
-    roadmap: str = "docs/diagrams/04-roadmap.md"
-    # Folders holding importable code (``src``, ``app``); empty: every folder, with
-    # dotted names worked out from ``__init__.py`` files.
-    source_roots: tuple[str, ...] = ()
-    # Paths DiagramCheck never reads (gitignore-style globs; no ``/`` matches any depth).
-    ignore: tuple[str, ...] = (
-        "tests/**",
-        "test/**",
-        "**/tests/**",
-        "test_*.py",
-        "*_test.py",
-        "conftest.py",
-        "bench/**",
-        "benchmarks/**",
-        "scripts/**",
-        "examples/**",
-        "setup.py",
-        "noxfile.py",
-    )
-    # Which classes belong on the data-model diagram (globs); empty: all of them.
-    data_model_sources: tuple[str, ...] = ()
-    # An Enum whose name ends like this is a state machine's states.
-    state_enum_suffixes: tuple[str, ...] = ("State", "Status")
+    # The defaults live in scaffold.diagramcheck.settings (read there without pydantic).
+    architecture: str = _DIAGRAMS.architecture
+    data_model: str = _DIAGRAMS.data_model
+    states: str = _DIAGRAMS.states
+    roadmap: str = _DIAGRAMS.roadmap
+    source_roots: tuple[str, ...] = _DIAGRAMS.source_roots
+    ignore: tuple[str, ...] = _DIAGRAMS.ignore
+    data_model_sources: tuple[str, ...] = _DIAGRAMS.data_model_sources
+    state_enum_suffixes: tuple[str, ...] = _DIAGRAMS.state_enum_suffixes
 
     @field_validator(
         "source_roots", "ignore", "data_model_sources", "state_enum_suffixes", mode="before"

@@ -120,6 +120,8 @@ def authenticate(
     token = sim.live_token(credential)
     if token is None:
         raise ApiError(401, "Bad credentials")
+    if token.read_only and request.method not in ("GET", "HEAD"):
+        raise ApiError(403, "Resource not accessible by integration")
     return sim.bot_login, token.installation_id
 
 

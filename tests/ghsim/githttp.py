@@ -55,6 +55,8 @@ async def handle_git(sim: GitHubSimulator, request: web.Request) -> web.StreamRe
     if rest not in ("/info/refs", "/git-upload-pack", "/git-receive-pack", "/HEAD"):
         return web.Response(status=404, text="Not found\n")
     pushing = rest == "/git-receive-pack" or request.query.get("service") == "git-receive-pack"
+    if pushing and token.read_only:
+        return web.Response(status=403, text="Permission to push denied (a read-only token)\n")
     git = BareRepo(repo.bare_path)
     before = git.refs() if rest == "/git-receive-pack" else None
 

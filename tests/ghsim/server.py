@@ -527,6 +527,24 @@ class GitHubSimulator:
             self.tokens_issued += 1
             return token
 
+    def fork_workflow_token(self, full_name: str) -> str:
+        """The ``GITHUB_TOKEN`` GitHub gives a workflow run for a pull request from a fork
+        of ``full_name``: read-only (every API write answers 403 "Resource not accessible
+        by integration", a push is refused) and the run gets no secrets."""
+        inst = self.installation_for(full_name)
+        if inst is None:
+            raise KeyError(f"{full_name} is not installed")
+        with self.lock:
+            token = Token(
+                "ghs_" + secrets.token_urlsafe(27)[:36].replace("-", "a").replace("_", "b"),
+                inst.id,
+                time.time() + self.token_ttl_s,
+                dict.fromkeys(ob.APP_PERMISSIONS, "read"),
+                read_only=True,
+            )
+            self.tokens[token.token] = token
+            return token.token
+
     def live_token(self, token: str) -> Token | None:
         with self.lock:
             found = self.tokens.get(token)

@@ -246,3 +246,5 @@ class Token:
     installation_id: int
     expires_at: float
     permissions: dict[str, str]
+    # The GITHUB_TOKEN of a workflow run for a pull request from a fork: reads only.
+    read_only: bool = False

@@ -188,3 +188,29 @@ def test_closing_records_who_closed(github_sim: GitHubSimulator) -> None:
     closed = sim.deliveries_of("pull_request", "closed")[-1].payload
     assert closed["sender"]["login"] == "mallory"
     assert closed["pull_request"]["merged"] is False
+
+
+async def test_a_fork_workflows_token_reads_and_never_writes(
+    github_sim: GitHubSimulator,
+) -> None:
+    """GitHub gives a workflow run for a fork's pull request a read-only GITHUB_TOKEN."""
+    sim = github_sim
+    setup(sim)
+    sim.fork(REPO, "mallory")
+    sim.push_files(FORK, BRANCH, {"f.txt": "f\n"}, "mallory", "f")
+    number = sim.open_pull(REPO, BRANCH, by="mallory", title="F", head_repo=FORK)
+    token = sim.fork_workflow_token(REPO)
+    async with aiohttp.ClientSession() as session:
+        gh = gh_aiohttp.GitHubAPI(session, "t", oauth_token=token, base_url=sim.url)
+        pr = await gh.getitem(f"/repos/{REPO}/pulls/{number}")
+        assert pr["head"]["repo"]["full_name"] == FORK
+        for url, data in (
+            (f"/repos/{REPO}/issues/{number}/comments", {"body": "hi"}),
+            (f"/repos/{REPO}/check-runs", {"name": "x", "head_sha": pr["head"]["sha"]}),
+            (f"/repos/{REPO}/statuses/{pr['head']['sha']}", {"state": "success"}),
+        ):
+            with pytest.raises(BadRequest) as refused:
+                await gh.post(url, data=data)
+            assert refused.value.status_code == 403
+            assert "Resource not accessible by integration" in str(refused.value)
+    assert not [c for c in sim.repo(REPO).comments.values() if c.issue_number == number]

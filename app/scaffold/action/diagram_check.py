@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_range
 from scaffold.action.outputs import append_summary, write_outputs
-from scaffold.diagramcheck.analyzer import analyze
+from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
-from scaffold.diagramcheck.git_diff import check_ref
+from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
+from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
@@ -94,12 +95,14 @@ def parent_commit(repo: Path, ref: str) -> str | None:
     return sha if out.returncode == 0 and _SHA.match(sha) else None
 
 
-def fetch_missing(repo: Path, refs: Sequence[str]) -> None:
+def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = None) -> None:
     """Fetch commits a shallow or partial checkout lacks (best effort, quietly).
 
     ``actions/checkout`` fetches one commit by default; the merge base needs the
-    history, so a shallow repository is deepened too. A failed fetch is left for
-    the revision lookup to report.
+    history, so a shallow repository is deepened too. A pull request's head that
+    fetching by id does not bring (a fork's commits) comes from
+    ``refs/pull/<n>/head``, which GitHub keeps in the base repository. A failed
+    fetch is left for the revision lookup to report.
     """
     shallow = (
         run_git(["rev-parse", "--is-shallow-repository"], repo, check=False).stdout.strip()
@@ -112,6 +115,52 @@ def fetch_missing(repo: Path, refs: Sequence[str]) -> None:
         return
     args = ["fetch", "--no-tags", "--quiet", *(["--unshallow"] if shallow else []), "origin"]
     run_git([*SAFE_LOCAL, *args, *missing], repo, check=False, timeout_s=NETWORK_TIMEOUT_S)
+    still = [r for r in missing if not _has_commit(repo, r)]
+    if still and pull_number is not None:
+        refspec = f"+refs/pull/{pull_number}/head:refs/remotes/origin/pull/{pull_number}/head"
+        run_git(
+            [*SAFE_LOCAL, "fetch", "--no-tags", "--quiet", "origin", refspec],
+            repo,
+            check=False,
+            timeout_s=NETWORK_TIMEOUT_S,
+        )
+
+
+def fork_of(event_name: str, payload: Mapping[str, Any]) -> str | None:
+    """The fork a pull request comes from (its full name), or ``None`` (same repository,
+    or not a pull request). A deleted fork (no head repository) counts as a fork."""
+    if event_name not in PULL_REQUEST_EVENTS:
+        return None
+    pr = payload.get("pull_request")
+    if not isinstance(pr, Mapping):
+        return None
+    head = (pr.get("head") or {}).get("repo") if isinstance(pr.get("head"), Mapping) else None
+    base = (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), Mapping) else None
+    if not isinstance(head, Mapping):
+        return "a deleted fork"
+    head_name = str(head.get("full_name") or "")
+    base_name = str(base.get("full_name") or "") if isinstance(base, Mapping) else ""
+    if head.get("fork") is True or (head_name and head_name.lower() != base_name.lower()):
+        return head_name or "a fork"
+    return None
+
+
+def fork_note(fork: str) -> str:
+    """What the job summary says on a pull request from a fork."""
+    return (
+        f"\n> [!NOTE]\n> This pull request comes from a fork ({fork}). GitHub gives its"
+        " workflow a read-only token and no secrets, so DiagramCheck reports through the"
+        " annotations above and this job summary only: it cannot post a pull request"
+        " comment, a check run of its own or a commit status. It read the fork's code"
+        " without running any of it, with the `diagrams` settings of the base commit (a"
+        " pull request cannot relax its own check).\n"
+    )
+
+
+def _pull_number(payload: Mapping[str, Any]) -> int | None:
+    pr = payload.get("pull_request")
+    number = pr.get("number") if isinstance(pr, Mapping) else None
+    return number if type(number) is int and number > 0 else None
 
 
 # --------------------------------------------------------------------------- the step
@@ -153,6 +202,13 @@ def skip_step(skip: Skip) -> StepResult:
     return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
 
 
+def base_config(repo: Path, base: str) -> DiagramSettings:
+    """``diagrams`` of ``.github/scaffold.yml`` as the base commit has it."""
+    sha = resolve_commit(repo, base)
+    with BlobReader(repo) as reader:
+        return config_at(reader, sha)
+
+
 def run_diagram_check(
     env: ActionEnv,
     payload: Mapping[str, Any],
@@ -169,7 +225,9 @@ def run_diagram_check(
         if given is not None:
             check_ref(given)
     event = event_range(env.event_name, payload)
-    fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r])
+    fork = fork_of(env.event_name, payload)
+    pull = _pull_number(payload) if env.event_name in PULL_REQUEST_EVENTS else None
+    fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r], pull)
     chosen = choose_range(
         env.event_name,
         payload,
@@ -181,9 +239,12 @@ def run_diagram_check(
     if isinstance(chosen, Skip):
         result = skip_step(chosen)
     else:
-        report = analyze(repo, chosen.base, chosen.head)
+        config = base_config(repo, chosen.base) if fork else None
+        report = analyze(repo, chosen.base, chosen.head, config)
         path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
         result = report_step(report, fmt, path)
+        if fork:
+            result = replace(result, summary=result.summary + fork_note(fork))
     echo(result.stdout)
     append_summary(env.step_summary, result.summary)
     write_outputs(env.output, result.outputs)

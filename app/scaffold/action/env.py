@@ -21,6 +21,8 @@ from scaffold.errors import UsageError
 NULL_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+# Where a slot step writes its files, under $RUNNER_TEMP.
+SLOT_OUTPUT_DIR = "scaffold-slot"
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from scaffold.action.claude_sessions import (
     find_session_file,
     restore_session_file,
 )
+from scaffold.action.env import SLOT_OUTPUT_DIR
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
@@ -69,7 +70,7 @@ SIGNAL_FILE = "signal.json"
 OUTCOME_FILE = "outcome.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 SESSION_FILE = "session.jsonl"
-DEFAULT_OUTPUT_DIR = "scaffold-slot"
+DEFAULT_OUTPUT_DIR = SLOT_OUTPUT_DIR
 
 
 # --------------------------------------------------------------------------- inputs

@@ -19,13 +19,13 @@ from typing import NoReturn
 import click
 
 from scaffold.action.diagram_check import run_diagram_check
-from scaffold.action.env import ActionEnv, action_env, load_event
+from scaffold.action.env import SLOT_OUTPUT_DIR, ActionEnv, action_env, load_event
 from scaffold.action.outputs import append_summary, write_outputs
-from scaffold.action.slot import DEFAULT_OUTPUT_DIR, parse_slot_request, run_slot
-from scaffold.cli.serve_cmd import harden_process
 from scaffold.diagramcheck.render import workflow_command
 from scaffold.errors import ScaffoldError, UsageError
-from scaffold.runtime.session import find_repo
+
+# `diagram-check` runs on every push: only its own modules are imported at the top. The
+# slot and event steps load the agent, orchestrator and server code when they run.
 
 
 def _error_exit(exc: ScaffoldError) -> NoReturn:
@@ -45,7 +45,9 @@ def _workspace(env: ActionEnv, repo_path: str | None) -> Path:
     start = Path(repo_path) if repo_path else env.workspace or Path.cwd()
     if not start.is_dir():
         raise UsageError(f"the workspace {start} is not a folder")
-    return find_repo(start)
+    from scaffold.cli.diagram_cmds import repo_root
+
+    return repo_root(str(start))
 
 
 _repo_option = click.option(
@@ -131,7 +133,7 @@ def diagram_check(
     "--output-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help=f"Where the run's files go (default: $RUNNER_TEMP/{DEFAULT_OUTPUT_DIR}).",
+    help=f"Where the run's files go (default: $RUNNER_TEMP/{SLOT_OUTPUT_DIR}).",
 )
 def slot(
     repo_path: str | None,
@@ -146,12 +148,15 @@ def slot(
     output_dir: str | None,
 ) -> None:
     """Run one agent for one task on its branch, and push what it did."""
+    from scaffold.action.slot import parse_slot_request, run_slot
+    from scaffold.cli.serve_cmd import harden_process
+
     # the slot needs no token of its own (it pushes with the checkout's credentials)
     harden_process()
 
     def body() -> int:
         env = action_env()
-        out = Path(output_dir) if output_dir else env.temp_dir() / DEFAULT_OUTPUT_DIR
+        out = Path(output_dir) if output_dir else env.temp_dir() / SLOT_OUTPUT_DIR
         request = parse_slot_request(
             task_id=task_id,
             role=role or None,
@@ -199,6 +204,7 @@ def event(state_dir: str | None) -> None:
     import json
     import os
 
+    from scaffold.cli.serve_cmd import harden_process
     from scaffold.github.action_event import run_event
     from scaffold.server.logs import configure_json_logging
 

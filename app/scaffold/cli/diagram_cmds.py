@@ -9,17 +9,17 @@ revision, a broken ``.github/scaffold.yml``). Errors are raised as
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import click
 
-from scaffold.config import load_config
-from scaffold.diagramcheck.analyzer import analyze
-from scaffold.diagramcheck.generate import KINDS, drafts, fenced, read_sources, target_path
-from scaffold.diagramcheck.generate import write_drafts as write_files
-from scaffold.diagramcheck.render import render
-from scaffold.runtime.session import find_repo
+from scaffold.errors import UsageError
+
+# Only what `diagram-check` needs is imported here: the command starts in a few tens of
+# milliseconds (no pydantic, no orchestrator, no aiohttp or mcp). The rest loads on use.
+KINDS = ("architecture", "data-model", "states")
 
 _repo_option = click.option(
     "--repo",
@@ -30,8 +30,18 @@ _repo_option = click.option(
 )
 
 
-def _repo(path: str | None) -> Path:
-    return find_repo(Path(path) if path else Path.cwd())
+def repo_root(path: str | None) -> Path:
+    """The top of the git repository around ``path`` (default: the current directory)."""
+    start = Path(path) if path else Path.cwd()
+    proc = subprocess.run(
+        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise UsageError(f"{start} is not inside a git repository")
+    return Path(proc.stdout.strip())
 
 
 @click.command(name="diagram-check")
@@ -53,7 +63,10 @@ def diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> None
     new modules need the architecture diagram, changed data classes the data
     model, changed states the state diagram, finished milestones the roadmap.
     """
-    repo = _repo(repo_path)
+    from scaffold.diagramcheck.analyzer import analyze
+    from scaffold.diagramcheck.render import render
+
+    repo = repo_root(repo_path)
     report = analyze(repo, base, head)
     click.echo(render(report, fmt), nl=False)
     sys.exit(1 if report.blocking else 0)
@@ -80,7 +93,11 @@ def diagrams() -> None:
 )
 def generate(repo_path: str | None, kind: str, write: bool) -> None:
     """Draft the architecture, data-model and state diagrams from the Python sources."""
-    repo = _repo(repo_path)
+    from scaffold.config import load_config
+    from scaffold.diagramcheck.generate import drafts, fenced, read_sources, target_path
+    from scaffold.diagramcheck.generate import write_drafts as write_files
+
+    repo = repo_root(repo_path)
     cfg = load_config(repo).diagrams
     kinds = KINDS if kind == "all" else (kind,)
     bodies = drafts(read_sources(repo, cfg), cfg, kinds)

@@ -147,7 +147,7 @@ PACKAGE_ROLES = {
     "scaffold.agent": "agent processes, stream-json, the signal-back MCP server and endpoint",
     "scaffold.sandbox": "the trust boundary: bubblewrap views, egress routes, the bridge",
     "scaffold.git": "git, worktrees, Ward",
-    "scaffold.diagramcheck": "DiagramCheck: the ast analyzer of a diff, Mermaid, drafts",
+    "scaffold.diagramcheck": "DiagramCheck: the ast analyzer of a diff, its cache, Mermaid, drafts",
     "scaffold.runtime": "the imperative shell: executes effects",
     "scaffold.cli": "the scaffold command",
     "scaffold.server": "the webhook server: verify, dedupe, spool, queue, metrics",

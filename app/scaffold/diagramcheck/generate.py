@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.config import DiagramsConfig
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.rules import mermaid_type
+from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.git.runner import run_git
 
 KINDS = ("architecture", "data-model", "states")
@@ -46,7 +46,7 @@ def _id(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-def read_sources(repo: Path, cfg: DiagramsConfig) -> list[SourceFile]:
+def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
     """Every Python file of the working tree DiagramCheck would read, parsed."""
     out = run_git(
         ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"], repo
@@ -65,7 +65,9 @@ def read_sources(repo: Path, cfg: DiagramsConfig) -> list[SourceFile]:
         except (OSError, UnicodeDecodeError):
             continue
         files.append(
-            SourceFile(path, name, pm.read_module(text, name, path.endswith("__init__.py")))
+            SourceFile(
+                path, name, pm.read_module(text, name, path.endswith("__init__.py"), imports=True)
+            )
         )
     return files
 
@@ -120,7 +122,7 @@ def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
     return pm.classify(classes, bases)
 
 
-def state_enums(files: Sequence[SourceFile], cfg: DiagramsConfig) -> set[str]:
+def state_enums(files: Sequence[SourceFile], cfg: DiagramSettings) -> set[str]:
     kinds = _kinds(files)
     found = {t.enum for f in files for t in f.info.tables}
     for f in files:
@@ -133,7 +135,7 @@ def state_enums(files: Sequence[SourceFile], cfg: DiagramsConfig) -> set[str]:
     return found
 
 
-def data_model_draft(files: Sequence[SourceFile], cfg: DiagramsConfig) -> str:
+def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     """A class diagram of the data classes and Enums with their fields and members."""
     kinds = _kinds(files)
     states = state_enums(files, cfg)
@@ -164,6 +166,9 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramsConfig) -> str:
                         links.append(f"    {name} --> {word} : {fld.name}")
         lines.append("    }")
     lines += sorted(set(links))
+    if not drawn:
+        # Mermaid refuses a class diagram with nothing in it; say why it is empty.
+        lines.append('    note "no data classes found"')
     return "\n".join(lines) + "\n"
 
 
@@ -180,7 +185,7 @@ def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, s
     return "\n".join(lines) + "\n"
 
 
-def states_drafts(files: Sequence[SourceFile], cfg: DiagramsConfig) -> list[str]:
+def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str]:
     """One ``stateDiagram-v2`` per table, state Enum, statemachine class and machine."""
     kinds = _kinds(files)
     enums: dict[str, pm.ClassInfo] = {}
@@ -270,7 +275,7 @@ def replace_block(existing: str, kind: str, bodies: Sequence[str]) -> str:
 
 
 def drafts(
-    files: Sequence[SourceFile], cfg: DiagramsConfig, kinds: Iterable[str]
+    files: Sequence[SourceFile], cfg: DiagramSettings, kinds: Iterable[str]
 ) -> dict[str, list[str]]:
     """Mermaid bodies per kind."""
     out: dict[str, list[str]] = {}
@@ -286,13 +291,13 @@ def drafts(
     return out
 
 
-def target_path(cfg: DiagramsConfig, kind: str) -> str:
+def target_path(cfg: DiagramSettings, kind: str) -> str:
     return normalize_path(
         {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}[kind]
     )
 
 
-def write_drafts(repo: Path, cfg: DiagramsConfig, bodies: Mapping[str, list[str]]) -> list[str]:
+def write_drafts(repo: Path, cfg: DiagramSettings, bodies: Mapping[str, list[str]]) -> list[str]:
     """Write each kind's block into its diagram file; returns the paths rewritten."""
     written: list[str] = []
     for kind, blocks in bodies.items():

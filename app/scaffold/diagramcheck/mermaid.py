@@ -67,6 +67,7 @@ _ER_OPEN = re.compile(r"^\s*([\w.\-\"]+)\s*(?:\[[^\]]*\])?\s*\{\s*$")
 _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_NEEDS_A_STATEMENT = frozenset({"classDiagram"})
 _HEADER_DIRECTIVE = re.compile(r"^\s*%%\{.*\}%%\s*$")
 
 
@@ -358,10 +359,12 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
             )
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
     reader = _Reader(diagram, kind)
+    statements_seen = 0
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
         if not line or line.startswith("%%"):
             continue
+        statements_seen += 1
         diagram.names |= words(line)
         if not structured:
             continue
@@ -370,6 +373,11 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
             reader.statement(stmt.strip(), n)
     if structured:
         reader.finish()
+    if kind in _NEEDS_A_STATEMENT and not statements_seen:
+        # Mermaid's own grammar refuses these headers alone (GitHub shows an error).
+        diagram.problems.append(
+            MermaidProblem(offset + idx, f"an empty {header} does not render: draw something")
+        )
     return diagram
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scaffold.backlog.format import load_yaml_mapping, scalar_text
-from scaffold.backlog.frontmatter import split_document
 from scaffold.errors import BacklogError
 
 BACKLOG_DIRS = ("backlog", ".backlog")
@@ -59,6 +57,10 @@ def backlog_kind(path: str) -> str | None:
 
 def read_entry(path: str, text: str) -> BacklogEntry | None:
     """The fields of one file; ``None`` when it has no readable frontmatter."""
+    # The Backlog.md reader (YAML) loads only when a task or milestone changed.
+    from scaffold.backlog.format import load_yaml_mapping, scalar_text
+    from scaffold.backlog.frontmatter import split_document
+
     try:
         doc = split_document(text, path)
         data: Mapping[str, object] = load_yaml_mapping(doc.yaml, path)

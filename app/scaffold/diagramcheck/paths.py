@@ -10,8 +10,14 @@ from pathlib import PurePosixPath
 
 def normalize_path(path: str) -> str:
     """``./docs//x.md`` -> ``docs/x.md``: the form git prints paths in."""
+    if _CLEAN.match(path):
+        return path  # already in git's form (the common case: paths from git itself)
     parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
     return "/".join(parts)
+
+
+# A relative path with no empty, ``.`` segment or backslash: nothing to normalize.
+_CLEAN = re.compile(r"^(?!\.?/|\.$)(?:(?!\./|//)[^\\])*(?<![/.])$|^[^/\\.][^/\\]*$")
 
 
 @functools.lru_cache(maxsize=256)
@@ -49,6 +55,11 @@ def matches_any(path: str, patterns: Sequence[str]) -> bool:
     ``/`` matches a file or folder name anywhere; a folder pattern covers what
     is inside it.
     """
+    return _matches_any(path, tuple(patterns))
+
+
+@functools.lru_cache(maxsize=65536)
+def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
     norm = normalize_path(path)
     return any(_glob_regex(p).match(norm) for p in patterns if p.strip())
 
@@ -68,6 +79,17 @@ def under_roots(path: str, roots: Sequence[str]) -> str | None:
 
 
 def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
+    if isinstance(packages, frozenset):
+        return _module_name_cached(path, tuple(roots), packages)
+    return _module_name(path, roots, packages)
+
+
+@functools.lru_cache(maxsize=65536)
+def _module_name_cached(path: str, roots: tuple[str, ...], packages: frozenset[str]) -> str | None:
+    return _module_name(path, roots, packages)
+
+
+def _module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
     """The dotted import name of a ``.py`` file, or ``None`` outside the source roots.
 
     With ``roots`` the name is the path below the root. Without, the name

@@ -36,6 +36,17 @@ _ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
 _PYDANTIC_BASES = {"BaseModel", "RootModel", "BaseSettings", "GenericModel"}
 _SQLA_BASES = {"DeclarativeBase", "DeclarativeBaseNoMeta", "MappedAsDataclass"}
 _SM_BASES = {"StateMachine", "StateChart"}
+# Library classes whose shape their subclasses inherit, by the name they are imported as.
+_LIBRARY_KINDS = {
+    "pydantic.ConfigDict": "TypedDict",
+    "pydantic.config.ConfigDict": "TypedDict",
+    "pydantic_settings.SettingsConfigDict": "TypedDict",
+    "pydantic_settings.main.SettingsConfigDict": "TypedDict",
+    "pydantic_settings.BaseSettings": "pydantic model",
+    "pydantic.BaseModel": "pydantic model",
+    "typing.TypedDict": "TypedDict",
+    "typing_extensions.TypedDict": "TypedDict",
+}
 _DATACLASS_DECOS = {"dataclass", "dataclasses.dataclass", "pydantic.dataclasses.dataclass"}
 _ATTRS_DECOS = {
     "attr.s",
@@ -176,6 +187,15 @@ class ModuleInfo:
     aliases: Mapping[str, str] = field(default_factory=dict)
     # Names bound to ``declarative_base()`` (the pre-2.0 SQLAlchemy spelling).
     declarative_bases: tuple[str, ...] = ()
+    # Top-level ``from m import X`` bindings: local name -> ``m.X`` as written, a
+    # relative module keeping its leading dots (``..base.Model``).
+    imported: Mapping[str, str] = field(default_factory=dict)
+
+    def class_named(self, name: str) -> ClassInfo | None:
+        for cls in self.classes:
+            if cls.name == name:
+                return cls
+        return None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -574,6 +594,24 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """``from m import X as Y`` at module level (also under ``if``/``try``): ``Y -> m.X``."""
+    found: dict[str, str] = {}
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        stmt = stack.pop(0)
+        if isinstance(stmt, ast.ImportFrom):
+            mod = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    sep = "" if mod.endswith(".") else "."
+                    found.setdefault(alias.asname or alias.name, f"{mod}{sep}{alias.name}")
+        elif isinstance(stmt, ast.If | ast.Try | ast.TryStar):
+            stack += stmt.body + stmt.orelse
+            stack += [s for h in getattr(stmt, "handlers", []) for s in h.body]
+    return found
+
+
 def _functional(stmt: ast.stmt) -> ClassInfo | None:
     """``X = TypedDict("X", {...})``, ``X = NamedTuple("X", [...])``, ``namedtuple(...)``."""
     if not (
@@ -673,6 +711,7 @@ def read_module(
     except ValueError as exc:  # e.g. NUL bytes
         return ModuleInfo(error=SyntaxProblem(1, str(exc)))
     aliases = _aliases(tree)
+    imported = _imported(tree)
     classes: list[ClassInfo] = []
     tables = _tables(tree.body, aliases)
     # Tables built by a module-level function (``def _rows(): rows = [...]``).
@@ -689,7 +728,9 @@ def read_module(
             ClassInfo(
                 name=node.name,
                 line=node.lineno,
-                bases=tuple(aliases.get(b, b) for b in (dotted(x) for x in node.bases) if b),
+                bases=tuple(
+                    imported.get(b, aliases.get(b, b)) for b in (dotted(x) for x in node.bases) if b
+                ),
                 decorators=tuple(
                     aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
                 ),
@@ -723,6 +764,7 @@ def read_module(
         machines=tuple(machines),
         imports=_imports(tree, module, is_package) if imports else (),
         aliases=aliases,
+        imported=imported,
     )
 
 
@@ -732,6 +774,9 @@ def read_module(
 def _direct_kind(cls: ClassInfo) -> str | None:
     if cls.functional_kind:
         return cls.functional_kind
+    for base in cls.bases:
+        if base in _LIBRARY_KINDS:
+            return _LIBRARY_KINDS[base]
     decos = set(cls.decorators)
     if decos & _DATACLASS_DECOS:
         return DATACLASS

@@ -17,19 +17,21 @@ SQLAlchemy models, Enums) -> ``data_model``; states (Enums named ``*State`` /
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from scaffold.config import DiagramsConfig
 from scaffold.diagramcheck import mermaid
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.settings import DiagramSettings
 
+Side = Literal["old", "new"]
 Match = Literal["name", "state", "edge", "text"]
 
 # Type words a diagram need not repeat (``Optional[int]`` is drawn ``int?`` or ``int``).
@@ -53,6 +55,9 @@ class SourceChange:
     new_text: str | None = None
     old_binary: bool = False
     new_binary: bool = False
+    # Python already parsed (by the analyzer, or from its cache): stands for the text.
+    old_info: pm.ModuleInfo | None = None
+    new_info: pm.ModuleInfo | None = None
 
     @property
     def source_path(self) -> str:
@@ -61,11 +66,22 @@ class SourceChange:
 
 @dataclass(frozen=True)
 class DiagramFile:
-    """A configured diagram at the head: its text (``None`` if absent), changed or not."""
+    """A configured diagram at the head: its text (``None`` if absent), changed or not.
+
+    ``index`` is what :func:`read_diagram` finds in it, when the analyzer has it
+    already (from its cache)."""
 
     path: str
     text: str | None
     changed: bool
+    index: tuple[mermaid.DiagramIndex, str] | None = None
+
+
+def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
+    """What a diagram file names, and the text of its Mermaid blocks."""
+    text = dfile.text or ""
+    blocks = "\n".join(b.source for b in mermaid.extract_blocks(text, dfile.path))
+    return mermaid.index_text(text, dfile.path), blocks
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,13 @@ class DiffInput:
     head_milestones: tuple[BacklogEntry, ...] = ()
     # Every changed path (including those the rules do not read), for "was it updated".
     changed_paths: frozenset[str] = frozenset()
+    # Every ``.py``/``.pyi`` path of the merge base and of the head (a stub whose
+    # module is there describes that module and is not read twice).
+    python_old: frozenset[str] = frozenset()
+    python_new: frozenset[str] = frozenset()
+    # A module of the repository by dotted name on one side, parsed (None when the
+    # repository has no such module): where a changed class's bases are looked up.
+    lookup: Callable[[Side, str], pm.ModuleInfo | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,9 @@ class Requirement:
     match: Match = "name"
     target: tuple[str, ...] = ()
     draft: tuple[str, ...] = ()
+    # False: met when the diagram names it, changed in this diff or not (a move
+    # that keeps the name asks nothing new of an up-to-date diagram).
+    needs_change: bool = True
 
 
 @dataclass
@@ -156,6 +182,74 @@ def _class_draft(cls: pm.ClassInfo, kind: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
+_TYPING_PREFIXES = ("typing.", "typing_extensions.", "t.", "te.")
+_BUILTIN_GENERICS = {
+    "List": "list",
+    "Dict": "dict",
+    "Set": "set",
+    "FrozenSet": "frozenset",
+    "Tuple": "tuple",
+    "Type": "type",
+    "Text": "str",
+}
+
+
+def _canonical_type(node: ast.expr) -> str:
+    """One spelling per type: ``Optional[int]``, ``Union[int, None]`` and ``int | None``
+    agree, as do ``typing.List[str]`` and ``list[str]``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _canonical_type(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return node.value.replace(" ", "")
+    members = _union_members(node)
+    if members is not None:
+        return "|".join(sorted(set(members)))
+    if isinstance(node, ast.Subscript):
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        inner = ",".join(_canonical_type(a) for a in args)
+        return f"{_canonical_type(node.value)}[{inner}]"
+    if isinstance(node, ast.List | ast.Tuple):
+        return "[" + ",".join(_canonical_type(e) for e in node.elts) + "]"
+    text = ast.unparse(node).replace(" ", "")
+    for prefix in _TYPING_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return _BUILTIN_GENERICS.get(text, text)
+
+
+def _union_members(node: ast.expr) -> list[str] | None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left = _union_members(node.left) or [_canonical_type(node.left)]
+        right = _union_members(node.right) or [_canonical_type(node.right)]
+        return left + right
+    if isinstance(node, ast.Subscript):
+        head = _canonical_type(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head == "Optional" and len(args) == 1:
+            return [*(_union_members(args[0]) or [_canonical_type(args[0])]), "None"]
+        if head == "Union":
+            out: list[str] = []
+            for a in args:
+                out += _union_members(a) or [_canonical_type(a)]
+            return out
+    return None
+
+
+@functools.lru_cache(maxsize=16384)
+def same_type(a: str, b: str) -> bool:
+    """Whether two annotations, as written, name the same type."""
+    if _norm(a) == _norm(b):
+        return True
+    try:
+        left = _canonical_type(ast.parse(a, mode="eval").body)
+        right = _canonical_type(ast.parse(b, mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return left == right
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[_\-\s]", "", name).lower()
 
@@ -164,21 +258,20 @@ def _is_python(path: str) -> bool:
     return path.endswith((".py", ".pyi"))
 
 
-def _is_mermaid_source(path: str, diagram_dirs: set[str], diagram_paths: set[str]) -> bool:
-    if path in diagram_paths:
-        return False
-    if path.endswith((".mmd", ".mermaid")):
-        return True
-    if path.endswith((".md", ".markdown")):
-        return str(PurePosixPath(path).parent) not in diagram_dirs
-    return False
+def _is_mermaid_source(path: str, diagram_paths: set[str]) -> bool:
+    """A dedicated Mermaid file (``.mmd``/``.mermaid``) outside the configured diagrams.
+
+    Markdown is never a state source: a Mermaid block in a README or a guide is an
+    example or an illustration, not a machine the diagrams must follow.
+    """
+    return path not in diagram_paths and path.endswith((".mmd", ".mermaid"))
 
 
 # --------------------------------------------------------------------------- modules
 
 
 def _module_requirements(
-    change: SourceChange, old_ok: bool, new_ok: bool, cfg: DiagramsConfig, data: DiffInput
+    change: SourceChange, old_ok: bool, new_ok: bool, cfg: DiagramSettings, data: DiffInput
 ) -> list[Requirement]:
     """A module that appears (added, copied, moved in) or disappears (deleted, moved out)."""
     arch = normalize_path(cfg.architecture)
@@ -227,9 +320,88 @@ def _module_requirements(
 # --------------------------------------------------------------------------- classes
 
 
+_MAX_BASE_DEPTH = 4
+
+
+def _resolve_relative(ref: str, module: str, is_package: bool) -> str:
+    """``..base.Model`` seen from ``module`` -> ``pkg.base.Model``."""
+    level = len(ref) - len(ref.lstrip("."))
+    parts = module.split(".") if module else []
+    keep = len(parts) - level + (1 if is_package else 0)
+    prefix = ".".join(parts[: max(keep, 0)])
+    rest = ref[level:]
+    return f"{prefix}.{rest}".strip(".") if prefix else rest
+
+
+def _inherited(
+    parsed: Sequence[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]],
+    side: Side,
+    kinds: Mapping[str, str],
+    cfg: DiagramSettings,
+    data: DiffInput,
+) -> list[pm.ClassInfo]:
+    """Base classes from unchanged modules of the repository that give a changed class its kind.
+
+    A class whose kind is unknown and whose base is imported (``from .base import
+    Model``) has that base looked up in the module it comes from, and so on up
+    to a few levels; what is found only classifies, it is not compared.
+    """
+    lookup = data.lookup
+    if lookup is None:
+        return []
+    packages = data.packages_old if side == "old" else data.packages_new
+    known = set(kinds)
+    todo: list[tuple[pm.ClassInfo, str, bool]] = []
+    for change, old, new in parsed:
+        info = old if side == "old" else new
+        if info is None:
+            continue
+        path = change.source_path if side == "old" else change.path
+        module = module_name(path.removesuffix("i"), cfg.source_roots, packages) or ""
+        is_pkg = path.endswith(("__init__.py", "__init__.pyi"))
+        todo += [(c, module, is_pkg) for c in info.classes if c.name not in known]
+        known.update(c.name for c in info.classes)
+    extra: list[pm.ClassInfo] = []
+    seen: set[str] = set()
+    for _ in range(_MAX_BASE_DEPTH):
+        wanted: list[str] = []
+        for cls, module, is_pkg in todo:
+            for base in cls.bases:
+                if "." not in base or base.rpartition(".")[2] in known:
+                    continue
+                full = _resolve_relative(base, module, is_pkg) if base.startswith(".") else base
+                if full not in seen:
+                    seen.add(full)
+                    wanted.append(full)
+        todo = []
+        for full in wanted:
+            mod, _, name = full.rpartition(".")
+            info = lookup(side, mod) if mod else None
+            hops = 0
+            while info is not None and info.class_named(name) is None and hops < 2:
+                # A re-export: ``from .models import Model`` in a package's __init__.
+                ref = info.imported.get(name)
+                if ref is None:
+                    info = None
+                    break
+                mod, _, name = _resolve_relative(ref, mod, True).rpartition(".")
+                info = lookup(side, mod) if mod else None
+                hops += 1
+            found = info.class_named(name) if info is not None else None
+            if found is None or found.name in known:
+                continue
+            known.add(found.name)
+            extra.append(found)
+            todo.append((found, mod, False))
+        if not todo:
+            break
+    return extra
+
+
 def _analyse(
     parsed: Sequence[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]],
-    cfg: DiagramsConfig,
+    cfg: DiagramSettings,
+    data: DiffInput | None = None,
 ) -> _Analysis:
     result = _Analysis()
     old_classes: list[pm.ClassInfo] = []
@@ -246,6 +418,18 @@ def _analyse(
             new_bases += new.declarative_bases
     result.kinds_old = pm.classify(old_classes, old_bases)
     result.kinds_new = pm.classify(new_classes, new_bases)
+    if data is not None and data.lookup is not None:
+        for side in ("old", "new"):
+            classes = old_classes if side == "old" else new_classes
+            bases = old_bases if side == "old" else new_bases
+            kinds = result.kinds_old if side == "old" else result.kinds_new
+            extra = _inherited(parsed, side, kinds, cfg, data)
+            if extra:
+                kinds = pm.classify([*extra, *classes], bases)
+                if side == "old":
+                    result.kinds_old = kinds
+                else:
+                    result.kinds_new = kinds
     suffixes = tuple(cfg.state_enum_suffixes)
     for _, old, new in result.pairs:
         for info in (old, new):
@@ -273,7 +457,7 @@ class _Located:
 
 
 def _data_classes(
-    analysis: _Analysis, cfg: DiagramsConfig, side: Literal["old", "new"]
+    analysis: _Analysis, cfg: DiagramSettings, side: Literal["old", "new"]
 ) -> dict[str, _Located]:
     kinds = analysis.kinds_old if side == "old" else analysis.kinds_new
     found: dict[str, _Located] = {}
@@ -362,7 +546,7 @@ def _field_requirements(old: _Located, new: _Located, diagram: str) -> list[Requ
         )
     for name, f in new_fields.items():
         before = old_fields.get(name)
-        if before is None or _norm(before.type) == _norm(f.type) or not f.type:
+        if before is None or not f.type or same_type(before.type, f.type):
             continue
         out.append(
             Requirement(
@@ -524,7 +708,7 @@ def _transition_requirements(
     return out
 
 
-def _class_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requirement]:
+def _class_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requirement]:
     data_model = normalize_path(cfg.data_model)
     states = normalize_path(cfg.states)
     old_all = _data_classes(analysis, cfg, "old")
@@ -639,7 +823,7 @@ def _real_states(machine: pm.MachineInfo | None) -> list[pm.MemberInfo]:
     return [s for s in machine.states if not s.name.startswith("@enum:")]
 
 
-def _state_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requirement]:
+def _state_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requirement]:
     """Transition tables and ``transitions`` machines."""
     states = normalize_path(cfg.states)
     out: list[Requirement] = []
@@ -696,7 +880,7 @@ def _state_requirements(analysis: _Analysis, cfg: DiagramsConfig) -> list[Requir
 # --------------------------------------------------------------------------- mermaid sources
 
 
-def _mermaid_source_requirements(change: SourceChange, cfg: DiagramsConfig) -> list[Requirement]:
+def _mermaid_source_requirements(change: SourceChange, cfg: DiagramSettings) -> list[Requirement]:
     states = normalize_path(cfg.states)
 
     def state_blocks(text: str | None) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
@@ -794,7 +978,7 @@ def _mermaid_source_requirements(change: SourceChange, cfg: DiagramsConfig) -> l
 
 
 def _milestone_requirements(
-    changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramsConfig
+    changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramSettings
 ) -> list[Requirement]:
     from scaffold.diagramcheck.milestones import read_entry
 
@@ -826,6 +1010,8 @@ def _milestone_requirements(
     for change in changes:
         new_kind = backlog_kind(change.path) if change.status != "D" else None
         old_kind = backlog_kind(change.source_path) if change.old_text is not None else None
+        if new_kind is None and old_kind is None:
+            continue  # not a Backlog.md file: its frontmatter is nobody's milestone
         new = read_entry(change.path, change.new_text) if change.new_text is not None else None
         old = (
             read_entry(change.source_path, change.old_text) if change.old_text is not None else None
@@ -856,12 +1042,11 @@ def _milestone_requirements(
 # --------------------------------------------------------------------------- entry points
 
 
-def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement], list[Finding]]:
+def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
     """What the diff requires of the diagrams, and warnings about files it cannot read."""
     diagram_paths = {
         normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
     }
-    diagram_dirs = {str(PurePosixPath(p).parent) for p in diagram_paths}
     out: list[Requirement] = []
     warnings: list[Finding] = []
     python: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = []
@@ -876,7 +1061,9 @@ def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement
         if _is_python(path) or _is_python(change.source_path):
             old_ok = (
                 change.status not in ("A",)
-                and (change.old_text is not None or change.old_binary)
+                and (
+                    change.old_text is not None or change.old_binary or change.old_info is not None
+                )
                 and _is_python(change.source_path)
                 and not ignored_old
                 and under_roots(change.source_path, cfg.source_roots) is not None
@@ -887,6 +1074,9 @@ def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement
                 and not ignored_new
                 and under_roots(path, cfg.source_roots) is not None
             )
+            # A stub next to its module describes that module: read the module only.
+            old_ok = old_ok and not _stub_of_module(change.source_path, data.python_old)
+            new_ok = new_ok and not _stub_of_module(path, data.python_new)
             if not (old_ok or new_ok):
                 continue
             if path.endswith(".py") or change.source_path.endswith(".py"):
@@ -906,7 +1096,9 @@ def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement
                 continue
             old_text = change.old_text if old_ok else None
             new_text = change.new_text if new_ok else None
-            new_info = pm.read_module(new_text) if new_text is not None else None
+            new_info = change.new_info if new_ok else None
+            if new_info is None and new_text is not None:
+                new_info = pm.read_module(new_text)
             if new_info is not None and (problem := new_info.error):
                 warnings.append(
                     Finding(
@@ -921,18 +1113,52 @@ def requirements(data: DiffInput, cfg: DiagramsConfig) -> tuple[list[Requirement
                     )
                 )
                 continue
-            old_info = pm.read_module(old_text) if old_text is not None else None
+            old_info = change.old_info if old_ok else None
+            if old_info is None and old_text is not None:
+                old_info = pm.read_module(old_text)
             if old_info is not None and old_info.error is not None:
                 old_info = None
             view = SourceChange(change.status, path, change.old_path, old_text, new_text)
             python.append((view, old_info, new_info))
-        elif _is_mermaid_source(path, diagram_dirs, diagram_paths) and not ignored_new:
+        elif _is_mermaid_source(path, diagram_paths) and not ignored_new:
             out += _mermaid_source_requirements(change, cfg)
-    analysis = _analyse(python, cfg)
+    analysis = _analyse(python, cfg, data)
     out += _class_requirements(analysis, cfg)
     out += _state_requirements(analysis, cfg)
     out += _milestone_requirements(data.changes, data, cfg)
-    return _dedupe(out), warnings
+    return _dedupe(_moves(out)), warnings
+
+
+def _stub_of_module(path: str, python_files: frozenset[str]) -> bool:
+    return path.endswith(".pyi") and path[:-1] in python_files
+
+
+def _moves(reqs: list[Requirement]) -> list[Requirement]:
+    """A module removed and one added under the same name (``x.py`` -> ``x/__init__.py``):
+    one move, met when the architecture names it."""
+    added = {(r.diagram, r.name): r for r in reqs if r.kind == "module-added"}
+    removed = {(r.diagram, r.name): r for r in reqs if r.kind == "module-removed"}
+    both = added.keys() & removed.keys()
+    if not both:
+        return reqs
+    out: list[Requirement] = []
+    for r in reqs:
+        key = (r.diagram, r.name)
+        if key not in both or r.kind == "module-removed":
+            if key not in both:
+                out.append(r)
+            continue
+        gone = removed[key]
+        what = "package" if r.source.endswith(("__init__.py", "__init__.pyi")) else "module"
+        out.append(
+            replace(
+                r,
+                kind="module-moved",
+                what=f"{what} `{r.name}` ({r.source}, moved from {gone.source})",
+                needs_change=False,
+            )
+        )
+    return out
 
 
 def _dedupe(reqs: Iterable[Requirement]) -> list[Requirement]:
@@ -979,10 +1205,11 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     """The requirements the diagrams at the head do not meet, and broken Mermaid."""
     indexes: dict[str, mermaid.DiagramIndex] = {}
     texts: dict[str, str] = {}
+    needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
     for path, dfile in data.diagrams.items():
-        text = dfile.text or ""
-        indexes[path] = mermaid.index_text(text, path)
-        texts[path] = "\n".join(b.source for b in mermaid.extract_blocks(text, path))
+        if path in needed:
+            found = dfile.index if dfile.index is not None else read_diagram(dfile)
+            indexes[path], texts[path] = found
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
@@ -993,12 +1220,14 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
             if exists and _named(req, index, texts[req.diagram]):
                 pending.append((_finding(req, f"remove {req.what} from {req.diagram}"), req))
             continue
+        if not req.needs_change and exists and _named(req, index, texts[req.diagram]):
+            continue
         if not exists:
             message = (
                 f"{req.diagram} does not exist: create it with a Mermaid diagram that names "
                 f"{req.what}{_suffix(req)}"
             )
-        elif diagram is not None and not diagram.changed:
+        elif diagram is not None and not diagram.changed and req.needs_change:
             message = f"{req.diagram} is not updated in this change: add {req.what}{_suffix(req)}"
         elif not _named(req, index, texts[req.diagram]):
             message = f"add {req.what} to {req.diagram}{_suffix(req)}"
@@ -1034,7 +1263,7 @@ def _finding(req: Requirement, message: str) -> Finding:
     return Finding(req.kind, req.diagram, req.source, req.line, req.name, message, draft=req.draft)
 
 
-def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramsConfig) -> list[Finding]:
+def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> list[Finding]:
     """Broken Mermaid in changed Markdown/``.mmd`` files outside the configured diagrams."""
     findings: list[Finding] = []
     diagram_paths = {

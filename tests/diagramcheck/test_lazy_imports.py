@@ -1,0 +1,56 @@
+"""``scaffold diagram-check`` starts light: no aiohttp, mcp, pydantic or orchestrator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from dcrepo import Repo
+
+HEAVY = ("aiohttp", "mcp", "pydantic", "scaffold.runtime", "scaffold.github", "scaffold.agent")
+
+PROBE = """
+import json, sys
+from scaffold.cli.entry import main
+sys.argv = ["scaffold", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+heavy = sorted({m.split(".")[0] if not m.startswith("scaffold.") else ".".join(m.split(".")[:2])
+                for m in sys.modules})
+print(json.dumps(heavy), file=sys.stderr)
+"""
+
+
+def _loaded(repo: Repo, *args: str) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("with_config", [False, True])
+def test_diagram_check_loads_no_heavy_module(repo: Repo, with_config: bool) -> None:
+    if with_config:
+        repo.write(".github/scaffold.yml", "diagrams:\n  ignore: ['gen/**']\nslots: 2\n")
+    repo.write("app/pkg/mod.py", "from dataclasses import dataclass\n")
+    repo.commit("module")
+    loaded = _loaded(repo, "diagram-check", "--base", "HEAD~1")
+    assert "scaffold.diagramcheck" in loaded
+    assert not loaded & set(HEAVY)
+
+
+def test_the_actions_diagram_check_loads_no_heavy_module(repo: Repo) -> None:
+    repo.write("app/pkg/mod.py", "X = 1\n")
+    repo.commit("module")
+    loaded = _loaded(repo, "action", "diagram-check", "--base", "HEAD~1", "--format", "text")
+    assert "scaffold.action" in loaded
+    assert not loaded & set(HEAVY)
