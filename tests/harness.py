@@ -174,3 +174,38 @@ def relay_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
 def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A ``run`` action that signals through the run's endpoint without MCP (fast)."""
     return relay_call("signal-back", payload)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def requirements(*contexts: str) -> dict[str, Any]:
+    """ChaosWhisperer's requirements: one context per text, each with one observable."""
+    return {
+        "contexts": [
+            {
+                "id": f"C{i}",
+                "description": text,
+                "observables": [{"id": f"C{i}.1", "description": f"{text} is visible"}],
+            }
+            for i, text in enumerate(contexts, 1)
+        ]
+    }
+
+
+def plan(*tasks: tuple[str, str, list[str]]) -> dict[str, Any]:
+    """PathSeeker's plan: (key, title, keys it depends on) per task."""
+    return {
+        "fileMap": ["notes/"],
+        "tasks": [
+            {
+                "key": key,
+                "title": title,
+                "description": f"{title}.",
+                "acceptanceCriteria": [f"{title} works"],
+                "dependsOn": deps,
+                "priority": "medium",
+            }
+            for key, title, deps in tasks
+        ],
+    }

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
-from harness import quick_signal, relay_call
+from harness import plan, quick_signal, relay_call, requirements
 from scaffold.agent.scripted import agent_command
 from scaffold.agent.scripted import agent_env as scripted_agent_env
 
@@ -52,36 +52,6 @@ def planning_tool(kind: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return relay_call(name, arguments)
 
 
-def requirements(*contexts: str) -> dict[str, Any]:
-    return {
-        "contexts": [
-            {
-                "id": f"C{i}",
-                "description": text,
-                "observables": [{"id": f"C{i}.1", "description": f"{text} is visible"}],
-            }
-            for i, text in enumerate(contexts, 1)
-        ]
-    }
-
-
-def plan(*tasks: tuple[str, str, list[str]]) -> dict[str, Any]:
-    return {
-        "fileMap": ["notes/"],
-        "tasks": [
-            {
-                "key": key,
-                "title": title,
-                "description": f"{title}.",
-                "acceptanceCriteria": [f"{title} works"],
-                "dependsOn": deps,
-                "priority": "medium",
-            }
-            for key, title, deps in tasks
-        ],
-    }
-
-
 def planned(*tasks: tuple[str, str, list[str]]) -> list[dict[str, Any]]:
     """ChaosWhisperer writes requirements and PathSeeker plans ``tasks``, both at once."""
     titles = [title for _, title, _ in tasks]
@@ -93,6 +63,41 @@ def planned(*tasks: tuple[str, str, list[str]]) -> list[dict[str, Any]]:
         {
             "role": "pathseeker",
             "actions": [planning_tool("tasks", plan(*tasks)), complete("ok")],
+        },
+    ]
+
+
+def asks_then_plans(
+    question: str, answer: str, *tasks: tuple[str, str, list[str]]
+) -> list[dict[str, Any]]:
+    """ChaosWhisperer asks ``question``; resumed with ``answer`` it writes requirements,
+    and PathSeeker plans ``tasks``."""
+    return [
+        {
+            "role": "chaoswhisperer",
+            "attempt": 1,
+            "actions": [
+                signal(
+                    {
+                        "signal": "needs-user-input",
+                        "question": question,
+                        "context": "The issue does not say.",
+                    }
+                )
+            ],
+        },
+        {
+            "role": "chaoswhisperer",
+            "attempt": 2,
+            "actions": [
+                {"expect_prompt_contains": answer},
+                planning_tool("requirements", requirements(*(t for _, t, _ in tasks))),
+                complete("requirements written"),
+            ],
+        },
+        {
+            "role": "pathseeker",
+            "actions": [planning_tool("tasks", plan(*tasks)), complete("tasks planned")],
         },
     ]
 

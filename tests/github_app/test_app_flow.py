@@ -8,13 +8,9 @@ from pathlib import Path
 from app_harness import (
     VALIDATORS,
     app_process,
+    asks_then_plans,
     codeweaver,
-    complete,
-    plan,
-    planning_tool,
     repo_files,
-    requirements,
-    signal,
     wait_for,
     write_script,
 )
@@ -40,38 +36,12 @@ def _setup(sim: GitHubSimulator) -> None:
 
 def _script() -> list[dict[str, object]]:
     return [
-        {
-            "role": "chaoswhisperer",
-            "attempt": 1,
-            "actions": [
-                signal(
-                    {
-                        "signal": "needs-user-input",
-                        "question": "Which language should the greeting use?",
-                        "context": "The issue does not say.",
-                    }
-                )
-            ],
-        },
-        {
-            "role": "chaoswhisperer",
-            "attempt": 2,
-            "actions": [
-                {"expect_prompt_contains": "English please"},
-                planning_tool("requirements", requirements("A greeting is shown")),
-                complete("requirements written"),
-            ],
-        },
-        {
-            "role": "pathseeker",
-            "actions": [
-                planning_tool(
-                    "tasks",
-                    plan(("a", "Write the greeting", []), ("b", "Write the farewell", ["a"])),
-                ),
-                complete("two tasks planned"),
-            ],
-        },
+        *asks_then_plans(
+            "Which language should the greeting use?",
+            "English please",
+            ("a", "Write the greeting", []),
+            ("b", "Write the farewell", ["a"]),
+        ),
         codeweaver("task-1", {"notes/greeting.txt": "hello\n"}),
         codeweaver("task-2", {"notes/farewell.txt": "goodbye\n"}),
         *VALIDATORS,

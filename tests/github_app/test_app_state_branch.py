@@ -14,13 +14,13 @@ from app_harness import (
     VALIDATORS,
     agent_env,
     app_process,
+    asks_then_plans,
     codeweaver,
     complete,
     plan,
     planning_tool,
     repo_files,
     requirements,
-    signal,
     wait_for,
     write_script,
 )
@@ -64,38 +64,12 @@ def test_a_new_server_with_an_empty_state_folder_finishes_the_quest(
     write_script(
         tmp_path,
         [
-            {
-                "role": "chaoswhisperer",
-                "attempt": 1,
-                "actions": [
-                    signal(
-                        {
-                            "signal": "needs-user-input",
-                            "question": QUESTION,
-                            "context": "The issue does not say.",
-                        }
-                    )
-                ],
-            },
-            {
-                "role": "chaoswhisperer",
-                "attempt": 2,
-                "actions": [
-                    {"expect_prompt_contains": "English please"},
-                    planning_tool("requirements", requirements("A greeting is shown")),
-                    complete("requirements written"),
-                ],
-            },
-            {
-                "role": "pathseeker",
-                "actions": [
-                    planning_tool(
-                        "tasks",
-                        plan(("a", "Write the greeting", []), ("b", "Write the farewell", [])),
-                    ),
-                    complete("two tasks planned"),
-                ],
-            },
+            *asks_then_plans(
+                QUESTION,
+                "English please",
+                ("a", "Write the greeting", []),
+                ("b", "Write the farewell", []),
+            ),
             codeweaver("task-1", {"notes/greeting.txt": "hello\n"}),
             codeweaver("task-2", {"notes/farewell.txt": "goodbye\n"}),
             *VALIDATORS,

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 from repo_builder import (
     GIT_IDENTITY,
@@ -18,40 +19,11 @@ from repo_builder import (
     write,
 )
 
-from harness import quick_signal, relay_call, scaffold_cli
+from harness import plan, quick_signal, relay_call, requirements, scaffold_cli
 from scaffold.quest.model import QuestPhase
 from scaffold.state.branch import StateBranch
 
 ANSWER = "English please"
-
-
-def _plan() -> dict[str, object]:
-    return {
-        "fileMap": ["notes/"],
-        "tasks": [
-            {
-                "key": key,
-                "title": title,
-                "description": f"{title}.",
-                "acceptanceCriteria": [f"{title} works"],
-                "dependsOn": [],
-                "priority": "medium",
-            }
-            for key, title in (("a", "Write the greeting"), ("b", "Write the farewell"))
-        ],
-    }
-
-
-def _requirements() -> dict[str, object]:
-    return {
-        "contexts": [
-            {
-                "id": "C1",
-                "description": "A greeting and a farewell",
-                "observables": [{"id": "C1.1", "description": "both are in notes/"}],
-            }
-        ]
-    }
 
 
 RUNS = [
@@ -73,13 +45,19 @@ RUNS = [
         "attempt": 2,
         "actions": [
             {"expect_prompt_contains": ANSWER},
-            relay_call("write-requirements", _requirements()),
+            relay_call("write-requirements", requirements("A greeting and a farewell")),
             quick_complete("requirements written"),
         ],
     },
     {
         "role": "pathseeker",
-        "actions": [relay_call("create-tasks", _plan()), quick_complete("two tasks")],
+        "actions": [
+            relay_call(
+                "create-tasks",
+                plan(("a", "Write the greeting", []), ("b", "Write the farewell", [])),
+            ),
+            quick_complete("two tasks"),
+        ],
     },
     {
         "role": "codeweaver",
@@ -192,19 +170,6 @@ def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
 
 def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
     """A quest that asks one question, then plans one task of its own."""
-    plan = {
-        "fileMap": ["notes/"],
-        "tasks": [
-            {
-                "key": "a",
-                "title": f"Write the {title}",
-                "description": f"The {title}.",
-                "acceptanceCriteria": [f"the {title} is there"],
-                "dependsOn": [],
-                "priority": "medium",
-            }
-        ],
-    }
     return [
         {
             "role": "chaoswhisperer",
@@ -220,14 +185,17 @@ def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
             "role": "chaoswhisperer",
             "prompt_contains": answer,
             "actions": [
-                relay_call("write-requirements", _requirements()),
+                relay_call("write-requirements", requirements("A greeting and a farewell")),
                 quick_complete("requirements"),
             ],
         },
         {
             "role": "pathseeker",
             "prompt_contains": f"Add the {title}",
-            "actions": [relay_call("create-tasks", plan), quick_complete("planned")],
+            "actions": [
+                relay_call("create-tasks", plan(("a", f"Write the {title}", []))),
+                quick_complete("planned"),
+            ],
         },
         {
             "role": "codeweaver",
@@ -270,46 +238,27 @@ def test_one_run_drives_every_open_quest_at_once(make_project: MakeProject) -> N
     assert len(project.merge_subjects()) == 2
 
 
+def _git_in(repo: Path, args: list[str], data: bytes) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def _commit_by_hand(repo: Path, folder: str, name: str, data: bytes) -> str:
+    """A commit holding ``folder/name`` only, made without scaffold (as a person could)."""
+    blob = _git_in(repo, ["hash-object", "-w", "--stdin"], data)
+    inner = _git_in(repo, ["mktree"], f"100644 blob {blob}\t{name}\n".encode())
+    root = _git_in(repo, ["mktree"], f"040000 tree {inner}\t{folder}\n".encode())
+    return _git_in(repo, [*GIT_IDENTITY, "commit-tree", root, "-m", "hand-made"], b"")
+
+
 def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
     make_project: MakeProject,
 ) -> None:
     """Someone pushed a quest file that does not parse: status names it, runs go on, and
     scaffold never drops or rewrites a file it does not understand."""
     project = make_project(["Add the greeting"], [codeweaver_done("TASK-1", quick=True)])
-    blob = (
-        subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            cwd=project.repo,
-            input=b'{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}',
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    tree = (
-        subprocess.run(
-            ["git", "mktree"],
-            cwd=project.repo,
-            input=f"100644 blob {blob}\tquest-9.json\n".encode(),
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    root = (
-        subprocess.run(
-            ["git", "mktree"],
-            cwd=project.repo,
-            input=f"040000 tree {tree}\tquests\n".encode(),
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    commit = project.git(*GIT_IDENTITY, "commit-tree", root, "-m", "hand-made").strip()
+    broken = b'{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
+    commit = _commit_by_hand(project.repo, "quests", "quest-9.json", broken)
     project.git("update-ref", "refs/heads/scaffold/state", commit)
 
     status = project.status_json()

@@ -9,13 +9,12 @@ revision, a broken ``.github/scaffold.yml``). Errors are raised as
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import click
 
-from scaffold.errors import UsageError
+from scaffold.git.runner import repo_toplevel
 
 # Only what `diagram-check` needs is imported here: the command starts in a few tens of
 # milliseconds (no pydantic, no orchestrator, no aiohttp or mcp). The rest loads on use.
@@ -32,16 +31,7 @@ _repo_option = click.option(
 
 def repo_root(path: str | None) -> Path:
     """The top of the git repository around ``path`` (default: the current directory)."""
-    start = Path(path) if path else Path.cwd()
-    proc = subprocess.run(
-        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise UsageError(f"{start} is not inside a git repository")
-    return Path(proc.stdout.strip())
+    return repo_toplevel(Path(path) if path else Path.cwd())
 
 
 @click.command(name="diagram-check")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from scaffold.errors import GitError
+from scaffold.errors import GitError, UsageError
 
 GIT = "git"
 
@@ -115,6 +115,20 @@ class GitOutput:
     returncode: int
     stdout: str
     stderr: str
+
+
+def repo_toplevel(start: Path) -> Path:
+    """The top of the git repository around ``start``; UsageError when there is none."""
+    proc = subprocess.run(
+        [GIT, "-C", str(start), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=git_env(),
+    )
+    if proc.returncode != 0:
+        raise UsageError(f"{start} is not inside a git repository")
+    return Path(proc.stdout.strip())
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

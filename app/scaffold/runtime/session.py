@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import TextIO
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig, load_config
 from scaffold.errors import ConfigError, UsageError
+from scaffold.git.runner import repo_toplevel
 from scaffold.git.worktrees import Workspace
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase
 from scaffold.quest.store import QuestStore, QuestWriter
@@ -26,15 +26,7 @@ BACKLOG_QUEST = "backlog"
 
 
 def find_repo(start: Path) -> Path:
-    proc = subprocess.run(
-        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise UsageError(f"{start} is not inside a git repository")
-    return Path(proc.stdout.strip())
+    return repo_toplevel(start)
 
 
 def state_root(repo: Path) -> Path:
