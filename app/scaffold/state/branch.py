@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import subprocess
 import tempfile
 import threading
@@ -50,7 +51,7 @@ from scaffold.ids import validate_state_branch
 from scaffold.state.document import DONE_DIR, QuestStateFile, parse, quest_id_of, quest_path
 
 DEFAULT_BRANCH = "scaffold/state"
-MAX_TRIES = 8
+MAX_TRIES = 20
 _ZERO = "0" * 40
 _ROOT_DIR = "quests"
 # What a push says when the remote's branch moved under it: publish again on the new tip.
@@ -295,7 +296,8 @@ class StateBranch:
                 if self._swap(new, base):
                     return new
                 log.info("state branch moved; publishing again", extra={"try": attempt + 1})
-                time.sleep(min(0.05 * (attempt + 1), 0.5))
+                # Jittered back-off: two writers that keep colliding fall out of step.
+                time.sleep(random.uniform(0, min(0.02 * (attempt + 1), 0.3)))
         raise StoreError(
             f"{self.repo}:{self.ref}",
             f"the state branch kept moving; gave up after {MAX_TRIES} tries",
