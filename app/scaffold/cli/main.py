@@ -45,6 +45,7 @@ from scaffold.runtime.session import (
 )
 from scaffold.runtime.status import render_table, status_report
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.state.document import is_finished
 
 
 def _fail(exc: ScaffoldError) -> None:
@@ -394,9 +395,7 @@ def doctor(repo_path: str | None) -> None:
     branch = state_branch(repo)
     try:
         docs = branch.read()
-        open_ids = sorted(
-            q for q, d in docs.items() if d.quest.phase.value not in ("done", "failed")
-        )
+        open_ids = sorted(q for q, d in docs.items() if not is_finished(d.quest))
         where = "local" if branch.has_local() else "fetched" if branch.tip() else "not created yet"
         report(
             not branch.problems,

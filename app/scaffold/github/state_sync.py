@@ -74,7 +74,12 @@ def restore_repository(
         if raw is None or links.get(qid) is not None:
             continue
         try:
-            links.put(QuestLink.model_validate(raw))
+            link = QuestLink.model_validate(raw)
+            if link.repo != checkout.full_name or link.quest_id != qid:
+                # Anyone who can push the branch wrote this file: it ties quests of this
+                # repository to this repository only.
+                raise ValueError(f"it names {link.repo} {link.quest_id}")
+            links.put(link)
         except (ValueError, ScaffoldError) as exc:
             log.warning(
                 "quest link on the state branch unreadable",

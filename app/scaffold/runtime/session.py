@@ -104,6 +104,13 @@ def open_or_create_quest(
         return store.open_writer(quest_id)
     if quest_id != BACKLOG_QUEST:
         raise UsageError(f"no quest {quest_id!r}")
+    return _backlog_writer(store)
+
+
+def _backlog_writer(store: QuestStore) -> QuestWriter:
+    """The ``backlog`` quest, which adopts every To Do task nobody planned; made if absent."""
+    if store.exists(BACKLOG_QUEST):
+        return store.open_writer(BACKLOG_QUEST)
     return store.create(Quest(id=BACKLOG_QUEST, phase=QuestPhase.EXECUTING))
 
 
@@ -115,7 +122,7 @@ def open_active_quests(repo: Path, *, branch: StateBranch | None = None) -> list
     quests = sorted((store.read(q) for q in store.list_ids()), key=lambda q: q.started_at)
     active = [q.id for q in quests if _active(q)]
     if not active:
-        return [open_or_create_quest(repo, BACKLOG_QUEST, branch=branch)]
+        return [_backlog_writer(store)]
     writers: list[QuestWriter] = []
     try:
         for quest_id in active:

@@ -11,6 +11,7 @@ from scaffold.core.quest_flow import shown_phase
 from scaffold.errors import ConfigError, ScaffoldError
 from scaffold.quest.model import Quest, TaskRecord
 from scaffold.runtime.session import quest_store, state_branch
+from scaffold.state.rebuild import merged_view
 
 
 def _task_entry(
@@ -55,23 +56,16 @@ def status_report(repo: Path) -> dict[str, Any]:
         errors.append(
             {"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason}
         )
-    by_id: dict[str, Quest] = {}
     branch = state_branch(repo)
+    docs = {}
     try:
-        by_id = {qid: doc.quest for qid, doc in branch.read().items()}
+        docs = branch.read()
     except ScaffoldError as exc:
         errors.append({"path": branch.branch, "reason": str(exc)})
     errors += [{"path": f"{branch.branch}:{p.path}", "reason": p.reason} for p in branch.problems]
-    store = quest_store(repo)
-    for qid in store.list_ids():
-        try:
-            local = store.read(qid)
-        except ScaffoldError as exc:
-            errors.append({"path": str(store.root / qid), "reason": str(exc)})
-            continue
-        if qid not in by_id or local.seq >= by_id[qid].seq:
-            by_id[qid] = local  # the journal is ahead of the branch (or level with it)
-    quests = sorted(by_id.values(), key=lambda q: (q.started_at, q.id))
+    unreadable: list[tuple[str, str]] = []
+    quests = merged_view(quest_store(repo), docs, unreadable)
+    errors += [{"path": path, "reason": reason} for path, reason in unreadable]
     records: dict[str, tuple[TaskRecord, Quest]] = {}
     for q in sorted(quests, key=lambda q: q.started_at):
         for t in q.tasks.values():

@@ -116,7 +116,7 @@ class StateBranch:
         self, repo: Path, branch: str = DEFAULT_BRANCH, *, remote: StateRemote | None = None
     ) -> None:
         self.repo = Path(repo)
-        self.branch = check_branch(branch)
+        self.branch = validate_state_branch(branch)
         self.ref = f"refs/heads/{self.branch}"
         self.tracking_ref = f"refs/remotes/origin/{self.branch}"
         self.remote = remote
@@ -159,9 +159,9 @@ class StateBranch:
             return self._rev(self.tracking_ref)
         return self.tip()
 
-    def _blobs(self, rev: str) -> dict[str, str]:
-        """path -> blob id of every file under ``quests/`` at ``rev``."""
-        out = self._git("ls-tree", "-r", "-z", "--full-tree", rev, "--", _ROOT_DIR)
+    def _blobs(self, rev: str, *paths: str) -> dict[str, str]:
+        """path -> blob id of every file under ``quests/`` (or of ``paths``) at ``rev``."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", rev, "--", *(paths or (_ROOT_DIR,)))
         blobs: dict[str, str] = {}
         for record in out.split("\0"):
             if not record:
@@ -246,15 +246,9 @@ class StateBranch:
         rev = self.tip()
         if rev is None:
             return None
-        wanted = [quest_path(quest_id, finished=f) for f in (False, True)]
-        out = self._git("ls-tree", "-z", "--full-tree", rev, "--", *wanted)
-        blobs = [
-            (path, meta.split()[2])
-            for meta, _, path in (r.partition("\t") for r in out.split("\0") if r)
-            if len(meta.split()) == 3 and meta.split()[1] == "blob"
-        ]
+        blobs = self._blobs(rev, *(quest_path(quest_id, finished=f) for f in (False, True)))
         found: QuestStateFile | None = None
-        for (path, _), data in zip(blobs, self._cat([b for _, b in blobs]), strict=True):
+        for path, data in zip(blobs, self._cat(list(blobs.values())), strict=True):
             doc = parse(data, f"{self.branch}:{path}")
             if doc.quest.id == quest_id and (found is None or doc.seq > found.seq):
                 found = doc
@@ -435,11 +429,6 @@ class GitRemote:
         said = next((ln for ln in out.stdout.splitlines() if ln.startswith("!")), "")
         reason = said.rpartition("\t")[2] or "the remote refused the update"
         raise GitError(["push", "<remote>", ref], out.returncode, reason)
-
-
-def check_branch(branch: str) -> str:
-    """A state branch name git accepts, outside the task branches (InvalidIdError if not)."""
-    return validate_state_branch(branch)
 
 
 __all__ = [

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from scaffold.errors import InvalidIdError, StoreLocked
+from scaffold.errors import InvalidIdError, ScaffoldError, StoreLocked
 from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.ids import branch_for_task, normalize_task_id
 from scaffold.quest.model import Quest
@@ -89,12 +89,25 @@ def restore_quests(
     return done
 
 
-def merged_view(store: QuestStore, docs: Mapping[str, QuestStateFile]) -> list[Quest]:
-    """Every quest known here or on the branch, the newer copy of each (for status)."""
+def merged_view(
+    store: QuestStore,
+    docs: Mapping[str, QuestStateFile],
+    problems: list[tuple[str, str]] | None = None,
+) -> list[Quest]:
+    """Every quest known here or on the branch, the newer copy of each (for status).
+
+    With ``problems``, a local quest that cannot be read is recorded there as (path,
+    reason) and its branch copy, if any, stands in; without, the error is raised."""
     quests: dict[str, Quest] = {qid: doc.quest for qid, doc in docs.items()}
     for qid in store.list_ids():
-        local = store.read(qid)
+        try:
+            local = store.read(qid)
+        except ScaffoldError as exc:
+            if problems is None:
+                raise
+            problems.append((str(store.root / qid), str(exc)))
+            continue
         held = quests.get(qid)
         if held is None or local.seq >= held.seq:
-            quests[qid] = local
+            quests[qid] = local  # the journal is ahead of the branch (or level with it)
     return sorted(quests.values(), key=lambda q: (q.started_at, q.id))
