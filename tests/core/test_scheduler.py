@@ -29,7 +29,7 @@ def t(
     priority: str | None = None,
     done: bool = False,
     eligible: bool = True,
-    estimate: float = 1.0,
+    estimate: float | None = None,
 ) -> SchedTask:
     return SchedTask(
         id=f"TASK-{num}",
@@ -369,7 +369,7 @@ def test_property_critical_path_matches_brute_force_on_dags(tasks: list[SchedTas
 
     def longest(tid: str) -> float:
         dependants = [s.id for s in tasks if not s.done and tid in s.dependencies and s.id in by_id]
-        return by_id[tid].estimate + max((longest(s) for s in dependants), default=0.0)
+        return by_id[tid].weight + max((longest(s) for s in dependants), default=0.0)
 
     cp = critical_path_lengths(tasks)
     for task in tasks:
@@ -383,4 +383,4 @@ def test_property_critical_paths_are_finite_even_with_cycles(tasks: list[SchedTa
     assert set(cp) == {task.id for task in tasks}
     for task in tasks:
         assert math.isfinite(cp[task.id])
-        assert cp[task.id] >= (0.0 if task.done else task.estimate)
+        assert cp[task.id] >= (0.0 if task.done else task.weight)

@@ -40,6 +40,7 @@ ranks the tasks upstream of it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -56,6 +57,7 @@ __all__ = [
     "SchedTask",
     "critical_path_lengths",
     "effective_priority_ranks",
+    "fill_estimates",
     "priority_rank",
     "rank_ready",
     "ready_tasks",
@@ -78,7 +80,11 @@ class SchedTask:
     invalid id raises :class:`scaffold.errors.InvalidIdError` here, once.
     ``eligible`` says the task may start as far as its own state goes (status To
     Do, lifecycle Idle); readiness by dependencies is decided by the scheduler.
-    ``estimate`` weights the critical path (default 1: every task counts the same).
+    ``estimate`` weights the critical path. ``None`` (the default) means nobody
+    estimated the task: it weighs 1, so with no estimate at all every task counts the
+    same, unless :func:`fill_estimates` gave it a learned one
+    (:mod:`scaffold.core.estimates`); an explicit estimate is never replaced.
+    Estimates of one call must share a unit (the runtime's learned ones are minutes).
     """
 
     id: str
@@ -86,18 +92,39 @@ class SchedTask:
     priority: str | None = None
     done: bool = False
     eligible: bool = True
-    estimate: float = 1.0
+    estimate: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", _canonical_id(self.id))
         deps = tuple(_canonical_id(d) for d in self.dependencies)
         object.__setattr__(self, "dependencies", deps)
+        if self.estimate is None:
+            return
         estimate = float(self.estimate)
         if not math.isfinite(estimate) or estimate < 0:
             raise BacklogError(
                 self.id, f"estimate must be a finite number >= 0, got {self.estimate!r}"
             )
         object.__setattr__(self, "estimate", estimate)
+
+    @property
+    def weight(self) -> float:
+        """The estimate the critical path uses: 1 when there is none."""
+        return 1.0 if self.estimate is None else self.estimate
+
+
+def fill_estimates(tasks: Iterable[SchedTask], learned: Mapping[str, float]) -> list[SchedTask]:
+    """``tasks`` with each missing estimate taken from ``learned`` (by canonical id).
+
+    An explicit estimate wins; a task ``learned`` does not know keeps ``None`` (weight
+    1). An empty ``learned`` returns the tasks unchanged, so no history means the
+    scheduler behaves exactly as without learning.
+    """
+    out: list[SchedTask] = []
+    for task in tasks:
+        value = learned.get(task.id) if task.estimate is None else None
+        out.append(task if value is None else dataclasses.replace(task, estimate=value))
+    return out
 
 
 def priority_rank(priority: str | None) -> int:
@@ -246,10 +273,10 @@ class _Graph:
             members = set(component)
             after = [n for m in component for n in self.dependants[m] if n not in members]
             if len(component) == 1:
-                weight = self.by_id[component[0]].estimate
+                weight = self.by_id[component[0]].weight
             else:
                 # Sum in id order so the float result does not depend on input order.
-                weight = sum(self.by_id[m].estimate for m in sorted(component, key=_id_key))
+                weight = sum(self.by_id[m].weight for m in sorted(component, key=_id_key))
             length = weight + max((lengths[n] for n in after), default=0.0)
             rank = min(
                 [priority_rank(self.by_id[m].priority) for m in component]

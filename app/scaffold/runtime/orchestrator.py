@@ -65,7 +65,7 @@ from scaffold.core.effects import (
 from scaffold.core.events import Event, signal_event
 from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for
-from scaffold.core.scheduler import SchedTask, schedule
+from scaffold.core.scheduler import SchedTask, fill_estimates, schedule
 from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import AgentError, IllegalTransition, ScaffoldError, UnknownQuestion
 from scaffold.git.ward import CommandWrap
@@ -83,6 +83,7 @@ from scaffold.runtime.agent_runs import (
     watch_signal,
 )
 from scaffold.runtime.backlog_cache import BacklogCache
+from scaffold.runtime.estimates import LearnedEstimates
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
@@ -130,6 +131,7 @@ class Orchestrator:
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
         self.backlog = BacklogCache(repo)
+        self.estimates = LearnedEstimates(repo) if config.scheduler.learn_estimates else None
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
             self.ops.default_branch_lock = default_branch_lock
@@ -377,6 +379,9 @@ class Orchestrator:
             )
             for t in self.quest.tasks.values()
         ]
+        if self.estimates is not None:
+            merged = sum(1 for t in self.quest.tasks.values() if t.outcome == "merged")
+            candidates = fill_estimates(candidates, self.estimates.minutes(snapshot, merged))
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
             self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))

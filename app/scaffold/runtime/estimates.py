@@ -1,0 +1,163 @@
+"""Learned task estimates for the scheduler: the I/O half of :mod:`scaffold.core.estimates`.
+
+Where the history comes from. Every quest this repository ran has a journal under
+``.scaffold/quests/<quest>/journal.jsonl`` (finished and open quests alike); each
+transition line carries its instant, the lifecycle states before and after, and the
+role whose signal caused it. :func:`slot_seconds` walks those lines and, for every
+task that was merged, adds up the time it held a slot (``core.states.HOLDS_SLOT``,
+minus the time it was parked on a question), charged to the role whose result ended
+each stretch (``scaffold`` for stretches no agent ended: worktree, Ward, merge). The
+features of each task (description, acceptance criteria, labels) come from its
+Backlog.md file, which stays in the repository after the task is Done.
+
+A task that was started again from Ready (after an abort or a safety stop) counts from
+its last start. Time scaffold itself was down while a task was in flight is counted
+(the journal cannot tell it apart); the model's winsorised means keep such an outlier
+from dominating.
+
+Cost. :class:`LearnedEstimates` reads the journals only when the orchestrator says the
+history may have grown (a task merged) and a journal's size actually changed; a tick
+costs a dictionary lookup per task. Any unreadable journal is skipped: estimates are
+advice, never a reason to stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from scaffold import backlog as bl
+from scaffold.agent.planning_tools import QUEST_LABEL_PREFIX
+from scaffold.core.estimates import (
+    SCAFFOLD_ROLE,
+    DurationModel,
+    TaskFeatures,
+    TaskSample,
+    count_paths,
+    fit,
+)
+from scaffold.core.states import HOLDS_SLOT, EventName, Lifecycle
+from scaffold.errors import ScaffoldError
+from scaffold.quest.model import HistoryEntry
+from scaffold.quest.store import JOURNAL_NAME, QuestStore
+
+__all__ = ["LearnedEstimates", "slot_seconds", "task_features"]
+
+_HOLDS = frozenset(s.value for s in HOLDS_SLOT)
+# Learned estimates are handed to the scheduler in minutes (explicit ones share it).
+_SECONDS_PER_UNIT = 60.0
+
+
+def task_features(task: bl.BacklogTask) -> TaskFeatures:
+    """What the model may see of a task before it runs (never its notes or summary,
+    which are written while or after it runs)."""
+    parts = [task.description or "", *(c.text for c in task.acceptance_criteria)]
+    text = "\n".join(p.strip() for p in parts if p and p.strip())
+    labels = tuple(lab for lab in task.labels if not lab.startswith(QUEST_LABEL_PREFIX))
+    return TaskFeatures(text_chars=len(text), files=count_paths(text), labels=labels)
+
+
+def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]:
+    """Seconds each merged task held a slot, per role (see the module docstring)."""
+    state: dict[str, str] = {}
+    since: dict[str, float] = {}
+    parked: set[str] = set()
+    spent: dict[str, dict[str, float]] = {}
+    merged: set[str] = set()
+    out: dict[str, dict[str, float]] = {}
+    for e in entries:
+        tid = e.task_id
+        if e.kind != "transition" or tid is None or e.target is None:
+            continue
+        at = e.at.timestamp()
+        if e.event == EventName.TASK_SELECTED.value:
+            spent[tid] = {}
+            merged.discard(tid)
+            out.pop(tid, None)
+        elif tid in state and state[tid] in _HOLDS and tid not in parked:
+            role = str(e.detail.get("role") or SCAFFOLD_ROLE)
+            bucket = spent.setdefault(tid, {})
+            bucket[role] = bucket.get(role, 0.0) + max(0.0, at - since[tid])
+        if e.event == EventName.QUESTION_ASKED.value:
+            parked.add(tid)
+        elif e.event == EventName.ANSWER_RECEIVED.value or e.target != Lifecycle.PROCESSING.value:
+            parked.discard(tid)
+        if e.event == EventName.MERGE_COMPLETE.value:
+            merged.add(tid)
+        state[tid] = e.target
+        since[tid] = at
+        if tid in merged and e.target not in _HOLDS:
+            out[tid] = dict(spent.get(tid, {}))
+            merged.discard(tid)
+    # Merged but not yet cleaned up (the journal ends mid-cleanup): count what we have.
+    for tid in merged:
+        out[tid] = dict(spent.get(tid, {}))
+    return {tid: roles for tid, roles in out.items() if roles}
+
+
+class LearnedEstimates:
+    """Per-repository cache of the fitted model and of each task's estimate."""
+
+    def __init__(self, repo: Path, store: QuestStore | None = None) -> None:
+        self.repo = repo
+        self.store = store or QuestStore(repo / ".scaffold" / "quests")
+        self._generation: object = object()
+        self._signature: tuple[tuple[str, int], ...] | None = None
+        self._model: DurationModel | None = None
+        self._snapshot: object = None
+        self._minutes: dict[str, float] = {}
+
+    @property
+    def model(self) -> DurationModel | None:
+        return self._model
+
+    def _journal_signature(self) -> tuple[tuple[str, int], ...]:
+        sig: list[tuple[str, int]] = []
+        for qid in self.store.list_ids():
+            with contextlib.suppress(OSError):
+                sig.append((qid, os.stat(self.store.root / qid / JOURNAL_NAME).st_size))
+        return tuple(sig)
+
+    def samples(self, tasks: Sequence[bl.BacklogTask]) -> list[TaskSample]:
+        """One sample per merged task in any journal whose Backlog.md file still exists."""
+        by_id = {t.id: t for t in tasks}
+        seen: dict[str, TaskSample] = {}
+        for qid in self.store.list_ids():
+            try:
+                spent = slot_seconds(self.store.history(qid))
+            except (ScaffoldError, OSError, ValueError):
+                continue
+            for tid, roles in spent.items():
+                bt = by_id.get(tid)
+                if bt is not None:
+                    # The same task merged by two quests (a retry): the later one wins.
+                    seen[tid] = TaskSample(task_features(bt), roles)
+        return [seen[tid] for tid in sorted(seen)]
+
+    def refresh(self, snapshot: bl.BacklogSnapshot, generation: object) -> None:
+        """Refit when ``generation`` changed (the caller bumps it when a task merges)
+        and the journals grew since the last fit."""
+        if generation == self._generation:
+            return
+        self._generation = generation
+        signature = self._journal_signature()
+        if signature == self._signature:
+            return
+        self._signature = signature
+        self._model = fit(self.samples(snapshot.tasks))
+        self._snapshot = None
+
+    def minutes(self, snapshot: bl.BacklogSnapshot, generation: object) -> Mapping[str, float]:
+        """Learned estimate (minutes) of every task of ``snapshot``; empty without history."""
+        self.refresh(snapshot, generation)
+        model = self._model
+        if model is None:
+            return {}
+        if self._snapshot is not snapshot:
+            self._snapshot = snapshot
+            self._minutes = {
+                t.id: model.estimate(task_features(t)) / _SECONDS_PER_UNIT for t in snapshot.tasks
+            }
+        return self._minutes
