@@ -75,3 +75,30 @@ def test_suite_reports_every_contender(bench: ModuleType) -> None:
     for figures in results.values():
         assert figures["mean"] >= 1.0 - 1e-9
         assert figures["max"] >= figures["mean"] - 1e-9
+
+
+def test_learned_suite_reports_every_contender(bench: ModuleType) -> None:
+    suite = bench.run_learned_suite(dags=4, tasks=8, slots=SLOTS, seed=3, edge_prob=0.2)
+    assert suite["dags_train"] == suite["dags_test"] == 2
+    results = suite["makespan_over_lower_bound"]
+    assert set(results) == set(bench.LEARNED_CONTENDERS)
+    for figures in results.values():
+        assert figures["mean"] >= 1.0 - 1e-9
+    assert suite["estimate_median_abs_log_error"] >= 0.0
+
+
+def test_featured_durations_are_the_roles_summed_and_estimates_see_features_only(
+    bench: ModuleType,
+) -> None:
+    fd = bench.featured_dag(random.Random(2), 10, 0.2, 0.3)
+    for tid in fd.dag.ids:
+        assert fd.dag.durations[tid] == pytest.approx(sum(fd.seconds_by_role[tid].values()))
+    model = bench.fit(bench._history([fd]))
+    # Another DAG with the same features but other durations gets the same estimates.
+    other = bench.FeaturedDag(
+        dag=bench.Dag(fd.dag.ids, fd.dag.deps, dict.fromkeys(fd.dag.ids, 1.0)),
+        features=fd.features,
+        seconds_by_role={},
+    )
+    assert bench.learned_estimates(model, other) == bench.learned_estimates(model, fd)
+    assert bench.learned_estimates(None, fd) == {}

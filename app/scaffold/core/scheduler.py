@@ -22,7 +22,10 @@ Ready tasks are ordered by, in turn:
    work, otherwise marking a task ``high`` would not make it finish any sooner.
 2. Critical path, longest first: the ``estimate``-weighted length of the longest
    chain of not-done tasks that starts at the task and follows "is depended on by"
-   edges (the task's own estimate included). Starting the task that holds up the
+   edges (the task's own estimate included; a task without one weighs 1, and the
+   runtime fills missing estimates with durations learned from finished tasks:
+   :func:`fill_estimates`, :mod:`scaffold.core.estimates`, docs/scheduling.md).
+   Starting the task that holds up the
    longest chain first is the classic list-scheduling rule (HLFET / "bottom
    level") and keeps the makespan near its lower bound.
 3. Number of not-done tasks that depend on it directly, most first: among equally
