@@ -9,7 +9,9 @@ from repo_builder import GIT_IDENTITY, MakeProject, Project, TaskSpec, codeweave
 from scaffold import backlog as bl
 from scaffold.core.estimates import SCAFFOLD_ROLE
 from scaffold.quest.model import HistoryEntry
+from scaffold.quest.store import QuestStore
 from scaffold.runtime.estimates import LearnedEstimates, slot_seconds, task_features
+from scaffold.runtime.session import state_branch
 
 LONG = (
     "Rewrite the exporter in app/export.py and app/formats/csv.py, keep docs/export.md "
@@ -65,6 +67,11 @@ def test_the_orchestrator_starts_the_longer_task_first(make_project: MakeProject
     assert learned.model.samples == 1
     # Cached: the same generation and snapshot give the very same mapping back.
     assert learned.minutes(snapshot, 0) is minutes
+    # Another clone has no journal, only the state branch: the same history.
+    elsewhere = QuestStore(project.root / "no-journals")
+    from_branch = LearnedEstimates(project.repo, elsewhere, state_branch(project.repo))
+    assert from_branch.samples(snapshot.tasks) == samples
+    assert LearnedEstimates(project.repo, elsewhere).samples(snapshot.tasks) == []
 
     assert _second_round(project) == ["TASK-3", "TASK-2"]
 
@@ -152,3 +159,16 @@ def test_slot_seconds_counts_from_the_last_start() -> None:
     ]
     # The journal ends mid-cleanup: the merged task still counts.
     assert slot_seconds(entries) == {"TASK-1": {SCAFFOLD_ROLE: 60.0 * 4, "codeweaver": 600.0}}
+
+
+def test_slot_seconds_needs_the_start_of_a_task() -> None:
+    # A history cut short (the state branch keeps only the newest entries).
+    entries = [
+        tr(1, 10, "TASK-1", "code_complete", "Processing", "TestValidation", "codeweaver"),
+        tr(2, 11, "TASK-1", "tests_passed", "TestValidation", "DiagramCheck"),
+        tr(3, 12, "TASK-1", "diagrams_synced", "DiagramCheck", "PR_Created"),
+        tr(4, 13, "TASK-1", "pr_approved", "PR_Created", "Merging"),
+        tr(5, 14, "TASK-1", "merge_complete", "Merging", "Cleanup"),
+        tr(6, 15, "TASK-1", "backlog_synced", "Cleanup", "Idle"),
+    ]
+    assert slot_seconds(entries) == {}

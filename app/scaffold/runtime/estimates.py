@@ -1,7 +1,9 @@
 """Learned task estimates for the scheduler: the I/O half of :mod:`scaffold.core.estimates`.
 
-Where the history comes from. Every quest this repository ran has a journal under
-``.scaffold/quests/<quest>/journal.jsonl`` (finished and open quests alike); each
+Where the history comes from. Every quest this clone ran has a journal under
+``.scaffold/quests/<quest>/journal.jsonl`` (finished and open quests alike); a quest
+only the state branch knows (another server or an Action ran it) contributes the
+newest history entries its file keeps (``state.document.RECENT_KEPT``). Each
 transition line carries its instant, the lifecycle states before and after, and the
 role whose signal caused it. :func:`slot_seconds` walks those lines and, for every
 task that was merged, adds up the time it held a slot (``core.states.HOLDS_SLOT``,
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from scaffold import backlog as bl
@@ -42,6 +44,7 @@ from scaffold.core.states import HOLDS_SLOT, EventName, Lifecycle
 from scaffold.errors import ScaffoldError
 from scaffold.quest.model import HistoryEntry
 from scaffold.quest.store import JOURNAL_NAME, QuestStore
+from scaffold.state.branch import StateBranch
 
 __all__ = ["LearnedEstimates", "slot_seconds", "task_features"]
 
@@ -76,9 +79,11 @@ def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]
             spent[tid] = {}
             merged.discard(tid)
             out.pop(tid, None)
-        elif tid in state and state[tid] in _HOLDS and tid not in parked:
+        elif tid in spent and state.get(tid) in _HOLDS and tid not in parked:
+            # Only from a start we saw: a history cut short (the state branch keeps the
+            # newest entries) must not pass a task's tail off as all of it.
             role = str(e.detail.get("role") or SCAFFOLD_ROLE)
-            bucket = spent.setdefault(tid, {})
+            bucket = spent[tid]
             bucket[role] = bucket.get(role, 0.0) + max(0.0, at - since[tid])
         if e.event == EventName.QUESTION_ASKED.value:
             parked.add(tid)
@@ -100,11 +105,14 @@ def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]
 class LearnedEstimates:
     """Per-repository cache of the fitted model and of each task's estimate."""
 
-    def __init__(self, repo: Path, store: QuestStore | None = None) -> None:
+    def __init__(
+        self, repo: Path, store: QuestStore | None = None, branch: StateBranch | None = None
+    ) -> None:
         self.repo = repo
         self.store = store or QuestStore(repo / ".scaffold" / "quests")
+        self.branch = branch
         self._generation: object = object()
-        self._signature: tuple[tuple[str, int], ...] | None = None
+        self._signature: tuple[object, ...] | None = None
         self._model: DurationModel | None = None
         self._snapshot: object = None
         self._minutes: dict[str, float] = {}
@@ -113,20 +121,39 @@ class LearnedEstimates:
     def model(self) -> DurationModel | None:
         return self._model
 
-    def _journal_signature(self) -> tuple[tuple[str, int], ...]:
-        sig: list[tuple[str, int]] = []
+    def _journal_signature(self) -> tuple[object, ...]:
+        sig: list[object] = []
         for qid in self.store.list_ids():
             with contextlib.suppress(OSError):
                 sig.append((qid, os.stat(self.store.root / qid / JOURNAL_NAME).st_size))
+        if self.branch is not None:
+            with contextlib.suppress(ScaffoldError, OSError):
+                sig.append(self.branch.tip())
         return tuple(sig)
+
+    def _histories(self) -> Iterator[Iterable[HistoryEntry]]:
+        """The local journals, then the state branch's (newest entries of each quest)
+        for the quests this clone has no journal of (another server ran them)."""
+        local = self.store.list_ids()
+        for qid in local:
+            yield self.store.history(qid)
+        if self.branch is None:
+            return
+        try:
+            docs = self.branch.read()
+        except (ScaffoldError, OSError):
+            return
+        for qid in sorted(docs):
+            if qid not in local:
+                yield docs[qid].history.recent
 
     def samples(self, tasks: Sequence[bl.BacklogTask]) -> list[TaskSample]:
         """One sample per merged task in any journal whose Backlog.md file still exists."""
         by_id = {t.id: t for t in tasks}
         seen: dict[str, TaskSample] = {}
-        for qid in self.store.list_ids():
+        for entries in self._histories():
             try:
-                spent = slot_seconds(self.store.history(qid))
+                spent = slot_seconds(entries)
             except (ScaffoldError, OSError, ValueError):
                 continue
             for tid, roles in spent.items():
@@ -146,7 +173,10 @@ class LearnedEstimates:
         if signature == self._signature:
             return
         self._signature = signature
-        self._model = fit(self.samples(snapshot.tasks))
+        try:
+            self._model = fit(self.samples(snapshot.tasks))
+        except (ScaffoldError, OSError, ValueError, ArithmeticError):
+            self._model = None  # advice only: no estimate is never a reason to stop
         self._snapshot = None
 
     def minutes(self, snapshot: bl.BacklogSnapshot, generation: object) -> Mapping[str, float]:

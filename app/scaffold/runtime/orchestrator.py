@@ -131,7 +131,6 @@ class Orchestrator:
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
         self.backlog = BacklogCache(repo)
-        self.estimates = LearnedEstimates(repo) if config.scheduler.learn_estimates else None
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
             self.ops.default_branch_lock = default_branch_lock
@@ -153,6 +152,11 @@ class Orchestrator:
         self.remote = remote
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
+        self.estimates = (
+            LearnedEstimates(repo, branch=publisher.branch if publisher else None)
+            if config.scheduler.learn_estimates
+            else None
+        )
         self.before_publish = before_publish
         self._publishing: asyncio.Task[None] | None = None
         self._publish_error_said: str | None = None
