@@ -196,3 +196,9 @@ def test_explicit_estimate_wins_over_learned() -> None:
 def test_no_learned_estimates_changes_nothing() -> None:
     assert fill_estimates(tasks(), {}) == tasks()
     assert [t.weight for t in tasks()] == [1.0] * 4
+
+
+def test_a_task_the_model_does_not_know_weighs_the_median_learned_value() -> None:
+    learned = {"TASK-1": 10.0, "TASK-2": 20.0, "TASK-3": 90.0}
+    filled = fill_estimates(tasks(), learned)
+    assert [t.estimate for t in filled] == [10.0, 20.0, 90.0, 20.0]

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -119,14 +120,22 @@ class SchedTask:
 def fill_estimates(tasks: Iterable[SchedTask], learned: Mapping[str, float]) -> list[SchedTask]:
     """``tasks`` with each missing estimate taken from ``learned`` (by canonical id).
 
-    An explicit estimate wins; a task ``learned`` does not know keeps ``None`` (weight
-    1). An empty ``learned`` returns the tasks unchanged, so no history means the
-    scheduler behaves exactly as without learning.
+    An explicit estimate wins. A task ``learned`` does not know (its Backlog.md file
+    is missing, say) gets the median of the learned values, so that it is weighed on
+    the same scale as its neighbours rather than as one unit among minutes. An empty
+    ``learned`` returns the tasks unchanged, so no history means the scheduler
+    behaves exactly as without learning.
     """
+    items = list(tasks)
+    if not learned:
+        return items
+    fallback = statistics.median(learned.values())
     out: list[SchedTask] = []
-    for task in tasks:
-        value = learned.get(task.id) if task.estimate is None else None
-        out.append(task if value is None else dataclasses.replace(task, estimate=value))
+    for task in items:
+        if task.estimate is not None:
+            out.append(task)
+            continue
+        out.append(dataclasses.replace(task, estimate=learned.get(task.id, fallback)))
     return out
 
 
