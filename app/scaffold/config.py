@@ -37,6 +37,10 @@ class AgentConfig(_Section):
     max_turns: PositiveInt | None = None
     # Extra arguments appended to every agent invocation (argv, never a shell string).
     extra_args: tuple[str, ...] = ()
+    # How the agent reaches its signal-back tool: "http" = MCP Streamable HTTP served by
+    # scaffold itself (a URL and a per-run secret in --mcp-config); "stdio" = a
+    # `scaffold signal-server --relay` process the agent starts (for agents without HTTP).
+    signal_transport: Literal["http", "stdio"] = "http"
 
     @field_validator("command", mode="before")
     @classmethod
