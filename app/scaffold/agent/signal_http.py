@@ -144,6 +144,8 @@ class SignalHttpEndpoint:
         if self._server is not None:
             self._server.close()
         if self._web is not None:
+            for conn in self._web.connections:
+                conn.close()  # idle keep-alive connections end now, a request in hand first
             await self._web.shutdown(1.0)
         if self._server is not None:
             await self._server.wait_closed()
