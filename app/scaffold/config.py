@@ -287,6 +287,7 @@ agent:
   command: [claude]          # argv of the agent program (Claude Code by default)
   stuck_timeout_s: 600       # no output for this long -> the agent is stuck and killed
   max_attempts: 3            # crashes/stalls retried (resuming the session) before Blocked
+  signal_transport: http     # signal-back: http (served by scaffold) | stdio (a relay process)
 ward: []                     # checks run in the task's worktree, e.g. [[ruff, check, .], [pytest, -q]]
 safety:
   max_cost_usd: 5.0
