@@ -1,6 +1,10 @@
 """``signal-back`` answered by scaffold itself, for one agent run, over a unix socket.
 
-Inside a sandbox the agent's MCP server (``scaffold signal-server --relay SOCK``) holds
+The endpoint of ``agent.signal_transport: stdio`` (agents that cannot speak HTTP MCP, and
+the Actions slot); the default transport is :mod:`scaffold.agent.signal_http`. The tools
+themselves (binding, checks, durable write, retries) are :class:`~scaffold.agent.run_tools.RunTools`.
+
+The agent's MCP server (``scaffold signal-server --relay SOCK``) holds
 no binding and writes nothing: it forwards each ``tools/list`` and ``tools/call`` to
 the :class:`SignalEndpoint` of its run, which scaffold serves outside the sandbox.
 The endpoint owns the binding (quest, step, role), checks every call with the same
