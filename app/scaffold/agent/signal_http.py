@@ -127,7 +127,7 @@ class SignalHttpEndpoint:
 
     async def __aenter__(self) -> SignalHttpEndpoint:
         loop = asyncio.get_running_loop()
-        self._web = web.Server(self._handle, handler_cancellation=False)
+        self._web = web.Server(self._handle, handler_cancellation=False, access_log=None)
         if self.unix_path is not None:
             self._server = await loop.create_unix_server(self._web, str(self.unix_path))
         else:
