@@ -10,8 +10,10 @@ low-level server): no MCP server process to start or stop. It listens
   only and answers only this run's binding, whatever secret it is shown.
 
 Every request must carry ``Authorization: Bearer <secret>``, a random secret made for the
-run and revoked when the run ends: a wrong or missing one is refused with 401, a request
-after the run with 404, before anything is read or written. The tools, the step binding
+run and revoked when the run ends: a wrong or missing one is refused with 401, before
+anything is read or written. When the run ends the secret is revoked (a request still
+arriving gets 404), idle connections are closed and the listener goes: a replay finds
+nothing to talk to, or another run's endpoint, which refuses the old secret. The tools, the step binding
 and the payload checks are those of :class:`~scaffold.agent.run_tools.RunTools`; an
 accepted signal is on disk (fsynced) before the answer is sent.
 
