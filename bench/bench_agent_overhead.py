@@ -20,6 +20,10 @@ warm-up run of each):
 - **scaffold**: that invocation through :func:`scaffold.agent.process.run_agent` exactly
   as the orchestrator does it (``AgentSpec``, an ``on_event`` that checks the init event,
   ``watch_signal`` beside it, a ``LiveChildren``).
+- **scaffold-stdio** / **scaffold-nosbx-stdio**: the same two with
+  ``agent.signal_transport: stdio`` (the ``scaffold signal-server --relay`` process the
+  CLI starts), side by side with the default HTTP endpoint scaffold serves itself
+  (``--transport http|stdio`` keeps only one of them).
 - **orchestrator** (one per round): one Backlog.md task through ``scaffold run``
   in-process (``open_or_create_quest`` + ``run_quest``), one slot, Ward empty, approval
   auto, where Codeweaver, Siegemaster and Lawbringer are real ``claude`` runs.
@@ -58,6 +62,7 @@ Usage::
     .venv/bin/python bench/bench_agent_overhead.py --quick      # 2 rounds
     .venv/bin/python bench/bench_agent_overhead.py --rounds 9
     .venv/bin/python bench/bench_agent_overhead.py --what-if-sigint   # + the experiment
+    .venv/bin/python bench/bench_agent_overhead.py --quick --no-orchestrator --transport http
 
 Results go to ``bench/results/agent_overhead.json``, one entry per configuration
 (``rounds N``; ``quick`` for ``--quick``): a new run replaces its entry. A busy machine
@@ -86,7 +91,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scaffold import backlog as bl
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, OnEvent, run_agent
@@ -132,7 +137,10 @@ PROMPT = PromptData(
 )
 NO_MCP = "no-mcp"  # reference: the CLI alone, without scaffold's signal server
 UNSANDBOXED = "scaffold-nosbx"  # scaffold's run without the sandbox: the sandbox's baseline
-VARIANTS = (NO_MCP, "bare", "bare+argv", UNSANDBOXED, "scaffold")
+# The same two with agent.signal_transport: stdio (the MCP relay process the agent starts).
+STDIO, UNSANDBOXED_STDIO = "scaffold-stdio", "scaffold-nosbx-stdio"
+VARIANTS = (NO_MCP, "bare", "bare+argv", UNSANDBOXED_STDIO, STDIO, UNSANDBOXED, "scaffold")
+SCAFFOLD_VARIANTS = ("scaffold", UNSANDBOXED, STDIO, UNSANDBOXED_STDIO)
 FIXED = "scaffold+fix"  # --what-if-sigint
 ORCH, ORCH_FIXED = "orchestrator", "orchestrator+fix"
 ORCH_ROLES = ("codeweaver", "siegemaster", "lawbringer")
@@ -335,7 +343,7 @@ class Bench:
 
     def run(self, variant: str, round_no: int) -> RunTimes:
         inv, signal_dir = self.invocation(f"{round_no:03d}-{variant}", variant == FIXED)
-        if variant in ("scaffold", UNSANDBOXED, FIXED):
+        if variant in (*SCAFFOLD_VARIANTS, FIXED):
             times = asyncio.run(self._scaffold(variant, inv, signal_dir, round_no))
         else:
             if variant in ("bare", NO_MCP):
@@ -428,9 +436,19 @@ class Bench:
         confinement = Confinement(
             repo=self.work, cwd=self.work, private=self.root / "private", worktree=tree
         )
-        mode = "off" if variant == UNSANDBOXED else "bwrap"
+        mode = "off" if variant in (UNSANDBOXED, UNSANDBOXED_STDIO) else "bwrap"
+        transport: Literal["http", "stdio"] = (
+            "stdio" if variant in (STDIO, UNSANDBOXED_STDIO, FIXED) else "http"
+        )
         sandbox = resolve_sandbox(SandboxConfig(mode=mode), strict=False)
-        channel = RunChannel(sandbox, binding, confinement, python=sys.executable, env=self.env())
+        channel = RunChannel(
+            sandbox,
+            binding,
+            confinement,
+            python=sys.executable,
+            env=self.env(),
+            transport=transport,
+        )
         async with channel:
             inv = build_invocation(
                 self.config,
@@ -441,6 +459,7 @@ class Bench:
                 config_path=channel.config_path,
                 relay_socket=channel.inside / "signal.sock",
                 python=sys.executable,
+                mcp_config=channel.mcp_config,
             )
             argv, env = channel.wrap(inv.argv, {**self.env(), **inv.env})
             spec = AgentSpec(
@@ -746,6 +765,14 @@ def analyse(singles: list[RunTimes], rounds: list[OrchRound]) -> dict[str, Any]:
             other = spans[key][v]["median_ms"]
             ratios[v] = other / bare if bare and other is not None else None
         spans[key]["ratio_to_bare"] = ratios
+        alone = spans[key][NO_MCP]["median_ms"] if NO_MCP in variants else None
+        spans[key]["ratio_to_no_mcp"] = {
+            v: (
+                spans[key][v]["median_ms"] / alone if alone and spans[key][v]["median_ms"] else None
+            )
+            for v in variants
+            if v in SCAFFOLD_VARIANTS
+        }
     result: dict[str, Any] = {"single_run": spans}
     if UNSANDBOXED in variants and "scaffold" in variants:
         # The sandbox's cost per agent run: the same run through scaffold, with and without.
@@ -791,7 +818,7 @@ def _ratio(value: float | None) -> str:
 def report(r: dict[str, Any]) -> None:
     analysis = r["analysis"]
     spans = analysis["single_run"]
-    variants = list(spans["spawn_to_end"].keys() - {"ratio_to_bare"})
+    variants = list(spans["spawn_to_end"].keys() - {"ratio_to_bare", "ratio_to_no_mcp"})
     variants.sort(key=[*VARIANTS, FIXED].index)
     print()
     print(
@@ -799,6 +826,7 @@ def report(r: dict[str, Any]) -> None:
         f"{r['machine']['cpus']} CPUs)"
     )
     head = f"{'':<52}" + "".join(f" {v:>12}" for v in variants) + f" {'scaffold/bare':>14}"
+    head += f" {'http/no-mcp':>12} {'stdio/no-mcp':>13}"
     if FIXED in variants:
         head += f" {'fix/bare':>9}"
     print(head)
@@ -807,6 +835,8 @@ def report(r: dict[str, Any]) -> None:
         row = spans[key]
         line = f"{label:<52}" + "".join(f" {_ms(row[v]['median_ms']):>12}" for v in variants)
         line += f" {_ratio(row['ratio_to_bare'].get('scaffold')):>14}"
+        line += f" {_ratio(row['ratio_to_no_mcp'].get('scaffold')):>12}"
+        line += f" {_ratio(row['ratio_to_no_mcp'].get(STDIO)):>13}"
         if FIXED in variants:
             line += f" {_ratio(row['ratio_to_bare'].get(FIXED)):>9}"
         print(line)
@@ -899,7 +929,9 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     singles: list[RunTimes] = []
     rounds: list[OrchRound] = []
     failures: list[str] = []
-    order = [*VARIANTS, *((FIXED,) if args.what_if_sigint else ())]
+    skip = {"http": (STDIO, UNSANDBOXED_STDIO), "stdio": ("scaffold", UNSANDBOXED)}
+    variants = [v for v in VARIANTS if v not in skip.get(args.transport, ())]
+    order = [*variants, *((FIXED,) if args.what_if_sigint else ())]
     if not args.no_orchestrator:
         order += [ORCH, *((ORCH_FIXED,) if args.what_if_sigint else ())]
     with MessagesServer(script()) as server:
@@ -936,6 +968,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         print(f"WARNING: {f}")
     return {
         "rounds": args.rounds,
+        "transport": args.transport,
         "what_if_sigint": args.what_if_sigint,
         "claude_version": claude_version(claude),
         "failures": failures,
@@ -992,6 +1025,12 @@ def main() -> None:
         help="experiment: also run scaffold with a signal server that dies on SIGINT "
         "(not the shipped code; recorded under its own key)",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("both", "http", "stdio"),
+        default="both",
+        help="which signal transports the scaffold variants use (default both, side by side)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     args = parser.parse_args()
     if args.rounds is None:
@@ -1020,6 +1059,8 @@ def main() -> None:
     key = ("quick, " if args.quick else "") + f"rounds {args.rounds}"
     if args.no_orchestrator:
         key += ", no orchestrator"
+    if args.transport != "both":
+        key += f", {args.transport} transport only"
     if args.what_if_sigint:
         key += ", WHAT-IF SIGINT fix"
     data[key] = result

@@ -393,9 +393,11 @@ class TimedReporter(Reporter):
         super().__init__(io.StringIO(), color=False)
         self.marks: list[tuple[float, str, str]] = []
 
-    def transition(self, step: str, source: str | None, target: str | None, event: str) -> None:
+    def transition(
+        self, step: str, source: str | None, target: str | None, event: str, detail: str = ""
+    ) -> None:
         self.marks.append((time.time(), step, f"event:{event}"))
-        super().transition(step, source, target, event)
+        super().transition(step, source, target, event, detail)
 
     def agent_started(self, step: str, role: str, kind: str, resume: str | None) -> None:
         self.marks.append((time.time(), step, f"started:{role}"))

@@ -154,15 +154,21 @@ def scaffold_popen(
 # run's endpoint without the MCP transport (the scripted agent exports its MCP config).
 _RELAY_CALL = """\
 import json, os, sys
-from scaffold.agent.signal_relay import relay_request
 name, payload = sys.argv[1], json.loads(sys.argv[2])
 if name == "signal-back":
     payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
 server = json.loads(os.environ["SCAFFOLD_MCP_SERVERS"])["scaffold"]
-socket = next(a.split("=", 1)[1] for a in server["args"] if a.startswith("--relay="))
-reply = relay_request(socket, {"op": "call", "name": name, "arguments": payload})
-print(reply["text"])
-sys.exit(1 if reply["is_error"] else 0)
+if server.get("type") == "http":
+    from scaffold.agent.mcp_http_client import McpHttpClient
+    client = McpHttpClient(server["url"], server.get("headers"))
+    text, is_error = client.call_tool(name, payload)
+else:
+    from scaffold.agent.signal_relay import relay_request
+    socket = next(a.split("=", 1)[1] for a in server["args"] if a.startswith("--relay="))
+    reply = relay_request(socket, {"op": "call", "name": name, "arguments": payload})
+    text, is_error = reply["text"], reply["is_error"]
+print(text)
+sys.exit(1 if is_error else 0)
 """
 
 

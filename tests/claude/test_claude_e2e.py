@@ -446,3 +446,34 @@ def test_scaffold_killed_mid_run_resumes_the_session(
     assert project.git("show", "main:hello.txt") == "hello\n"
     assert project.backlog_status("TASK-1") == "Done"
     assert [t.name for t in server.script if t.fired == 0] == []
+
+
+# --------------------------------------------------------------------------- 7
+
+
+def test_the_stdio_signal_transport_still_works_with_claude(
+    claude_bin: str, server: MessagesServer, project: E2EProject
+) -> None:
+    """``agent.signal_transport: stdio``: claude starts ``scaffold signal-server --relay``
+    (in the sandbox) instead of reaching scaffold's HTTP endpoint; the task still merges."""
+    config = scaffold_config(claude_bin, agent={"signal_transport": "stdio"})
+    project.build(config, tasks=["Hello file"])
+    server.add(
+        *chain(
+            _write("hello.txt", "hello\n"),
+            signal_back("complete", summary="hello.txt written"),
+            when=When(role="codeweaver", step="TASK-1"),
+            name="implement",
+        ),
+        *_complete("siegemaster", "edge cases hold"),
+        *_complete("lawbringer", "reviewed: fine"),
+    )
+
+    result = project.run()
+
+    server.check()
+    assert result.exit_code == 0, result.output
+    assert project.backlog_status("TASK-1") == "Done"
+    assert project.git("show", "main:hello.txt") == "hello\n"
+    first = next(r for r in server.requests if r.is_messages)
+    assert SIGNAL_TOOL in first.tools  # the relayed server offered signal-back

@@ -355,7 +355,10 @@ def run_slot(
     confinement = Confinement(
         repo=workspace, cwd=workspace, private=private, worktree=workspace, extra_hidden=(out,)
     )
-    channel = RunChannel(sandbox, binding, confinement, python=python, env=base_env)
+    # The Action keeps the stdio relay: its config is known before the loop starts.
+    channel = RunChannel(
+        sandbox, binding, confinement, python=python, env=base_env, transport="stdio"
+    )
     inv = build_invocation(
         cfg,
         run,

@@ -16,8 +16,9 @@ crashes, the 2nd succeeds" is two runs with ``"attempt": 1`` and ``"attempt": 2`
 A run's ``actions`` are played in order: ``write``/``append``/``delete`` a file (inside
 the cwd), ``run`` an argv, ``say`` a text, ``sleep``, ``print_garbage``,
 ``print_long_line``, ``hang``, ``crash`` (exit without a signal), ``signal`` (a real
-``signal-back`` call to the ``scaffold`` MCP server of ``--mcp-config``, through the mcp
-SDK's stdio client) and ``expect_prompt_contains``. The stream-json it prints has the
+``signal-back`` call to the ``scaffold`` MCP server of ``--mcp-config``: a ``"type":
+"http"`` server through a plain HTTP client (:mod:`scaffold.agent.mcp_http_client`), a
+stdio one through the mcp SDK's stdio client) and ``expect_prompt_contains``. The stream-json it prints has the
 shapes Claude Code prints (system/init, assistant, user tool_result, result).
 
 Exit codes: 0 played to the end; 2 no run matches (an error result is printed first);
@@ -53,6 +54,8 @@ from scaffold.ids import normalize_task_id
 
 if TYPE_CHECKING:
     from mcp import Client
+
+    from scaffold.agent.mcp_http_client import McpHttpClient
 
 ENV_SCRIPT = "SCAFFOLD_AGENT_SCRIPT"
 ENV_STATE = "SCAFFOLD_AGENT_STATE"
@@ -331,7 +334,10 @@ def load_mcp_servers(configs: list[str]) -> dict[str, dict[str, Any]]:
         if not isinstance(entries, dict):
             raise _ClaudeError(f"Error: Invalid MCP configuration: {value}: no mcpServers object")
         for name, entry in entries.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            if isinstance(entry, dict) and entry.get("type") == "http":
+                if not isinstance(entry.get("url"), str):
+                    raise _ClaudeError(f"Error: Invalid MCP configuration: {name}: needs a url")
+            elif not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
                 raise _ClaudeError(f"Error: Invalid MCP configuration: {name}: needs a command")
             servers[str(name)] = entry
     return servers
@@ -553,6 +559,7 @@ class Player:
         self.server_log = server_log
         self.stack = AsyncExitStack()
         self.client: Client | None = None
+        self.http: McpHttpClient | None = None
         self.connect_error: str | None = None
 
     async def connect(self) -> str:
@@ -564,6 +571,8 @@ class Player:
         if entry is None:
             self.connect_error = f"no MCP server named {MCP_SERVER!r} configured"
             return "failed"
+        if entry.get("type") == "http":
+            return await self._connect_http(entry)
         env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
         params = StdioServerParameters(
             command=entry["command"],
@@ -579,6 +588,23 @@ class Player:
             self.connect_error = f"MCP server {MCP_SERVER!r} failed to start: {exc!r}"
             print(f"scripted agent: {self.connect_error}", file=sys.stderr)
             return "failed"
+        return "connected"
+
+    async def _connect_http(self, entry: Mapping[str, Any]) -> str:
+        import anyio
+
+        from scaffold.agent.mcp_http_client import McpHttpClient, McpHttpError
+
+        headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+        try:
+            client = McpHttpClient(str(entry["url"]), headers)
+            await anyio.to_thread.run_sync(client.initialize, "scripted-agent")
+        except (OSError, ValueError, McpHttpError) as exc:
+            self.connect_error = f"MCP server {MCP_SERVER!r} failed to connect: {exc!r}"
+            print(f"scripted agent: {self.connect_error}", file=sys.stderr)
+            return "failed"
+        self.http = client
+        self.stack.push_async_callback(anyio.to_thread.run_sync, client.close)
         return "connected"
 
     async def play(self, actions: list[Action]) -> None:
@@ -667,8 +693,11 @@ class Player:
 
         arguments = dict(payload)
         arguments.setdefault("stepId", self.step_id)
-        if self.client is None and self.connect_error is None:
+        if self.client is None and self.http is None and self.connect_error is None:
             await self.connect()
+        if self.http is not None:
+            await self._signal_http(self.http, arguments)
+            return
         if self.client is None:
             text = f"No such tool available: {SIGNAL_TOOL} ({self.connect_error})"
             self.stream.tool(SIGNAL_TOOL, arguments, text, True)
@@ -680,6 +709,18 @@ class Player:
             return
         texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
         self.stream.tool(SIGNAL_TOOL, arguments, "\n".join(texts), result.is_error)
+
+    async def _signal_http(self, client: McpHttpClient, arguments: dict[str, Any]) -> None:
+        import anyio
+
+        from scaffold.agent.mcp_http_client import McpHttpError
+
+        try:
+            text, is_error = await anyio.to_thread.run_sync(client.call_tool, MCP_TOOL, arguments)
+        except (OSError, ValueError, McpHttpError) as exc:
+            self.stream.tool(SIGNAL_TOOL, arguments, f"MCP error: {exc}", True)
+            return
+        self.stream.tool(SIGNAL_TOOL, arguments, text, is_error)
 
 
 # --------------------------------------------------------------------------- main

@@ -1,6 +1,10 @@
 """``signal-back`` answered by scaffold itself, for one agent run, over a unix socket.
 
-Inside a sandbox the agent's MCP server (``scaffold signal-server --relay SOCK``) holds
+The endpoint of ``agent.signal_transport: stdio`` (agents that cannot speak HTTP MCP, and
+the Actions slot); the default transport is :mod:`scaffold.agent.signal_http`. The tools
+themselves (binding, checks, durable write, retries) are :class:`~scaffold.agent.run_tools.RunTools`.
+
+The agent's MCP server (``scaffold signal-server --relay SOCK``) holds
 no binding and writes nothing: it forwards each ``tools/list`` and ``tools/call`` to
 the :class:`SignalEndpoint` of its run, which scaffold serves outside the sandbox.
 The endpoint owns the binding (quest, step, role), checks every call with the same
@@ -23,55 +27,26 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from scaffold.agent.planning_tools import planning_tools
-from scaffold.agent.signal_server import (
-    TOOL_NAME,
-    Binding,
-    SignalWriter,
-    handle_call,
-    tool_description,
-    tool_input_schema,
-)
+from scaffold.agent.run_tools import RunTools, tool_specs
+from scaffold.agent.signal_server import Binding
 
 __all__ = ["MAX_REQUEST_BYTES", "SignalEndpoint", "relay_request", "tool_specs"]
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-def tool_specs(binding: Binding) -> list[dict[str, Any]]:
-    """The tools of this run: ``signal-back`` and the role's planning tool, if any."""
-    specs = [
-        {
-            "name": TOOL_NAME,
-            "description": tool_description(binding),
-            "inputSchema": tool_input_schema(binding),
-        }
-    ]
-    for tool in planning_tools(
-        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-    ):
-        specs.append(
-            {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-        )
-    return specs
-
-
 class SignalEndpoint:
     """Serves one run's tools at ``path`` until closed; ``signalled`` is set on a signal."""
 
-    def __init__(self, binding: Binding, path: Path) -> None:
+    def __init__(self, binding: Binding, path: Path, tools: RunTools | None = None) -> None:
         self.binding = binding
         self.path = path
-        self.writer = SignalWriter(binding)
-        self.planning = {
-            t.name: t
-            for t in planning_tools(
-                binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-            )
-        }
-        self.signalled = asyncio.Event()
+        self.tools = tools or RunTools(binding)
         self._server: asyncio.Server | None = None
-        self._lock = asyncio.Lock()
+
+    @property
+    def signalled(self) -> asyncio.Event:
+        return self.tools.signalled
 
     async def __aenter__(self) -> SignalEndpoint:
         self._server = await asyncio.start_unix_server(
@@ -104,19 +79,13 @@ class SignalEndpoint:
         if not isinstance(request, dict):
             return {"text": "malformed request", "is_error": True}
         if request.get("op") == "list":
-            return {"tools": tool_specs(self.binding)}
+            return {"tools": self.tools.specs}
         if request.get("op") != "call" or not isinstance(request.get("name"), str):
             return {"text": "unknown request", "is_error": True}
         arguments = request.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return {"text": "arguments must be an object", "is_error": True}
-        # One call at a time: the durable write and the planning tools are not reentrant.
-        async with self._lock:
-            outcome = await asyncio.to_thread(
-                handle_call, self.binding, self.writer, self.planning, request["name"], arguments
-            )
-        if outcome.record is not None:
-            self.signalled.set()
+        outcome = await self.tools.call(request["name"], arguments)
         return {"text": outcome.text, "is_error": outcome.is_error}
 
 

@@ -1,7 +1,10 @@
 """The ``scaffold`` MCP server: the agent's one way to report back (tool ``signal-back``).
 
-Every agent run gets its own server over stdio, bound to one quest, step and role
-(command-line options, else ``SCAFFOLD_*`` environment variables). A payload is
+This module holds the binding, the payload checks and the durable write that every
+transport shares, and the stdio server: bound to one quest, step and role (command-line
+options, else ``SCAFFOLD_*`` environment variables), or relaying to the run's endpoint
+(``--relay``, ``agent.signal_transport: stdio``). By default scaffold serves the tool
+itself over HTTP (:mod:`scaffold.agent.signal_http`). A payload is
 checked with :func:`scaffold.signals.parse_signal`; a bad one, a foreign ``stepId``
 or a signal the role may not send comes back as a tool error the agent can read
 and correct. An accepted signal is on disk (written, fsynced, atomically named

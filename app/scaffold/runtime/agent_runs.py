@@ -38,7 +38,10 @@ def build_invocation(
     config_path: Path,
     relay_socket: Path,
     python: str,
+    mcp_config: dict[str, Any] | None = None,
 ) -> Invocation:
+    """The agent's argv and environment; ``mcp_config`` is what ``config_path`` holds
+    (the run channel's), else the stdio relay's to ``relay_socket``."""
     role = run.role
     command = list(cfg.agent.command)
     env = {
@@ -70,7 +73,7 @@ def build_invocation(
         )
         env.update(claude.claude_env())
     argv += list(cfg.agent.extra_args)
-    return Invocation(argv, env, relay_mcp_config(relay_socket, python))
+    return Invocation(argv, env, mcp_config or relay_mcp_config(relay_socket, python))
 
 
 def init_problem(event: SystemInit) -> str | None:

@@ -662,6 +662,7 @@ class Orchestrator:
             confinement,
             python=self.python,
             env=agent_environment(os.environ, {}),
+            transport=self.cfg.agent.signal_transport,
         )
         async with channel:
             inv = build_invocation(
@@ -673,6 +674,7 @@ class Orchestrator:
                 config_path=channel.config_path,
                 relay_socket=channel.inside / "signal.sock",
                 python=self.python,
+                mcp_config=channel.mcp_config,
             )
             argv, env = channel.wrap(inv.argv, agent_environment(os.environ, inv.env))
             spec = AgentSpec(

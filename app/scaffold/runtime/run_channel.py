@@ -2,8 +2,13 @@
 
 - a short-lived folder (a short path: unix socket names are limited to 108 bytes)
   holding the run's MCP config, its ``signal-back`` socket and its egress sockets;
-- the :class:`~scaffold.agent.signal_relay.SignalEndpoint` that answers the run's
-  tools, bound to its quest, step and role, storing signals where no agent can see;
+- the endpoint that answers the run's tools, bound to its quest, step and role, storing
+  signals where no agent can see: with ``transport="http"`` (the default) the
+  :class:`~scaffold.agent.signal_http.SignalHttpEndpoint` on this event loop, which the
+  agent reaches at a loopback URL with the run's secret (inside a sandbox through the
+  bridge and ``signal-http.sock``); with ``"stdio"`` the
+  :class:`~scaffold.agent.signal_relay.SignalEndpoint` at ``signal.sock``, reached
+  through a ``scaffold signal-server --relay`` process the agent starts;
 - with a sandbox: the :class:`~scaffold.sandbox.egress.EgressGate` (the model API and
   ``sandbox.allow_domains``, nothing else) and the bwrap command line.
 
@@ -21,16 +26,23 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
+from scaffold.agent.signal_http import SignalHttpEndpoint, http_mcp_config
 from scaffold.agent.signal_relay import SignalEndpoint
 from scaffold.agent.signal_server import Binding, relay_mcp_config
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
-from scaffold.sandbox.egress import EgressGate, model_endpoint, plan_egress
+from scaffold.sandbox.egress import EgressGate, Route, model_endpoint, plan_egress
 from scaffold.sandbox.settings import Sandbox
 
-__all__ = ["RunChannel", "private_dir", "sweep_stale_channels"]
+__all__ = ["SIGNAL_INSIDE", "RunChannel", "private_dir", "sweep_stale_channels"]
 
 _PREFIX = "scaffold-run-"
+_HTTP_SOCKET = "signal-http.sock"
+# Where the bridge serves the run's HTTP endpoint inside a sandbox: a loopback address
+# of the sandbox's own network namespace that no egress route uses (those are
+# 127.0.0.1 and 127.0.0.10 and up).
+SIGNAL_INSIDE = ("127.0.0.2", 8765)
 
 
 def sweep_stale_channels() -> list[Path]:
@@ -61,14 +73,22 @@ class RunChannel:
         *,
         python: str,
         env: Mapping[str, str],
+        transport: Literal["http", "stdio"] = "http",
     ) -> None:
         self.sandbox = sandbox
         self.binding = binding
         self.confinement = confinement
         self.python = python
         self.env = env
+        self.transport = transport
         self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
-        self.endpoint = SignalEndpoint(binding, self.dir / "signal.sock")
+        self.endpoint: SignalEndpoint | SignalHttpEndpoint
+        if transport == "stdio":
+            self.endpoint = SignalEndpoint(binding, self.dir / "signal.sock")
+        else:
+            unix = self.dir / _HTTP_SOCKET if sandbox.active else None
+            self.endpoint = SignalHttpEndpoint(binding, unix_path=unix)
+        self.mcp_config: dict[str, Any] = {}
         self.routes = (
             plan_egress(model_endpoint(env), sandbox.allow_domains) if sandbox.active else []
         )
@@ -92,12 +112,28 @@ class RunChannel:
             await self._stack.enter_async_context(self.endpoint)
             if self.routes:
                 await self._stack.enter_async_context(EgressGate(self.dir, self.routes))
-            config = relay_mcp_config(self.inside / "signal.sock", self.python)
-            (self.dir / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+            self.mcp_config = self._config()
+            (self.dir / "mcp.json").write_text(json.dumps(self.mcp_config), encoding="utf-8")
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
         return self
+
+    def _config(self) -> dict[str, Any]:
+        endpoint = self.endpoint
+        if not isinstance(endpoint, SignalHttpEndpoint):
+            return relay_mcp_config(self.inside / "signal.sock", self.python)
+        if self.sandbox.active:
+            host, port = SIGNAL_INSIDE
+            return http_mcp_config(f"http://{host}:{port}/mcp", endpoint.secret)
+        return http_mcp_config(endpoint.url, endpoint.secret)
+
+    def _signal_route(self) -> list[Route]:
+        """The bridge's forward of the HTTP endpoint into the sandbox, if it has one."""
+        if not isinstance(self.endpoint, SignalHttpEndpoint):
+            return []
+        host, port = SIGNAL_INSIDE
+        return [Route("scaffold-signal", port, host, _HTTP_SOCKET)]
 
     async def __aexit__(self, *exc: object) -> None:
         try:
@@ -116,7 +152,7 @@ class RunChannel:
             private=c.private,
             worktree=c.worktree,
             channel=self.dir,
-            routes=self.routes,
+            routes=[*self.routes, *self._signal_route()],
             programs=(self.python, *c.programs),
             extra_hidden=c.extra_hidden,
         )
