@@ -13,7 +13,12 @@ import aiohttp
 import pytest
 
 from scaffold.agent.mcp_http_client import McpHttpClient, McpHttpError
-from scaffold.agent.signal_http import MAX_BODY_BYTES, SignalHttpEndpoint, http_mcp_config
+from scaffold.agent.signal_http import (
+    MAX_BODY_BYTES,
+    MAX_SESSIONS,
+    SignalHttpEndpoint,
+    http_mcp_config,
+)
 from scaffold.agent.signal_server import Binding, read_signals
 from scaffold.roles import Role
 
@@ -90,6 +95,19 @@ async def test_the_json_response_transport_from_initialize_to_delete(
         # A version the server does not know is answered with its newest.
         init["params"] = {"protocolVersion": "1999-01-01"}
         assert (await peer.post(init))[2]["result"]["protocolVersion"] == "2025-11-25"
+
+
+async def test_sessions_are_bounded_the_oldest_one_goes(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    async with SignalHttpEndpoint(_binding(tmp_path)) as ep:
+        peer = Peer(http, ep.url, ep.secret)
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+        sessions = [(await peer.post(init))[1]["Mcp-Session-Id"] for _ in range(MAX_SESSIONS + 1)]
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert (await peer.post(ping, **{"Mcp-Session-Id": sessions[0]}))[0] == 404
+        assert (await peer.post(ping, **{"Mcp-Session-Id": sessions[-1]}))[0] == 200
+        assert (await peer.post(ping, **{"Mcp-Session-Id": sessions[1]}))[0] == 200
 
 
 async def test_a_signal_is_durable_before_the_answer_and_a_retry_writes_nothing(

@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_SESSIONS = 16
 PATH = "/mcp"
 # Newest first; a client asking for another one gets the newest (the spec's negotiation).
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -111,7 +112,8 @@ class SignalHttpEndpoint:
         self.secret = secrets.token_urlsafe(32)
         self.port: int | None = None
         self._expected = f"Bearer {self.secret}".encode()
-        self._sessions: set[str] = set()
+        # Insertion-ordered; bounded, so a client that keeps initializing holds no memory.
+        self._sessions: dict[str, None] = {}
         self._open = False
         self._web: web.Server | None = None
         self._server: asyncio.Server | None = None
@@ -177,7 +179,7 @@ class SignalHttpEndpoint:
         if request.method == "DELETE":
             if session is None:
                 return _refusal(400, "Mcp-Session-Id header required")
-            self._sessions.discard(session)
+            self._sessions.pop(session, None)
             return web.Response(status=200)
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST, DELETE"})
@@ -239,7 +241,9 @@ class SignalHttpEndpoint:
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
         session = secrets.token_hex(16)
-        self._sessions.add(session)
+        if len(self._sessions) >= MAX_SESSIONS:
+            del self._sessions[next(iter(self._sessions))]
+        self._sessions[session] = None
         result = {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": False}},
