@@ -393,9 +393,11 @@ class TimedReporter(Reporter):
         super().__init__(io.StringIO(), color=False)
         self.marks: list[tuple[float, str, str]] = []
 
-    def transition(self, step: str, source: str | None, target: str | None, event: str) -> None:
+    def transition(
+        self, step: str, source: str | None, target: str | None, event: str, detail: str = ""
+    ) -> None:
         self.marks.append((time.time(), step, f"event:{event}"))
-        super().transition(step, source, target, event)
+        super().transition(step, source, target, event, detail)
 
     def agent_started(self, step: str, role: str, kind: str, resume: str | None) -> None:
         self.marks.append((time.time(), step, f"started:{role}"))
@@ -404,6 +406,30 @@ class TimedReporter(Reporter):
     def agent_finished(self, step: str, role: str, seconds: float, cost: float) -> None:
         self.marks.append((time.time(), step, f"finished:{role}"))
         super().agent_finished(step, role, seconds, cost)
+
+
+@contextlib.contextmanager
+def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
+    """Record when scaffold starts and ends committing an agent's work (``commit_all``,
+    in a worker thread) beside the Reporter's marks: the commit starts once scaffold has
+    noticed the agent's exit and cleared its group, so agent exit -> commit start is
+    how long noticing the exit took. Swaps the method for the duration, then puts it back."""
+    from scaffold.git.worktrees import Workspace
+
+    original = Workspace.commit_all
+
+    def commit_all(self: Workspace, task_id: str, message: str) -> str | None:
+        marks.append((time.time(), task_id, "commit:start"))
+        try:
+            return original(self, task_id, message)
+        finally:
+            marks.append((time.time(), task_id, "commit:end"))
+
+    setattr(Workspace, "commit_all", commit_all)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(Workspace, "commit_all", original)  # noqa: B010
 
 
 @dataclass
@@ -448,7 +474,10 @@ def run_scaffold(
         return report.exit_code, report.reason, merged
 
     try:
-        with parse_cache() if what_if_cache else contextlib.nullcontext() as counts:
+        with (
+            parse_cache() if what_if_cache else contextlib.nullcontext() as counts,
+            commit_marks(reporter.marks),
+        ):
             t0 = time.perf_counter()
             if profiler is not None:
                 profiler.enable()
@@ -583,7 +612,7 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
     marks: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for t, step, what in run.marks:
         marks[step].append((t, what))
-    out: dict[str, list[float]] = {name: [] for name in STAGES}
+    out: dict[str, list[float]] = {name: [] for name in (*STAGES, *EXIT_STAGES)}
     out.update(signal_to_next_start=[], signal_to_agent_exit=[], agent_exit_to_next_start=[])
     for t_sig, step, role in run.signals:
         nxt = next((s for s in starts[step] if s > t_sig), None)
@@ -602,6 +631,10 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
         started = next((t for t, w in reversed(window) if w.startswith("started:")), None)
         if finished is None or applied is None or started is None:
             continue
+        commit = [t for t, w in window if w.startswith("commit:") and t <= finished]
+        if len(commit) >= 2:
+            out["exit_noticed"].append(commit[-2] - end)
+            out["commit"].append(commit[-1] - commit[-2])
         for name, a, b in (
             ("exit_seen", end, finished),
             ("signal_applied", finished, applied),
@@ -618,6 +651,13 @@ STAGES = {
     "signal_applied": "-> signal read, worktree committed, event applied",
     "next_launched": "-> Ward, next run prepared, 'agent started'",
     "spawn": "-> next agent's first line runs",
+}
+
+
+# exit_seen, split: until scaffold starts the commit, and the commit itself.
+EXIT_STAGES = {
+    "exit_noticed": "exit -> noticed, group cleared, commit starts",
+    "commit": "worktree commit (git, in a thread)",
 }
 
 
@@ -754,14 +794,21 @@ def report(r: dict[str, Any]) -> None:
         ("signal -> next agent start (same task)", r["latency"]["signal_to_next_start"]),
         ("  signal -> signalling agent exits", r["latency"]["signal_to_agent_exit"]),
         ("  agent exit -> next agent start", r["latency"]["agent_exit_to_next_start"]),
-        *((f"    {text}", r["latency"][name]) for name, text in STAGES.items()),
+        *(
+            (f"{'      ' if name in EXIT_STAGES else '    '}{text}", r["latency"][name])
+            for name, text in (
+                ("exit_seen", STAGES["exit_seen"]),
+                *EXIT_STAGES.items(),
+                *((k, v) for k, v in STAGES.items() if k != "exit_seen"),
+            )
+        ),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
         ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
         ("agent duration in the pool", r["agent_duration"]["pool"]),
     ]
     for name, s in items:
         print(
-            f"{name:<56} {s['n']:>4} {s['median_ms']:>8.0f} {s['p95_ms']:>8.0f} {s['max_ms']:>8.0f}"
+            f"{name:<56} {s['n']:>4} {s['median_ms']:>8.1f} {s['p95_ms']:>8.1f} {s['max_ms']:>8.1f}"
         )
     if r.get("profile"):
         print()
@@ -791,6 +838,12 @@ def main() -> None:
         help="profile the scaffold run and print the top N functions",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="appended to the result's key, e.g. 'before: <commit>' for a run of another "
+        "checkout's code (PYTHONPATH=<checkout>/app) recorded beside this one's",
+    )
     parser.add_argument(
         "--what-if-parse-cache",
         action="store_true",
@@ -829,6 +882,9 @@ def main() -> None:
         key += f", {args.deps} dependent"
     if args.what_if_parse_cache:
         key += ", WHAT-IF parse cache"
+    if args.tag:
+        key += f", {args.tag}"
+        result["tag"] = args.tag
     data[key] = result
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
