@@ -425,11 +425,25 @@ def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
         finally:
             marks.append((time.time(), task_id, "commit:end"))
 
+    # ... and when an agent's process is spawned (every agent goes through
+    # loop.subprocess_exec, with its step in the environment): "agent started" -> spawn
+    # is preparing the run (channel, sandbox), spawn -> first line is fork/exec/start-up.
+    base_loop = asyncio.base_events.BaseEventLoop
+    original_exec = base_loop.subprocess_exec
+
+    async def subprocess_exec(self: Any, *args: Any, **kwargs: Any) -> Any:
+        step = (kwargs.get("env") or {}).get("SCAFFOLD_STEP_ID")
+        if step:
+            marks.append((time.time(), step, "exec"))
+        return await original_exec(self, *args, **kwargs)
+
     setattr(Workspace, "commit_all", commit_all)  # noqa: B010
+    setattr(base_loop, "subprocess_exec", subprocess_exec)  # noqa: B010
     try:
         yield
     finally:
         setattr(Workspace, "commit_all", original)  # noqa: B010
+        setattr(base_loop, "subprocess_exec", original_exec)  # noqa: B010
 
 
 @dataclass
@@ -612,7 +626,7 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
     marks: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for t, step, what in run.marks:
         marks[step].append((t, what))
-    out: dict[str, list[float]] = {name: [] for name in (*STAGES, *EXIT_STAGES)}
+    out: dict[str, list[float]] = {name: [] for name in (*STAGES, *EXIT_STAGES, *SPAWN_STAGES)}
     out.update(signal_to_next_start=[], signal_to_agent_exit=[], agent_exit_to_next_start=[])
     for t_sig, step, role in run.signals:
         nxt = next((s for s in starts[step] if s > t_sig), None)
@@ -635,6 +649,10 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
         if len(commit) >= 2:
             out["exit_noticed"].append(commit[-2] - end)
             out["commit"].append(commit[-1] - commit[-2])
+        spawned = next((t for t, w in window if w == "exec" and t >= started), None)
+        if spawned is not None:
+            out["prepare"].append(spawned - started)
+            out["exec"].append(nxt - spawned)
         for name, a, b in (
             ("exit_seen", end, finished),
             ("signal_applied", finished, applied),
@@ -658,6 +676,11 @@ STAGES = {
 EXIT_STAGES = {
     "exit_noticed": "exit -> noticed, group cleared, commit starts",
     "commit": "worktree commit (git, in a thread)",
+}
+# spawn, split: preparing the run, and the process starting.
+SPAWN_STAGES = {
+    "prepare": "channel, sandbox argv -> spawn",
+    "exec": "spawn -> first line (fork, bwrap, Python)",
 }
 
 
@@ -795,11 +818,15 @@ def report(r: dict[str, Any]) -> None:
         ("  signal -> signalling agent exits", r["latency"]["signal_to_agent_exit"]),
         ("  agent exit -> next agent start", r["latency"]["agent_exit_to_next_start"]),
         *(
-            (f"{'      ' if name in EXIT_STAGES else '    '}{text}", r["latency"][name])
+            (
+                f"{'      ' if name in (*EXIT_STAGES, *SPAWN_STAGES) else '    '}{text}",
+                r["latency"][name],
+            )
             for name, text in (
                 ("exit_seen", STAGES["exit_seen"]),
                 *EXIT_STAGES.items(),
                 *((k, v) for k, v in STAGES.items() if k != "exit_seen"),
+                *SPAWN_STAGES.items(),
             )
         ),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
