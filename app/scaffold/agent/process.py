@@ -187,24 +187,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 def _has_live_member(pgid: int) -> bool:
     """Any process in group `pgid` that is not a zombie. Zombies whose parent died wait
     for init to reap them; they hold no resources, so they count as gone."""
-    group = str(pgid).encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True  # no procfs: assume alive, the caller escalates anyway
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    members = _live_members(pgid, first=True)
+    return members is None or bool(members)  # no procfs: assume alive, the caller escalates
 
 
 def _group_alive(pgid: int) -> bool:
@@ -217,9 +201,9 @@ def _group_alive(pgid: int) -> bool:
     return _has_live_member(pgid)
 
 
-def _live_members(pgid: int) -> list[int] | None:
-    """The pids of group `pgid`'s members that are not zombies (one pass over /proc);
-    None without procfs."""
+def _live_members(pgid: int, *, first: bool = False) -> list[int] | None:
+    """The pids of group `pgid`'s members that are not zombies, from one pass over
+    /proc (stopping at the first with `first`); None without procfs."""
     group = str(pgid).encode()
     try:
         entries = os.listdir("/proc")
@@ -234,9 +218,12 @@ def _live_members(pgid: int) -> list[int] | None:
                 stat = fh.read()
         except OSError:
             continue
+        # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
             members.append(int(entry))
+            if first:
+                break
     return members
 
 
@@ -347,17 +334,22 @@ async def _wait_exited(proc: asyncio.subprocess.Process) -> None:
 async def _wait_group_empty(pgid: int) -> None:
     """Until no live process is left in group `pgid`: each member found is awaited
     through its pidfd, then the group is looked at again (a member may have forked)."""
+    missed = 0
     while _group_alive(pgid):
         members = _live_members(pgid)
         fds = None if members is None else _pidfds(members)
-        if fds is None:
-            await asyncio.sleep(_POLL_S)  # no procfs or no pidfds: look again later
+        if fds is None or (not fds and missed):
+            # No procfs or no pidfds; or twice a group that signals but shows no live
+            # member (say only processes we may not signal): look again later.
+            await asyncio.sleep(_POLL_S)
             continue
         if not fds:
             # Members seen alive a moment ago are gone already; the kernel may still
             # be tearing one down, so yield once before looking again.
+            missed += 1
             await asyncio.sleep(0)
             continue
+        missed = 0
         try:
             await _all_readable(fds)
         finally:
