@@ -36,10 +36,23 @@ Agents (``--agent``):
   MCP start-up per invocation, in scaffold and in the pool alike.
 
 The gap agent exit -> next agent start is further split with the times a recording
-Reporter (passed to ``run_quest``) sees: exit -> "agent finished" (reaping the process;
-any time the event loop is busy elsewhere shows here), -> the signal's transition
-(signal read, worktree committed, event applied), -> "agent started" (Ward, the next
-run's prompt and files), -> the new agent's first line (fork/exec + Python start-up).
+Reporter (passed to ``run_quest``) sees: exit -> "agent finished" (noticing the exit,
+clearing the group, committing the worktree; any time the event loop is busy elsewhere
+shows here), -> the signal's transition (signal read, event applied), -> "agent started"
+(Ward, the next run's prompt and files), -> the new agent's first line. Two marks the
+benchmark adds itself (:func:`commit_marks`, which wraps ``Workspace.commit_all`` and
+the loop's ``subprocess_exec`` for the run) split further: exit -> the commit starts (how
+long scaffold took to notice the exit and clear the group) and the commit itself; "agent
+started" -> the agent's fork (channel, sandbox command line) and fork -> first line
+(fork/exec, bwrap, Python start-up).
+
+Before/after in one go: run the benchmark on another checkout's code with
+``PYTHONPATH=<checkout>/app`` and ``--tag "before <commit>"`` (recorded under its own key,
+the ``--tag`` appended), then without, back to back::
+
+    git worktree add /tmp/base <commit>
+    PYTHONPATH=/tmp/base/app .venv/bin/python bench/bench_orchestrator.py --tag "before <commit>"
+    .venv/bin/python bench/bench_orchestrator.py
 
 Usage::
 
