@@ -912,6 +912,8 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        # Others' work on a shared machine inflates every figure: say how busy it was.
+        "loadavg_1m": os.getloadavg()[0],
     }
     result.pop("profile", None)
     RESULTS.mkdir(exist_ok=True)
