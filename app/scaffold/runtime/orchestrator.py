@@ -193,8 +193,8 @@ class Orchestrator:
     async def run(self) -> RunReport:
         """Until no job runs and no event waits.
 
-        The loop wakes on events, not on a timer: an event a job puts on the queue, or a
-        job that ends (``_job_done`` puts a wake-up). Every event waiting is applied at
+        The loop wakes on events, not on a timer: an event a job puts on the queue, or the
+        last job (or a planning job) that ends (``_job_done`` puts a wake-up). Every event waiting is applied at
         once, and the jobs that started get the loop (an agent is spawned) before the
         scheduling tick runs. Only the inbox, where messages arrive as files, and the
         backlog, which a person may edit, are looked at on a timer (``poll_s``); that
@@ -349,7 +349,10 @@ class Orchestrator:
     def _job_done(self, key: str, job: asyncio.Task[None]) -> None:
         if self.jobs.get(key) is job:
             del self.jobs[key]
-        self.queue.put_nowait(None)  # the main loop looks again (the run may be over)
+        if not self.jobs or key == PLAN_KEY:
+            # The run may be over, or the planning tick may start the next planning run:
+            # the main loop looks again now. (A task's job that ends changes no state.)
+            self.queue.put_nowait(None)
         if not job.cancelled() and job.exception() is not None:
             exc = job.exception()
             self.out.warn(f"{key}: {type(exc).__name__}: {exc}")
