@@ -36,10 +36,23 @@ Agents (``--agent``):
   MCP start-up per invocation, in scaffold and in the pool alike.
 
 The gap agent exit -> next agent start is further split with the times a recording
-Reporter (passed to ``run_quest``) sees: exit -> "agent finished" (reaping the process;
-any time the event loop is busy elsewhere shows here), -> the signal's transition
-(signal read, worktree committed, event applied), -> "agent started" (Ward, the next
-run's prompt and files), -> the new agent's first line (fork/exec + Python start-up).
+Reporter (passed to ``run_quest``) sees: exit -> "agent finished" (noticing the exit,
+clearing the group, committing the worktree; any time the event loop is busy elsewhere
+shows here), -> the signal's transition (signal read, event applied), -> "agent started"
+(Ward, the next run's prompt and files), -> the new agent's first line. Two marks the
+benchmark adds itself (:func:`commit_marks`, which wraps ``Workspace.commit_all`` and
+the loop's ``subprocess_exec`` for the run) split further: exit -> the commit starts (how
+long scaffold took to notice the exit and clear the group) and the commit itself; "agent
+started" -> the agent's fork (channel, sandbox command line) and fork -> first line
+(fork/exec, bwrap, Python start-up).
+
+Before/after in one go: run the benchmark on another checkout's code with
+``PYTHONPATH=<checkout>/app`` and ``--tag "before <commit>"`` (recorded under its own key,
+the ``--tag`` appended), then without, back to back::
+
+    git worktree add /tmp/base <commit>
+    PYTHONPATH=/tmp/base/app .venv/bin/python bench/bench_orchestrator.py --tag "before <commit>"
+    .venv/bin/python bench/bench_orchestrator.py
 
 Usage::
 
@@ -408,6 +421,44 @@ class TimedReporter(Reporter):
         super().agent_finished(step, role, seconds, cost)
 
 
+@contextlib.contextmanager
+def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
+    """Record when scaffold starts and ends committing an agent's work (``commit_all``,
+    in a worker thread) beside the Reporter's marks: the commit starts once scaffold has
+    noticed the agent's exit and cleared its group, so agent exit -> commit start is
+    how long noticing the exit took. Swaps the method for the duration, then puts it back."""
+    from scaffold.git.worktrees import Workspace
+
+    original = Workspace.commit_all
+
+    def commit_all(self: Workspace, task_id: str, message: str) -> str | None:
+        marks.append((time.time(), task_id, "commit:start"))
+        try:
+            return original(self, task_id, message)
+        finally:
+            marks.append((time.time(), task_id, "commit:end"))
+
+    # ... and when an agent's process is spawned (every agent goes through
+    # loop.subprocess_exec, with its step in the environment): "agent started" -> spawn
+    # is preparing the run (channel, sandbox), spawn -> first line is fork/exec/start-up.
+    base_loop = asyncio.base_events.BaseEventLoop
+    original_exec = base_loop.subprocess_exec
+
+    async def subprocess_exec(self: Any, *args: Any, **kwargs: Any) -> Any:
+        step = (kwargs.get("env") or {}).get("SCAFFOLD_STEP_ID")
+        if step:
+            marks.append((time.time(), step, "exec"))
+        return await original_exec(self, *args, **kwargs)
+
+    setattr(Workspace, "commit_all", commit_all)  # noqa: B010
+    setattr(base_loop, "subprocess_exec", subprocess_exec)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(Workspace, "commit_all", original)  # noqa: B010
+        setattr(base_loop, "subprocess_exec", original_exec)  # noqa: B010
+
+
 @dataclass
 class ScaffoldRun:
     wall_s: float
@@ -450,7 +501,10 @@ def run_scaffold(
         return report.exit_code, report.reason, merged
 
     try:
-        with parse_cache() if what_if_cache else contextlib.nullcontext() as counts:
+        with (
+            parse_cache() if what_if_cache else contextlib.nullcontext() as counts,
+            commit_marks(reporter.marks),
+        ):
             t0 = time.perf_counter()
             if profiler is not None:
                 profiler.enable()
@@ -585,7 +639,7 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
     marks: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for t, step, what in run.marks:
         marks[step].append((t, what))
-    out: dict[str, list[float]] = {name: [] for name in STAGES}
+    out: dict[str, list[float]] = {name: [] for name in (*STAGES, *EXIT_STAGES, *SPAWN_STAGES)}
     out.update(signal_to_next_start=[], signal_to_agent_exit=[], agent_exit_to_next_start=[])
     for t_sig, step, role in run.signals:
         nxt = next((s for s in starts[step] if s > t_sig), None)
@@ -604,6 +658,14 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
         started = next((t for t, w in reversed(window) if w.startswith("started:")), None)
         if finished is None or applied is None or started is None:
             continue
+        commit = [t for t, w in window if w.startswith("commit:") and t <= finished]
+        if len(commit) >= 2:
+            out["exit_noticed"].append(commit[-2] - end)
+            out["commit"].append(commit[-1] - commit[-2])
+        spawned = next((t for t, w in window if w == "exec" and t >= started), None)
+        if spawned is not None:
+            out["prepare"].append(spawned - started)
+            out["exec"].append(nxt - spawned)
         for name, a, b in (
             ("exit_seen", end, finished),
             ("signal_applied", finished, applied),
@@ -620,6 +682,18 @@ STAGES = {
     "signal_applied": "-> signal read, worktree committed, event applied",
     "next_launched": "-> Ward, next run prepared, 'agent started'",
     "spawn": "-> next agent's first line runs",
+}
+
+
+# exit_seen, split: until scaffold starts the commit, and the commit itself.
+EXIT_STAGES = {
+    "exit_noticed": "exit -> noticed, group cleared, commit starts",
+    "commit": "worktree commit (git, in a thread)",
+}
+# spawn, split: preparing the run, and the process starting.
+SPAWN_STAGES = {
+    "prepare": "channel, sandbox argv -> spawn",
+    "exec": "spawn -> first line (fork, bwrap, Python)",
 }
 
 
@@ -756,14 +830,25 @@ def report(r: dict[str, Any]) -> None:
         ("signal -> next agent start (same task)", r["latency"]["signal_to_next_start"]),
         ("  signal -> signalling agent exits", r["latency"]["signal_to_agent_exit"]),
         ("  agent exit -> next agent start", r["latency"]["agent_exit_to_next_start"]),
-        *((f"    {text}", r["latency"][name]) for name, text in STAGES.items()),
+        *(
+            (
+                f"{'      ' if name in (*EXIT_STAGES, *SPAWN_STAGES) else '    '}{text}",
+                r["latency"][name],
+            )
+            for name, text in (
+                ("exit_seen", STAGES["exit_seen"]),
+                *EXIT_STAGES.items(),
+                *((k, v) for k, v in STAGES.items() if k != "exit_seen"),
+                *SPAWN_STAGES.items(),
+            )
+        ),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
         ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
         ("agent duration in the pool", r["agent_duration"]["pool"]),
     ]
     for name, s in items:
         print(
-            f"{name:<56} {s['n']:>4} {s['median_ms']:>8.0f} {s['p95_ms']:>8.0f} {s['max_ms']:>8.0f}"
+            f"{name:<56} {s['n']:>4} {s['median_ms']:>8.1f} {s['p95_ms']:>8.1f} {s['max_ms']:>8.1f}"
         )
     if r.get("profile"):
         print()
@@ -794,6 +879,12 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     parser.add_argument(
+        "--tag",
+        default="",
+        help="appended to the result's key, e.g. 'before: <commit>' for a run of another "
+        "checkout's code (PYTHONPATH=<checkout>/app) recorded beside this one's",
+    )
+    parser.add_argument(
         "--what-if-parse-cache",
         action="store_true",
         help="experiment: memoise Backlog.md task parsing during the scaffold "
@@ -821,6 +912,8 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        # Others' work on a shared machine inflates every figure: say how busy it was.
+        "loadavg_1m": os.getloadavg()[0],
     }
     result.pop("profile", None)
     RESULTS.mkdir(exist_ok=True)
@@ -831,6 +924,9 @@ def main() -> None:
         key += f", {args.deps} dependent"
     if args.what_if_parse_cache:
         key += ", WHAT-IF parse cache"
+    if args.tag:
+        key += f", {args.tag}"
+        result["tag"] = args.tag
     data[key] = result
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")

@@ -18,6 +18,15 @@ Every way a run can end leaves no process behind:
 Stopping is `stop_process_group`: close stdin, wait; SIGTERM the group, wait; SIGKILL the
 group, wait. Every wait has a deadline. `LiveChildren` tracks the groups of running
 agents so the orchestrator can stop them all when it exits.
+
+Nothing here polls. The agent's exit is an event: the process is spawned with a protocol
+(`_ExitWatch`) whose `process_exited`, called as soon as the event loop's child watcher
+has reaped the leader, resolves a future; unlike `proc.wait()` before Python 3.12, it does
+not wait for stdout and stderr to close, which an escaped grandchild can keep open for
+ever. What is left of the group after that (an MCP server the agent forgot) is watched
+through one pidfd per member (`os.pidfd_open`, readable once the process has ended); a
+group that is already empty is seen with a single `killpg(pgid, 0)`, without listing
+/proc. Only a kernel without pidfds falls back to re-checking the group every 25 ms.
 """
 
 from __future__ import annotations
@@ -49,9 +58,11 @@ __all__ = [
     "LiveChildren",
     "OnEvent",
     "StopResult",
+    "WatchedProcess",
     "agent_environment",
     "is_credential_name",
     "run_agent",
+    "spawn_watched",
     "stop_process_group",
 ]
 
@@ -176,24 +187,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 def _has_live_member(pgid: int) -> bool:
     """Any process in group `pgid` that is not a zombie. Zombies whose parent died wait
     for init to reap them; they hold no resources, so they count as gone."""
-    group = str(pgid).encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True  # no procfs: assume alive, the caller escalates anyway
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    members = _live_members(pgid, first=True)
+    return members is None or bool(members)  # no procfs: assume alive, the caller escalates
 
 
 def _group_alive(pgid: int) -> bool:
@@ -206,31 +201,175 @@ def _group_alive(pgid: int) -> bool:
     return _has_live_member(pgid)
 
 
-async def _wait_exited(proc: asyncio.subprocess.Process) -> int:
-    """The leader's exit status, as soon as the child watcher has reaped it.
+def _live_members(pgid: int, *, first: bool = False) -> list[int] | None:
+    """The pids of group `pgid`'s members that are not zombies, from one pass over
+    /proc (stopping at the first with `first`); None without procfs."""
+    group = str(pgid).encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    members = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X"):
+            members.append(int(entry))
+            if first:
+                break
+    return members
+
+
+class _ExitWatch(asyncio.subprocess.SubprocessStreamProtocol):
+    """`create_subprocess_exec`'s protocol, plus `exited`: a future resolved as soon as the
+    child watcher has reaped the process (its returncode is set by then), whether or
+    not its pipes are still open."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class WatchedProcess(asyncio.subprocess.Process):
+    """An `asyncio.subprocess.Process` whose exit can be awaited without its pipes."""
+
+    def __init__(
+        self,
+        transport: asyncio.SubprocessTransport,
+        protocol: _ExitWatch,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        super().__init__(transport, protocol, loop)
+        self.exited = protocol.exited
+
+
+async def spawn_watched(
+    program: str, *args: str, limit: int = DEFAULT_CHUNK_BYTES, **kwargs: Any
+) -> WatchedProcess:
+    """`asyncio.create_subprocess_exec`, returning a `WatchedProcess`. The future exists
+    before the process does, so an exit that comes before anyone awaits it is kept."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitWatch(limit, loop), program, *args, **kwargs
+    )
+    return WatchedProcess(transport, protocol, loop)
+
+
+def _pidfds(pids: Sequence[int]) -> list[int] | None:
+    """A pidfd for each pid still there; None when this kernel (or Python) has none."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(opener(pid))
+        except ProcessLookupError:
+            continue  # already gone
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return None
+    return fds
+
+
+async def _all_readable(fds: Sequence[int]) -> None:
+    """Until every pidfd in `fds` is readable, that is until each process has ended."""
+    loop = asyncio.get_running_loop()
+    pending = set(fds)
+    done = loop.create_future()
+
+    def ended(fd: int) -> None:
+        loop.remove_reader(fd)
+        pending.discard(fd)
+        if not pending and not done.done():
+            done.set_result(None)
+
+    for fd in fds:
+        loop.add_reader(fd, ended, fd)
+    try:
+        await done
+    finally:
+        for fd in fds:
+            loop.remove_reader(fd)
+
+
+async def _wait_exited(proc: asyncio.subprocess.Process) -> None:
+    """Until the leader has exited: for a `WatchedProcess`, until it is reaped (its
+    returncode set); for another process, until it has ended (a pidfd, or a poll).
 
     Not `proc.wait()`: before Python 3.12 that also waits for stdout and stderr to
     close, which never happens while an escaped grandchild holds them open.
     """
-    while proc.returncode is None:
-        await asyncio.sleep(_POLL_S)
-    return proc.returncode
+    if proc.returncode is not None:
+        return
+    if isinstance(proc, WatchedProcess):
+        # Shielded: a cancelled waiter must not cancel the future others wait on.
+        await asyncio.shield(proc.exited)
+        return
+    fds = _pidfds([proc.pid])
+    if fds is None:
+        while proc.returncode is None:
+            await asyncio.sleep(_POLL_S)
+        return
+    try:
+        await _all_readable(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+async def _wait_group_empty(pgid: int) -> None:
+    """Until no live process is left in group `pgid`: each member found is awaited
+    through its pidfd, then the group is looked at again (a member may have forked)."""
+    missed = 0
+    while _group_alive(pgid):
+        members = _live_members(pgid)
+        fds = None if members is None else _pidfds(members)
+        if fds is None or (not fds and missed):
+            # No procfs or no pidfds; or twice a group that signals but shows no live
+            # member (say only processes we may not signal): look again later.
+            await asyncio.sleep(_POLL_S)
+            continue
+        if not fds:
+            # Members seen alive a moment ago are gone already; the kernel may still
+            # be tearing one down, so yield once before looking again.
+            missed += 1
+            await asyncio.sleep(0)
+            continue
+        missed = 0
+        try:
+            await _all_readable(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
 
 async def _wait_gone(proc: asyncio.subprocess.Process, pgid: int, timeout_s: float) -> bool:
     """Wait until the leader is reaped and no live process is left in its group."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    if proc.returncode is None:
-        try:
-            await asyncio.wait_for(_wait_exited(proc), timeout=max(0.0, timeout_s))
-        except TimeoutError:
-            return False
-    while _group_alive(pgid):
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            return False
-        await asyncio.sleep(min(_POLL_S, remaining))
+
+    async def gone() -> None:
+        await _wait_exited(proc)
+        await _wait_group_empty(pgid)
+
+    if proc.returncode is not None and not _group_alive(pgid):
+        return True
+    try:
+        await asyncio.wait_for(gone(), timeout=max(0.0, timeout_s))
+    except TimeoutError:
+        return False
     return True
 
 
@@ -364,7 +503,7 @@ class _AgentRun:
         env = agent_environment(os.environ if spec.base_env is None else spec.base_env, spec.env)
         started = loop.time()
         try:
-            proc = await asyncio.create_subprocess_exec(
+            proc = await spawn_watched(
                 *spec.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
@@ -418,7 +557,7 @@ class _AgentRun:
         self,
         proc: asyncio.subprocess.Process,
         stdout_task: asyncio.Task[None],
-        exit_task: asyncio.Task[int],
+        exit_task: asyncio.Task[None],
         watchdog: asyncio.Task[None],
         requested: asyncio.Task[None],
     ) -> None:

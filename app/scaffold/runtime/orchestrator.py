@@ -163,7 +163,8 @@ class Orchestrator:
         # The repository's slots when other quests run beside this one (the App).
         self.slot_pool = slot_pool
         self.children = LiveChildren()
-        self.queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
+        # Events from jobs; None only wakes the main loop (a job ended).
+        self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self.reported_problems: set[str] = set()
         # Steps whose agent run was started again after a restart of scaffold.
@@ -196,12 +197,25 @@ class Orchestrator:
     # ------------------------------------------------------------------ main loop
 
     async def run(self) -> RunReport:
+        """Until no job runs and no event waits.
+
+        The loop wakes on events, not on a timer: an event a job puts on the queue, or the
+        last job (or a planning job) that ends (``_job_done`` puts a wake-up). Every event waiting is applied at
+        once, and the jobs that started get the loop (an agent is spawned) before the
+        scheduling tick runs. Only the inbox, where messages arrive as files, and the
+        backlog, which a person may edit, are looked at on a timer (``poll_s``); that
+        timer never delays an event.
+        """
+        loop = asyncio.get_running_loop()
         self.workspace.ensure_excluded()
         self._begin_run()
         self._recover()
+        next_look = loop.time()
         try:
             while True:
-                self._consume_inbox()
+                if loop.time() >= next_look:
+                    self._consume_inbox()
+                    next_look = loop.time() + self.poll_s
                 self._tick()
                 self._maybe_publish()
                 if not self.jobs and self.queue.empty():
@@ -209,10 +223,13 @@ class Orchestrator:
                     if not self.jobs and self.queue.empty():
                         break
                 try:
-                    key, event = await asyncio.wait_for(self.queue.get(), timeout=self.poll_s)
+                    item = await asyncio.wait_for(
+                        self.queue.get(), timeout=max(0.0, next_look - loop.time())
+                    )
                 except TimeoutError:
                     continue
-                self.apply(key, event)
+                self._apply_queued(item)
+                await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             if self.slot_pool is not None:
                 self.slot_pool.leave(self.quest.id)
@@ -275,6 +292,16 @@ class Orchestrator:
         update = {"stop_reason": None, "stop_limit": None, "consecutive_failures": 0}
         self._commit(q.model_copy(update=update), entries)
 
+    def _apply_queued(self, item: tuple[str, Event] | None) -> None:
+        """Apply ``item`` and every other event already waiting (None is a wake-up)."""
+        while True:
+            if item is not None:
+                self.apply(*item)
+            try:
+                item = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+
     async def _stop_all_jobs(self) -> None:
         for job in self.jobs.values():
             job.cancel()
@@ -328,6 +355,10 @@ class Orchestrator:
     def _job_done(self, key: str, job: asyncio.Task[None]) -> None:
         if self.jobs.get(key) is job:
             del self.jobs[key]
+        if not self.jobs or key == PLAN_KEY:
+            # The run may be over, or the planning tick may start the next planning run:
+            # the main loop looks again now. (A task's job that ends changes no state.)
+            self.queue.put_nowait(None)
         if not job.cancelled() and job.exception() is not None:
             exc = job.exception()
             self.out.warn(f"{key}: {type(exc).__name__}: {exc}")
@@ -706,8 +737,9 @@ class Orchestrator:
                 return self._outcome_event(key, run.role, None, run.resume_session, failure)
             finally:
                 watcher.cancel()
-        if not refused:
-            await asyncio.to_thread(self._commit_work, key, latest_signal(signal_dir), run.role)
+            # The agent's group is gone: commit its work now, while the channel closes.
+            committing = self._start_commit(key, signal_dir, run.role, refused)
+        await committing
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     def _confinement(self, key: str) -> Confinement:
@@ -816,6 +848,14 @@ class Orchestrator:
             )
         task = self.quest.tasks[key]
         return signal_event(task, sig.signal, session_id=session, at=now, question_id=qid)
+
+    def _start_commit(
+        self, key: str, signal_dir: Path, role: Role, refused: Sequence[str]
+    ) -> asyncio.Future[None]:
+        """``_commit_work`` in a worker thread, started now (nothing when the run was
+        refused); the caller awaits it."""
+        sig = None if refused else latest_signal(signal_dir)
+        return asyncio.ensure_future(asyncio.to_thread(self._commit_work, key, sig, role))
 
     def _commit_work(self, key: str, sig: SignalRecord | None, role: Role) -> None:
         """Commit what the agent changed in the worktree (runs in a worker thread)."""
