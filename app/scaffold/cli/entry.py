@@ -1,15 +1,85 @@
 """The ``scaffold`` executable: ``diagram-check`` straight away, anything else via the full CLI.
 
 ``scaffold diagram-check`` runs in CI on every push, so it must not pay for the
-orchestrator, the App server or the agent tooling it never uses: this entry point
-hands it (and the Action's ``action diagram-check`` step) to its own module alone
-(same options, same exit codes), and everything else, ``--help`` included, to
+orchestrator, the App server or the agent tooling it never uses, nor even for click:
+a plain command line (``--repo``, ``--base``, ``--head``, ``--format``, in any order,
+``--opt value`` or ``--opt=value``) is read here with :mod:`argparse` and run at once.
+Anything else (``--help``, a missing ``--base``, an unknown option, a bad ``--format``,
+a ``--repo`` that is a file) goes to the click command of
+:mod:`scaffold.cli.diagram_cmds`, which prints the usual usage error or help: one
+command, one behaviour, the same exit codes. The Action's ``action diagram-check`` step
+goes to its own module; everything else, ``--help`` included, to
 :func:`scaffold.cli.main.main`.
 """
 
 from __future__ import annotations
 
 import sys
+
+FORMATS = ("text", "json", "github", "markdown")
+
+
+class _NotPlain(Exception):
+    """The command line needs click: help, or a usage error to report as click does."""
+
+
+def plain_diagram_check_args(argv: list[str]) -> dict[str, str | None] | None:
+    """``diagram-check``'s options when ``argv`` is a plain, valid command line, else ``None``.
+
+    ``None`` means "let click handle it": click then prints the help or the usage error
+    (exit 2) exactly as before. Only what click would accept as it stands is taken.
+    """
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            raise _NotPlain(message)
+
+        def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+            raise _NotPlain(message or "")
+
+    parser = Parser(prog="scaffold diagram-check", add_help=False, allow_abbrev=False)
+    parser.add_argument("--repo", dest="repo_path", default=None)
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--head", default="HEAD")
+    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="text")
+    try:
+        ns = parser.parse_args(argv)
+    except _NotPlain:
+        return None
+    repo = ns.repo_path
+    if repo:
+        import os
+
+        # click.Path(file_okay=False): an existing path must be a readable directory.
+        if os.path.exists(repo) and not (os.path.isdir(repo) and os.access(repo, os.R_OK)):
+            return None
+    return {"repo_path": repo, "base": ns.base, "head": ns.head, "fmt": ns.fmt}
+
+
+def run_diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> int:
+    """``scaffold diagram-check`` without click: the report on stdout, the exit code back."""
+    from pathlib import Path
+
+    from scaffold.errors import ScaffoldError
+
+    try:
+        from scaffold.diagramcheck.analyzer import analyze
+        from scaffold.diagramcheck.render import render
+        from scaffold.git.runner import repo_toplevel
+
+        repo = repo_toplevel(Path(repo_path) if repo_path else Path.cwd())
+        report = analyze(repo, base, head)
+        sys.stdout.write(render(report, fmt))
+        sys.stdout.flush()
+    except ScaffoldError as exc:
+        sys.stderr.write(f"scaffold: {exc}\n")
+        sys.stderr.flush()
+        return exc.exit_code
+    except (EOFError, KeyboardInterrupt):
+        sys.stderr.write("\nAborted!\n")  # what click prints
+        return 1
+    return 1 if report.blocking else 0
 
 
 def main() -> None:
@@ -19,27 +89,33 @@ def main() -> None:
         action.main(sys.argv[2:], prog_name="scaffold action")
         return
     if len(sys.argv) > 1 and sys.argv[1] == "diagram-check":
-        import click
-
-        from scaffold.cli.diagram_cmds import diagram_check
-        from scaffold.errors import ScaffoldError
-
-        try:
-            diagram_check.main(
-                sys.argv[2:], prog_name="scaffold diagram-check", standalone_mode=False
-            )
-        except ScaffoldError as exc:
-            click.echo(f"scaffold: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except click.exceptions.Exit as exc:
-            sys.exit(exc.exit_code)
-        except click.ClickException as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            click.echo("Aborted!", err=True)
-            sys.exit(1)
+        plain = plain_diagram_check_args(sys.argv[2:])
+        if plain is not None:
+            sys.exit(run_diagram_check(**plain))  # type: ignore[arg-type]
+        _click_diagram_check(sys.argv[2:])
         return
     from scaffold.cli.main import main as full
 
     full()
+
+
+def _click_diagram_check(argv: list[str]) -> None:
+    """The click command: help and usage errors, printed as click prints them."""
+    import click
+
+    from scaffold.cli.diagram_cmds import diagram_check
+    from scaffold.errors import ScaffoldError
+
+    try:
+        diagram_check.main(argv, prog_name="scaffold diagram-check", standalone_mode=False)
+    except ScaffoldError as exc:
+        click.echo(f"scaffold: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)

@@ -11,25 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaffold.diagramcheck import git_diff
-from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, read_and_parse
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
-from scaffold.diagramcheck.rules import (
-    DiagramFile,
-    DiffInput,
-    Side,
-    SourceChange,
-    invalid_sources,
-    judge,
-    read_diagram,
-    requirements,
-)
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
 from scaffold.git.runner import run_git
+
+if TYPE_CHECKING:
+    from scaffold.diagramcheck import python_model as pm
+    from scaffold.diagramcheck.rules import DiagramFile, Side, SourceChange
+
+# The rules, the Python parser and the Mermaid reader load only when a check is not
+# answered from the cache: the same check again (the warm CLI) imports none of them.
 
 _READ_SUFFIXES = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
 _SKIP_MODES = (git_diff.SYMLINK_MODE, git_diff.SUBMODULE_MODE)
@@ -118,6 +115,8 @@ def _read_changes(
     Python the settings leave out (``ignore`` globs, outside the source roots: tests,
     scripts...) is neither read nor parsed; the rules skip it anyway.
     """
+    from scaffold.diagramcheck.rules import SourceChange
+
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
     py_names: list[str] = []
@@ -220,7 +219,9 @@ class _Modules:
             text = git_diff.decode_text(data) if data is not None else None
             if text is None:
                 return None
-            info = pm.read_module(text)
+            from scaffold.diagramcheck.python_model import read_module
+
+            info = read_module(text)
             self._cache.put(blob, info)
         return info
 
@@ -277,16 +278,16 @@ _SETTING_FIELDS = (
 
 def _read_diagrams(
     reader: git_diff.BlobReader, head_sha: str, paths: Sequence[str]
-) -> tuple[dict[str, DiagramFile], dict[str, str]]:
-    """The configured diagrams at the head (``changed`` set later), and their blob ids."""
-    diagrams: dict[str, DiagramFile] = {}
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """The text of the configured diagrams at the head, and their blob ids."""
+    texts: dict[str, str | None] = {}
     ids: dict[str, str] = {}
     for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
         text = git_diff.decode_text(blob) if blob is not None else None
-        diagrams[path] = DiagramFile(path, text, changed=False)
+        texts[path] = text
         if blob is not None and text is not None:
             ids[path] = _blob_id(blob)
-    return diagrams, ids
+    return texts, ids
 
 
 def _index_diagrams(
@@ -294,6 +295,8 @@ def _index_diagrams(
 ) -> None:
     """Read the diagrams the change asks something of (or changes), from the cache when
     this very blob was read before."""
+    from scaffold.diagramcheck.rules import read_diagram
+
     for path in needed & ids.keys():
         key = f"mermaid:{path}:{ids[path]}"
         found = cache.get_diagram(key)
@@ -323,7 +326,7 @@ def analyze_commits(
     with git_diff.BlobReader(repo) as reader:
         cfg = config if config is not None else config_at(reader, head_sha)
         paths = diagram_paths(cfg)
-        diagrams, diagram_ids = _read_diagrams(reader, head_sha, paths)
+        diagram_texts, diagram_ids = _read_diagrams(reader, head_sha, paths)
         # The report is a function of the settings, the two trees and the diagrams'
         # blobs: the very same check again (a re-run, the App and the Action on one
         # head) is one lookup, with no diff and no Python read.
@@ -341,9 +344,17 @@ def analyze_commits(
                 findings=tuple(done[0]),
                 diagrams_checked=tuple(done[1]),
             )
+        from scaffold.diagramcheck.rules import (
+            DiagramFile,
+            DiffInput,
+            invalid_sources,
+            judge,
+            requirements,
+        )
+
         raw = git_diff.diff_commits(repo, mb, head_sha)
         changed = frozenset(c.path for c in raw if c.status != "D")
-        diagrams = {p: replace(d, changed=p in changed) for p, d in diagrams.items()}
+        diagrams = {p: DiagramFile(p, t, changed=p in changed) for p, t in diagram_texts.items()}
         has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
         tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
         trees: dict[Side, dict[str, str]] = {

@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck.findings import Finding
-from scaffold.diagramcheck.mermaid import DiagramIndex
-
 if TYPE_CHECKING:
+    from scaffold.diagramcheck import python_model as pm
+    from scaffold.diagramcheck.findings import Finding
+    from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import Requirement
+
+# The parser and the Mermaid reader load on first use: a check answered from the
+# results (the same check again) imports neither.
 
 # Raise when read_module's answers change shape or meaning.
 PARSER_VERSION = 7
@@ -112,6 +114,8 @@ class ParseCache:
             self._results_added += 1
 
     def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
+        from scaffold.diagramcheck.mermaid import DiagramIndex
+
         found = self._get(key)
         if found is None or not isinstance(found[0], DiagramIndex):
             return None
@@ -159,7 +163,9 @@ class ParseCache:
                 found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
             except Exception:  # a damaged entry is a miss
                 return None
-            if not isinstance(found, pm.ModuleInfo):
+            from scaffold.diagramcheck.python_model import ModuleInfo
+
+            if not isinstance(found, ModuleInfo):
                 return None
             self._loaded[blob] = found
         self.hits += 1
@@ -272,6 +278,7 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
 
 
 def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+    from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.git_diff import BlobReader, decode_text
 
     out: dict[str, pm.ModuleInfo | None] = {}

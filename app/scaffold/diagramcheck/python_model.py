@@ -247,8 +247,11 @@ def _str_value(node: ast.expr | None) -> str | None:
     return None
 
 
-def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
-    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body."""
+def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool, bool]:
+    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body.
+
+    ``d`` is added to every line (a statement parsed on its own, see :func:`read_module_fast`).
+    """
     fields: list[FieldInfo] = []
     has_tablename = False
     uses_mapped = False
@@ -264,7 +267,7 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                 continue
             if _last(dotted(stmt.annotation)) == "Mapped":
                 uses_mapped = True
-            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno))
+            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno + d))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if not isinstance(target, ast.Name):
@@ -289,11 +292,11 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                             else str(first.value)
                         )
                         typ = _last(typ) if typ else ""
-                    fields.append(FieldInfo(target.id, typ, stmt.lineno))
+                    fields.append(FieldInfo(target.id, typ, stmt.lineno + d))
     return fields, has_tablename, uses_mapped
 
 
-def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
+def _enum_members(node: ast.ClassDef, d: int = 0) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
         targets: list[ast.expr] = []
@@ -307,11 +310,13 @@ def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
                 val = _str_value(value)
                 if val is None and isinstance(value, ast.Tuple) and value.elts:
                     val = _str_value(value.elts[0])
-                members.append(MemberInfo(target.id, val, stmt.lineno))
+                members.append(MemberInfo(target.id, val, stmt.lineno + d))
     return members
 
 
-def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], list[Transition]]:
+def _sm_states_and_transitions(
+    node: ast.ClassDef, d: int = 0
+) -> tuple[list[MemberInfo], list[Transition]]:
     """python-statemachine: ``x = State(...)`` attributes and ``go = a.to(b) | b.to(c)``."""
     states: list[MemberInfo] = []
     transitions: list[Transition] = []
@@ -352,9 +357,9 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
             for kw in value.keywords:
                 if kw.arg == "name":
                     label = _str_value(kw.value) or label
-            states.append(MemberInfo(target.id, label, stmt.lineno))
+            states.append(MemberInfo(target.id, label, stmt.lineno + d))
         else:
-            collect(value, target.id, stmt.lineno)
+            collect(value, target.id, stmt.lineno + d)
     return states, transitions
 
 
@@ -394,7 +399,9 @@ def _row(
     return None
 
 
-def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, Transition]]:
+def _table_rows(
+    value: ast.expr, aliases: Mapping[str, str], d: int = 0
+) -> list[tuple[str, Transition]]:
     # See through wrappers such as MappingProxyType({...}) or tuple([...]).
     while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
@@ -408,19 +415,21 @@ def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, 
                 for k2, v2 in zip(val.keys, val.values, strict=True):
                     if k2 is None:
                         continue
-                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno)
+                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno + d)
                     if found:
                         rows.append(found)
                 continue
-            found = _row([*key_items, *_flat(val)], aliases, key.lineno)
+            found = _row([*key_items, *_flat(val)], aliases, key.lineno + d)
             if found:
                 rows.append(found)
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
         for item in value.elts:
             if isinstance(item, ast.Tuple | ast.List):
-                found = _row(list(item.elts), aliases, item.lineno)
+                found = _row(list(item.elts), aliases, item.lineno + d)
             elif isinstance(item, ast.Call):
-                found = _row([*item.args, *(k.value for k in item.keywords)], aliases, item.lineno)
+                found = _row(
+                    [*item.args, *(k.value for k in item.keywords)], aliases, item.lineno + d
+                )
             else:
                 found = None
             if found:
@@ -436,7 +445,7 @@ def _flat(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-def _tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableInfo]:
+def _tables(body: list[ast.stmt], aliases: Mapping[str, str], d: int = 0) -> list[TableInfo]:
     tables: list[TableInfo] = []
     for stmt in body:
         target: ast.expr | None = None
@@ -447,14 +456,14 @@ def _tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableInfo]
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
-        rows = _table_rows(value, aliases)
+        rows = _table_rows(value, aliases, d)
         if len(rows) < 2:
             continue
         enums = {enum for enum, _ in rows}
         for enum in sorted(enums):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
-                tables.append(TableInfo(target.id, stmt.lineno, enum, mine))
+                tables.append(TableInfo(target.id, stmt.lineno + d, enum, mine))
     return tables
 
 
@@ -576,10 +585,10 @@ def _machines(tree: ast.Module) -> list[MachineInfo]:
 # --------------------------------------------------------------------------- module
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def _aliases(body: list[ast.stmt]) -> dict[str, str]:
     """Local names that stand for another name: ``import x as y``, ``S = Lifecycle``."""
     aliases: dict[str, str] = {}
-    for stmt in tree.body:
+    for stmt in body:
         if isinstance(stmt, (ast.ImportFrom, ast.Import)):
             for alias in stmt.names:
                 if alias.asname:
@@ -594,10 +603,10 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def _imported(tree: ast.Module) -> dict[str, str]:
+def _imported(body: list[ast.stmt]) -> dict[str, str]:
     """``from m import X as Y`` at module level (also under ``if``/``try``): ``Y -> m.X``."""
     found: dict[str, str] = {}
-    stack: list[ast.stmt] = list(tree.body)
+    stack: list[ast.stmt] = list(body)
     while stack:
         stmt = stack.pop(0)
         if isinstance(stmt, ast.ImportFrom):
@@ -612,7 +621,7 @@ def _imported(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-def _functional(stmt: ast.stmt) -> ClassInfo | None:
+def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
     """``X = TypedDict("X", {...})``, ``X = NamedTuple("X", [...])``, ``namedtuple(...)``."""
     if not (
         isinstance(stmt, ast.Assign)
@@ -628,7 +637,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
     if func == "TypedDict" and len(call.args) >= 2 and isinstance(call.args[1], ast.Dict):
         for k, v in zip(call.args[1].keys, call.args[1].values, strict=True):
             if k is not None and (s := _str_value(k)) is not None:
-                fields.append(FieldInfo(s, _annotation_text(v), k.lineno))
+                fields.append(FieldInfo(s, _annotation_text(v), k.lineno + d))
         kind = TYPEDDICT
     elif (
         func == "NamedTuple"
@@ -641,7 +650,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
                 and len(item.elts) == 2
                 and (s := _str_value(item.elts[0])) is not None
             ):
-                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno))
+                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno + d))
         kind = NAMEDTUPLE
     elif func == "namedtuple" and len(call.args) >= 2:
         spec = call.args[1]
@@ -651,11 +660,11 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
             names = [n for e in spec.elts if (n := _str_value(e)) is not None]
         else:
             names = []
-        fields = [FieldInfo(n, "", stmt.lineno) for n in names]
+        fields = [FieldInfo(n, "", stmt.lineno + d) for n in names]
         kind = NAMEDTUPLE
     else:
         return None
-    return ClassInfo(name, stmt.lineno, (), (), tuple(fields), functional_kind=kind)
+    return ClassInfo(name, stmt.lineno + d, (), (), tuple(fields), functional_kind=kind)
 
 
 def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]:
