@@ -260,7 +260,10 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
         if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
             return _read_and_parse_chunk(repo, blobs)
         jobs = min(cpus, 4)
-        chunks = [blobs[i::jobs] for i in range(jobs)]
+        # In runs, not strided: the old and new side of a file sit side by side in
+        # ``blobs`` and share most of their statements (see read_module_fast).
+        step = -(-len(blobs) // jobs)
+        chunks = [blobs[i : i + step] for i in range(0, len(blobs), step)]
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -282,10 +285,11 @@ def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleIn
     from scaffold.diagramcheck.git_diff import BlobReader, decode_text
 
     out: dict[str, pm.ModuleInfo | None] = {}
+    memo = pm.StatementMemo()
     with BlobReader(repo) as reader:
         for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
             text = decode_text(data) if data is not None else None
-            out[blob] = pm.read_module(text) if text is not None else None
+            out[blob] = pm.read_module_fast(text, memo) if text is not None else None
     return out
 
 

@@ -15,6 +15,7 @@ is a pydantic model in another changed file is a pydantic model too.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -719,62 +720,222 @@ def read_module(
         return ModuleInfo(error=SyntaxProblem(exc.lineno or 1, exc.msg or "invalid syntax"))
     except ValueError as exc:  # e.g. NUL bytes
         return ModuleInfo(error=SyntaxProblem(1, str(exc)))
-    aliases = _aliases(tree)
-    imported = _imported(tree)
+    return _module_info(
+        [(stmt, 0) for stmt in tree.body], tree, source, module, is_package, imports
+    )
+
+
+def _module_info(
+    parts: list[tuple[ast.stmt, int]],
+    tree: ast.Module | None,
+    source: str,
+    module: str = "",
+    is_package: bool = False,
+    imports: bool = False,
+) -> ModuleInfo:
+    """What the top-level statements declare; each comes with the number to add to its
+    lines (0 for a whole parse, the statement's offset when it was parsed on its own).
+
+    One pass over the statements, each read only by what can use its kind; the tables
+    come out as before: the module's, then those of its functions, then its classes'.
+    """
+    body = [stmt for stmt, _ in parts]
+    aliases = _aliases(body)
+    imported = _imported(body)
     classes: list[ClassInfo] = []
-    tables = _tables(tree.body, aliases)
-    # Tables built by a module-level function (``def _rows(): rows = [...]``).
-    for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            tables += [
-                TableInfo(f"{stmt.name}.{t.name}", t.line, t.enum, t.rows)
-                for t in _tables(stmt.body, aliases)
-            ]
-    for node in _class_defs(tree.body):
-        fields, tablename, mapped = _class_fields(node)
-        states, transitions = _sm_states_and_transitions(node)
-        classes.append(
-            ClassInfo(
-                name=node.name,
-                line=node.lineno,
-                bases=tuple(
-                    imported.get(b, aliases.get(b, b)) for b in (dotted(x) for x in node.bases) if b
-                ),
-                decorators=tuple(
-                    aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
-                ),
-                fields=tuple(fields),
-                members=tuple(_enum_members(node)),
-                states=tuple(states),
-                transitions=tuple(transitions),
-                has_tablename=tablename,
-                uses_mapped=mapped,
-            )
-        )
-        tables += _tables(node.body, aliases)
+    functionals: list[ClassInfo] = []
+    tables: list[TableInfo] = []
+    function_tables: list[TableInfo] = []
+    class_tables: list[TableInfo] = []
     bases: list[str] = []
-    for stmt in tree.body:
-        functional = _functional(stmt)
-        if functional is not None:
-            classes.append(functional)
-        if (
-            isinstance(stmt, ast.Assign)
-            and isinstance(stmt.value, ast.Call)
-            and _last(dotted(stmt.value.func)) == "declarative_base"
-        ):
-            bases += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    for top, shift in parts:
+        kind = type(top)
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            tables += _tables([top], aliases, shift)
+            functional = _functional(top, shift)
+            if functional is not None:
+                functionals.append(functional)
+            if (
+                isinstance(top, ast.Assign)
+                and isinstance(top.value, ast.Call)
+                and _last(dotted(top.value.func)) == "declarative_base"
+            ):
+                bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
+        elif isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
+            # Tables built by a module-level function (``def _rows(): rows = [...]``).
+            function_tables += [
+                TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
+                for t in _tables(top.body, aliases, shift)
+            ]
+        elif isinstance(top, _HOLDS_CLASSES):
+            for node in _class_defs([top]):
+                fields, tablename, mapped = _class_fields(node, shift)
+                states, transitions = _sm_states_and_transitions(node, shift)
+                classes.append(
+                    ClassInfo(
+                        name=node.name,
+                        line=node.lineno + shift,
+                        bases=tuple(
+                            imported.get(b, aliases.get(b, b))
+                            for b in (dotted(x) for x in node.bases)
+                            if b
+                        ),
+                        decorators=tuple(
+                            aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
+                        ),
+                        fields=tuple(fields),
+                        members=tuple(_enum_members(node, shift)),
+                        states=tuple(states),
+                        transitions=tuple(transitions),
+                        has_tablename=tablename,
+                        uses_mapped=mapped,
+                    )
+                )
+                class_tables += _tables(node.body, aliases, shift)
     # Machine(...) calls can sit anywhere, so finding them walks the whole tree:
-    # only done when the text can hold one.
-    machines = _machines(tree) if "Machine" in source else []
+    # only done when the text can hold one (read_module_fast parses such files whole).
+    machines = _machines(tree) if tree is not None and "Machine" in source else []
     return ModuleInfo(
         declarative_bases=tuple(bases),
-        classes=tuple(classes),
-        tables=tuple(tables),
+        classes=(*classes, *functionals),
+        tables=(*tables, *function_tables, *class_tables),
         machines=tuple(machines),
-        imports=_imports(tree, module, is_package) if imports else (),
+        imports=_imports(tree, module, is_package) if imports and tree is not None else (),
         aliases=aliases,
         imported=imported,
     )
+
+
+# Statements _class_defs looks into.
+_HOLDS_CLASSES = (ast.ClassDef, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)
+
+
+# --------------------------------------------------------------------------- fast reading
+#
+# Most of a cold check's time went into ast.parse, and much of what it parsed it had
+# parsed before: the old and the new side of a modified file share every top-level
+# statement the diff did not touch, and files share boilerplate (imports, helpers). So
+# read_module_fast cuts the text into top-level statements, parses each on its own, and
+# reuses a statement already parsed (the same text) in this batch, its lines shifted.
+#
+# Why that gives what parsing the whole file gives: a piece that ends at a line start
+# and parses on its own leaves Python's tokenizer where a whole parse would be at that
+# point (no open bracket, string or backslash continuation; indentation back to column
+# 0, where the next piece starts), so the whole file's tokens are the pieces' tokens one
+# after the other, and a module is a sequence of statements: the whole file parses iff
+# every piece does, into the pieces' statements in order (same nodes and columns, lines
+# shifted by the piece's offset). Where the text is cut is only a guess: a cut inside a
+# string or a bracket leaves a piece that does not parse, and then the file is parsed
+# whole, as is any file that does not parse (so its error is the whole parse's), and any
+# text that could defeat the argument or needs the whole tree (tabs or form feeds, CR
+# line ends, Machine calls, barry_as_FLUFL). tests/diagramcheck/test_fast_read.py checks
+# that both readers agree, on the corpus and on adversarial files.
+
+# A line starting at column 0 with something other than a comment: maybe a statement.
+_LINE_AT_0 = re.compile(r"^[^\s#]", re.M)
+# Such lines that go on the statement before (or, starting with a closing bracket,
+# cannot start one): no cut there.
+_GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
+# Strings and comments, in order, so that a column-0 line inside a triple-quoted string
+# (a docstring's second paragraph) is not taken for a statement.
+_STRINGS = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
+    r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
+    r'|"(?:[^"\\\n]|\\.)*"'
+    r"|'(?:[^'\\\n]|\\.)*'",
+    re.S,
+)
+_WHOLE_ONLY = ("\t", "\f", "\r", "Machine", "barry_as_FLUFL")
+
+
+def _whole_only(source: str) -> bool:
+    return (
+        "\t" in source
+        or "\f" in source
+        or "\r" in source
+        or "Machine" in source
+        or "barry_as_FLUFL" in source
+    )
+
+
+# Parsed statements a batch keeps, in characters of text (all dropped past it).
+MEMO_CHARS = 4_000_000
+
+
+class StatementMemo:
+    """Top-level statements parsed in a batch of files, by their text (lines from 1)."""
+
+    def __init__(self, limit: int = MEMO_CHARS) -> None:
+        self.parsed: dict[str, list[ast.stmt]] = {}
+        self.chars = 0
+        self.limit = limit
+        self.hits = 0
+
+    def body(self, text: str) -> list[ast.stmt] | None:
+        """The statements of ``text`` parsed on its own; ``None`` if it does not parse."""
+        found = self.parsed.get(text)
+        if found is not None:
+            self.hits += 1
+            return found
+        try:
+            found = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            return None
+        if self.chars + len(text) > self.limit:
+            self.parsed.clear()
+            self.chars = 0
+        self.parsed[text] = found
+        self.chars += len(text)
+        return found
+
+
+def statement_starts(source: str) -> list[int]:
+    """Where the top-level statements of ``source`` probably start (``0`` first)."""
+    starts = [0]
+    strings: list[tuple[int, int]] = []
+    if '"""' in source or "'''" in source:
+        for match in _STRINGS.finditer(source):
+            begin, end = match.span()
+            if source[begin] != "#" and source.find("\n", begin, end) >= 0:
+                strings.append((begin, end))
+    inside = 0
+    after_decorator = source.startswith("@")
+    for match in _LINE_AT_0.finditer(source, 1):
+        pos = match.start()
+        while inside < len(strings) and strings[inside][1] <= pos:
+            inside += 1
+        if inside < len(strings) and strings[inside][0] < pos:
+            continue  # in a multi-line string
+        if _GOES_ON.match(source, pos):
+            continue
+        if not after_decorator:
+            starts.append(pos)
+        after_decorator = source.startswith("@", pos)
+    return starts
+
+
+def read_module_fast(source: str, memo: StatementMemo | None = None) -> ModuleInfo:
+    """:func:`read_module`'s answer, each top-level statement parsed once per batch.
+
+    See the comment above ``_LINE_AT_0`` for why the answers are the same; every doubt
+    (a piece that does not parse, text that could defeat the argument) is settled by
+    the whole parse.
+    """
+    if memo is None or _whole_only(source):
+        return read_module(source)
+    starts = statement_starts(source)
+    parts: list[tuple[ast.stmt, int]] = []
+    line = 0
+    for i, begin in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(source)
+        if i:
+            line += source.count("\n", starts[i - 1], begin)
+        body = memo.body(source[begin:end])
+        if body is None:
+            return read_module(source)
+        parts += [(stmt, line) for stmt in body]
+    return _module_info(parts, None, source)
 
 
 # --------------------------------------------------------------------------- classify
