@@ -201,3 +201,22 @@ def test_findings_are_the_same_with_the_whole_parse(
     assert fast.findings == slow.findings
     assert fast.findings  # the change asks something of the diagrams
     assert any(f.kind == "python-syntax-error" for f in fast.findings)
+
+
+def test_plain_annotations_are_written_as_unparse_writes_them() -> None:
+    import ast
+
+    checked = 0
+    sources = [p.read_text(encoding="utf-8") for p in sorted(APP.rglob("*.py"))]
+    sources += [s for _, s in _corpus_sources()[::7]]
+    sources.append("x: (a | b).c\ny: (a | b)[c]\nz: a | (b | c)\nw: dict[str, int | None]\n")
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.expr) and (text := pm._plain_text(node)):
+                assert text == ast.unparse(node)
+                checked += 1
+    assert checked > 10_000
