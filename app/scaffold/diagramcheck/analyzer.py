@@ -88,6 +88,29 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
     return (path if path.is_absolute() else repo / path), lines[1], lines[2]
 
 
+def _resolve_both(
+    repo: Path, base: str, head: str
+) -> tuple[str, str, tuple[Path, dict[str, str]]] | None:
+    """Both commits, the git directory and the commits' trees, from one ``rev-parse``;
+    ``None`` when that is not plainly so (then each is resolved on its own, with its
+    own error)."""
+    git_diff.check_ref(base)
+    git_diff.check_ref(head)
+    spec = [f"{base}^{{commit}}", f"{head}^{{commit}}", f"{base}^{{tree}}", f"{head}^{{tree}}"]
+    out = run_git(["rev-parse", "--git-common-dir", *spec, "--"], repo, check=False)
+    lines = out.stdout.splitlines()
+    shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
+    if out.returncode != 0 or len(shas) != 4 or not all(_is_sha(x) for x in shas):
+        return None
+    path = Path(lines[0])
+    git_dir = path if path.is_absolute() else repo / path
+    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]})
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
 def _settings_key(cfg: DiagramSettings) -> str:
     return repr([getattr(cfg, f) for f in _SETTING_FIELDS])
 
@@ -311,8 +334,11 @@ def analyze_commits(
     base_sha: str,
     head_sha: str,
     config: DiagramSettings | None = None,
+    resolved: tuple[Path, dict[str, str]] | None = None,
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids).
+
+    ``resolved``: the git directory and the trees of commits already asked of git.
 
     What the diff requires, and the findings, are cached by a digest of the inputs
     (settings, blob ids, the Python files of both sides, the diagrams' blobs): checking
@@ -321,7 +347,11 @@ def analyze_commits(
     are parsed.
     """
     mb = git_diff.merge_base(repo, base_sha, head_sha)
-    git_dir, old_tree, new_tree = _git_dir_and_trees(repo, mb, head_sha)
+    git_dir: Path | None
+    if resolved is not None and mb in resolved[1] and head_sha in resolved[1]:
+        git_dir, old_tree, new_tree = resolved[0], resolved[1][mb], resolved[1][head_sha]
+    else:
+        git_dir, old_tree, new_tree = _git_dir_and_trees(repo, mb, head_sha)
     cache = ParseCache(cache_file(git_dir) if git_dir is not None else None)
     with git_diff.BlobReader(repo) as reader:
         cfg = config if config is not None else config_at(reader, head_sha)
@@ -429,6 +459,9 @@ def analyze(
     :class:`~scaffold.errors.UsageError` for a revision that names no commit and
     :class:`~scaffold.errors.ConfigError` for a broken configuration.
     """
-    base_sha = git_diff.resolve_commit(repo, base)
-    head_sha = git_diff.resolve_commit(repo, head)
-    return analyze_commits(repo, base_sha, head_sha, config)
+    both = _resolve_both(repo, base, head)
+    if both is None:
+        base_sha = git_diff.resolve_commit(repo, base)
+        head_sha = git_diff.resolve_commit(repo, head)
+        return analyze_commits(repo, base_sha, head_sha, config)
+    return analyze_commits(repo, both[0], both[1], config, resolved=both[2])

@@ -906,13 +906,14 @@ class StatementMemo:
         self.hits = 0
 
     def body(self, text: str) -> list[ast.stmt] | None:
-        """The statements of ``text`` parsed on its own; ``None`` if it does not parse."""
+        """The statements of ``text`` parsed on its own that can declare anything
+        :func:`_module_info` reads; ``None`` if it does not parse."""
         found = self.parsed.get(text)
         if found is not None:
             self.hits += 1
             return found
         try:
-            found = ast.parse(text).body
+            found = [stmt for stmt in ast.parse(text).body if _may_declare(stmt)]
         except (SyntaxError, ValueError):
             return None
         if self.chars + len(text) > self.limit:
@@ -921,6 +922,31 @@ class StatementMemo:
         self.parsed[text] = found
         self.chars += len(text)
         return found
+
+
+# Top-level statements _module_info reads (imports, assignments, classes, the blocks
+# classes and imports sit in), and functions whose own body assigns (a table may be built
+# there). The others (expressions, loops, other functions...) add nothing to its answer.
+_DECLARING = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.ClassDef,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.TryStar,
+)
+
+
+def _may_declare(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, _DECLARING):
+        return True
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        return any(isinstance(s, ast.Assign | ast.AnnAssign) for s in stmt.body)
+    return False
 
 
 def statement_starts(source: str) -> list[int]:
