@@ -220,3 +220,40 @@ def test_plain_annotations_are_written_as_unparse_writes_them() -> None:
                 assert text == ast.unparse(node)
                 checked += 1
     assert checked > 10_000
+
+
+def test_a_parallel_check_reads_the_diagrams_meanwhile_and_finds_the_same(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scaffold.diagramcheck import cache as dc_cache
+
+    monkeypatch.setenv("SCAFFOLD_DIAGRAMCHECK_CACHE", "0")
+    repo.write("app/pkg/__init__.py", "")
+    repo.write(DATA, mermaid_doc("classDiagram\n  class S0 {\n    A\n  }"))
+    base = repo.commit("base")
+    for i in range(dc_cache.PARALLEL_MIN_FILES // 2 + 5):
+        repo.write(
+            f"app/pkg/s{i}.py",
+            f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n    B{i} = 'b'\n",
+        )
+    repo.commit("many")
+    from scaffold.diagramcheck import analyzer
+
+    early: list[int] = []
+    real = analyzer._index_diagrams
+
+    def watching(*args: object, **kwargs: object) -> None:
+        early.append(len(args))
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyzer, "_index_diagrams", watching)
+    monkeypatch.setattr(dc_cache, "_can_fork", lambda: True)
+    monkeypatch.setattr(dc_cache, "PARALLEL_MIN_FILES", 10)
+    parallel = analyze(repo.root, base)
+    assert len(early) == 2  # the diagrams read meanwhile, then the needed ones
+    monkeypatch.setattr(dc_cache, "PARALLEL_MIN_FILES", 10**9)
+    serial = analyze(repo.root, base)
+    assert len(early) == 3
+    assert parallel.findings == serial.findings
+    assert parallel.diagrams_checked == serial.diagrams_checked
+    assert any(f.kind != "module-added" for f in serial.findings)

@@ -8,7 +8,7 @@ and hands plain text to the rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from scaffold.git.runner import run_git
 
 if TYPE_CHECKING:
     from scaffold.diagramcheck import python_model as pm
+    from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import DiagramFile, Side, SourceChange
 
 # The rules, the Python parser and the Mermaid reader load only when a check is not
@@ -132,6 +133,7 @@ def _read_changes(
     raw: Sequence[git_diff.RawChange],
     cache: ParseCache,
     cfg: DiagramSettings,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[SourceChange]:
     """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
 
@@ -158,7 +160,9 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
-    fresh = read_and_parse(reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)))
+    fresh = read_and_parse(
+        reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)), meanwhile
+    )
     for blob, found in fresh.items():
         if found is not None:
             cache.put(blob, found)
@@ -314,18 +318,27 @@ def _read_diagrams(
 
 
 def _index_diagrams(
-    diagrams: dict[str, DiagramFile], ids: dict[str, str], needed: set[str], cache: ParseCache
+    diagrams: dict[str, DiagramFile],
+    ids: dict[str, str],
+    needed: set[str],
+    cache: ParseCache,
+    done: dict[str, tuple[DiagramIndex, str]] | None = None,
 ) -> None:
     """Read the diagrams the change asks something of (or changes), from the cache when
-    this very blob was read before."""
+    this very blob was read before. ``done`` holds what was read already (it gets what
+    this reads)."""
     from scaffold.diagramcheck.rules import read_diagram
 
     for path in needed & ids.keys():
         key = f"mermaid:{path}:{ids[path]}"
-        found = cache.get_diagram(key)
+        found = done.get(path) if done is not None else None
+        if found is None:
+            found = cache.get_diagram(key)
         if found is None:
             found = read_diagram(diagrams[path])
             cache.put_diagram(key, found)
+        if done is not None:
+            done[path] = found
         diagrams[path] = replace(diagrams[path], index=found)
 
 
@@ -396,8 +409,17 @@ def analyze_commits(
         known = cache.get_result(key) if key is not None else None
         # With the requirements known, only Markdown and Mermaid files are read (to
         # report broken Mermaid in them).
+        # A big diff (parsed over the cores) almost always asks something of every
+        # diagram: they are read in this process while the workers parse.
+        early: dict[str, tuple[DiagramIndex, str]] = {}
         changes = _read_changes(
-            reader, [c for c in raw if known is None or not _is_py(c.path)], cache, cfg
+            reader,
+            [c for c in raw if known is None or not _is_py(c.path)],
+            cache,
+            cfg,
+            (lambda: _index_diagrams(dict(diagrams), diagram_ids, set(diagram_ids), cache, early))
+            if known is None
+            else None,
         )
         if known is not None:
             reqs, warnings = known
@@ -424,7 +446,7 @@ def analyze_commits(
             if key is not None:
                 cache.put_result(key, (reqs, warnings))
     needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
-    _index_diagrams(diagrams, diagram_ids, needed, cache)
+    _index_diagrams(diagrams, diagram_ids, needed, cache, early)
     data = replace(data, diagrams=diagrams)
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -243,13 +244,17 @@ def _load(path: Path) -> dict[str, bytes]:
     return data
 
 
-def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+def read_and_parse(
+    repo: Path, blobs: list[str], meanwhile: Callable[[], None] | None = None
+) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs, split over the cores when there are many.
 
     Each process (this one included) reads its share through its own
     ``git cat-file --batch`` and parses it, so git's reading and Python's parsing both
     run on every core and no source text crosses between processes. ``None`` marks a
-    blob that is binary or not UTF-8.
+    blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
+    process while the workers parse, when there are workers (this process then takes
+    half a share of the blobs).
     """
     import gc
 
@@ -262,8 +267,10 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
         jobs = min(cpus, 4)
         # In runs, not strided: the old and new side of a file sit side by side in
         # ``blobs`` and share most of their statements (see read_module_fast).
-        step = -(-len(blobs) // jobs)
-        chunks = [blobs[i : i + step] for i in range(0, len(blobs), step)]
+        # This process's share first: half of one when it has other work meanwhile.
+        mine = len(blobs) // (2 * jobs - 1) if meanwhile is not None else -(-len(blobs) // jobs)
+        step = -(-(len(blobs) - mine) // (jobs - 1))
+        chunks = [blobs[:mine], *(blobs[i : i + step] for i in range(mine, len(blobs), step))]
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -271,6 +278,8 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
         out: dict[str, pm.ModuleInfo | None] = {}
         with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
+            if meanwhile is not None:
+                meanwhile()
             out.update(_read_and_parse_chunk(repo, chunks[0]))
             for future in futures:
                 out.update(future.result())
