@@ -1,4 +1,4 @@
-"""``scaffold diagram-check`` without click: a plain command line is read with argparse
+"""``scaffold diagram-check`` without click: a plain command line is read by hand
 and run at once; help and usage errors still come from click, as before."""
 
 from __future__ import annotations

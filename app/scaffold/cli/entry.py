@@ -3,7 +3,7 @@
 ``scaffold diagram-check`` runs in CI on every push, so it must not pay for the
 orchestrator, the App server or the agent tooling it never uses, nor even for click:
 a plain command line (``--repo``, ``--base``, ``--head``, ``--format``, in any order,
-``--opt value`` or ``--opt=value``) is read here with :mod:`argparse` and run at once.
+``--opt value`` or ``--opt=value``) is read here and run at once.
 Anything else (``--help``, a missing ``--base``, an unknown option, a bad ``--format``,
 a ``--repo`` that is a file) goes to the click command of
 :mod:`scaffold.cli.diagram_cmds`, which prints the usual usage error or help: one
@@ -19,42 +19,47 @@ import sys
 FORMATS = ("text", "json", "github", "markdown")
 
 
-class _NotPlain(Exception):
-    """The command line needs click: help, or a usage error to report as click does."""
+_OPTIONS = {"--repo": "repo_path", "--base": "base", "--head": "head", "--format": "fmt"}
 
 
 def plain_diagram_check_args(argv: list[str]) -> dict[str, str | None] | None:
     """``diagram-check``'s options when ``argv`` is a plain, valid command line, else ``None``.
 
-    ``None`` means "let click handle it": click then prints the help or the usage error
-    (exit 2) exactly as before. Only what click would accept as it stands is taken.
+    Plain: only ``--repo``, ``--base`` (required), ``--head`` and ``--format``, each as
+    ``--opt value`` or ``--opt=value`` (the last one wins), values that do not start
+    with ``-``, a known format, a ``--repo`` that is not a file. ``None`` means "let
+    click handle it": click then prints the help or the usage error (exit 2) exactly as
+    before. What is taken here is what click would take, with the same meaning; it is
+    read by hand because even argparse costs several milliseconds (it loads ``gettext``,
+    ``locale`` and ``shutil``) on a command meant to take a few tens.
     """
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            raise _NotPlain(message)
-
-        def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
-            raise _NotPlain(message or "")
-
-    parser = Parser(prog="scaffold diagram-check", add_help=False, allow_abbrev=False)
-    parser.add_argument("--repo", dest="repo_path", default=None)
-    parser.add_argument("--base", required=True)
-    parser.add_argument("--head", default="HEAD")
-    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="text")
-    try:
-        ns = parser.parse_args(argv)
-    except _NotPlain:
+    found: dict[str, str | None] = {"repo_path": None, "head": "HEAD", "fmt": "text"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        key = _OPTIONS.get(name)
+        if key is None:
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            i += 1
+            value = argv[i]
+        if value.startswith("-"):
+            return None
+        found[key] = value
+        i += 1
+    if "base" not in found or found["fmt"] not in FORMATS:
         return None
-    repo = ns.repo_path
+    repo = found["repo_path"]
     if repo:
         import os
 
         # click.Path(file_okay=False): an existing path must be a readable directory.
         if os.path.exists(repo) and not (os.path.isdir(repo) and os.access(repo, os.R_OK)):
             return None
-    return {"repo_path": repo, "base": ns.base, "head": ns.head, "fmt": ns.fmt}
+    return found
 
 
 def run_diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> int:

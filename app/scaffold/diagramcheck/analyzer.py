@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaffold.diagramcheck import git_diff
-from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, read_and_parse
+from scaffold.diagramcheck.cache import (
+    PARSER_VERSION,
+    ParseCache,
+    cache_file,
+    read_and_parse,
+    sha1,
+)
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
@@ -72,9 +78,7 @@ def _python_tree(repo: Path, commit: str) -> dict[str, str]:
 
 def _blob_id(data: bytes) -> str:
     """The id git gives a blob of ``data`` (what ``git hash-object`` prints)."""
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
@@ -278,9 +282,7 @@ def _inputs_key(
 ) -> str:
     """A digest of everything :func:`requirements` reads (for a diff without task changes):
     the settings, every change with its blob ids, and the Python files of both sides."""
-    import hashlib
-
-    h = hashlib.sha1(usedforsecurity=False)
+    h = sha1()
     h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
         h.update(repr(c).encode("utf-8", "surrogateescape"))

@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from scaffold.diagramcheck import python_model as pm
@@ -45,6 +45,27 @@ PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
 
 
+class Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def sha1(data: bytes = b"") -> Digest:
+    """A SHA-1 (for names, not security) from CPython's own ``_sha1`` when it is there:
+    ``hashlib`` loads OpenSSL, milliseconds of a check answered from the cache."""
+    import importlib
+
+    try:
+        impl = importlib.import_module("_sha1").sha1
+    except ImportError:  # another Python
+        import hashlib
+
+        impl = hashlib.sha1
+    digest: Digest = impl(data, usedforsecurity=False)
+    return digest
+
+
 def cache_file(git_dir: Path) -> Path:
     """The cache of this DiagramCheck: its name changes with the code that fills it."""
     py = f"{sys.version_info.major}{sys.version_info.minor}"
@@ -57,11 +78,9 @@ _CODE_ID: list[str] = []
 def _code_id() -> str:
     """A digest of the DiagramCheck modules (name, size, mtime): new code, new cache."""
     if not _CODE_ID:
-        import hashlib
-
         from scaffold import __version__
 
-        h = hashlib.sha1(__version__.encode(), usedforsecurity=False)
+        h = sha1(__version__.encode())
         for path in sorted(Path(__file__).parent.glob("*.py")):
             st = path.stat()
             h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
