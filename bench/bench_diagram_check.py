@@ -420,6 +420,9 @@ def main() -> None:
             "git_processes_per_analysis": processes,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            # Other work on the machine inflates every wall time (the side by side
+            # rows share it): the 1-minute load average when the rounds ended.
+            "load_average_1m": os.getloadavg()[0],
         }
         if base_app is not None:
             result["baseline"] = str(args.baseline)

@@ -893,7 +893,7 @@ def _whole_only(source: str) -> bool:
 
 
 # Parsed statements a batch keeps, in characters of text (all dropped past it).
-MEMO_CHARS = 4_000_000
+MEMO_CHARS = 2_000_000
 
 
 class StatementMemo:
