@@ -21,18 +21,26 @@ Timed, interleaved rounds (the order rotates each round):
 - ``analyzer_after_push`` / ``cli_after_push``: the cache warm from checking the head,
   then a push (one more commit editing one module) checked: what a re-check after a
   push costs (every other blob comes from the cache, the rules run in full);
-- ``cli_small`` and ``git_diff_small``: the CLI (warm) and ``git diff`` on a one-file
-  change on top of the head (the target: 150 ms wall for the CLI).
+- ``cli_small`` and ``git_diff_small``: the CLI and ``git diff`` on a one-file change on
+  top of the head (the target: 150 ms wall for the CLI, median and p90).
 
-Reported: the median wall time of each and the ratios to ``git_diff`` (targets: cold
-at most 100x, warm at most 10x); the analyzer's peak Python allocation (tracemalloc,
+With ``--baseline DIR`` (another checkout of scaffold, e.g. a ``git worktree`` of the
+commit before a change), the same rounds also time that code side by side, interleaved
+with this one's: ``base_analyzer_cold``/``base_analyzer_warm`` and, for the same
+measurement on both sides, ``sub_analyzer_cold``/``sub_analyzer_warm`` (this code), each
+timed inside a fresh interpreter (``PYTHONPATH=DIR/app`` for the baseline), and
+``base_cli_cold``/``base_cli_warm``/``base_cli_small``, the baseline's CLI on its own copy
+of the repository (each version keeps its own cache files, which the other would delete).
+
+Reported: the median (and p90) wall time of each and the ratios to ``git_diff`` (targets:
+analyzer cold at most 100x, analyzer and CLI warm at most 10x); the analyzer's peak Python allocation (tracemalloc,
 one extra cold run) and the peak RSS of the CLI child (``ru_maxrss`` from ``wait4``);
 the number of git processes the analyzer starts. RSS is measured from a small
 launcher (Linux keeps the high-water mark across ``execve``). The package is byte-compiled first
 (``compileall``), as an installed one is, so ``PYTHONDONTWRITEBYTECODE`` in the
 environment does not turn every CLI start into a compile.
 
-    .venv/bin/python bench/bench_diagram_check.py [--quick] [--rounds N]
+    .venv/bin/python bench/bench_diagram_check.py [--quick] [--rounds N] [--baseline DIR]
 
 Results go to stdout and, as JSON, to ``bench/results/diagram_check.json``
 (``--no-save`` to skip).
@@ -151,10 +159,14 @@ def peak_rss_kib(argv: list[str], cwd: Path) -> int:
     return int(out.stdout.strip() or 0)
 
 
-def run_child(argv: list[str], cwd: Path) -> tuple[float, int, int]:
+def run_child(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, int, int]:
     """Wall time, exit code and peak RSS (KiB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -203,6 +215,39 @@ def push(root: Path, n: int) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+# One analysis timed inside a fresh interpreter (the code on its PYTHONPATH): cold (no
+# cache file) or warm (after a first analysis of the same diff).
+_TIMER = """
+import shutil, sys, time
+from pathlib import Path
+from scaffold.diagramcheck import analyze
+from scaffold.diagramcheck.cache import cache_file
+root, base, head, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+if mode == "cold":
+    shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
+else:
+    analyze(root, base, head)
+start = time.perf_counter()
+analyze(root, base, head)
+print(time.perf_counter() - start)
+"""
+
+
+def timed_in_child(app: Path, root: Path, base: str, head: str, mode: str) -> tuple[float, int]:
+    env = {**os.environ, "PYTHONPATH": str(app)}
+    out = subprocess.run(
+        [sys.executable, "-c", _TIMER, str(root), base, head, mode],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        return 0.0, out.returncode
+    return float(out.stdout.strip().splitlines()[-1]), 0
+
+
 def forget(root: Path) -> None:
     """Make the next analysis cold: no cache file, no in-process memo tables."""
     shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
@@ -218,11 +263,21 @@ def main() -> None:
     parser.add_argument("--modified", type=int, default=None, help="modules changed")
     parser.add_argument("--added", type=int, default=None, help="modules added")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another scaffold checkout to time side by side (its app/ on PYTHONPATH)",
+    )
     args = parser.parse_args()
     modified = args.modified or (200 if args.quick else 1000)
     added = args.added or (200 if args.quick else 1000)
-    rounds = args.rounds or (3 if args.quick else 7)
+    rounds = args.rounds or (3 if args.quick else 11)
     compileall.compile_dir(Path(scaffold.__file__).parent, quiet=1)
+    own_app = Path(scaffold.__file__).resolve().parents[1]
+    base_app = args.baseline.resolve() / "app" if args.baseline else None
+    if base_app is not None:
+        compileall.compile_dir(base_app / "scaffold", quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-diagramcheck-"))
     try:
         root = tmp / "repo"
@@ -274,7 +329,37 @@ def main() -> None:
             argv = [*cli[:-4], "--head", new_head, "--format", "json"]
             return run_child(argv, root)[:2]
 
-        runners: dict[str, Callable[[], tuple[float, int]]] = {
+        runners: dict[str, Callable[[], tuple[float, int]]] = {}
+        if base_app is not None:
+            # The baseline on a copy of the repository: its own cache files.
+            base_root = tmp / "repo-baseline"
+            shutil.copytree(root, base_root, symlinks=True)
+            base_env = {**os.environ, "PYTHONPATH": str(base_app)}
+
+            def base_cli_cold() -> tuple[float, int]:
+                shutil.rmtree(base_root / ".git" / "scaffold", ignore_errors=True)
+                return run_child(cli, base_root, base_env)[:2]
+
+            def base_cli_warm() -> tuple[float, int]:
+                run_child(cli, base_root, base_env)
+                return run_child(cli, base_root, base_env)[:2]
+
+            runners.update(
+                {
+                    "base_analyzer_cold": lambda: timed_in_child(
+                        base_app, base_root, base, head, "cold"
+                    ),
+                    "sub_analyzer_cold": lambda: timed_in_child(own_app, root, base, head, "cold"),
+                    "base_analyzer_warm": lambda: timed_in_child(
+                        base_app, base_root, base, head, "warm"
+                    ),
+                    "sub_analyzer_warm": lambda: timed_in_child(own_app, root, base, head, "warm"),
+                    "base_cli_cold": base_cli_cold,
+                    "base_cli_warm": base_cli_warm,
+                    "base_cli_small": lambda: run_child(cli_small, base_root, base_env)[:2],
+                }
+            )
+        runners |= {
             "git_diff": lambda: run_child([*diff, base, head], root)[:2],
             "analyzer_cold": cold_analyzer,
             "analyzer_warm": warm_analyzer,
@@ -294,6 +379,7 @@ def main() -> None:
                     raise SystemExit(f"{name} exited {code}")
                 times[name].append(elapsed)
         med = {k: statistics.median(v) for k, v in times.items()}
+        p90 = {k: _p90(v) for k, v in times.items()}
         forget(root)
         tracemalloc.start()
         analyze(root, base, head)
@@ -322,8 +408,10 @@ def main() -> None:
             "added_modules": added,
             "rounds": rounds,
             "median_s": med,
+            "p90_s": p90,
             "ratios": ratio,
             "cli_small_ms": med["cli_small"] * 1000,
+            "cli_small_p90_ms": p90["cli_small"] * 1000,
             "cli_small_to_git_diff_small": med["cli_small"] / med["git_diff_small"],
             "analyzer_peak_tracemalloc_mb": peak / 1e6,
             "cli_peak_rss_mb": rss / 1024,
@@ -332,16 +420,41 @@ def main() -> None:
             "git_processes_per_analysis": processes,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            # Other work on the machine inflates every wall time (the side by side
+            # rows share it): the 1-minute load average when the rounds ended.
+            "load_average_1m": os.getloadavg()[0],
         }
+        if base_app is not None:
+            result["baseline"] = str(args.baseline)
+            result["baseline_ratios"] = {
+                f"{k}_to_git_diff": med[k] / med["git_diff"]
+                for k in med
+                if k.startswith(("base_", "sub_"))
+            }
         for k, v in med.items():
-            print(f"{k:>15}: median {v * 1000:8.1f} ms over {rounds} rounds")
+            print(
+                f"{k:>19}: median {v * 1000:8.1f} ms, p90 {p90[k] * 1000:8.1f} ms ({rounds} runs)"
+            )
         print(
             "ratios to git diff: "
             + "; ".join(f"{k.removesuffix('_to_git_diff')} {v:.0f}x" for k, v in ratio.items())
             + " (targets: cold <= 100x, warm <= 10x)"
         )
+        if base_app is not None:
+            print(
+                "side by side, x git diff (baseline -> this code): "
+                + "; ".join(
+                    f"{k} {med['base_' + k] / med['git_diff']:.0f}x -> "
+                    f"{med[('sub_' if k.startswith('analyzer') else '') + k] / med['git_diff']:.0f}x"
+                    for k in ("analyzer_cold", "analyzer_warm", "cli_cold", "cli_warm")
+                )
+                + f"; cli_small {med['base_cli_small'] * 1000:.0f} -> "
+                f"{med['cli_small'] * 1000:.0f} ms median, {p90['base_cli_small'] * 1000:.0f} -> "
+                f"{p90['cli_small'] * 1000:.0f} ms p90"
+            )
         print(
-            f"small diff: CLI {med['cli_small'] * 1000:.0f} ms (target <= 150 ms), "
+            f"small diff: CLI {med['cli_small'] * 1000:.0f} ms median, "
+            f"{p90['cli_small'] * 1000:.0f} ms p90 (target <= 150 ms), "
             f"{result['cli_small_to_git_diff_small']:.0f}x git diff"
         )
         print(
@@ -356,6 +469,11 @@ def main() -> None:
             print(f"saved {RESULTS}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, -(-9 * len(ordered) // 10) - 1))]
 
 
 def _timed(fn: Callable[[], object]) -> tuple[float, int]:

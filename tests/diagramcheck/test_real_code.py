@@ -108,13 +108,7 @@ def test_a_recheck_parses_only_new_blobs(repo: Repo, monkeypatch: pytest.MonkeyP
         repo.write(f"app/pkg/m{i}.py", model.format(i=i) + "    b: str\n")
     head = repo.commit("fields")
     parsed: list[str] = []
-    real = pm.read_module
-
-    def counting(source: str, *args: object, **kwargs: object) -> pm.ModuleInfo:
-        parsed.append(source)
-        return real(source, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(pm, "read_module", counting)
+    _count_parses(monkeypatch, parsed)
     first = analyze(repo.root, base, head)
     assert len(parsed) == 10
     assert any(Path(repo.root, ".git", "scaffold").iterdir())
@@ -207,13 +201,28 @@ def test_python_the_settings_leave_out_is_not_parsed(
     repo.write("app/pkg/real.py", "X = 1\n")
     repo.commit("code and tests")
     parsed: list[str] = []
-    real = pm.read_module
+    _count_parses(monkeypatch, parsed)
+    report = analyze(repo.root, base)
+    assert parsed == ["X = 1\n"]
+    assert kinds(report) == [("module-added", "pkg.real")]
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch, parsed: list[str]) -> None:
+    """Every blob read: by read_module_fast (the changed files, in batches) or read_module
+    (a module looked up by name); the fast reader's own fallback is not counted twice."""
+    real, real_fast = pm.read_module, pm.read_module_fast
 
     def counting(source: str, *args: object, **kwargs: object) -> pm.ModuleInfo:
         parsed.append(source)
         return real(source, *args, **kwargs)  # type: ignore[arg-type]
 
+    def counting_fast(source: str, memo: pm.StatementMemo | None = None) -> pm.ModuleInfo:
+        parsed.append(source)
+        monkeypatch.setattr(pm, "read_module", real)
+        try:
+            return real_fast(source, memo)
+        finally:
+            monkeypatch.setattr(pm, "read_module", counting)
+
     monkeypatch.setattr(pm, "read_module", counting)
-    report = analyze(repo.root, base)
-    assert parsed == ["X = 1\n"]
-    assert kinds(report) == [("module-added", "pkg.real")]
+    monkeypatch.setattr(pm, "read_module_fast", counting_fast)

@@ -8,28 +8,32 @@ and hands plain text to the rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaffold.diagramcheck import git_diff
-from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file, read_and_parse
+from scaffold.diagramcheck.cache import (
+    PARSER_VERSION,
+    ParseCache,
+    cache_file,
+    read_and_parse,
+    sha1,
+)
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
-from scaffold.diagramcheck.rules import (
-    DiagramFile,
-    DiffInput,
-    Side,
-    SourceChange,
-    invalid_sources,
-    judge,
-    read_diagram,
-    requirements,
-)
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
 from scaffold.git.runner import run_git
+
+if TYPE_CHECKING:
+    from scaffold.diagramcheck import python_model as pm
+    from scaffold.diagramcheck.mermaid import DiagramIndex
+    from scaffold.diagramcheck.rules import DiagramFile, Side, SourceChange
+
+# The rules, the Python parser and the Mermaid reader load only when a check is not
+# answered from the cache: the same check again (the warm CLI) imports none of them.
 
 _READ_SUFFIXES = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
 _SKIP_MODES = (git_diff.SYMLINK_MODE, git_diff.SUBMODULE_MODE)
@@ -74,9 +78,7 @@ def _python_tree(repo: Path, commit: str) -> dict[str, str]:
 
 def _blob_id(data: bytes) -> str:
     """The id git gives a blob of ``data`` (what ``git hash-object`` prints)."""
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
@@ -89,6 +91,29 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
         return None, "", ""
     path = Path(lines[0])
     return (path if path.is_absolute() else repo / path), lines[1], lines[2]
+
+
+def _resolve_both(
+    repo: Path, base: str, head: str
+) -> tuple[str, str, tuple[Path, dict[str, str]]] | None:
+    """Both commits, the git directory and the commits' trees, from one ``rev-parse``;
+    ``None`` when that is not plainly so (then each is resolved on its own, with its
+    own error)."""
+    git_diff.check_ref(base)
+    git_diff.check_ref(head)
+    spec = [f"{base}^{{commit}}", f"{head}^{{commit}}", f"{base}^{{tree}}", f"{head}^{{tree}}"]
+    out = run_git(["rev-parse", "--git-common-dir", *spec, "--"], repo, check=False)
+    lines = out.stdout.splitlines()
+    shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
+    if out.returncode != 0 or len(shas) != 4 or not all(_is_sha(x) for x in shas):
+        return None
+    path = Path(lines[0])
+    git_dir = path if path.is_absolute() else repo / path
+    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]})
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def _settings_key(cfg: DiagramSettings) -> str:
@@ -112,12 +137,15 @@ def _read_changes(
     raw: Sequence[git_diff.RawChange],
     cache: ParseCache,
     cfg: DiagramSettings,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[SourceChange]:
     """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
 
     Python the settings leave out (``ignore`` globs, outside the source roots: tests,
     scripts...) is neither read nor parsed; the rules skip it anyway.
     """
+    from scaffold.diagramcheck.rules import SourceChange
+
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
     py_names: list[str] = []
@@ -136,7 +164,9 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
-    fresh = read_and_parse(reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)))
+    fresh = read_and_parse(
+        reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)), meanwhile
+    )
     for blob, found in fresh.items():
         if found is not None:
             cache.put(blob, found)
@@ -220,7 +250,9 @@ class _Modules:
             text = git_diff.decode_text(data) if data is not None else None
             if text is None:
                 return None
-            info = pm.read_module(text)
+            from scaffold.diagramcheck.python_model import read_module
+
+            info = read_module(text)
             self._cache.put(blob, info)
         return info
 
@@ -250,9 +282,7 @@ def _inputs_key(
 ) -> str:
     """A digest of everything :func:`requirements` reads (for a diff without task changes):
     the settings, every change with its blob ids, and the Python files of both sides."""
-    import hashlib
-
-    h = hashlib.sha1(usedforsecurity=False)
+    h = sha1()
     h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
         h.update(repr(c).encode("utf-8", "surrogateescape"))
@@ -277,29 +307,40 @@ _SETTING_FIELDS = (
 
 def _read_diagrams(
     reader: git_diff.BlobReader, head_sha: str, paths: Sequence[str]
-) -> tuple[dict[str, DiagramFile], dict[str, str]]:
-    """The configured diagrams at the head (``changed`` set later), and their blob ids."""
-    diagrams: dict[str, DiagramFile] = {}
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """The text of the configured diagrams at the head, and their blob ids."""
+    texts: dict[str, str | None] = {}
     ids: dict[str, str] = {}
     for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
         text = git_diff.decode_text(blob) if blob is not None else None
-        diagrams[path] = DiagramFile(path, text, changed=False)
+        texts[path] = text
         if blob is not None and text is not None:
             ids[path] = _blob_id(blob)
-    return diagrams, ids
+    return texts, ids
 
 
 def _index_diagrams(
-    diagrams: dict[str, DiagramFile], ids: dict[str, str], needed: set[str], cache: ParseCache
+    diagrams: dict[str, DiagramFile],
+    ids: dict[str, str],
+    needed: set[str],
+    cache: ParseCache,
+    done: dict[str, tuple[DiagramIndex, str]] | None = None,
 ) -> None:
     """Read the diagrams the change asks something of (or changes), from the cache when
-    this very blob was read before."""
+    this very blob was read before. ``done`` holds what was read already (it gets what
+    this reads)."""
+    from scaffold.diagramcheck.rules import read_diagram
+
     for path in needed & ids.keys():
         key = f"mermaid:{path}:{ids[path]}"
-        found = cache.get_diagram(key)
+        found = done.get(path) if done is not None else None
+        if found is None:
+            found = cache.get_diagram(key)
         if found is None:
             found = read_diagram(diagrams[path])
             cache.put_diagram(key, found)
+        if done is not None:
+            done[path] = found
         diagrams[path] = replace(diagrams[path], index=found)
 
 
@@ -308,8 +349,11 @@ def analyze_commits(
     base_sha: str,
     head_sha: str,
     config: DiagramSettings | None = None,
+    resolved: tuple[Path, dict[str, str]] | None = None,
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids).
+
+    ``resolved``: the git directory and the trees of commits already asked of git.
 
     What the diff requires, and the findings, are cached by a digest of the inputs
     (settings, blob ids, the Python files of both sides, the diagrams' blobs): checking
@@ -318,12 +362,16 @@ def analyze_commits(
     are parsed.
     """
     mb = git_diff.merge_base(repo, base_sha, head_sha)
-    git_dir, old_tree, new_tree = _git_dir_and_trees(repo, mb, head_sha)
+    git_dir: Path | None
+    if resolved is not None and mb in resolved[1] and head_sha in resolved[1]:
+        git_dir, old_tree, new_tree = resolved[0], resolved[1][mb], resolved[1][head_sha]
+    else:
+        git_dir, old_tree, new_tree = _git_dir_and_trees(repo, mb, head_sha)
     cache = ParseCache(cache_file(git_dir) if git_dir is not None else None)
     with git_diff.BlobReader(repo) as reader:
         cfg = config if config is not None else config_at(reader, head_sha)
         paths = diagram_paths(cfg)
-        diagrams, diagram_ids = _read_diagrams(reader, head_sha, paths)
+        diagram_texts, diagram_ids = _read_diagrams(reader, head_sha, paths)
         # The report is a function of the settings, the two trees and the diagrams'
         # blobs: the very same check again (a re-run, the App and the Action on one
         # head) is one lookup, with no diff and no Python read.
@@ -341,9 +389,17 @@ def analyze_commits(
                 findings=tuple(done[0]),
                 diagrams_checked=tuple(done[1]),
             )
+        from scaffold.diagramcheck.rules import (
+            DiagramFile,
+            DiffInput,
+            invalid_sources,
+            judge,
+            requirements,
+        )
+
         raw = git_diff.diff_commits(repo, mb, head_sha)
         changed = frozenset(c.path for c in raw if c.status != "D")
-        diagrams = {p: replace(d, changed=p in changed) for p, d in diagrams.items()}
+        diagrams = {p: DiagramFile(p, t, changed=p in changed) for p, t in diagram_texts.items()}
         has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
         tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
         trees: dict[Side, dict[str, str]] = {
@@ -355,8 +411,17 @@ def analyze_commits(
         known = cache.get_result(key) if key is not None else None
         # With the requirements known, only Markdown and Mermaid files are read (to
         # report broken Mermaid in them).
+        # A big diff (parsed over the cores) almost always asks something of every
+        # diagram: they are read in this process while the workers parse.
+        early: dict[str, tuple[DiagramIndex, str]] = {}
         changes = _read_changes(
-            reader, [c for c in raw if known is None or not _is_py(c.path)], cache, cfg
+            reader,
+            [c for c in raw if known is None or not _is_py(c.path)],
+            cache,
+            cfg,
+            (lambda: _index_diagrams(dict(diagrams), diagram_ids, set(diagram_ids), cache, early))
+            if known is None
+            else None,
         )
         if known is not None:
             reqs, warnings = known
@@ -383,7 +448,7 @@ def analyze_commits(
             if key is not None:
                 cache.put_result(key, (reqs, warnings))
     needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
-    _index_diagrams(diagrams, diagram_ids, needed, cache)
+    _index_diagrams(diagrams, diagram_ids, needed, cache, early)
     data = replace(data, diagrams=diagrams)
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)
@@ -418,6 +483,9 @@ def analyze(
     :class:`~scaffold.errors.UsageError` for a revision that names no commit and
     :class:`~scaffold.errors.ConfigError` for a broken configuration.
     """
-    base_sha = git_diff.resolve_commit(repo, base)
-    head_sha = git_diff.resolve_commit(repo, head)
-    return analyze_commits(repo, base_sha, head_sha, config)
+    both = _resolve_both(repo, base, head)
+    if both is None:
+        base_sha = git_diff.resolve_commit(repo, base)
+        head_sha = git_diff.resolve_commit(repo, head)
+        return analyze_commits(repo, base_sha, head_sha, config)
+    return analyze_commits(repo, both[0], both[1], config, resolved=both[2])

@@ -21,15 +21,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck.findings import Finding
-from scaffold.diagramcheck.mermaid import DiagramIndex
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from scaffold.diagramcheck import python_model as pm
+    from scaffold.diagramcheck.findings import Finding
+    from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import Requirement
+
+# The parser and the Mermaid reader load on first use: a check answered from the
+# results (the same check again) imports neither.
 
 # Raise when read_module's answers change shape or meaning.
 PARSER_VERSION = 7
@@ -40,6 +43,27 @@ MAX_RESULTS_BYTES = 8_000_000
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
+
+
+class Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def sha1(data: bytes = b"") -> Digest:
+    """A SHA-1 (for names, not security) from CPython's own ``_sha1`` when it is there:
+    ``hashlib`` loads OpenSSL, milliseconds of a check answered from the cache."""
+    import importlib
+
+    try:
+        impl = importlib.import_module("_sha1").sha1
+    except ImportError:  # another Python
+        import hashlib
+
+        impl = hashlib.sha1
+    digest: Digest = impl(data, usedforsecurity=False)
+    return digest
 
 
 def cache_file(git_dir: Path) -> Path:
@@ -54,11 +78,9 @@ _CODE_ID: list[str] = []
 def _code_id() -> str:
     """A digest of the DiagramCheck modules (name, size, mtime): new code, new cache."""
     if not _CODE_ID:
-        import hashlib
-
         from scaffold import __version__
 
-        h = hashlib.sha1(__version__.encode(), usedforsecurity=False)
+        h = sha1(__version__.encode())
         for path in sorted(Path(__file__).parent.glob("*.py")):
             st = path.stat()
             h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
@@ -112,6 +134,8 @@ class ParseCache:
             self._results_added += 1
 
     def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
+        from scaffold.diagramcheck.mermaid import DiagramIndex
+
         found = self._get(key)
         if found is None or not isinstance(found[0], DiagramIndex):
             return None
@@ -159,7 +183,9 @@ class ParseCache:
                 found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
             except Exception:  # a damaged entry is a miss
                 return None
-            if not isinstance(found, pm.ModuleInfo):
+            from scaffold.diagramcheck.python_model import ModuleInfo
+
+            if not isinstance(found, ModuleInfo):
                 return None
             self._loaded[blob] = found
         self.hits += 1
@@ -237,13 +263,17 @@ def _load(path: Path) -> dict[str, bytes]:
     return data
 
 
-def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+def read_and_parse(
+    repo: Path, blobs: list[str], meanwhile: Callable[[], None] | None = None
+) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs, split over the cores when there are many.
 
     Each process (this one included) reads its share through its own
     ``git cat-file --batch`` and parses it, so git's reading and Python's parsing both
     run on every core and no source text crosses between processes. ``None`` marks a
-    blob that is binary or not UTF-8.
+    blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
+    process while the workers parse, when there are workers (this process then takes
+    half a share of the blobs).
     """
     import gc
 
@@ -254,7 +284,12 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
         if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
             return _read_and_parse_chunk(repo, blobs)
         jobs = min(cpus, 4)
-        chunks = [blobs[i::jobs] for i in range(jobs)]
+        # In runs, not strided: the old and new side of a file sit side by side in
+        # ``blobs`` and share most of their statements (see read_module_fast).
+        # This process's share first: half of one when it has other work meanwhile.
+        mine = len(blobs) // (2 * jobs - 1) if meanwhile is not None else -(-len(blobs) // jobs)
+        step = -(-(len(blobs) - mine) // (jobs - 1))
+        chunks = [blobs[:mine], *(blobs[i : i + step] for i in range(mine, len(blobs), step))]
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -262,6 +297,8 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
         out: dict[str, pm.ModuleInfo | None] = {}
         with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
+            if meanwhile is not None:
+                meanwhile()
             out.update(_read_and_parse_chunk(repo, chunks[0]))
             for future in futures:
                 out.update(future.result())
@@ -272,13 +309,15 @@ def read_and_parse(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | No
 
 
 def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+    from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.git_diff import BlobReader, decode_text
 
     out: dict[str, pm.ModuleInfo | None] = {}
+    memo = pm.StatementMemo()
     with BlobReader(repo) as reader:
         for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
             text = decode_text(data) if data is not None else None
-            out[blob] = pm.read_module(text) if text is not None else None
+            out[blob] = pm.read_module_fast(text, memo) if text is not None else None
     return out
 
 

@@ -15,6 +15,7 @@ is a pydantic model in another changed file is a pydantic model too.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -232,7 +233,40 @@ def _annotation_text(node: ast.expr | None) -> str:
     while isinstance(node, ast.Subscript) and _last(dotted(node.value)) in _WRAPPERS:
         inner = node.slice
         node = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
-    return ast.unparse(node)
+    return _plain_text(node) or ast.unparse(node)
+
+
+def _plain_text(node: ast.expr) -> str:
+    """What ``ast.unparse`` writes for the usual annotations (``x.Y``, ``list[str]``,
+    ``dict[str, int]``, ``int | None``), cheaply; ``""`` for anything else."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id  # type: ignore[attr-defined, no-any-return]
+    if kind is ast.Attribute:
+        if type(node.value) is ast.BinOp:  # type: ignore[attr-defined]
+            return ""  # unparse brackets it
+        inner = _plain_text(node.value)  # type: ignore[attr-defined]
+        return f"{inner}.{node.attr}" if inner else ""  # type: ignore[attr-defined]
+    if kind is ast.Constant and node.value is None:  # type: ignore[attr-defined]
+        return "None"
+    if kind is ast.Subscript:
+        if type(node.value) is ast.BinOp:  # type: ignore[attr-defined]
+            return ""
+        value = _plain_text(node.value)  # type: ignore[attr-defined]
+        index = node.slice  # type: ignore[attr-defined]
+        if isinstance(index, ast.Tuple):
+            items = [_plain_text(e) for e in index.elts]
+            inner = ", ".join(items) if items and all(items) else ""
+        else:
+            inner = _plain_text(index)
+        return f"{value}[{inner}]" if value and inner else ""
+    if kind is ast.BinOp and isinstance(node.op, ast.BitOr):  # type: ignore[attr-defined]
+        left = _plain_text(node.left)  # type: ignore[attr-defined]
+        right = _plain_text(node.right)  # type: ignore[attr-defined]
+        # unparse brackets a right-hand ``|`` (``a | (b | c)``): left to it.
+        if left and right and not isinstance(node.right, ast.BinOp):  # type: ignore[attr-defined]
+            return f"{left} | {right}"
+    return ""
 
 
 def _is_classvar(node: ast.expr) -> bool:
@@ -247,8 +281,11 @@ def _str_value(node: ast.expr | None) -> str | None:
     return None
 
 
-def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
-    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body."""
+def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool, bool]:
+    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body.
+
+    ``d`` is added to every line (a statement parsed on its own, see :func:`read_module_fast`).
+    """
     fields: list[FieldInfo] = []
     has_tablename = False
     uses_mapped = False
@@ -264,7 +301,7 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                 continue
             if _last(dotted(stmt.annotation)) == "Mapped":
                 uses_mapped = True
-            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno))
+            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno + d))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if not isinstance(target, ast.Name):
@@ -289,11 +326,11 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                             else str(first.value)
                         )
                         typ = _last(typ) if typ else ""
-                    fields.append(FieldInfo(target.id, typ, stmt.lineno))
+                    fields.append(FieldInfo(target.id, typ, stmt.lineno + d))
     return fields, has_tablename, uses_mapped
 
 
-def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
+def _enum_members(node: ast.ClassDef, d: int = 0) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
         targets: list[ast.expr] = []
@@ -307,11 +344,13 @@ def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
                 val = _str_value(value)
                 if val is None and isinstance(value, ast.Tuple) and value.elts:
                     val = _str_value(value.elts[0])
-                members.append(MemberInfo(target.id, val, stmt.lineno))
+                members.append(MemberInfo(target.id, val, stmt.lineno + d))
     return members
 
 
-def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], list[Transition]]:
+def _sm_states_and_transitions(
+    node: ast.ClassDef, d: int = 0
+) -> tuple[list[MemberInfo], list[Transition]]:
     """python-statemachine: ``x = State(...)`` attributes and ``go = a.to(b) | b.to(c)``."""
     states: list[MemberInfo] = []
     transitions: list[Transition] = []
@@ -352,9 +391,9 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
             for kw in value.keywords:
                 if kw.arg == "name":
                     label = _str_value(kw.value) or label
-            states.append(MemberInfo(target.id, label, stmt.lineno))
+            states.append(MemberInfo(target.id, label, stmt.lineno + d))
         else:
-            collect(value, target.id, stmt.lineno)
+            collect(value, target.id, stmt.lineno + d)
     return states, transitions
 
 
@@ -394,7 +433,9 @@ def _row(
     return None
 
 
-def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, Transition]]:
+def _table_rows(
+    value: ast.expr, aliases: Mapping[str, str], d: int = 0
+) -> list[tuple[str, Transition]]:
     # See through wrappers such as MappingProxyType({...}) or tuple([...]).
     while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
@@ -408,19 +449,21 @@ def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, 
                 for k2, v2 in zip(val.keys, val.values, strict=True):
                     if k2 is None:
                         continue
-                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno)
+                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno + d)
                     if found:
                         rows.append(found)
                 continue
-            found = _row([*key_items, *_flat(val)], aliases, key.lineno)
+            found = _row([*key_items, *_flat(val)], aliases, key.lineno + d)
             if found:
                 rows.append(found)
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
         for item in value.elts:
             if isinstance(item, ast.Tuple | ast.List):
-                found = _row(list(item.elts), aliases, item.lineno)
+                found = _row(list(item.elts), aliases, item.lineno + d)
             elif isinstance(item, ast.Call):
-                found = _row([*item.args, *(k.value for k in item.keywords)], aliases, item.lineno)
+                found = _row(
+                    [*item.args, *(k.value for k in item.keywords)], aliases, item.lineno + d
+                )
             else:
                 found = None
             if found:
@@ -436,7 +479,7 @@ def _flat(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-def _tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableInfo]:
+def _tables(body: list[ast.stmt], aliases: Mapping[str, str], d: int = 0) -> list[TableInfo]:
     tables: list[TableInfo] = []
     for stmt in body:
         target: ast.expr | None = None
@@ -447,14 +490,14 @@ def _tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableInfo]
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
-        rows = _table_rows(value, aliases)
+        rows = _table_rows(value, aliases, d)
         if len(rows) < 2:
             continue
         enums = {enum for enum, _ in rows}
         for enum in sorted(enums):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
-                tables.append(TableInfo(target.id, stmt.lineno, enum, mine))
+                tables.append(TableInfo(target.id, stmt.lineno + d, enum, mine))
     return tables
 
 
@@ -576,10 +619,10 @@ def _machines(tree: ast.Module) -> list[MachineInfo]:
 # --------------------------------------------------------------------------- module
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def _aliases(body: list[ast.stmt]) -> dict[str, str]:
     """Local names that stand for another name: ``import x as y``, ``S = Lifecycle``."""
     aliases: dict[str, str] = {}
-    for stmt in tree.body:
+    for stmt in body:
         if isinstance(stmt, (ast.ImportFrom, ast.Import)):
             for alias in stmt.names:
                 if alias.asname:
@@ -594,10 +637,10 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def _imported(tree: ast.Module) -> dict[str, str]:
+def _imported(body: list[ast.stmt]) -> dict[str, str]:
     """``from m import X as Y`` at module level (also under ``if``/``try``): ``Y -> m.X``."""
     found: dict[str, str] = {}
-    stack: list[ast.stmt] = list(tree.body)
+    stack: list[ast.stmt] = list(body)
     while stack:
         stmt = stack.pop(0)
         if isinstance(stmt, ast.ImportFrom):
@@ -612,7 +655,7 @@ def _imported(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-def _functional(stmt: ast.stmt) -> ClassInfo | None:
+def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
     """``X = TypedDict("X", {...})``, ``X = NamedTuple("X", [...])``, ``namedtuple(...)``."""
     if not (
         isinstance(stmt, ast.Assign)
@@ -628,7 +671,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
     if func == "TypedDict" and len(call.args) >= 2 and isinstance(call.args[1], ast.Dict):
         for k, v in zip(call.args[1].keys, call.args[1].values, strict=True):
             if k is not None and (s := _str_value(k)) is not None:
-                fields.append(FieldInfo(s, _annotation_text(v), k.lineno))
+                fields.append(FieldInfo(s, _annotation_text(v), k.lineno + d))
         kind = TYPEDDICT
     elif (
         func == "NamedTuple"
@@ -641,7 +684,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
                 and len(item.elts) == 2
                 and (s := _str_value(item.elts[0])) is not None
             ):
-                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno))
+                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno + d))
         kind = NAMEDTUPLE
     elif func == "namedtuple" and len(call.args) >= 2:
         spec = call.args[1]
@@ -651,11 +694,11 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
             names = [n for e in spec.elts if (n := _str_value(e)) is not None]
         else:
             names = []
-        fields = [FieldInfo(n, "", stmt.lineno) for n in names]
+        fields = [FieldInfo(n, "", stmt.lineno + d) for n in names]
         kind = NAMEDTUPLE
     else:
         return None
-    return ClassInfo(name, stmt.lineno, (), (), tuple(fields), functional_kind=kind)
+    return ClassInfo(name, stmt.lineno + d, (), (), tuple(fields), functional_kind=kind)
 
 
 def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]:
@@ -710,62 +753,248 @@ def read_module(
         return ModuleInfo(error=SyntaxProblem(exc.lineno or 1, exc.msg or "invalid syntax"))
     except ValueError as exc:  # e.g. NUL bytes
         return ModuleInfo(error=SyntaxProblem(1, str(exc)))
-    aliases = _aliases(tree)
-    imported = _imported(tree)
+    return _module_info(
+        [(stmt, 0) for stmt in tree.body], tree, source, module, is_package, imports
+    )
+
+
+def _module_info(
+    parts: list[tuple[ast.stmt, int]],
+    tree: ast.Module | None,
+    source: str,
+    module: str = "",
+    is_package: bool = False,
+    imports: bool = False,
+) -> ModuleInfo:
+    """What the top-level statements declare; each comes with the number to add to its
+    lines (0 for a whole parse, the statement's offset when it was parsed on its own).
+
+    One pass over the statements, each read only by what can use its kind; the tables
+    come out as before: the module's, then those of its functions, then its classes'.
+    """
+    body = [stmt for stmt, _ in parts]
+    aliases = _aliases(body)
+    imported = _imported(body)
     classes: list[ClassInfo] = []
-    tables = _tables(tree.body, aliases)
-    # Tables built by a module-level function (``def _rows(): rows = [...]``).
-    for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            tables += [
-                TableInfo(f"{stmt.name}.{t.name}", t.line, t.enum, t.rows)
-                for t in _tables(stmt.body, aliases)
-            ]
-    for node in _class_defs(tree.body):
-        fields, tablename, mapped = _class_fields(node)
-        states, transitions = _sm_states_and_transitions(node)
-        classes.append(
-            ClassInfo(
-                name=node.name,
-                line=node.lineno,
-                bases=tuple(
-                    imported.get(b, aliases.get(b, b)) for b in (dotted(x) for x in node.bases) if b
-                ),
-                decorators=tuple(
-                    aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
-                ),
-                fields=tuple(fields),
-                members=tuple(_enum_members(node)),
-                states=tuple(states),
-                transitions=tuple(transitions),
-                has_tablename=tablename,
-                uses_mapped=mapped,
-            )
-        )
-        tables += _tables(node.body, aliases)
+    functionals: list[ClassInfo] = []
+    tables: list[TableInfo] = []
+    function_tables: list[TableInfo] = []
+    class_tables: list[TableInfo] = []
     bases: list[str] = []
-    for stmt in tree.body:
-        functional = _functional(stmt)
-        if functional is not None:
-            classes.append(functional)
-        if (
-            isinstance(stmt, ast.Assign)
-            and isinstance(stmt.value, ast.Call)
-            and _last(dotted(stmt.value.func)) == "declarative_base"
-        ):
-            bases += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    for top, shift in parts:
+        kind = type(top)
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            tables += _tables([top], aliases, shift)
+            functional = _functional(top, shift)
+            if functional is not None:
+                functionals.append(functional)
+            if (
+                isinstance(top, ast.Assign)
+                and isinstance(top.value, ast.Call)
+                and _last(dotted(top.value.func)) == "declarative_base"
+            ):
+                bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
+        elif isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
+            # Tables built by a module-level function (``def _rows(): rows = [...]``).
+            function_tables += [
+                TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
+                for t in _tables(top.body, aliases, shift)
+            ]
+        elif isinstance(top, _HOLDS_CLASSES):
+            for node in _class_defs([top]):
+                fields, tablename, mapped = _class_fields(node, shift)
+                states, transitions = _sm_states_and_transitions(node, shift)
+                classes.append(
+                    ClassInfo(
+                        name=node.name,
+                        line=node.lineno + shift,
+                        bases=tuple(
+                            imported.get(b, aliases.get(b, b))
+                            for b in (dotted(x) for x in node.bases)
+                            if b
+                        ),
+                        decorators=tuple(
+                            aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
+                        ),
+                        fields=tuple(fields),
+                        members=tuple(_enum_members(node, shift)),
+                        states=tuple(states),
+                        transitions=tuple(transitions),
+                        has_tablename=tablename,
+                        uses_mapped=mapped,
+                    )
+                )
+                class_tables += _tables(node.body, aliases, shift)
     # Machine(...) calls can sit anywhere, so finding them walks the whole tree:
-    # only done when the text can hold one.
-    machines = _machines(tree) if "Machine" in source else []
+    # only done when the text can hold one (read_module_fast parses such files whole).
+    machines = _machines(tree) if tree is not None and "Machine" in source else []
     return ModuleInfo(
         declarative_bases=tuple(bases),
-        classes=tuple(classes),
-        tables=tuple(tables),
+        classes=(*classes, *functionals),
+        tables=(*tables, *function_tables, *class_tables),
         machines=tuple(machines),
-        imports=_imports(tree, module, is_package) if imports else (),
+        imports=_imports(tree, module, is_package) if imports and tree is not None else (),
         aliases=aliases,
         imported=imported,
     )
+
+
+# Statements _class_defs looks into.
+_HOLDS_CLASSES = (ast.ClassDef, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)
+
+
+# --------------------------------------------------------------------------- fast reading
+#
+# Most of a cold check's time went into ast.parse, and much of what it parsed it had
+# parsed before: the old and the new side of a modified file share every top-level
+# statement the diff did not touch, and files share boilerplate (imports, helpers). So
+# read_module_fast cuts the text into top-level statements, parses each on its own, and
+# reuses a statement already parsed (the same text) in this batch, its lines shifted.
+#
+# Why that gives what parsing the whole file gives: a piece that ends at a line start
+# and parses on its own leaves Python's tokenizer where a whole parse would be at that
+# point (no open bracket, string or backslash continuation; indentation back to column
+# 0, where the next piece starts), so the whole file's tokens are the pieces' tokens one
+# after the other, and a module is a sequence of statements: the whole file parses iff
+# every piece does, into the pieces' statements in order (same nodes and columns, lines
+# shifted by the piece's offset). Where the text is cut is only a guess: a cut inside a
+# string or a bracket leaves a piece that does not parse, and then the file is parsed
+# whole, as is any file that does not parse (so its error is the whole parse's), and any
+# text that could defeat the argument or needs the whole tree (tabs or form feeds, CR
+# line ends, Machine calls, barry_as_FLUFL). tests/diagramcheck/test_fast_read.py checks
+# that both readers agree, on the corpus and on adversarial files.
+
+# A line starting at column 0 with something other than a comment: maybe a statement.
+_LINE_AT_0 = re.compile(r"^[^\s#]", re.M)
+# Such lines that go on the statement before (or, starting with a closing bracket,
+# cannot start one): no cut there.
+_GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
+# Strings and comments, in order, so that a column-0 line inside a triple-quoted string
+# (a docstring's second paragraph) is not taken for a statement.
+_STRINGS = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
+    r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
+    r'|"(?:[^"\\\n]|\\.)*"'
+    r"|'(?:[^'\\\n]|\\.)*'",
+    re.S,
+)
+_WHOLE_ONLY = ("\t", "\f", "\r", "Machine", "barry_as_FLUFL")
+
+
+def _whole_only(source: str) -> bool:
+    return (
+        "\t" in source
+        or "\f" in source
+        or "\r" in source
+        or "Machine" in source
+        or "barry_as_FLUFL" in source
+    )
+
+
+# Parsed statements a batch keeps, in characters of text (all dropped past it).
+MEMO_CHARS = 2_000_000
+
+
+class StatementMemo:
+    """Top-level statements parsed in a batch of files, by their text (lines from 1)."""
+
+    def __init__(self, limit: int = MEMO_CHARS) -> None:
+        self.parsed: dict[str, list[ast.stmt]] = {}
+        self.chars = 0
+        self.limit = limit
+        self.hits = 0
+
+    def body(self, text: str) -> list[ast.stmt] | None:
+        """The statements of ``text`` parsed on its own that can declare anything
+        :func:`_module_info` reads; ``None`` if it does not parse."""
+        found = self.parsed.get(text)
+        if found is not None:
+            self.hits += 1
+            return found
+        try:
+            found = [stmt for stmt in ast.parse(text).body if _may_declare(stmt)]
+        except (SyntaxError, ValueError):
+            return None
+        if self.chars + len(text) > self.limit:
+            self.parsed.clear()
+            self.chars = 0
+        self.parsed[text] = found
+        self.chars += len(text)
+        return found
+
+
+# Top-level statements _module_info reads (imports, assignments, classes, the blocks
+# classes and imports sit in), and functions whose own body assigns (a table may be built
+# there). The others (expressions, loops, other functions...) add nothing to its answer.
+_DECLARING = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.ClassDef,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.TryStar,
+)
+
+
+def _may_declare(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, _DECLARING):
+        return True
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        return any(isinstance(s, ast.Assign | ast.AnnAssign) for s in stmt.body)
+    return False
+
+
+def statement_starts(source: str) -> list[int]:
+    """Where the top-level statements of ``source`` probably start (``0`` first)."""
+    starts = [0]
+    strings: list[tuple[int, int]] = []
+    if '"""' in source or "'''" in source:
+        for match in _STRINGS.finditer(source):
+            begin, end = match.span()
+            if source[begin] != "#" and source.find("\n", begin, end) >= 0:
+                strings.append((begin, end))
+    inside = 0
+    after_decorator = source.startswith("@")
+    for match in _LINE_AT_0.finditer(source, 1):
+        pos = match.start()
+        while inside < len(strings) and strings[inside][1] <= pos:
+            inside += 1
+        if inside < len(strings) and strings[inside][0] < pos:
+            continue  # in a multi-line string
+        if _GOES_ON.match(source, pos):
+            continue
+        if not after_decorator:
+            starts.append(pos)
+        after_decorator = source.startswith("@", pos)
+    return starts
+
+
+def read_module_fast(source: str, memo: StatementMemo | None = None) -> ModuleInfo:
+    """:func:`read_module`'s answer, each top-level statement parsed once per batch.
+
+    See the comment above ``_LINE_AT_0`` for why the answers are the same; every doubt
+    (a piece that does not parse, text that could defeat the argument) is settled by
+    the whole parse.
+    """
+    if memo is None or _whole_only(source):
+        return read_module(source)
+    starts = statement_starts(source)
+    parts: list[tuple[ast.stmt, int]] = []
+    line = 0
+    for i, begin in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(source)
+        if i:
+            line += source.count("\n", starts[i - 1], begin)
+        body = memo.body(source[begin:end])
+        if body is None:
+            return read_module(source)
+        parts += [(stmt, line) for stmt in body]
+    return _module_info(parts, None, source)
 
 
 # --------------------------------------------------------------------------- classify
