@@ -1,10 +1,13 @@
-"""The ``scaffold`` executable: ``diagram-check`` straight away, anything else via the full CLI.
+"""The ``scaffold`` executable: ``diagram-check`` and ``serve`` straight away, anything
+else via the full CLI.
 
 ``scaffold diagram-check`` runs in CI on every push, so it must not pay for the
 orchestrator, the App server or the agent tooling it never uses: this entry point
 hands it (and the Action's ``action diagram-check`` step) to its own module alone
 (same options, same exit codes), and everything else, ``--help`` included, to
-:func:`scaffold.cli.main.main`.
+:func:`scaffold.cli.main.main`. ``scaffold serve`` likewise goes to its own command
+alone, so the App server starts with only what ingest needs imported (see
+:mod:`scaffold.cli.serve_cmd`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ def main() -> None:
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        from scaffold.cli.serve_cmd import serve
+
+        serve.main(sys.argv[2:], prog_name="scaffold serve")
         return
     from scaffold.cli.main import main as full
 

@@ -1,14 +1,28 @@
-"""``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner)."""
+"""``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner).
+
+The server listens with only what ingest needs imported (aiohttp, the server package):
+the App's GitHub side (the GitHub client, the quest runner, the orchestration and the
+models they use) is imported and started by :class:`LazyApp` once the server listens,
+or by the first delivery handed to it if that comes sooner.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from scaffold.errors import ScaffoldError
+
+if TYPE_CHECKING:
+    from scaffold.github.service import AppService
+    from scaffold.server.delivery import Delivery
+    from scaffold.server.metrics import AppGauges
+    from scaffold.server.settings import ServerSettings
 
 DEFAULT_STATE_DIR = "~/.local/share/scaffold"
 
@@ -55,6 +69,62 @@ def harden_process() -> dict[str, str]:
     return taken
 
 
+class LazyApp:
+    """The App service, built (its modules imported) and started on first need."""
+
+    def __init__(self, settings: ServerSettings, root: Path) -> None:
+        self._settings = settings
+        self._root = root
+        self._service: AppService | None = None
+        self._start: Coroutine[Any, Any, None] | None = None
+
+    def service(self) -> AppService:
+        if self._service is None:
+            from scaffold.github.auth import AppCredentials
+            from scaffold.github.client import GitHubApp
+            from scaffold.github.service import AppOptions, AppService
+
+            settings = self._settings
+            github = GitHubApp(
+                AppCredentials(settings.app_id, settings.private_key),
+                base_url=settings.github_url,
+            )
+            key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
+            options = AppOptions(
+                state_dir=self._root,
+                hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
+                status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
+                reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
+            )
+            self._service = AppService(github, options)
+            self._start = self._service.start()
+        return self._service
+
+    async def start(self) -> None:
+        """Build the service and start it (resume open quests, reconcile on a timer)."""
+        self.service()
+        start, self._start = self._start, None
+        if start is not None:
+            await start
+
+    async def handle(self, delivery: Delivery) -> None:
+        await self.start()
+        assert self._service is not None
+        await self._service.handle(delivery)
+
+    def gauges(self) -> AppGauges:
+        from scaffold.server.metrics import AppGauges
+
+        return self._service.gauges() if self._service is not None else AppGauges()
+
+    async def stop(self) -> None:
+        if self._service is not None:
+            start, self._start = self._start, None
+            if start is not None:
+                start.close()  # built but never started: nothing to stop but the client
+            await self._service.stop()
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
@@ -73,9 +143,6 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     SCAFFOLD_PRIVATE_KEY_PATH, SCAFFOLD_WEBHOOK_SECRET, and SCAFFOLD_GITHUB_URL for
     GitHub Enterprise.
     """
-    from scaffold.github.auth import AppCredentials
-    from scaffold.github.client import GitHubApp
-    from scaffold.github.service import AppOptions, AppService
     from scaffold.server.app import create_app
     from scaffold.server.logs import configure_json_logging
     from scaffold.server.run import serve as run_server
@@ -90,25 +157,13 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     configure_json_logging(log_level.upper(), extra_secrets=[settings.webhook_secret])
     harden_process()
     root.mkdir(parents=True, exist_ok=True)
-    github = GitHubApp(
-        AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
-    )
-    key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
-    options = AppOptions(
-        state_dir=root,
-        hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
-        status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
-        reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
-    )
-    service = AppService(github, options)
-    app = create_app(settings, service.handle, gauges=service.gauges)
-
-    async def on_startup(_: object) -> None:
-        await service.start()
+    lazy = LazyApp(settings, root)
+    app = create_app(settings, lazy.handle, gauges=lazy.gauges)
 
     async def on_shutdown(_: object) -> None:
-        await service.stop()
+        await lazy.stop()
 
-    app.on_startup.append(on_startup)
     app.on_shutdown.append(on_shutdown)
-    run_server(app, host, port, drain_timeout_s=settings.drain_timeout_s)
+    run_server(
+        app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
+    )
