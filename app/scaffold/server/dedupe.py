@@ -34,7 +34,7 @@ class KeySet:
     """
 
     def __init__(self) -> None:
-        self._table = array("Q", bytes(8 * 16))
+        self._table = array("Q", [0]) * 16
         self._mask = 15
         self._len = 0
 
@@ -99,7 +99,7 @@ class KeySet:
     def _grow(self) -> None:
         old = self._table
         size = 2 * len(old)
-        self._table = array("Q", bytes(8 * size))
+        self._table = array("Q", [0]) * size  # no temporary bytes of the same size
         self._mask = size - 1
         self._len = 0
         for key in old:
