@@ -560,6 +560,19 @@ def ratios(summary: dict[str, Any]) -> dict[str, float | None]:
         out[f"rss_scaffold{tag}_over_probot"] = (
             sc["rss_mb_peak"] / probot["rss_mb_peak"] if probot else None
         )
+    # Paired: the median over rounds of the ratio within each round (the servers of one
+    # round run minutes apart at most, so they share more of the machine's load).
+    for name, tag in (("scaffold", ""), ("scaffold-base", "_base"), ("scaffold-fsync", "_fsync")):
+        if name not in summary:
+            continue
+        sc = summary[name]
+        out[f"rps_scaffold{tag}_over_bare_paired"] = statistics.median(
+            a / b for a, b in zip(sc["rps_all"], bare["rps_all"], strict=True)
+        )
+        if probot:
+            out[f"p99_scaffold{tag}_over_probot_paired"] = statistics.median(
+                a / b for a, b in zip(sc["p99_ms_all"], probot["p99_ms_all"], strict=True)
+            )
     ratio("rps_scaffold_over_bare_uvloop", "scaffold", "bare-uvloop", "rps_median")
     ratio("p99_scaffold_over_bare_uvloop", "scaffold", "bare-uvloop", "p99_ms_median")
     ratio("rps_scaffold_over_bare_fast", "scaffold", "bare-fast", "rps_median")

@@ -108,6 +108,8 @@ class Ingest:
         self._batch: list[_Pending] = []
         self._storing: dict[str, asyncio.Future[None]] = {}
         self._flushing = False
+        self._flush_task: asyncio.Task[None] | None = None
+        self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -137,6 +139,11 @@ class Ingest:
 
     async def stop(self) -> None:
         await self.queue.stop()
+        if self._flush_task is not None:  # let the batch under way finish, for its answers
+            await asyncio.gather(self._flush_task, return_exceptions=True)
+        if self._sync is None:
+            self._flush_unsynced()
+        self._closed = True
         self.spool.close()
         self.seen.close()
         if self._lock_fd >= 0:
@@ -212,10 +219,12 @@ class Ingest:
             if self._sync is None:
                 asyncio.get_running_loop().call_soon(self._flush_unsynced)
             else:
-                asyncio.get_running_loop().create_task(self._flush_synced())
+                self._flush_task = asyncio.get_running_loop().create_task(self._flush_synced())
 
     def _flush_unsynced(self) -> None:
         self._flushing = False
+        if self._closed:
+            return
         batch, self._batch = self._batch, []
         try:
             written = self._write(batch)
