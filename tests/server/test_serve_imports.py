@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -83,3 +84,22 @@ def test_serve_listens_before_importing_the_github_side(tmp_path: Path) -> None:
     assert early == []
     # ...and the GitHub side is there once the server has started it.
     assert {"scaffold.github.service", "scaffold.github.client"} <= after
+
+
+async def test_a_failing_start_after_listening_stops_the_server(settings) -> None:
+    """If the App's GitHub side cannot be built, the server does not go on answering 202
+    to deliveries nobody will handle: it stops, and the error comes out."""
+    import asyncio
+
+    from webhook_support import Recorder
+
+    from scaffold.server.app import create_app
+    from scaffold.server.run import serve_async
+
+    async def broken() -> None:
+        raise RuntimeError("no GitHub side")
+
+    app = create_app(settings, Recorder())
+    serving = serve_async(app, "127.0.0.1", 0, drain_timeout_s=30, after_listening=broken)
+    with pytest.raises(RuntimeError, match="no GitHub side"):
+        await asyncio.wait_for(serving, 60)

@@ -8,11 +8,11 @@ or by the first delivery handed to it if that comes sooner.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -70,45 +70,51 @@ def harden_process() -> dict[str, str]:
 
 
 class LazyApp:
-    """The App service, built (its modules imported) and started on first need."""
+    """The App service, built (its modules imported) and started once the server listens.
 
-    def __init__(self, settings: ServerSettings, root: Path) -> None:
+    Deliveries handed over before that wait for it; if building it fails the server
+    stops without handling them, and they stay in the spool for the next start.
+    """
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        root: Path,
+        *,
+        hidden: tuple[Path, ...],
+        status_interval_s: float,
+        reconcile_interval_s: float,
+    ) -> None:
         self._settings = settings
         self._root = root
+        self._hidden = hidden
+        self._status_interval_s = status_interval_s
+        self._reconcile_interval_s = reconcile_interval_s
         self._service: AppService | None = None
-        self._start: Coroutine[Any, Any, None] | None = None
-
-    def service(self) -> AppService:
-        if self._service is None:
-            from scaffold.github.auth import AppCredentials
-            from scaffold.github.client import GitHubApp
-            from scaffold.github.service import AppOptions, AppService
-
-            settings = self._settings
-            github = GitHubApp(
-                AppCredentials(settings.app_id, settings.private_key),
-                base_url=settings.github_url,
-            )
-            key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
-            options = AppOptions(
-                state_dir=self._root,
-                hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
-                status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
-                reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
-            )
-            self._service = AppService(github, options)
-            self._start = self._service.start()
-        return self._service
+        self._ready = asyncio.Event()
 
     async def start(self) -> None:
-        """Build the service and start it (resume open quests, reconcile on a timer)."""
-        self.service()
-        start, self._start = self._start, None
-        if start is not None:
-            await start
+        """Import and build the service, then start it (resume open quests, reconcile)."""
+        from scaffold.github.auth import AppCredentials
+        from scaffold.github.client import GitHubApp
+        from scaffold.github.service import AppOptions, AppService
+
+        settings = self._settings
+        github = GitHubApp(
+            AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
+        )
+        options = AppOptions(
+            state_dir=self._root,
+            hidden=self._hidden,
+            status_interval_s=self._status_interval_s,
+            reconcile_interval_s=self._reconcile_interval_s,
+        )
+        self._service = AppService(github, options)
+        await self._service.start()
+        self._ready.set()
 
     async def handle(self, delivery: Delivery) -> None:
-        await self.start()
+        await self._ready.wait()
         assert self._service is not None
         await self._service.handle(delivery)
 
@@ -119,9 +125,6 @@ class LazyApp:
 
     async def stop(self) -> None:
         if self._service is not None:
-            start, self._start = self._start, None
-            if start is not None:
-                start.close()  # built but never started: nothing to stop but the client
             await self._service.stop()
 
 
@@ -157,7 +160,14 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     configure_json_logging(log_level.upper(), extra_secrets=[settings.webhook_secret])
     harden_process()
     root.mkdir(parents=True, exist_ok=True)
-    lazy = LazyApp(settings, root)
+    key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
+    lazy = LazyApp(
+        settings,
+        root,
+        hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
+        status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
+        reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
+    )
     app = create_app(settings, lazy.handle, gauges=lazy.gauges)
 
     async def on_shutdown(_: object) -> None:

@@ -49,7 +49,8 @@ async def serve_async(
 
     ``after_listening`` runs as a task once the server listens (what the App needs only
     then, e.g. importing and starting its GitHub side), cancelled at the stop if still
-    running.
+    running; if it fails the server stops at once, without draining (what was accepted
+    stays in the spool for the next start), and its error is raised.
     """
     if stop is None:
         stop = asyncio.Event()
@@ -59,19 +60,22 @@ async def serve_async(
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     tune_gc()
+    later: asyncio.Task[None] | None = None
     try:
         site = web.TCPSite(runner, host, port)
         await site.start()
         _log.info("listening", extra={"host": host, "port": _bound_port(runner, port)})
-        later = None
         if after_listening is not None:
             later = loop.create_task(after_listening(), name="scaffold-after-listening")
-            later.add_done_callback(_log_failure)
+            later.add_done_callback(lambda task: _stop_on_failure(task, stop))
         await stop.wait()
         if later is not None and not later.done():
             later.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await later
+        failed = later is not None and later.done() and _failed(later)
+        if failed:
+            drain_timeout_s = 0.0
         _log.info("stopping: draining the queue", extra={"timeout_s": drain_timeout_s})
         ingest = app[INGEST]
         ingest.draining = True
@@ -84,6 +88,8 @@ async def serve_async(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     _log.info("stopped")
+    if later is not None and _failed(later) and (exc := later.exception()) is not None:
+        raise exc
 
 
 def serve(
@@ -102,9 +108,14 @@ def serve(
     )
 
 
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        _log.error("the start after listening failed", exc_info=exc)
+def _failed(task: asyncio.Task[None]) -> bool:
+    return not task.cancelled() and task.exception() is not None
+
+
+def _stop_on_failure(task: asyncio.Task[None], stop: asyncio.Event) -> None:
+    if _failed(task):
+        _log.error("the start after listening failed; stopping", exc_info=task.exception())
+        stop.set()
 
 
 def _bound_port(runner: web.AppRunner, port: int) -> int:
