@@ -6,6 +6,11 @@ payload, its issue body padded), each request with a unique ``X-GitHub-Delivery`
 - scaffold: ``create_app`` + ``serve`` with a no-op handler and warning-level logs
   (verify, dedupe, spool, enqueue, answer 202; the worker then handles and marks done);
 - scaffold-info: the same with info-level JSON logs (one line per handled delivery);
+- scaffold-fsync: the same with ``fsync=True`` (each group commit fdatasync'ed before the
+  202s: durable across a power loss, not only across ``kill -9``);
+- scaffold-base (with ``--base DIR``): the same as scaffold, from another checkout's
+  ``app/`` (e.g. a ``git worktree`` of the commit before a change), for before/after in
+  one run;
 - bare: an aiohttp app doing only HMAC-SHA256 + ``compare_digest`` + ``json.loads`` and
   answering 202: the practical floor for a Python receiver;
 - bare-uvloop: the same on uvloop, the loop ``scaffold serve`` runs on;
@@ -26,6 +31,7 @@ Two more checks on scaffold:
   empty, handled (from /metrics) must equal the number of 202s.
 
     .venv/bin/python bench/bench_ingest.py [--rounds 5] [--requests 20000] [--quick]
+        [--base /work/h-ingest-base] [--only scaffold,bare,probot]
 
 Probot must be installed first: ``npm install --prefix bench/probot``. Results go to
 stdout and ``bench/results/ingest.json`` (``--no-save`` to skip).
@@ -67,7 +73,7 @@ PAYLOAD_BYTES = 15 * 1024
 SERVER_CORE, LOAD_CORE = 0, 1
 
 SCAFFOLD_SERVER = """
-import asyncio, logging, sys
+import asyncio, dataclasses, logging, sys
 from pathlib import Path
 from scaffold.server.app import create_app
 from scaffold.server.logs import configure_json_logging
@@ -82,6 +88,8 @@ async def handler(delivery):
         await asyncio.sleep(delay)
 
 settings = ServerSettings(app_id=123456, private_key=b"-", webhook_secret=secret, state_dir=state)
+if sys.argv[6] == "fsync":
+    settings = dataclasses.replace(settings, fsync=True)
 serve(create_app(settings, handler), "127.0.0.1", port, drain_timeout_s=1.0)
 """
 
@@ -206,6 +214,11 @@ class LoadResult:
     statuses: dict[int, int]
     latencies_ms: list[float] = field(repr=False)
     client_cpu: float  # share of one core the load generator used
+    server_cpu_s: float = 0.0  # CPU time the server used for the round
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return self.server_cpu_s / self.requests * 1e6
 
     @property
     def rps(self) -> float:
@@ -270,6 +283,11 @@ class Server:
         m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
         return int(m.group(1)) if m else 0
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU time of the server so far (children too: Probot has none)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -297,11 +315,27 @@ def pinned(argv: list[str]) -> list[str]:
     return ["taskset", "-c", str(SERVER_CORE), *argv]
 
 
-def start_scaffold(name: str, tmp: Path, delay: float = 0.0, level: str = "warning") -> Server:
+def start_scaffold(
+    name: str,
+    tmp: Path,
+    delay: float = 0.0,
+    level: str = "warning",
+    *,
+    fsync: bool = False,
+    app_dir: Path | None = None,
+) -> Server:
+    """``app_dir``: run the ``scaffold`` package found there (another checkout's app/)."""
     port = free_port()
     state = tmp / name
-    argv = [sys.executable, "-c", SCAFFOLD_SERVER, str(port), str(state), str(delay), level, SECRET]
-    proc = subprocess.Popen(pinned(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = [sys.executable, "-c", SCAFFOLD_SERVER, str(port), str(state), str(delay), level]
+    argv += [SECRET, "fsync" if fsync else "-"]
+    env = dict(os.environ)
+    if app_dir is not None:
+        env["PYTHONPATH"] = str(app_dir)
+
+    proc = subprocess.Popen(
+        pinned(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     server = Server(name, proc, port, "/webhook")
     wait_listening(server)
     return server
@@ -386,6 +420,11 @@ def summarize(results: list[LoadResult], server: Server) -> dict[str, Any]:
         "p99_ms_median": statistics.median(r.pct(0.99) for r in results),
         "p99_ms_all": [round(r.pct(0.99), 2) for r in results],
         "load_generator_cpu_median": statistics.median(r.client_cpu for r in results),
+        # CPU time per request on the server: what contention on a shared machine
+        # changes least (req/s and latency move with the other processes on core 0).
+        "server_cpu_us_per_request_median": statistics.median(
+            r.cpu_us_per_request for r in results
+        ),
         "statuses": statuses,
         "rss_mb_after_rounds_max": max(server.rss_kb) / 1024 if server.rss_kb else None,
         "rss_mb_peak": server.status("VmHWM") / 1024,
@@ -426,18 +465,29 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     body = make_payload()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp_name:
         tmp = Path(tmp_name)
-        servers = [
-            start_scaffold("scaffold", tmp),
-            start_scaffold("scaffold-info", tmp, level="info"),
-            start_bare(tmp),
-            start_bare(tmp, "uvloop"),
-            start_bare(tmp, "fast"),
-        ]
-        probot = start_probot(tmp)
+        wanted = set(args.only.split(",")) if args.only else None
+
+        def want(name: str) -> bool:
+            return wanted is None or name in wanted or name in ("scaffold", "bare")
+
+        servers = [start_scaffold("scaffold", tmp), start_bare(tmp)]
+        if args.base:
+            base_app = Path(args.base).resolve() / "app"
+            servers.append(start_scaffold("scaffold-base", tmp, app_dir=base_app))
+        if want("scaffold-fsync"):
+            servers.append(start_scaffold("scaffold-fsync", tmp, fsync=True))
+        if want("scaffold-info"):
+            servers.append(start_scaffold("scaffold-info", tmp, level="info"))
+        if want("bare-uvloop"):
+            servers.append(start_bare(tmp, "uvloop"))
+        if want("bare-fast"):
+            servers.append(start_bare(tmp, "fast"))
+        probot = start_probot(tmp) if want("probot") else None
         if probot:
             servers.append(probot)
-        busy = start_scaffold("scaffold-busy", tmp, delay=0.05)
-        servers.append(busy)
+        busy = start_scaffold("scaffold-busy", tmp, delay=0.05) if want("scaffold-busy") else None
+        if busy:
+            servers.append(busy)
         results: dict[str, list[LoadResult]] = {s.name: [] for s in servers}
         try:
             for s in servers:  # warm-up
@@ -447,26 +497,29 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             for rnd in range(args.rounds):
                 order = servers[rnd % len(servers) :] + servers[: rnd % len(servers)]
                 for s in order:
+                    cpu0 = s.cpu_seconds()
                     r = await run_load(
                         s.port, s.path, body, args.requests, args.concurrency, uuid.uuid4().hex
                     )
+                    r.server_cpu_s = s.cpu_seconds() - cpu0
                     s.rss_kb.append(s.status("VmRSS"))
                     results[s.name].append(r)
                     print(
                         f"round {rnd + 1} {s.name:14s} {r.rps:8.0f} req/s  p50 {r.pct(0.5):6.2f} ms"
                         f"  p99 {r.pct(0.99):6.2f} ms  rss {s.rss_kb[-1] / 1024:6.1f} MB"
+                        f"  cpu/req {r.cpu_us_per_request:5.0f} us"
                         f"  loadgen cpu {r.client_cpu:4.0%}  {r.statuses}",
                         flush=True,
                     )
             summary = {s.name: summarize(results[s.name], s) for s in servers}
-            busy_text = scrape(busy.port)
-            summary["scaffold-busy"]["queue_depth_at_end"] = metric_sum(
-                busy_text, "scaffold_queue_depth"
-            )
+            if busy:
+                summary["scaffold-busy"]["queue_depth_at_end"] = metric_sum(
+                    scrape(busy.port), "scaffold_queue_depth"
+                )
         finally:
             for s in servers:
                 s.stop()
-        burst_result = await burst(tmp, body, args.burst, args.concurrency)
+        burst_result = await burst(tmp, body, args.burst, args.concurrency) if args.burst else None
     return {
         "payload_bytes": len(body),
         "concurrency": args.concurrency,
@@ -481,24 +534,50 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def ratios(summary: dict[str, Any]) -> dict[str, float | None]:
-    sc, bare, busy = summary["scaffold"], summary["bare"], summary["scaffold-busy"]
-    probot = summary.get("probot")
-    out: dict[str, float | None] = {
-        "rps_scaffold_over_bare": sc["rps_median"] / bare["rps_median"],
-        "rps_scaffold_over_bare_uvloop": sc["rps_median"] / summary["bare-uvloop"]["rps_median"],
-        "p99_scaffold_over_bare_uvloop": sc["p99_ms_median"]
-        / summary["bare-uvloop"]["p99_ms_median"],
-        "rps_scaffold_over_bare_fast": sc["rps_median"] / summary["bare-fast"]["rps_median"],
-        "rps_scaffold_info_over_bare": summary["scaffold-info"]["rps_median"] / bare["rps_median"],
-        "p99_busy_over_idle": busy["p99_ms_median"] / sc["p99_ms_median"],
-        "rps_scaffold_over_probot": None,
-        "p99_scaffold_over_probot": None,
-        "rss_scaffold_over_probot": None,
-    }
-    if probot:
-        out["rps_scaffold_over_probot"] = sc["rps_median"] / probot["rps_median"]
-        out["p99_scaffold_over_probot"] = sc["p99_ms_median"] / probot["p99_ms_median"]
-        out["rss_scaffold_over_probot"] = sc["rss_mb_peak"] / probot["rss_mb_peak"]
+    """scaffold (and scaffold-base, scaffold-fsync) against the bare receivers and Probot."""
+    bare, probot = summary["bare"], summary.get("probot")
+    out: dict[str, float | None] = {}
+
+    def ratio(key: str, a: str, b: str, field: str) -> None:
+        if a in summary and b in summary:
+            out[key] = summary[a][field] / summary[b][field]
+
+    for name, tag in (("scaffold", ""), ("scaffold-base", "_base"), ("scaffold-fsync", "_fsync")):
+        if name not in summary:
+            continue
+        sc = summary[name]
+        out[f"rps_scaffold{tag}_over_bare"] = sc["rps_median"] / bare["rps_median"]
+        out[f"rss_peak_scaffold{tag}_over_bare"] = sc["rss_mb_peak"] / bare["rss_mb_peak"]
+        out[f"cpu_per_request_scaffold{tag}_over_bare"] = (
+            sc["server_cpu_us_per_request_median"] / bare["server_cpu_us_per_request_median"]
+        )
+        out[f"p99_scaffold{tag}_over_probot"] = (
+            sc["p99_ms_median"] / probot["p99_ms_median"] if probot else None
+        )
+        out[f"rps_scaffold{tag}_over_probot"] = (
+            sc["rps_median"] / probot["rps_median"] if probot else None
+        )
+        out[f"rss_scaffold{tag}_over_probot"] = (
+            sc["rss_mb_peak"] / probot["rss_mb_peak"] if probot else None
+        )
+    # Paired: the median over rounds of the ratio within each round (the servers of one
+    # round run minutes apart at most, so they share more of the machine's load).
+    for name, tag in (("scaffold", ""), ("scaffold-base", "_base"), ("scaffold-fsync", "_fsync")):
+        if name not in summary:
+            continue
+        sc = summary[name]
+        out[f"rps_scaffold{tag}_over_bare_paired"] = statistics.median(
+            a / b for a, b in zip(sc["rps_all"], bare["rps_all"], strict=True)
+        )
+        if probot:
+            out[f"p99_scaffold{tag}_over_probot_paired"] = statistics.median(
+                a / b for a, b in zip(sc["p99_ms_all"], probot["p99_ms_all"], strict=True)
+            )
+    ratio("rps_scaffold_over_bare_uvloop", "scaffold", "bare-uvloop", "rps_median")
+    ratio("p99_scaffold_over_bare_uvloop", "scaffold", "bare-uvloop", "p99_ms_median")
+    ratio("rps_scaffold_over_bare_fast", "scaffold", "bare-fast", "rps_median")
+    ratio("rps_scaffold_info_over_bare", "scaffold-info", "bare", "rps_median")
+    ratio("p99_busy_over_idle", "scaffold-busy", "scaffold", "p99_ms_median")
     return out
 
 
@@ -511,6 +590,10 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true", help="2 rounds of 3,000 requests")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--base", help="another checkout whose app/ runs as scaffold-base")
+    parser.add_argument(
+        "--only", help="comma-separated servers besides scaffold and bare (default: all)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.requests, args.warmup, args.burst = 2, 3_000, 500, 2_000
@@ -522,9 +605,10 @@ def main() -> None:
         print(
             f"{name:14s} {s['rps_median']:8.0f} req/s  p50 {s['p50_ms_median']:6.2f} ms  "
             f"p99 {s['p99_ms_median']:6.2f} ms  rss peak {s['rss_mb_peak']:6.1f} MB  "
+            f"cpu/req {s['server_cpu_us_per_request_median']:5.0f} us  "
             f"loadgen cpu {s['load_generator_cpu_median']:4.0%}"
         )
-    if not args.no_save and not args.quick:
+    if not args.no_save and not args.quick and not args.only:
         RESULTS.write_text(json.dumps(report, indent=2) + "\n")
         print(f"saved {RESULTS.relative_to(REPO)}")
 

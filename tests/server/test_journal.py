@@ -88,3 +88,28 @@ def test_spool_stops_at_a_torn_record(tmp_path) -> None:
     again = Spool(tmp_path)
     assert [r.id for r in again.open()] == ["whole"]
     again.close()
+
+
+def test_key_set_agrees_with_a_set_through_adds_and_discards() -> None:
+    """The dedupe table (linear probing, backward-shift deletion) against Python's set,
+    with keys crowded into few home slots so runs wrap and shift."""
+    import random
+
+    from scaffold.server.dedupe import KeySet
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        keys, ref = KeySet(), set()
+        for _ in range(2000):
+            key = rng.getrandbits(64) if rng.random() < 0.5 else rng.randrange(64)
+            if rng.random() < 0.6:
+                assert keys.add(key) == ((key or 1) not in ref)
+                ref.add(key or 1)
+            else:
+                keys.discard(key)
+                ref.discard(key or 1)
+            assert len(keys) == len(ref)
+        assert all(k in keys for k in ref)
+        assert all(
+            (k in keys) == ((k or 1) in ref) for k in (rng.getrandbits(64) for _ in range(300))
+        )

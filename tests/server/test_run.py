@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -35,7 +36,10 @@ async def on_shutdown(app):
     done = sorted(p.name for p in out.iterdir())
     (out / "on-shutdown").write_text(",".join(done))
 
-settings = ServerSettings(app_id=1, private_key=b"-", webhook_secret=sys.argv[5], state_dir=state, workers=2)
+settings = ServerSettings(
+    app_id=1, private_key=b"-", webhook_secret=sys.argv[5], state_dir=state, workers=2,
+    fsync=sys.argv[6] == "fsync",
+)
 app = create_app(settings, slow)
 app.on_shutdown.append(on_shutdown)
 serve(app, "127.0.0.1", 0, drain_timeout_s=drain)
@@ -69,9 +73,10 @@ class Child:
 def spawn(tmp_path: Path) -> Iterator[Any]:
     children: list[subprocess.Popen[str]] = []
 
-    def start(out: Path, state: Path, delay: float, drain: float) -> Child:
+    def start(out: Path, state: Path, delay: float, drain: float, fsync: bool = False) -> Child:
         out.mkdir(exist_ok=True)
         argv = [sys.executable, "-c", CHILD, str(out), str(state), str(delay), str(drain), SECRET]
+        argv.append("fsync" if fsync else "-")
         proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
         children.append(proc)
         assert proc.stderr is not None
@@ -145,3 +150,61 @@ def test_kill_9_loses_no_accepted_delivery(spawn, tmp_path) -> None:
     child.proc.send_signal(signal.SIGTERM)
     assert child.finish() == 0
     assert set(ids) <= {p.name for p in out.iterdir()}
+
+
+async def _burst(port: int, body: bytes, ids: list[str], kill_after: int, pid: int) -> set[str]:
+    """Post ``ids`` over 16 connections; kill -9 the server once ``kill_after`` are
+    acknowledged, with the rest in flight. The ids answered 202."""
+    acked: set[str] = set()
+    todo = iter(ids)
+
+    async def one_connection() -> None:
+        reader = writer = None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            for delivery in todo:
+                head = (
+                    f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+                )
+                head += "".join(
+                    f"{k}: {v}\r\n" for k, v in signed_headers(body, delivery=delivery).items()
+                )
+                writer.write(head.encode() + b"\r\n" + body)
+                status_line = await reader.readline()
+                if not status_line:
+                    return
+                length = 0
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                await reader.readexactly(length)
+                if status_line.split()[1] == b"202":
+                    acked.add(delivery)
+                    if len(acked) == kill_after:
+                        os.kill(pid, signal.SIGKILL)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            if writer is not None:
+                writer.close()
+
+    await asyncio.gather(*(one_connection() for _ in range(16)))
+    return acked
+
+
+@pytest.mark.parametrize("fsync", [False, True], ids=["written", "fsynced"])
+def test_kill_9_during_a_burst_loses_no_acknowledged_delivery(spawn, tmp_path, fsync) -> None:
+    out, state = tmp_path / "out", tmp_path / "state"
+    child = spawn(out, state, delay=3600, drain=60, fsync=fsync)
+    body = example("issues/labeled.0.json")
+    ids = [f"burst-{i:04d}" for i in range(600)]
+    acked = asyncio.run(_burst(child.port, body, ids, kill_after=200, pid=child.proc.pid))
+    assert child.proc.wait(timeout=30) == -signal.SIGKILL
+    assert 200 <= len(acked) < len(ids)  # killed mid-burst
+
+    child = spawn(out, state, delay=0, drain=60, fsync=fsync)
+    for i in sorted(acked)[:: max(1, len(acked) // 20)]:  # redeliveries are recognised
+        assert child.post(body, signed_headers(body, delivery=i))[1]["status"] == "duplicate"
+    child.proc.send_signal(signal.SIGTERM)
+    assert child.finish() == 0
+    assert acked <= {p.name for p in out.iterdir()}  # every acknowledged one was handled

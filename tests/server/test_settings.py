@@ -148,3 +148,20 @@ def test_bad_github_url(env, tmp_path) -> None:
     with pytest.raises(ConfigError) as info:
         ServerSettings.from_env({**env, "SCAFFOLD_GITHUB_URL": "ftp://x"}, tmp_path)
     check(info.value, "SCAFFOLD_GITHUB_URL")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(None, False), ("0", False), ("", False), ("1", True), ("yes", True)]
+)
+def test_webhook_fsync_flag(env, tmp_path, raw, expected) -> None:
+    if raw is not None:
+        env["SCAFFOLD_WEBHOOK_FSYNC"] = raw
+    assert ServerSettings.from_env(env, tmp_path).fsync is expected
+
+
+def test_webhook_fsync_that_is_not_a_boolean(env, tmp_path) -> None:
+    env["SCAFFOLD_WEBHOOK_FSYNC"] = "sometimes"
+    with pytest.raises(ConfigError) as info:
+        ServerSettings.from_env(env, tmp_path)
+    assert info.value.key == "SCAFFOLD_WEBHOOK_FSYNC"
+    assert "sometimes" not in str(info.value)

@@ -1,4 +1,5 @@
-"""The ``scaffold`` executable: ``diagram-check`` straight away, anything else via the full CLI.
+"""The ``scaffold`` executable: ``diagram-check`` and ``serve`` straight away, anything
+else via the full CLI.
 
 ``scaffold diagram-check`` runs in CI on every push, so it must not pay for the
 orchestrator, the App server or the agent tooling it never uses, nor even for click:
@@ -8,8 +9,9 @@ Anything else (``--help``, a missing ``--base``, an unknown option, a bad ``--fo
 a ``--repo`` that is a file) goes to the click command of
 :mod:`scaffold.cli.diagram_cmds`, which prints the usual usage error or help: one
 command, one behaviour, the same exit codes. The Action's ``action diagram-check`` step
-goes to its own module; everything else, ``--help`` included, to
-:func:`scaffold.cli.main.main`.
+goes to its own module; ``scaffold serve`` to its own command alone, so the App
+server starts with only what ingest needs imported (see :mod:`scaffold.cli.serve_cmd`);
+everything else, ``--help`` included, to :func:`scaffold.cli.main.main`.
 """
 
 from __future__ import annotations
@@ -98,6 +100,11 @@ def main() -> None:
         if plain is not None:
             sys.exit(run_diagram_check(**plain))  # type: ignore[arg-type]
         _click_diagram_check(sys.argv[2:])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        from scaffold.cli.serve_cmd import serve
+
+        serve.main(sys.argv[2:], prog_name="scaffold serve")
         return
     from scaffold.cli.main import main as full
 

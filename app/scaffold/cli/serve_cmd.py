@@ -1,14 +1,28 @@
-"""``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner)."""
+"""``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner).
+
+The server listens with only what ingest needs imported (aiohttp, the server package):
+the App's GitHub side (the GitHub client, the quest runner, the orchestration and the
+models they use) is imported and started by :class:`LazyApp` once the server listens,
+or by the first delivery handed to it if that comes sooner.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from scaffold.errors import ScaffoldError
+
+if TYPE_CHECKING:
+    from scaffold.github.service import AppService
+    from scaffold.server.delivery import Delivery
+    from scaffold.server.metrics import AppGauges
+    from scaffold.server.settings import ServerSettings
 
 DEFAULT_STATE_DIR = "~/.local/share/scaffold"
 
@@ -55,6 +69,65 @@ def harden_process() -> dict[str, str]:
     return taken
 
 
+class LazyApp:
+    """The App service, built (its modules imported) and started once the server listens.
+
+    Deliveries handed over before that wait for it; if building it fails the server
+    stops without handling them, and they stay in the spool for the next start.
+    """
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        root: Path,
+        *,
+        hidden: tuple[Path, ...],
+        status_interval_s: float,
+        reconcile_interval_s: float,
+    ) -> None:
+        self._settings = settings
+        self._root = root
+        self._hidden = hidden
+        self._status_interval_s = status_interval_s
+        self._reconcile_interval_s = reconcile_interval_s
+        self._service: AppService | None = None
+        self._ready = asyncio.Event()
+
+    async def start(self) -> None:
+        """Import and build the service, then start it (resume open quests, reconcile)."""
+        from scaffold.github.auth import AppCredentials
+        from scaffold.github.client import GitHubApp
+        from scaffold.github.service import AppOptions, AppService
+
+        settings = self._settings
+        github = GitHubApp(
+            AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
+        )
+        options = AppOptions(
+            state_dir=self._root,
+            hidden=self._hidden,
+            status_interval_s=self._status_interval_s,
+            reconcile_interval_s=self._reconcile_interval_s,
+        )
+        self._service = AppService(github, options)
+        await self._service.start()
+        self._ready.set()
+
+    async def handle(self, delivery: Delivery) -> None:
+        await self._ready.wait()
+        assert self._service is not None
+        await self._service.handle(delivery)
+
+    def gauges(self) -> AppGauges:
+        from scaffold.server.metrics import AppGauges
+
+        return self._service.gauges() if self._service is not None else AppGauges()
+
+    async def stop(self) -> None:
+        if self._service is not None:
+            await self._service.stop()
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
@@ -73,9 +146,6 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     SCAFFOLD_PRIVATE_KEY_PATH, SCAFFOLD_WEBHOOK_SECRET, and SCAFFOLD_GITHUB_URL for
     GitHub Enterprise.
     """
-    from scaffold.github.auth import AppCredentials
-    from scaffold.github.client import GitHubApp
-    from scaffold.github.service import AppOptions, AppService
     from scaffold.server.app import create_app
     from scaffold.server.logs import configure_json_logging
     from scaffold.server.run import serve as run_server
@@ -90,25 +160,20 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
     configure_json_logging(log_level.upper(), extra_secrets=[settings.webhook_secret])
     harden_process()
     root.mkdir(parents=True, exist_ok=True)
-    github = GitHubApp(
-        AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
-    )
     key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
-    options = AppOptions(
-        state_dir=root,
+    lazy = LazyApp(
+        settings,
+        root,
         hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
         reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
     )
-    service = AppService(github, options)
-    app = create_app(settings, service.handle, gauges=service.gauges)
-
-    async def on_startup(_: object) -> None:
-        await service.start()
+    app = create_app(settings, lazy.handle, gauges=lazy.gauges)
 
     async def on_shutdown(_: object) -> None:
-        await service.stop()
+        await lazy.stop()
 
-    app.on_startup.append(on_startup)
     app.on_shutdown.append(on_shutdown)
-    run_server(app, host, port, drain_timeout_s=settings.drain_timeout_s)
+    run_server(
+        app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
+    )

@@ -59,7 +59,7 @@ async def _webhook(request: web.Request) -> web.Response:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         return _respond(ingest.refuse_too_large())
-    return _respond(ingest.accept(request.headers, body))
+    return _respond(await ingest.accept(request.headers, body))
 
 
 async def _healthz(request: web.Request) -> web.Response:

@@ -1,9 +1,15 @@
 """The ingest pipeline: verify, dedupe, spool, enqueue; and the worker side: handle, mark done.
 
-:meth:`Ingest.accept` is synchronous and never waits for a handler: it answers as
-soon as the delivery is in the spool and the queue. At most
-``settings.max_parsed_in_queue`` deliveries wait in memory parsed; beyond that the
-queue holds only where they lie in the spool, so a burst costs little memory.
+:meth:`Ingest.accept` never waits for a handler: it answers as soon as the delivery
+is in the spool and the queue. Stores are group commits: the deliveries verified
+while the previous batch was being written (and, with ``settings.fsync``, fsynced in
+a thread) are written together, the spool records in one ``writev`` and their ids in
+one write to the dedupe log, fsynced together, and only then all acknowledged; if
+the write or the fsync fails none of them is (503, GitHub delivers again). A second
+copy of a delivery that arrives while the first is being stored waits for it and is
+answered as a duplicate; it is written once. At most ``settings.max_parsed_in_queue``
+deliveries wait in memory parsed; beyond that the queue holds only where they lie in
+the spool, so a burst costs little memory.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scaffold.errors import StoreLocked
@@ -31,7 +37,7 @@ from scaffold.server.delivery import (
 )
 from scaffold.server.metrics import UNVERIFIED, AppGauges, IngestMetrics
 from scaffold.server.settings import ServerSettings
-from scaffold.server.spool import Spool, SpoolRef
+from scaffold.server.spool import Spool, SpoolBatch, SpoolRef
 from scaffold.server.work_queue import WorkQueue
 
 _log = logging.getLogger("scaffold.server")
@@ -56,6 +62,24 @@ def _queued(delivery_id: str) -> Reply:
 PONG = Reply(200, b'{"status":"pong"}', "handled")
 TOO_LARGE = Reply(413, b'{"status":"too_large"}', "too_large")
 DRAINING = Reply(503, b'{"status":"draining"}', "unavailable")
+UNSTORED = Reply(503, b'{"status":"unavailable","reason":"not stored"}', "unavailable")
+Sync = Callable[[Sequence[int]], None]
+
+
+def fsync_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        os.fdatasync(fd)
+
+
+class _Pending:
+    """A delivery verified and waiting for its batch to be stored."""
+
+    __slots__ = ("delivery", "done", "raw")
+
+    def __init__(self, delivery: Delivery, raw: bytes, done: asyncio.Future[None]) -> None:
+        self.delivery = delivery
+        self.raw = raw
+        self.done = done
 
 
 class Ingest:
@@ -65,7 +89,9 @@ class Ingest:
         handler: DeliveryHandler,
         *,
         gauges: Callable[[], AppGauges] | None = None,
+        sync: Sync | None = None,
     ) -> None:
+        """``sync`` makes a written batch durable (default: fdatasync if ``settings.fsync``)."""
         self.settings = settings
         self._handler = handler
         self._secret = settings.webhook_secret
@@ -78,6 +104,12 @@ class Ingest:
         self.draining = False
         self._parsed_in_queue = 0
         self._lock_fd = -1
+        self._sync = sync if sync is not None else (fsync_all if settings.fsync else None)
+        self._batch: list[_Pending] = []
+        self._storing: dict[str, asyncio.Future[None]] = {}
+        self._flushing = False
+        self._flush_task: asyncio.Task[None] | None = None
+        self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -107,6 +139,11 @@ class Ingest:
 
     async def stop(self) -> None:
         await self.queue.stop()
+        if self._flush_task is not None:  # let the batch under way finish, for its answers
+            await asyncio.gather(self._flush_task, return_exceptions=True)
+        if self._sync is None:
+            self._flush_unsynced()
+        self._closed = True
         self.spool.close()
         self.seen.close()
         if self._lock_fd >= 0:
@@ -136,7 +173,7 @@ class Ingest:
         self.metrics.count(UNVERIFIED, "unavailable")
         return DRAINING
 
-    def accept(self, headers: Mapping[str, str], body: bytes) -> Reply:
+    async def accept(self, headers: Mapping[str, str], body: bytes) -> Reply:
         if self.draining:
             return self.refuse_draining()
         now = time.time()
@@ -148,19 +185,116 @@ class Ingest:
         if event == "ping":
             self.metrics.count(event, "handled")
             return PONG
-        if delivery.id in self.seen:
-            self.metrics.count(event, "duplicate")
-            _log.info("duplicate delivery", extra={"delivery": delivery.id, "event": event})
-            return _reply(200, "duplicate", delivery=delivery.id)
-        ref = self.spool.append(delivery.id, event, now, raw)
-        self.seen.add(delivery.id)
-        if self._parsed_in_queue < self.settings.max_parsed_in_queue:
-            self._parsed_in_queue += 1
-            self.queue.put(delivery)
-        else:
-            self.queue.put(ref)
-        self.metrics.count(event, "queued")
-        return _queued(delivery.id)
+        storing = self._storing.get(delivery.id)
+        if storing is not None:  # a copy of a delivery still being stored: wait for it
+            try:
+                await asyncio.shield(storing)
+            except OSError:
+                return self._unstored(event)
+        elif delivery.id not in self.seen:
+            done = asyncio.get_running_loop().create_future()
+            self._storing[delivery.id] = done
+            self._batch.append(_Pending(delivery, raw, done))
+            self._kick()
+            try:
+                await done
+            except OSError:
+                return self._unstored(event)
+            self.metrics.count(event, "queued")
+            return _queued(delivery.id)
+        self.metrics.count(event, "duplicate")
+        _log.info("duplicate delivery", extra={"delivery": delivery.id, "event": event})
+        return _reply(200, "duplicate", delivery=delivery.id)
+
+    def _unstored(self, event: str) -> Reply:
+        self.metrics.count(event, "unavailable")
+        return UNSTORED
+
+    # -- the group commit --------------------------------------------------------------------
+
+    def _kick(self) -> None:
+        """Start a flush unless one is under way (it takes what has come when it ends)."""
+        if not self._flushing:
+            self._flushing = True
+            if self._sync is None:
+                asyncio.get_running_loop().call_soon(self._flush_unsynced)
+            else:
+                self._flush_task = asyncio.get_running_loop().create_task(self._flush_synced())
+
+    def _flush_unsynced(self) -> None:
+        self._flushing = False
+        if self._closed:
+            return
+        batch, self._batch = self._batch, []
+        try:
+            written = self._write(batch)
+        except OSError as exc:
+            self._fail(batch, exc)
+            return
+        self._confirm(batch, *written)
+
+    async def _flush_synced(self) -> None:
+        assert self._sync is not None
+        loop = asyncio.get_running_loop()
+        try:
+            while self._batch or self.spool.has_marks:
+                batch, self._batch = self._batch, []
+                try:
+                    spooled, logged = self._write(batch)
+                except OSError as exc:
+                    self._fail(batch, exc)
+                    continue
+                if batch:
+                    fds = (spooled.fd, self.seen.fileno())
+                    try:
+                        await loop.run_in_executor(None, self._sync, fds)
+                    except OSError as exc:
+                        self.spool.rollback(spooled)
+                        self.seen.rollback(logged)
+                        self._fail(batch, exc)
+                        continue
+                self._confirm(batch, spooled, logged)
+        finally:
+            self._flushing = False
+
+    def _write(self, batch: list[_Pending]) -> tuple[SpoolBatch, int]:
+        """Write the batch to the spool, then its ids to the dedupe log (undoing the spool's
+        write if that fails)."""
+        spooled = self.spool.write(
+            [(p.delivery.id, p.delivery.event, p.delivery.received_at, p.raw) for p in batch]
+        )
+        try:
+            logged = self.seen.write([p.delivery.id for p in batch])
+        except OSError:
+            self.spool.rollback(spooled)
+            raise
+        return spooled, logged
+
+    def _confirm(self, batch: list[_Pending], spooled: SpoolBatch, logged: int) -> None:
+        self.spool.confirm(spooled)
+        ids = [p.delivery.id for p in batch]
+        self.seen.confirm(ids, logged)
+        queue = self.queue
+        for p, ref in zip(batch, spooled.refs, strict=True):
+            del self._storing[p.delivery.id]
+            if self._parsed_in_queue < self.settings.max_parsed_in_queue:
+                self._parsed_in_queue += 1
+                queue.put(p.delivery)
+            else:
+                queue.put(ref)
+            if not p.done.done():
+                p.done.set_result(None)
+
+    def _fail(self, batch: list[_Pending], exc: OSError) -> None:
+        if batch:
+            _log.error(
+                "deliveries could not be stored; none acknowledged",
+                extra={"count": len(batch), "error": str(exc)},
+            )
+        for p in batch:
+            del self._storing[p.delivery.id]
+            if not p.done.done():
+                p.done.set_exception(exc)
 
     def _refuse(self, headers: Mapping[str, str], why: Rejection) -> Reply:
         event = headers.get(EVENT_HEADER, "")
@@ -184,6 +318,7 @@ class Ingest:
                 _log.error("unreadable spooled delivery", extra={"delivery": item.id})
                 self.metrics.count(item.event, "failed")
                 self.spool.done(item.id)
+                self._kick()
                 return
             delivery = delivery_from(item.id, item.event, payload, item.received_at)
         start = time.perf_counter()
@@ -199,10 +334,11 @@ class Ingest:
                 extra={"delivery": delivery.id, "event": delivery.event, "action": delivery.action},
             )
         elapsed = time.perf_counter() - start
-        self.metrics.handle_seconds.observe(elapsed)
+        self.metrics.observe_handle(elapsed)
         self.metrics.count(delivery.event, outcome)
         self.spool.done(delivery.id)
-        if outcome == "handled":
+        self._kick()
+        if outcome == "handled" and _log.isEnabledFor(logging.INFO):
             _log.info(
                 "handled",
                 extra={

@@ -19,6 +19,7 @@ PRIVATE_KEY = "SCAFFOLD_PRIVATE_KEY"
 PRIVATE_KEY_PATH = "SCAFFOLD_PRIVATE_KEY_PATH"
 WEBHOOK_SECRET = "SCAFFOLD_WEBHOOK_SECRET"  # noqa: S105 (a variable name)
 GITHUB_URL = "SCAFFOLD_GITHUB_URL"
+WEBHOOK_FSYNC = "SCAFFOLD_WEBHOOK_FSYNC"
 
 DEFAULT_GITHUB_URL = "https://api.github.com"
 _URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
@@ -36,13 +37,16 @@ class ServerSettings:
     workers: int = 4
     # Deliveries held parsed in memory; beyond that the queue keeps spool references.
     max_parsed_in_queue: int = 256
+    # fsync each group commit of deliveries before answering 202: they then survive a
+    # power loss, not just the process being killed (SCAFFOLD_WEBHOOK_FSYNC=1).
+    fsync: bool = False
 
     def __repr__(self) -> str:
         return (
             f"ServerSettings(app_id={self.app_id}, private_key=<redacted>, "
             f"webhook_secret=<redacted>, state_dir={self.state_dir!r}, "
             f"github_url={self.github_url!r}, max_body_bytes={self.max_body_bytes}, "
-            f"drain_timeout_s={self.drain_timeout_s}, workers={self.workers})"
+            f"drain_timeout_s={self.drain_timeout_s}, workers={self.workers}, fsync={self.fsync})"
         )
 
     __str__ = __repr__
@@ -55,6 +59,7 @@ class ServerSettings:
             webhook_secret=_required(environ, WEBHOOK_SECRET),
             github_url=_github_url(environ),
             state_dir=state_dir,
+            fsync=_flag(environ, WEBHOOK_FSYNC),
         )
 
 
@@ -63,6 +68,15 @@ def _required(environ: Mapping[str, str], name: str) -> str:
     if not value.strip():
         raise ConfigError(ENV, name, "is not set")
     return value
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(ENV, name, "is not a boolean (1/0, true/false, yes/no, on/off)")
 
 
 def _app_id(environ: Mapping[str, str]) -> int:
