@@ -197,6 +197,8 @@ async def handle_api(sim: GitHubSimulator, request: web.Request) -> web.StreamRe
     response = json_response(reply.status, payload, headers)
     sim.requests.append((method, path, reply.status))
     await asyncio.to_thread(check_response, sim, op, spec_request, reply.status, response, payload)
+    if sim.answer_latency_s:
+        await asyncio.sleep(sim.answer_latency_s)
     return response
 
 

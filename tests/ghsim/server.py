@@ -171,6 +171,9 @@ class GitHubSimulator:
         # Seconds every API call waits before it is answered: a slow GitHub (e.g. one
         # whose token refreshes take ~100 ms) for tests of races between callers.
         self.latency_s = 0.0
+        # Seconds every API call waits after it was handled, before its answer goes out:
+        # a write GitHub has done whose answer is slow (the caller may give up meanwhile).
+        self.answer_latency_s = 0.0
         self.workflow_runner: Callable[[WorkflowDispatch], WorkflowOutcome] | None = None
         self.rate_limit = 5000
         self.rate_used = 0

@@ -204,3 +204,35 @@ async def test_the_merge_counts_only_the_apps_own_diagram_check(
     assert done is not None
     assert done.name is EventName.MERGE_COMPLETE
     assert sim.repo(REPO).pulls[number].merged
+
+
+async def test_a_flush_during_a_status_post_in_flight_keeps_one_status_comment(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    issue = sim.open_issue(REPO, "Status", "one status comment", by="alice")
+    ctx.links.put(
+        QuestLink(
+            quest_id="issue-1",
+            repo=REPO,
+            issue_number=issue,
+            installation_id=ctx.installation_id,
+            requested_by="alice",
+        )
+    )
+    quest = Quest(id="issue-1", tasks={"task-1": TaskRecord(id="task-1")})
+    forge = _forge(ctx)
+    forge.status_interval_s = 0
+    sim.answer_latency_s = 0.5  # the first status comment is made, its answer is slow
+    forge.progress(quest)
+    repo = sim.repo(REPO)
+    while not any("scaffold:status" in c.body for c in repo.comments.values()):
+        await asyncio.sleep(0.005)
+    sim.answer_latency_s = 0.0
+    await forge.flush(quest)  # the run ends before the answer came
+    statuses = [c for c in sim.repo(REPO).comments.values() if "scaffold:status" in c.body]
+    assert len(statuses) == 1
+    link = ctx.links.get("issue-1")
+    assert link is not None
+    assert link.status_comment_id == statuses[0].id

@@ -470,7 +470,9 @@ class GitHubForge:
         wait = self._last_status_at + self.status_interval_s - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
-        await self._publish_status(self._latest)
+        # Shielded: :meth:`flush` cancels a pending update, and cancelling one whose POST
+        # is on its way would lose the new comment's id (and post a second comment).
+        await asyncio.shield(self._publish_status(self._latest))
 
     async def _publish_status(self, quest: Quest | None) -> None:
         if quest is None:
