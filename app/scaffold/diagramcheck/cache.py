@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.findings import Finding
+    from scaffold.diagramcheck.git_diff import BlobReader
     from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import Requirement
 
@@ -234,11 +235,12 @@ def results_file(path: Path) -> Path:
 
 def _write(path: Path, data: dict[str, bytes]) -> None:
     import pickle
-    import tempfile
 
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        # What tempfile.mkstemp does, without importing it (milliseconds of a small check).
+        tmp = str(path.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -264,7 +266,10 @@ def _load(path: Path) -> dict[str, bytes]:
 
 
 def read_and_parse(
-    repo: Path, blobs: list[str], meanwhile: Callable[[], None] | None = None
+    repo: Path,
+    blobs: list[str],
+    meanwhile: Callable[[], None] | None = None,
+    reader: BlobReader | None = None,
 ) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs, split over the cores when there are many.
 
@@ -273,8 +278,11 @@ def read_and_parse(
     run on every core and no source text crosses between processes. ``None`` marks a
     blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
     process while the workers parse, when there are workers (this process then takes
-    half a share of the blobs).
+    half a share of the blobs). ``reader``: a ``cat-file`` process already running, for
+    this process's share (one git process fewer).
     """
+    if not blobs:
+        return {}
     import gc
 
     enabled = gc.isenabled()
@@ -282,7 +290,7 @@ def read_and_parse(
     try:
         cpus = os.cpu_count() or 1
         if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
-            return _read_and_parse_chunk(repo, blobs)
+            return _read_and_parse_chunk(repo, blobs, reader)
         jobs = min(cpus, 4)
         # In runs, not strided: the old and new side of a file sit side by side in
         # ``blobs`` and share most of their statements (see read_module_fast).
@@ -299,7 +307,7 @@ def read_and_parse(
             futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
             if meanwhile is not None:
                 meanwhile()
-            out.update(_read_and_parse_chunk(repo, chunks[0]))
+            out.update(_read_and_parse_chunk(repo, chunks[0], reader))
             for future in futures:
                 out.update(future.result())
         return out
@@ -308,13 +316,17 @@ def read_and_parse(
             gc.enable()
 
 
-def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+def _read_and_parse_chunk(
+    repo: Path, blobs: list[str], reader: BlobReader | None = None
+) -> dict[str, pm.ModuleInfo | None]:
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.git_diff import BlobReader, decode_text
 
     out: dict[str, pm.ModuleInfo | None] = {}
     memo = pm.StatementMemo()
-    with BlobReader(repo) as reader:
+    with contextlib.ExitStack() as stack:
+        if reader is None:
+            reader = stack.enter_context(BlobReader(repo))
         for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
             text = decode_text(data) if data is not None else None
             out[blob] = pm.read_module_fast(text, memo) if text is not None else None
