@@ -1,0 +1,210 @@
+"""The faster paths of DiagramCheck find what the plain ones found.
+
+Mermaid read in one pass per block, paths checked without a regex, the merge base
+taken from the same ``rev-parse`` as the commits, the diagrams' cache entries: each
+is compared with the plain way, and a broken or stale cache is recomputed, not a crash.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+from dcrepo import DATA, Repo, kinds, mermaid_doc
+
+from scaffold.diagramcheck import analyzer, cache, mermaid
+from scaffold.diagramcheck.analyzer import analyze, analyze_commits
+from scaffold.diagramcheck.cache import cache_file, results_file
+from scaffold.diagramcheck.paths import _CLEAN, _is_clean, normalize_path
+
+
+def test_clean_paths_are_what_the_regex_calls_clean() -> None:
+    rnd = random.Random(7)
+    samples = ["", ".", "..", "a", ".a", "a.", "a/b", "a//b", "./a", "a/./b", "/a", "a/", "a\\b"]
+    samples += ["".join(rnd.choice("ab./\\") for _ in range(rnd.randrange(9))) for _ in range(5000)]
+    for path in samples:
+        assert _is_clean(path) == bool(_CLEAN.match(path)), path
+        if _is_clean(path):
+            assert normalize_path(path) == path or path == ""
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["a <b", "c> d.e.f"],  # a tag never spans two lines
+        ["x<br/>y.z", "<i>w</i>", "plain"],
+        ["a.b.c", "", "q"],
+    ],
+)
+def test_words_of_lines_are_the_words_of_each_line(lines: list[str]) -> None:
+    expected: set[str] = set()
+    for line in lines:
+        expected |= mermaid.words(line)
+    assert mermaid._words_of_lines(lines) == expected
+
+
+def test_a_class_body_gives_its_words_to_its_class_only() -> None:
+    source = (
+        "classDiagram\n  class A {\n    +int id\n    +pkg.Type<br/>kind\n  }\n"
+        "  class B {\n    +str name\n  }\n  A --> B\n  class C {\n    +x y"
+    )
+    parsed = mermaid.parse_block(mermaid.MermaidBlock(source, 1))
+    assert parsed.members["A"] == {"int", "id", "pkg.Type", "pkg", "Type", "kind"}
+    assert parsed.members["B"] == {"str", "name"}
+    assert parsed.members["C"] == {"x", "y"}  # never closed: still read
+    assert any("never closed" in p.message for p in parsed.problems)
+    assert {"A", "B", "C", "id", "kind", "name"} <= parsed.names
+
+
+def test_read_diagram_extracts_the_blocks_once() -> None:
+    from scaffold.diagramcheck.rules import DiagramFile, read_diagram
+
+    text = (
+        mermaid_doc("classDiagram\n    class Order") + "\n" + mermaid_doc("flowchart LR\n  a-->b")
+    )
+    index, blocks = read_diagram(DiagramFile("d.md", text, changed=False))
+    assert index == mermaid.index_text(text, "d.md")
+    assert blocks == "\n".join(b.source for b in mermaid.extract_blocks(text, "d.md"))
+
+
+def _model(repo: Repo) -> str:
+    repo.write(
+        "app/pkg/models.py",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Order:\n    id: int\n",
+    )
+    repo.write(DATA, mermaid_doc("classDiagram\n    class Order {\n        +int id\n    }"))
+    return repo.commit("order")
+
+
+def _retype(repo: Repo) -> str:
+    repo.write(
+        "app/pkg/models.py",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Order:\n"
+        "    id: int\n    total: float\n",
+    )
+    return repo.commit("total")
+
+
+def test_a_corrupt_results_file_is_recomputed(repo: Repo) -> None:
+    base = _model(repo)
+    _retype(repo)
+    first = repo.check(base)
+    assert kinds(first) == [("field-added", "total")]
+    path = results_file(cache_file(repo.root / ".git"))
+    assert path.exists()
+    path.write_bytes(b"\x80\x05garbage")
+    assert repo.check(base) == first
+    # Every entry damaged (a valid file of broken pickles): each is a miss.
+    cache._write(path, dict.fromkeys(cache._load(path) or {"x": b""}, b"\x80\x05broken"))
+    assert repo.check(base) == first
+
+
+def test_a_changed_diagram_is_read_again(repo: Repo) -> None:
+    base = _model(repo)
+    _retype(repo)
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    # The diagram drawn: a new blob, so a new index (not the cached one).
+    repo.write(
+        DATA,
+        mermaid_doc(
+            "classDiagram\n    class Order {\n        +int id\n        +float total\n    }"
+        ),
+    )
+    repo.commit("drawn")
+    assert kinds(repo.check(base)) == []
+    assert kinds(repo.check(base)) == []  # from the cache now
+
+
+def test_a_stale_diagram_entry_is_not_used(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _model(repo)
+    _retype(repo)
+    first = repo.check(base)
+    # An entry under a diagram's key that is not an index: a miss, read again.
+    bogus = cache.ParseCache(cache_file(repo.root / ".git"))
+    for key in list(bogus.results):
+        if key.startswith(("mermaid:", "report:", "requirements:")):
+            bogus.results[key] = pickle.dumps((["not", "an index"], 3))
+    bogus._results_added = 1
+    bogus.save()
+    read: list[str] = []
+    real = analyzer._index_diagrams
+
+    def counting(*args: object, **kwargs: object) -> None:
+        read.append("x")
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyzer, "_index_diagrams", counting)
+    assert repo.check(base) == first
+    assert read
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@e", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_two_merge_bases_are_left_to_git_merge_base(repo: Repo) -> None:
+    """A criss-cross history: ``rev-parse b...h`` names two bases; ``git merge-base`` picks."""
+    root = repo.root
+    start = _model(repo)
+    _git(root, "checkout", "-q", "-b", "side", start)
+    repo.write("app/pkg/a.py", "X = 1\n")
+    side1 = repo.commit("side 1")
+    _git(root, "checkout", "-q", "main")
+    repo.write("app/pkg/b.py", "Y = 1\n")
+    main1 = repo.commit("main 1")
+    _git(root, "merge", "-q", "--no-edit", side1)
+    _git(root, "checkout", "-q", "side")
+    _git(root, "merge", "-q", "--no-edit", main1)
+    _retype(repo)
+    both = analyzer._resolve_both(root, "main", "side")
+    assert both is not None
+    assert both[3] is None  # two merge bases: not taken from rev-parse
+    report = analyze(root, "main", "side")
+    mb = _git(root, "merge-base", "main", "side")
+    assert report.merge_base == mb
+    assert report == analyze_commits(root, both[0], both[1])
+
+
+def test_the_merge_base_comes_with_the_commits(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _model(repo)
+    _retype(repo)
+    both = analyzer._resolve_both(repo.root, base, "HEAD")
+    assert both is not None
+    assert both[3] == base
+    called: list[str] = []
+    monkeypatch.setattr(analyzer.git_diff, "merge_base", lambda *a: called.append("x") or base)
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    assert called == []
+
+
+def test_a_one_file_check_starts_few_git_processes(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = _model(repo)
+    _retype(repo)
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
+            started.append(list(args))
+            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "Popen", Counting)
+    monkeypatch.setenv(cache.ENV_DISABLE, "0")
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    commands = [a[1] for a in started]
+    # rev-parse (commits, trees, merge base), cat-file, diff, two ls-tree: no merge-base,
+    # no second cat-file.
+    assert commands.count("merge-base") == 0
+    assert commands.count("cat-file") == 1
+    assert len(started) <= 5
