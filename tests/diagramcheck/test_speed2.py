@@ -208,3 +208,57 @@ def test_a_one_file_check_starts_few_git_processes(
     assert commands.count("merge-base") == 0
     assert commands.count("cat-file") == 1
     assert len(started) <= 5
+
+
+def test_analyze_here_is_analyze_at_the_top(repo: Repo, tmp_path: Path) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+
+    base = _model(repo)
+    _retype(repo)
+    expected = repo.check(base)
+    assert analyze_here(repo.root, base) == expected
+    assert analyze_here(repo.root / "app" / "pkg", base) == expected  # from a subfolder
+
+
+def test_analyze_here_outside_a_repository_says_so(tmp_path: Path) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+    from scaffold.errors import UsageError
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for start, ref in ((plain, "HEAD~1"), (plain, "-bad"), (tmp_path / "missing", "HEAD")):
+        with pytest.raises(UsageError, match="not inside a git repository"):
+            analyze_here(start, ref)
+
+
+def test_analyze_here_keeps_the_errors_of_bad_revisions(repo: Repo) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+    from scaffold.errors import UsageError
+
+    for ref in ("no-such-ref", "-x"):
+        with pytest.raises(UsageError) as here:
+            analyze_here(repo.root, ref)
+        with pytest.raises(UsageError) as plain:
+            analyze(repo.root, ref)
+        assert str(here.value) == str(plain.value)
+
+
+def test_the_cli_check_asks_git_for_the_top_only_once(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+
+    base = _model(repo)
+    _retype(repo)
+    repo.check(base)  # the same check again: answered from the cache
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
+            started.append(list(args))
+            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "Popen", Counting)
+    assert kinds(analyze_here(repo.root, base)) == [("field-added", "total")]
+    assert [a[1] for a in started] == ["rev-parse", "cat-file"]

@@ -25,6 +25,7 @@ from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
+from scaffold.errors import UsageError
 from scaffold.git.runner import run_git
 
 if TYPE_CHECKING:
@@ -118,19 +119,24 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
 
 
 def _resolve_both(
-    repo: Path, base: str, head: str
+    repo: Path, base: str, head: str, toplevel: list[Path] | None = None
 ) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
     """Both commits, the git directory, the commits' trees and their merge base, from one
     ``rev-parse``; ``None`` when that is not plainly so (then each is resolved on its
     own, with its own error). The merge base is ``None`` when ``rev-parse`` does not
-    name exactly one (no common history, or several: ``git merge-base`` then decides)."""
+    name exactly one (no common history, or several: ``git merge-base`` then decides).
+    ``toplevel``: a list that gets the top of the work tree around ``repo`` (asked of
+    the same ``rev-parse``)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
     b, h = f"{base}^{{commit}}", f"{head}^{{commit}}"
     # ``b...h`` prints h, b and ``^<merge base>`` for each merge base.
     spec = [b, h, f"{base}^{{tree}}", f"{head}^{{tree}}", f"{b}...{h}"]
-    out = run_git(["rev-parse", "--git-common-dir", *spec, "--"], repo, check=False)
+    top = ["--show-toplevel"] if toplevel is not None else []
+    out = run_git(["rev-parse", *top, "--git-common-dir", *spec, "--"], repo, check=False)
     lines = out.stdout.splitlines()
+    if toplevel is not None and out.returncode == 0 and lines:
+        toplevel.append(Path(lines.pop(0)))
     shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
     if out.returncode != 0 or len(shas) < 4 or not all(_is_sha(x) for x in shas[:4]):
         return None
@@ -201,12 +207,17 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
+    pickles: dict[str, bytes] = {}
     fresh = read_and_parse(
-        reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)), meanwhile, reader
+        reader.repo,
+        list(dict.fromkeys(b for b in py_names if b not in infos)),
+        meanwhile,
+        reader,
+        pickles,
     )
     for blob, found in fresh.items():
         if found is not None:
-            cache.put(blob, found)
+            cache.put(blob, found, pickles.get(blob))
     infos.update(fresh)
     unique = list(dict.fromkeys(names))
     blobs = dict(zip(unique, reader.read_many(unique), strict=True))
@@ -527,3 +538,26 @@ def analyze(
     return analyze_commits(
         repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
     )
+
+
+def analyze_here(start: Path, base: str, head: str = "HEAD") -> Report:
+    """:func:`analyze` in the repository around ``start`` (the CLI's ``--repo`` or the
+    current directory), with the settings committed at ``head``.
+
+    The ``rev-parse`` that resolves the commits also says where the work tree's top
+    is: one git process fewer than finding the top first. Anything unusual goes the
+    long way, with the same errors (``start`` outside a repository first).
+    """
+    from scaffold.git.runner import repo_toplevel
+
+    if not start.is_dir():
+        return analyze(repo_toplevel(start), base, head)  # its error
+    top: list[Path] = []
+    try:
+        both = _resolve_both(start, base, head, top)
+    except UsageError:
+        repo_toplevel(start)  # not a repository: that error first
+        raise
+    if both is None or len(top) != 1:
+        return analyze(repo_toplevel(start), base, head)
+    return analyze_commits(top[0], both[0], both[1], resolved=both[2], known_merge_base=both[3])

@@ -103,6 +103,7 @@ class ParseCache:
         self.path = path if os.environ.get(ENV_DISABLE, "1") != "0" else None
         self._entries: dict[str, bytes] | None = None if self.path is not None else {}
         self._loaded: dict[str, pm.ModuleInfo] = {}
+        self._raw: dict[str, bytes] = {}
         self.results: dict[str, bytes] = {}
         self._modules_added = 0
         self._results_added = 0
@@ -192,9 +193,13 @@ class ParseCache:
         self.hits += 1
         return found
 
-    def put(self, blob: str, info: pm.ModuleInfo) -> None:
+    def put(self, blob: str, info: pm.ModuleInfo, raw: bytes | None = None) -> None:
+        """Remember ``info``; ``raw`` is its pickle when there is one already (from a
+        worker), so saving does not pickle it again."""
         if blob not in self._loaded and blob not in self._modules():
             self._loaded[blob] = info
+            if raw is not None:
+                self._raw[blob] = raw
             self._modules_added += 1
 
     # ------------------------------------------------------------------ files
@@ -209,7 +214,10 @@ class ParseCache:
             entries = dict(self._modules())
             for blob, info in self._loaded.items():
                 if blob not in entries:
-                    entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+                    raw = self._raw.get(blob)
+                    if raw is None:
+                        raw = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+                    entries[blob] = raw
             _write(self.path, dict(list(entries.items())[-MAX_ENTRIES:]))
             self._modules_added = 0
         if self._results_added:
@@ -270,6 +278,7 @@ def read_and_parse(
     blobs: list[str],
     meanwhile: Callable[[], None] | None = None,
     reader: BlobReader | None = None,
+    pickles: dict[str, bytes] | None = None,
 ) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs, split over the cores when there are many.
 
@@ -279,7 +288,8 @@ def read_and_parse(
     blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
     process while the workers parse, when there are workers (this process then takes
     half a share of the blobs). ``reader``: a ``cat-file`` process already running, for
-    this process's share (one git process fewer).
+    this process's share (one git process fewer). ``pickles`` gets the pickle of each
+    module a worker read (what it sent), for :meth:`ParseCache.put`.
     """
     if not blobs:
         return {}
@@ -304,12 +314,18 @@ def read_and_parse(
         ctx = multiprocessing.get_context("fork")
         out: dict[str, pm.ModuleInfo | None] = {}
         with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
-            futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
+            futures = [pool.submit(_read_and_parse_pickled, repo, chunk) for chunk in chunks[1:]]
             if meanwhile is not None:
                 meanwhile()
             out.update(_read_and_parse_chunk(repo, chunks[0], reader))
+            import pickle
+
             for future in futures:
-                out.update(future.result())
+                for blob, raw in future.result().items():
+                    # Pickled one by one in the worker: the cache keeps these bytes.
+                    out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
+                    if raw is not None and pickles is not None:
+                        pickles[blob] = raw
         return out
     finally:
         if enabled:
@@ -331,6 +347,17 @@ def _read_and_parse_chunk(
             text = decode_text(data) if data is not None else None
             out[blob] = pm.read_module_fast(text, memo) if text is not None else None
     return out
+
+
+def _read_and_parse_pickled(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:
+    """:func:`_read_and_parse_chunk` in a worker: each module pickled on its own (as the
+    cache stores it), so the parent does not pickle it again to save it."""
+    import pickle
+
+    return {
+        blob: pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL) if info is not None else None
+        for blob, info in _read_and_parse_chunk(repo, blobs).items()
+    }
 
 
 def _can_fork() -> bool:
