@@ -262,3 +262,18 @@ def test_the_cli_check_asks_git_for_the_top_only_once(
     monkeypatch.setattr(subprocess, "Popen", Counting)
     assert kinds(analyze_here(repo.root, base)) == [("field-added", "total")]
     assert [a[1] for a in started] == ["rev-parse", "cat-file"]
+
+
+def test_the_collector_is_back_on_after_a_check(repo: Repo) -> None:
+    import gc
+
+    from scaffold.errors import UsageError
+
+    base = _model(repo)
+    _retype(repo)
+    assert gc.isenabled()
+    repo.check(base)
+    assert gc.isenabled()
+    with pytest.raises(UsageError):
+        analyze_commits(repo.root, base, "0" * 40)
+    assert gc.isenabled()
