@@ -277,3 +277,15 @@ def test_the_collector_is_back_on_after_a_check(repo: Repo) -> None:
     with pytest.raises(UsageError):
         analyze_commits(repo.root, base, "0" * 40)
     assert gc.isenabled()
+
+
+def test_blob_ids_come_from_git(repo: Repo) -> None:
+    from scaffold.diagramcheck.git_diff import BlobReader
+
+    repo.write("docs/x.md", "hello\n")
+    repo.commit("x")
+    with BlobReader(repo.root) as reader:
+        found = reader.read_many_ids(["HEAD:docs/x.md", "HEAD:nothing.md", "HEAD"])
+    assert found[0] == (repo.git("rev-parse", "HEAD:docs/x.md"), b"hello\n")
+    assert found[1] is None  # missing
+    assert found[2] is None  # a commit, not a blob

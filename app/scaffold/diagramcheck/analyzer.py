@@ -103,11 +103,6 @@ def _python_trees(repo: Path, old: str, new: str) -> dict[Side, dict[str, str]]:
     return {"old": found[0], "new": new_files}
 
 
-def _blob_id(data: bytes) -> str:
-    """The id git gives a blob of ``data`` (what ``git hash-object`` prints)."""
-    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
     """The repository's git directory and the tree ids of two commits (one ``rev-parse``)."""
     out = run_git(
@@ -361,11 +356,12 @@ def _read_diagrams(
     """The text of the configured diagrams at the head, and their blob ids."""
     texts: dict[str, str | None] = {}
     ids: dict[str, str] = {}
-    for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
-        text = git_diff.decode_text(blob) if blob is not None else None
+    names = [f"{head_sha}:{p}" for p in paths]
+    for path, found in zip(paths, reader.read_many_ids(names), strict=True):
+        text = git_diff.decode_text(found[1]) if found is not None else None
         texts[path] = text
-        if blob is not None and text is not None:
-            ids[path] = _blob_id(blob)
+        if found is not None and text is not None:
+            ids[path] = found[0]
     return texts, ids
 
 
