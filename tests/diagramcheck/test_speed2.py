@@ -289,3 +289,40 @@ def test_blob_ids_come_from_git(repo: Repo) -> None:
     assert found[0] == (repo.git("rev-parse", "HEAD:docs/x.md"), b"hello\n")
     assert found[1] is None  # missing
     assert found[2] is None  # a commit, not a blob
+
+
+def _many_modules(repo: Repo) -> list[str]:
+    for i in range(cache.PARALLEL_MIN_FILES + 5):
+        repo.write(
+            f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
+        )
+    repo.commit("many")
+    listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
+    return [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
+
+
+def test_forked_workers_answer_like_one_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(cache, "_can_fork", lambda: True)
+    monkeypatch.setattr(cache.os, "cpu_count", lambda: 3)  # two workers
+    pickles: dict[str, bytes] = {}
+    met: list[str] = []
+    parallel = cache.read_and_parse(repo.root, blobs, lambda: met.append("x"), None, pickles)
+    serial = cache._read_and_parse_chunk(repo.root, blobs)
+    assert parallel == serial
+    assert met == ["x"]
+    assert pickles  # what the workers sent, kept for the cache
+    assert all(pickle.loads(raw) == parallel[blob] for blob, raw in pickles.items())
+
+
+def test_a_failing_worker_s_share_is_read_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(cache, "_can_fork", lambda: True)
+
+    def broken(repo_root: Path, chunk: list[str]) -> dict[str, bytes | None]:
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(cache, "_read_and_parse_pickled", broken)  # in the forked worker
+    assert cache.read_and_parse(repo.root, blobs) == cache._read_and_parse_chunk(repo.root, blobs)

@@ -316,24 +316,26 @@ def read_and_parse(
         mine = len(blobs) // (2 * jobs - 1) if meanwhile is not None else -(-len(blobs) // jobs)
         step = -(-(len(blobs) - mine) // (jobs - 1))
         chunks = [blobs[:mine], *(blobs[i : i + step] for i in range(mine, len(blobs), step))]
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork")
         out: dict[str, pm.ModuleInfo | None] = {}
-        with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
-            futures = [pool.submit(_read_and_parse_pickled, repo, chunk) for chunk in chunks[1:]]
+        workers = [_fork_worker(repo, chunk) for chunk in chunks[1:]]
+        answers: list[dict[str, bytes | None] | None] = []
+        try:
             if meanwhile is not None:
                 meanwhile()
             out.update(_read_and_parse_chunk(repo, chunks[0], reader))
-            import pickle
+        finally:
+            answers = [_collect(worker) for worker in workers]  # every worker reaped
+        import pickle
 
-            for future in futures:
-                for blob, raw in future.result().items():
-                    # Pickled one by one in the worker: the cache keeps these bytes.
-                    out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
-                    if raw is not None and pickles is not None:
-                        pickles[blob] = raw
+        for chunk, answer in zip(chunks[1:], answers, strict=True):
+            if answer is None:  # the worker failed: its share is read here
+                out.update(_read_and_parse_chunk(repo, chunk, reader))
+                continue
+            for blob, raw in answer.items():
+                # Pickled one by one in the worker: the cache keeps these bytes.
+                out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
+                if raw is not None and pickles is not None:
+                    pickles[blob] = raw
         return out
     finally:
         if enabled:
@@ -368,10 +370,54 @@ def _read_and_parse_pickled(repo: Path, blobs: list[str]) -> dict[str, bytes | N
     }
 
 
+def _fork_worker(repo: Path, blobs: list[str]) -> tuple[int, int]:
+    """A forked process that reads and parses ``blobs`` and sends back its answer (a
+    pickle) through a pipe: its id and the pipe's reading end.
+
+    ``os.fork`` itself, not ``multiprocessing``: the pool, its queues and its thread cost
+    tens of milliseconds of imports and start-up for one answer per worker.
+    """
+    import pickle
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
+        code = 1
+        try:
+            os.close(read_end)
+            answer = _read_and_parse_pickled(repo, blobs)
+            with os.fdopen(write_end, "wb") as fh:
+                fh.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(worker: tuple[int, int]) -> dict[str, bytes | None] | None:
+    """A worker's answer (``None`` when it failed), the worker reaped."""
+    import pickle
+
+    pid, read_end = worker
+    data = b""
+    try:
+        with os.fdopen(read_end, "rb") as fh:
+            data = fh.read()
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not data:
+        return None
+    try:
+        answer = pickle.loads(data)  # noqa: S301 - our own worker's
+    except Exception:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def _can_fork() -> bool:
     """Fork workers only from a single-threaded process (the CLI, the Action): forking
     a threaded one (the App's server) can copy a lock another thread holds."""
-    import multiprocessing
     import threading
 
-    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    return threading.active_count() == 1 and hasattr(os, "fork")
