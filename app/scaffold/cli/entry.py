@@ -71,12 +71,10 @@ def run_diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> 
     from scaffold.errors import ScaffoldError
 
     try:
-        from scaffold.diagramcheck.analyzer import analyze
+        from scaffold.diagramcheck.analyzer import analyze_here
         from scaffold.diagramcheck.render import render
-        from scaffold.git.runner import repo_toplevel
 
-        repo = repo_toplevel(Path(repo_path) if repo_path else Path.cwd())
-        report = analyze(repo, base, head)
+        report = analyze_here(Path(repo_path) if repo_path else Path.cwd(), base, head)
         sys.stdout.write(render(report, fmt))
         sys.stdout.flush()
     except ScaffoldError as exc:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scaffold.diagramcheck import git_diff
 from scaffold.diagramcheck.cache import (
@@ -25,7 +24,11 @@ from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
+from scaffold.errors import UsageError
 from scaffold.git.runner import run_git
+
+# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from scaffold.diagramcheck import python_model as pm
@@ -76,9 +79,28 @@ def _python_tree(repo: Path, commit: str) -> dict[str, str]:
     return found
 
 
-def _blob_id(data: bytes) -> str:
-    """The id git gives a blob of ``data`` (what ``git hash-object`` prints)."""
-    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
+def _python_trees(repo: Path, old: str, new: str) -> dict[Side, dict[str, str]]:
+    """:func:`_python_tree` of both commits, the two ``ls-tree`` processes side by side."""
+    import threading
+
+    found: list[dict[str, str]] = []
+    failed: list[BaseException] = []
+
+    def read_old() -> None:
+        try:
+            found.append(_python_tree(repo, old))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=read_old, daemon=True)
+    thread.start()
+    try:
+        new_files = _python_tree(repo, new)
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return {"old": found[0], "new": new_files}
 
 
 def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
@@ -94,22 +116,40 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
 
 
 def _resolve_both(
-    repo: Path, base: str, head: str
-) -> tuple[str, str, tuple[Path, dict[str, str]]] | None:
-    """Both commits, the git directory and the commits' trees, from one ``rev-parse``;
-    ``None`` when that is not plainly so (then each is resolved on its own, with its
-    own error)."""
+    repo: Path, base: str, head: str, toplevel: list[Path] | None = None
+) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
+    """Both commits, the git directory, the commits' trees and their merge base, from one
+    ``rev-parse``; ``None`` when that is not plainly so (then each is resolved on its
+    own, with its own error). The merge base is ``None`` when ``rev-parse`` does not
+    name exactly one (no common history, or several: ``git merge-base`` then decides).
+    ``toplevel``: a list that gets the top of the work tree around ``repo`` (asked of
+    the same ``rev-parse``)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
-    spec = [f"{base}^{{commit}}", f"{head}^{{commit}}", f"{base}^{{tree}}", f"{head}^{{tree}}"]
-    out = run_git(["rev-parse", "--git-common-dir", *spec, "--"], repo, check=False)
+    b, h = f"{base}^{{commit}}", f"{head}^{{commit}}"
+    # ``b...h`` prints h, b and ``^<merge base>`` for each merge base.
+    spec = [b, h, f"{base}^{{tree}}", f"{head}^{{tree}}", f"{b}...{h}"]
+    top = ["--show-toplevel"] if toplevel is not None else []
+    out = run_git(["rev-parse", *top, "--git-common-dir", *spec, "--"], repo, check=False)
     lines = out.stdout.splitlines()
+    if toplevel is not None and out.returncode == 0 and lines:
+        toplevel.append(Path(lines.pop(0)))
     shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
-    if out.returncode != 0 or len(shas) != 4 or not all(_is_sha(x) for x in shas):
+    if out.returncode != 0 or len(shas) < 4 or not all(_is_sha(x) for x in shas[:4]):
         return None
     path = Path(lines[0])
     git_dir = path if path.is_absolute() else repo / path
-    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]})
+    rest = shas[4:]
+    bases = [x[1:] for x in rest[2:] if x.startswith("^")]
+    mb = (
+        bases[0]
+        if rest[:2] == [shas[1], shas[0]]
+        and len(rest) == 3
+        and len(bases) == 1
+        and _is_sha(bases[0])
+        else None
+    )
+    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]}), mb
 
 
 def _is_sha(text: str) -> bool:
@@ -164,12 +204,17 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
+    pickles: dict[str, bytes] = {}
     fresh = read_and_parse(
-        reader.repo, list(dict.fromkeys(b for b in py_names if b not in infos)), meanwhile
+        reader.repo,
+        list(dict.fromkeys(b for b in py_names if b not in infos)),
+        meanwhile,
+        reader,
+        pickles,
     )
     for blob, found in fresh.items():
         if found is not None:
-            cache.put(blob, found)
+            cache.put(blob, found, pickles.get(blob))
     infos.update(fresh)
     unique = list(dict.fromkeys(names))
     blobs = dict(zip(unique, reader.read_many(unique), strict=True))
@@ -311,11 +356,12 @@ def _read_diagrams(
     """The text of the configured diagrams at the head, and their blob ids."""
     texts: dict[str, str | None] = {}
     ids: dict[str, str] = {}
-    for path, blob in zip(paths, reader.read_many([f"{head_sha}:{p}" for p in paths]), strict=True):
-        text = git_diff.decode_text(blob) if blob is not None else None
+    names = [f"{head_sha}:{p}" for p in paths]
+    for path, found in zip(paths, reader.read_many_ids(names), strict=True):
+        text = git_diff.decode_text(found[1]) if found is not None else None
         texts[path] = text
-        if blob is not None and text is not None:
-            ids[path] = _blob_id(blob)
+        if found is not None and text is not None:
+            ids[path] = found[0]
     return texts, ids
 
 
@@ -350,18 +396,43 @@ def analyze_commits(
     head_sha: str,
     config: DiagramSettings | None = None,
     resolved: tuple[Path, dict[str, str]] | None = None,
+    known_merge_base: str | None = None,
 ) -> Report:
     """DiagramCheck between two resolved commits (full ids).
 
-    ``resolved``: the git directory and the trees of commits already asked of git.
+    ``resolved``: the git directory and the trees of commits already asked of git;
+    ``known_merge_base``: their merge base, when already asked of git.
 
     What the diff requires, and the findings, are cached by a digest of the inputs
     (settings, blob ids, the Python files of both sides, the diagrams' blobs): checking
     the same change again (a re-run, the App and the Action on one head) reads no
     Python at all. After a push the digest differs, and only the blobs the push added
     are parsed.
+
+    The cyclic garbage collector is off meanwhile: a big check makes hundreds of
+    thousands of objects (none cyclic) that it would walk again and again, some 15% of
+    the check's time.
     """
-    mb = git_diff.merge_base(repo, base_sha, head_sha)
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyze_commits(repo, base_sha, head_sha, config, resolved, known_merge_base)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze_commits(
+    repo: Path,
+    base_sha: str,
+    head_sha: str,
+    config: DiagramSettings | None,
+    resolved: tuple[Path, dict[str, str]] | None,
+    known_merge_base: str | None,
+) -> Report:
+    mb = known_merge_base or git_diff.merge_base(repo, base_sha, head_sha)
     git_dir: Path | None
     if resolved is not None and mb in resolved[1] and head_sha in resolved[1]:
         git_dir, old_tree, new_tree = resolved[0], resolved[1][mb], resolved[1][head_sha]
@@ -402,10 +473,7 @@ def analyze_commits(
         diagrams = {p: DiagramFile(p, t, changed=p in changed) for p, t in diagram_texts.items()}
         has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
         tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
-        trees: dict[Side, dict[str, str]] = {
-            "old": _python_tree(repo, mb) if has_python else {},
-            "new": _python_tree(repo, head_sha) if has_python else {},
-        }
+        trees = _python_trees(repo, mb, head_sha) if has_python else {"old": {}, "new": {}}
         inputs = None if tasks_changed else _inputs_key(cfg, raw, trees)
         key = f"requirements:{inputs}" if inputs is not None else None
         known = cache.get_result(key) if key is not None else None
@@ -488,4 +556,29 @@ def analyze(
         base_sha = git_diff.resolve_commit(repo, base)
         head_sha = git_diff.resolve_commit(repo, head)
         return analyze_commits(repo, base_sha, head_sha, config)
-    return analyze_commits(repo, both[0], both[1], config, resolved=both[2])
+    return analyze_commits(
+        repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
+    )
+
+
+def analyze_here(start: Path, base: str, head: str = "HEAD") -> Report:
+    """:func:`analyze` in the repository around ``start`` (the CLI's ``--repo`` or the
+    current directory), with the settings committed at ``head``.
+
+    The ``rev-parse`` that resolves the commits also says where the work tree's top
+    is: one git process fewer than finding the top first. Anything unusual goes the
+    long way, with the same errors (``start`` outside a repository first).
+    """
+    from scaffold.git.runner import repo_toplevel
+
+    if not start.is_dir():
+        return analyze(repo_toplevel(start), base, head)  # its error
+    top: list[Path] = []
+    try:
+        both = _resolve_both(start, base, head, top)
+    except UsageError:
+        repo_toplevel(start)  # not a repository: that error first
+        raise
+    if both is None or len(top) != 1:
+        return analyze(repo_toplevel(start), base, head)
+    return analyze_commits(top[0], both[0], both[1], resolved=both[2], known_merge_base=both[3])

@@ -23,11 +23,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+
+# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.findings import Finding
+    from scaffold.diagramcheck.git_diff import BlobReader
     from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import Requirement
 
@@ -43,6 +48,10 @@ MAX_RESULTS_BYTES = 8_000_000
 # Below this many files one process is faster than starting workers.
 PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
+
+
+if not TYPE_CHECKING:
+    Protocol = object
 
 
 class Digest(Protocol):
@@ -102,6 +111,7 @@ class ParseCache:
         self.path = path if os.environ.get(ENV_DISABLE, "1") != "0" else None
         self._entries: dict[str, bytes] | None = None if self.path is not None else {}
         self._loaded: dict[str, pm.ModuleInfo] = {}
+        self._raw: dict[str, bytes] = {}
         self.results: dict[str, bytes] = {}
         self._modules_added = 0
         self._results_added = 0
@@ -191,9 +201,13 @@ class ParseCache:
         self.hits += 1
         return found
 
-    def put(self, blob: str, info: pm.ModuleInfo) -> None:
+    def put(self, blob: str, info: pm.ModuleInfo, raw: bytes | None = None) -> None:
+        """Remember ``info``; ``raw`` is its pickle when there is one already (from a
+        worker), so saving does not pickle it again."""
         if blob not in self._loaded and blob not in self._modules():
             self._loaded[blob] = info
+            if raw is not None:
+                self._raw[blob] = raw
             self._modules_added += 1
 
     # ------------------------------------------------------------------ files
@@ -208,7 +222,10 @@ class ParseCache:
             entries = dict(self._modules())
             for blob, info in self._loaded.items():
                 if blob not in entries:
-                    entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+                    raw = self._raw.get(blob)
+                    if raw is None:
+                        raw = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
+                    entries[blob] = raw
             _write(self.path, dict(list(entries.items())[-MAX_ENTRIES:]))
             self._modules_added = 0
         if self._results_added:
@@ -234,11 +251,12 @@ def results_file(path: Path) -> Path:
 
 def _write(path: Path, data: dict[str, bytes]) -> None:
     import pickle
-    import tempfile
 
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        # What tempfile.mkstemp does, without importing it (milliseconds of a small check).
+        tmp = str(path.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -264,7 +282,11 @@ def _load(path: Path) -> dict[str, bytes]:
 
 
 def read_and_parse(
-    repo: Path, blobs: list[str], meanwhile: Callable[[], None] | None = None
+    repo: Path,
+    blobs: list[str],
+    meanwhile: Callable[[], None] | None = None,
+    reader: BlobReader | None = None,
+    pickles: dict[str, bytes] | None = None,
 ) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs, split over the cores when there are many.
 
@@ -273,8 +295,12 @@ def read_and_parse(
     run on every core and no source text crosses between processes. ``None`` marks a
     blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
     process while the workers parse, when there are workers (this process then takes
-    half a share of the blobs).
+    half a share of the blobs). ``reader``: a ``cat-file`` process already running, for
+    this process's share (one git process fewer). ``pickles`` gets the pickle of each
+    module a worker read (what it sent), for :meth:`ParseCache.put`.
     """
+    if not blobs:
+        return {}
     import gc
 
     enabled = gc.isenabled()
@@ -282,7 +308,7 @@ def read_and_parse(
     try:
         cpus = os.cpu_count() or 1
         if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
-            return _read_and_parse_chunk(repo, blobs)
+            return _read_and_parse_chunk(repo, blobs, reader)
         jobs = min(cpus, 4)
         # In runs, not strided: the old and new side of a file sit side by side in
         # ``blobs`` and share most of their statements (see read_module_fast).
@@ -290,41 +316,108 @@ def read_and_parse(
         mine = len(blobs) // (2 * jobs - 1) if meanwhile is not None else -(-len(blobs) // jobs)
         step = -(-(len(blobs) - mine) // (jobs - 1))
         chunks = [blobs[:mine], *(blobs[i : i + step] for i in range(mine, len(blobs), step))]
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork")
         out: dict[str, pm.ModuleInfo | None] = {}
-        with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx) as pool:
-            futures = [pool.submit(_read_and_parse_chunk, repo, chunk) for chunk in chunks[1:]]
+        workers = [_fork_worker(repo, chunk) for chunk in chunks[1:]]
+        answers: list[dict[str, bytes | None] | None] = []
+        try:
             if meanwhile is not None:
                 meanwhile()
-            out.update(_read_and_parse_chunk(repo, chunks[0]))
-            for future in futures:
-                out.update(future.result())
+            out.update(_read_and_parse_chunk(repo, chunks[0], reader))
+        finally:
+            answers = [_collect(worker) for worker in workers]  # every worker reaped
+        import pickle
+
+        for chunk, answer in zip(chunks[1:], answers, strict=True):
+            if answer is None:  # the worker failed: its share is read here
+                out.update(_read_and_parse_chunk(repo, chunk, reader))
+                continue
+            for blob, raw in answer.items():
+                # Pickled one by one in the worker: the cache keeps these bytes.
+                out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
+                if raw is not None and pickles is not None:
+                    pickles[blob] = raw
         return out
     finally:
         if enabled:
             gc.enable()
 
 
-def _read_and_parse_chunk(repo: Path, blobs: list[str]) -> dict[str, pm.ModuleInfo | None]:
+def _read_and_parse_chunk(
+    repo: Path, blobs: list[str], reader: BlobReader | None = None
+) -> dict[str, pm.ModuleInfo | None]:
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.git_diff import BlobReader, decode_text
 
     out: dict[str, pm.ModuleInfo | None] = {}
     memo = pm.StatementMemo()
-    with BlobReader(repo) as reader:
+    with contextlib.ExitStack() as stack:
+        if reader is None:
+            reader = stack.enter_context(BlobReader(repo))
         for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
             text = decode_text(data) if data is not None else None
             out[blob] = pm.read_module_fast(text, memo) if text is not None else None
     return out
 
 
+def _read_and_parse_pickled(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:
+    """:func:`_read_and_parse_chunk` in a worker: each module pickled on its own (as the
+    cache stores it), so the parent does not pickle it again to save it."""
+    import pickle
+
+    return {
+        blob: pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL) if info is not None else None
+        for blob, info in _read_and_parse_chunk(repo, blobs).items()
+    }
+
+
+def _fork_worker(repo: Path, blobs: list[str]) -> tuple[int, int]:
+    """A forked process that reads and parses ``blobs`` and sends back its answer (a
+    pickle) through a pipe: its id and the pipe's reading end.
+
+    ``os.fork`` itself, not ``multiprocessing``: the pool, its queues and its thread cost
+    tens of milliseconds of imports and start-up for one answer per worker.
+    """
+    import pickle
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
+        code = 1
+        try:
+            os.close(read_end)
+            answer = _read_and_parse_pickled(repo, blobs)
+            with os.fdopen(write_end, "wb") as fh:
+                fh.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(worker: tuple[int, int]) -> dict[str, bytes | None] | None:
+    """A worker's answer (``None`` when it failed), the worker reaped."""
+    import pickle
+
+    pid, read_end = worker
+    data = b""
+    try:
+        with os.fdopen(read_end, "rb") as fh:
+            data = fh.read()
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not data:
+        return None
+    try:
+        answer = pickle.loads(data)  # noqa: S301 - our own worker's
+    except Exception:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def _can_fork() -> bool:
     """Fork workers only from a single-threaded process (the CLI, the Action): forking
     a threaded one (the App's server) can copy a lock another thread holds."""
-    import multiprocessing
     import threading
 
-    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    return threading.active_count() == 1 and hasattr(os, "fork")

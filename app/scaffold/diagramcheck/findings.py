@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
 
-Level = Literal["failure", "warning"]
+# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Level = Literal["failure", "warning"]
 
 
 @dataclass(frozen=True)

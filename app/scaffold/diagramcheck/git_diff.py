@@ -195,6 +195,10 @@ class BlobReader:
             proc.stdout.close()
 
     def read_many(self, names: Sequence[str]) -> list[bytes | None]:
+        return [found[1] if found is not None else None for found in self.read_many_ids(names)]
+
+    def read_many_ids(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
+        """Like :meth:`read_many`, with each blob's id (from git's answer: no hashing)."""
         proc = self._proc
         if proc is None or proc.stdin is None or proc.stdout is None:
             raise RuntimeError("BlobReader used outside its context")
@@ -215,7 +219,7 @@ class BlobReader:
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         out = proc.stdout
-        results: list[bytes | None] = []
+        results: list[tuple[str, bytes] | None] = []
         for name in names:
             header = out.readline()
             if not header:
@@ -233,7 +237,7 @@ class BlobReader:
             size = int(parts[2])
             data = out.read(size)
             out.read(1)  # the newline after the content
-            results.append(data if parts[1] == b"blob" else None)
+            results.append((parts[0].decode("ascii"), data) if parts[1] == b"blob" else None)
         writer.join()
         if errors:  # pragma: no cover
             raise GitError(["cat-file", "--batch"], -1, str(errors[0]))

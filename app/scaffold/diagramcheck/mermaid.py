@@ -67,6 +67,21 @@ _ER_OPEN = re.compile(r"^\s*([\w.\-\"]+)\s*(?:\[[^\]]*\])?\s*\{\s*$")
 _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+# The same, for many lines joined: a tag never spans two lines (as when read line by line).
+_HTML_TAG_IN_LINE = re.compile(r"</?[a-zA-Z][^>\n]*>")
+# A statement without these has balanced brackets and quotes.
+_BRACKETISH = re.compile(r'["()\[\]{}]')
+_QUOTED = re.compile(r'"[^"]*"')
+_ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
+_EDGE_LABEL = re.compile(r"\|[^|]*\|")
+_NODE_SHAPE = re.compile(
+    r"(\w)\s*(\[\[|\[\(|\(\(|\[/|\[\\|\{\{|\(\[|[\[({>])[^\n]*?"
+    r"(\]\]|\)\]|\)\)|/\]|\\\]|\}\}|\]\)|[\])}])"
+)
+_CLASS_SUFFIX = re.compile(r":::[\w-]+")
+_LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*\|)?\s*")
+_LINK_TEXT = re.compile(r"^--\s.*$")
+_STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
 _NEEDS_A_STATEMENT = frozenset({"classDiagram"})
 _HEADER_DIRECTIVE = re.compile(r"^\s*%%\{.*\}%%\s*$")
 
@@ -106,7 +121,7 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
     lines = text.splitlines()
     i = 0
     while i < len(lines):
-        m = _FENCE.match(lines[i])
+        m = _FENCE.match(lines[i]) if lines[i].lstrip(" ").startswith(("```", "~~~")) else None
         if not m:
             i += 1
             continue
@@ -114,6 +129,9 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
         lang = info.split()[0].strip("{}.") if info else ""
         end = i + 1
         while end < len(lines):
+            if fence[0] not in lines[end]:
+                end += 1
+                continue
             close = lines[end].strip()
             if close.startswith(fence[0] * len(fence)) and set(close) <= {fence[0]}:
                 break
@@ -126,24 +144,33 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
 
 def words(text: str) -> set[str]:
     """Every identifier-like word, dotted paths whole and split."""
-    found: set[str] = set()
-    for match in _WORD.finditer(_HTML_TAG.sub(" ", text)):
-        word = match.group(0)
-        found.add(word)
-        if "." in word:
-            parts = word.split(".")
-            found.update(parts)
-            # Every dotted suffix as well: ``a.b.c`` -> ``b.c``.
-            found.update(".".join(parts[i:]) for i in range(1, len(parts)))
+    return _words(_HTML_TAG.sub(" ", text) if "<" in text else text)
+
+
+def _words(text: str) -> set[str]:
+    found = set(_WORD.findall(text))
+    for word in [w for w in found if "." in w]:
+        parts = word.split(".")
+        found.update(parts)
+        # Every dotted suffix as well: ``a.b.c`` -> ``b.c``.
+        found.update(".".join(parts[i:]) for i in range(1, len(parts)))
     return found
 
 
+def _words_of_lines(lines: list[str]) -> set[str]:
+    """``words`` of every line, united (one pass over the lines joined)."""
+    text = "\n".join(lines)
+    return _words(_HTML_TAG_IN_LINE.sub(" ", text) if "<" in text else text)
+
+
 def _strip_quoted(line: str) -> str:
-    return re.sub(r'"[^"]*"', '""', line)
+    return _QUOTED.sub('""', line)
 
 
 def _balanced(line: str, kind: str) -> str | None:
     """Why a statement's brackets or quotes do not pair up, or ``None``."""
+    if not _BRACKETISH.search(line):
+        return None
     if line.count('"') % 2:
         return "unbalanced double quote"
     bare = _strip_quoted(line)
@@ -151,8 +178,8 @@ def _balanced(line: str, kind: str) -> str | None:
         bare = bare.split(" : ", 1)[0]
     if kind == "flowchart":
         # ``id>label]`` is the asymmetric shape: its ``]`` closes a ``>``.
-        bare = re.sub(r"(\w)>([^\]]*)\]", r"\1\2", bare)
-        bare = re.sub(r"\|[^|]*\|", "", bare)  # edge labels
+        bare = _ASYMMETRIC.sub(r"\1\2", bare)
+        bare = _EDGE_LABEL.sub("", bare)  # edge labels
     pairs = {")": "(", "]": "[", "}": "{"}
     stack: list[str] = []
     for ch in bare:
@@ -169,6 +196,8 @@ def _balanced(line: str, kind: str) -> str | None:
 
 def _split_statements(line: str) -> list[str]:
     """A flowchart line split at ``;`` outside double quotes."""
+    if ";" not in line:
+        return [line] if line.strip() else []
     parts: list[str] = []
     buf: list[str] = []
     quoted = False
@@ -196,18 +225,13 @@ def _family(header: str) -> str:
 
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
-    body = re.sub(r'"[^"]*"', '""', line)
-    body = re.sub(
-        r"(\w)\s*(\[\[|\[\(|\(\(|\[/|\[\\|\{\{|\(\[|[\[({>])[^\n]*?"
-        r"(\]\]|\)\]|\)\)|/\]|\\\]|\}\}|\]\)|[\])}])",
-        r"\1",
-        body,
-    )
-    body = re.sub(r":::[\w-]+", "", body)
-    parts = re.split(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*\|)?\s*", body)
+    body = _QUOTED.sub('""', line)
+    body = _NODE_SHAPE.sub(r"\1", body)
+    body = _CLASS_SUFFIX.sub("", body)
+    parts = _LINK.split(body)
     ids: list[list[str]] = []
     for raw in parts:
-        part = re.sub(r"^--\s.*$", "", raw.strip())
+        part = _LINK_TEXT.sub("", raw.strip())
         names = [n.strip() for n in part.split("&")]
         ids.append([n for n in names if _FLOW_NODE.fullmatch(n)])
     edges: list[tuple[str, str]] = []
@@ -243,6 +267,13 @@ class _Reader:
         self.kind = kind
         self.open: list[tuple[str, int]] = []  # ("subgraph" | "{", line)
         self.current: str | None = None  # the class/entity whose body we are in
+        self.body: list[str] = []  # its statements so far (read for words when it closes)
+        self.handler = {
+            "flowchart": self.flowchart,
+            "classDiagram": self.class_diagram,
+            "erDiagram": self.er_diagram,
+            "stateDiagram": self.state_diagram,
+        }.get(kind)
 
     def problem(self, line: int, message: str) -> None:
         self.d.problems.append(MermaidProblem(line, message))
@@ -256,10 +287,10 @@ class _Reader:
     def statement(self, stmt: str, n: int) -> None:
         if self.current is not None:
             if stmt == "}":
-                self.current = None
+                self.end_body()
                 self.close(n)
             else:
-                self.d.members.setdefault(self.current, set()).update(words(stmt))
+                self.body.append(stmt)
             return
         problem = None if stmt == "}" else _balanced(stmt, self.kind)
         if problem:
@@ -270,13 +301,15 @@ class _Reader:
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return
-        handler = {
-            "flowchart": self.flowchart,
-            "classDiagram": self.class_diagram,
-            "erDiagram": self.er_diagram,
-            "stateDiagram": self.state_diagram,
-        }[self.kind]
-        handler(stmt, n)
+        if self.handler is not None:
+            self.handler(stmt, n)
+
+    def end_body(self) -> None:
+        """The words of the body just read go to its class or entity."""
+        if self.current is not None:
+            self.d.members.setdefault(self.current, set()).update(_words_of_lines(self.body))
+        self.current = None
+        self.body = []
 
     def flowchart(self, stmt: str, n: int) -> None:
         first = stmt.split(maxsplit=1)[0]
@@ -323,13 +356,15 @@ class _Reader:
                 self.open.append(("{", n))
         elif stmt == "}":
             self.close(n)
-        elif (m := re.match(r"^([\w.\-]+)\s*:", stmt)) and not stmt.startswith(
+        elif (m := _STATE_LABEL.match(stmt)) and not stmt.startswith(
             ("note", "direction", "classDef", "class ")
         ):
             self.d.states.add(m.group(1))
 
     def finish(self) -> None:
-        if self.current is not None or self.open:
+        unclosed = self.current is not None
+        self.end_body()
+        if unclosed or self.open:
             what, where = self.open[-1] if self.open else ("{", self.d.line)
             self.problem(where, f"'{what}' opened here is never closed")
 
@@ -360,17 +395,22 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
     reader = _Reader(diagram, kind)
     statements_seen = 0
+    # The words of every line are the diagram's names: read in one pass over the lines.
+    named: list[str] = []
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
         if not line or line.startswith("%%"):
             continue
         statements_seen += 1
-        diagram.names |= words(line)
+        named.append(line)
         if not structured:
             continue
-        statements = _split_statements(line) if kind == "flowchart" else [line]
-        for stmt in statements:
-            reader.statement(stmt.strip(), n)
+        if kind == "flowchart":
+            for stmt in _split_statements(line):
+                reader.statement(stmt.strip(), n)
+        else:
+            reader.statement(line, n)
+    diagram.names |= _words_of_lines(named)
     if structured:
         reader.finish()
     if kind in _NEEDS_A_STATEMENT and not statements_seen:
@@ -398,8 +438,13 @@ class DiagramIndex:
 
 def index_text(text: str, path: str = "") -> DiagramIndex:
     """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""
+    return index_blocks(extract_blocks(text, path))
+
+
+def index_blocks(blocks: Iterable[MermaidBlock]) -> DiagramIndex:
+    """Parse Mermaid blocks (of one file) into one :class:`DiagramIndex`."""
     index = DiagramIndex()
-    for block in extract_blocks(text, path):
+    for block in blocks:
         parsed = parse_block(block)
         index.kinds.append(parsed.kind)
         index.names |= parsed.names

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 def normalize_path(path: str) -> str:
     """``./docs//x.md`` -> ``docs/x.md``: the form git prints paths in."""
-    if _CLEAN.match(path):
+    if _is_clean(path):
         return path  # already in git's form (the common case: paths from git itself)
     parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
     return "/".join(parts)
@@ -18,6 +18,21 @@ def normalize_path(path: str) -> str:
 
 # A relative path with no empty, ``.`` segment or backslash: nothing to normalize.
 _CLEAN = re.compile(r"^(?!\.?/|\.$)(?:(?!\./|//)[^\\])*(?<![/.])$|^[^/\\.][^/\\]*$")
+
+
+def _is_clean(path: str) -> bool:
+    """``_CLEAN.match(path)``, with string methods (several times faster)."""
+    if "\\" in path:
+        return False
+    if "/" not in path and path[:1] != ".":
+        return True  # one segment (the second alternative)
+    return (
+        path != "."
+        and not path.startswith("/")
+        and "./" not in path
+        and "//" not in path
+        and not path.endswith(("/", "."))
+    )
 
 
 @functools.lru_cache(maxsize=256)

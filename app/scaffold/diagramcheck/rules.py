@@ -80,8 +80,8 @@ class DiagramFile:
 def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
     """What a diagram file names, and the text of its Mermaid blocks."""
     text = dfile.text or ""
-    blocks = "\n".join(b.source for b in mermaid.extract_blocks(text, dfile.path))
-    return mermaid.index_text(text, dfile.path), blocks
+    blocks = mermaid.extract_blocks(text, dfile.path)
+    return mermaid.index_blocks(blocks), "\n".join(b.source for b in blocks)
 
 
 @dataclass(frozen=True)

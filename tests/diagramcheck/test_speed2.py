@@ -1,0 +1,328 @@
+"""The faster paths of DiagramCheck find what the plain ones found.
+
+Mermaid read in one pass per block, paths checked without a regex, the merge base
+taken from the same ``rev-parse`` as the commits, the diagrams' cache entries: each
+is compared with the plain way, and a broken or stale cache is recomputed, not a crash.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+from dcrepo import DATA, Repo, kinds, mermaid_doc
+
+from scaffold.diagramcheck import analyzer, cache, mermaid
+from scaffold.diagramcheck.analyzer import analyze, analyze_commits
+from scaffold.diagramcheck.cache import cache_file, results_file
+from scaffold.diagramcheck.paths import _CLEAN, _is_clean, normalize_path
+
+
+def test_clean_paths_are_what_the_regex_calls_clean() -> None:
+    rnd = random.Random(7)
+    samples = ["", ".", "..", "a", ".a", "a.", "a/b", "a//b", "./a", "a/./b", "/a", "a/", "a\\b"]
+    samples += ["".join(rnd.choice("ab./\\") for _ in range(rnd.randrange(9))) for _ in range(5000)]
+    for path in samples:
+        assert _is_clean(path) == bool(_CLEAN.match(path)), path
+        if _is_clean(path):
+            assert normalize_path(path) == path or path == ""
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["a <b", "c> d.e.f"],  # a tag never spans two lines
+        ["x<br/>y.z", "<i>w</i>", "plain"],
+        ["a.b.c", "", "q"],
+    ],
+)
+def test_words_of_lines_are_the_words_of_each_line(lines: list[str]) -> None:
+    expected: set[str] = set()
+    for line in lines:
+        expected |= mermaid.words(line)
+    assert mermaid._words_of_lines(lines) == expected
+
+
+def test_a_class_body_gives_its_words_to_its_class_only() -> None:
+    source = (
+        "classDiagram\n  class A {\n    +int id\n    +pkg.Type<br/>kind\n  }\n"
+        "  class B {\n    +str name\n  }\n  A --> B\n  class C {\n    +x y"
+    )
+    parsed = mermaid.parse_block(mermaid.MermaidBlock(source, 1))
+    assert parsed.members["A"] == {"int", "id", "pkg.Type", "pkg", "Type", "kind"}
+    assert parsed.members["B"] == {"str", "name"}
+    assert parsed.members["C"] == {"x", "y"}  # never closed: still read
+    assert any("never closed" in p.message for p in parsed.problems)
+    assert {"A", "B", "C", "id", "kind", "name"} <= parsed.names
+
+
+def test_read_diagram_extracts_the_blocks_once() -> None:
+    from scaffold.diagramcheck.rules import DiagramFile, read_diagram
+
+    text = (
+        mermaid_doc("classDiagram\n    class Order") + "\n" + mermaid_doc("flowchart LR\n  a-->b")
+    )
+    index, blocks = read_diagram(DiagramFile("d.md", text, changed=False))
+    assert index == mermaid.index_text(text, "d.md")
+    assert blocks == "\n".join(b.source for b in mermaid.extract_blocks(text, "d.md"))
+
+
+def _model(repo: Repo) -> str:
+    repo.write(
+        "app/pkg/models.py",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Order:\n    id: int\n",
+    )
+    repo.write(DATA, mermaid_doc("classDiagram\n    class Order {\n        +int id\n    }"))
+    return repo.commit("order")
+
+
+def _retype(repo: Repo) -> str:
+    repo.write(
+        "app/pkg/models.py",
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Order:\n"
+        "    id: int\n    total: float\n",
+    )
+    return repo.commit("total")
+
+
+def test_a_corrupt_results_file_is_recomputed(repo: Repo) -> None:
+    base = _model(repo)
+    _retype(repo)
+    first = repo.check(base)
+    assert kinds(first) == [("field-added", "total")]
+    path = results_file(cache_file(repo.root / ".git"))
+    assert path.exists()
+    path.write_bytes(b"\x80\x05garbage")
+    assert repo.check(base) == first
+    # Every entry damaged (a valid file of broken pickles): each is a miss.
+    cache._write(path, dict.fromkeys(cache._load(path) or {"x": b""}, b"\x80\x05broken"))
+    assert repo.check(base) == first
+
+
+def test_a_changed_diagram_is_read_again(repo: Repo) -> None:
+    base = _model(repo)
+    _retype(repo)
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    # The diagram drawn: a new blob, so a new index (not the cached one).
+    repo.write(
+        DATA,
+        mermaid_doc(
+            "classDiagram\n    class Order {\n        +int id\n        +float total\n    }"
+        ),
+    )
+    repo.commit("drawn")
+    assert kinds(repo.check(base)) == []
+    assert kinds(repo.check(base)) == []  # from the cache now
+
+
+def test_a_stale_diagram_entry_is_not_used(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _model(repo)
+    _retype(repo)
+    first = repo.check(base)
+    # An entry under a diagram's key that is not an index: a miss, read again.
+    bogus = cache.ParseCache(cache_file(repo.root / ".git"))
+    for key in list(bogus.results):
+        if key.startswith(("mermaid:", "report:", "requirements:")):
+            bogus.results[key] = pickle.dumps((["not", "an index"], 3))
+    bogus._results_added = 1
+    bogus.save()
+    read: list[str] = []
+    real = analyzer._index_diagrams
+
+    def counting(*args: object, **kwargs: object) -> None:
+        read.append("x")
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyzer, "_index_diagrams", counting)
+    assert repo.check(base) == first
+    assert read
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@e", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_two_merge_bases_are_left_to_git_merge_base(repo: Repo) -> None:
+    """A criss-cross history: ``rev-parse b...h`` names two bases; ``git merge-base`` picks."""
+    root = repo.root
+    start = _model(repo)
+    _git(root, "checkout", "-q", "-b", "side", start)
+    repo.write("app/pkg/a.py", "X = 1\n")
+    side1 = repo.commit("side 1")
+    _git(root, "checkout", "-q", "main")
+    repo.write("app/pkg/b.py", "Y = 1\n")
+    main1 = repo.commit("main 1")
+    _git(root, "merge", "-q", "--no-edit", side1)
+    _git(root, "checkout", "-q", "side")
+    _git(root, "merge", "-q", "--no-edit", main1)
+    _retype(repo)
+    both = analyzer._resolve_both(root, "main", "side")
+    assert both is not None
+    assert both[3] is None  # two merge bases: not taken from rev-parse
+    report = analyze(root, "main", "side")
+    mb = _git(root, "merge-base", "main", "side")
+    assert report.merge_base == mb
+    assert report == analyze_commits(root, both[0], both[1])
+
+
+def test_the_merge_base_comes_with_the_commits(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _model(repo)
+    _retype(repo)
+    both = analyzer._resolve_both(repo.root, base, "HEAD")
+    assert both is not None
+    assert both[3] == base
+    called: list[str] = []
+    monkeypatch.setattr(analyzer.git_diff, "merge_base", lambda *a: called.append("x") or base)
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    assert called == []
+
+
+def test_a_one_file_check_starts_few_git_processes(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = _model(repo)
+    _retype(repo)
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
+            started.append(list(args))
+            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "Popen", Counting)
+    monkeypatch.setenv(cache.ENV_DISABLE, "0")
+    assert kinds(repo.check(base)) == [("field-added", "total")]
+    commands = [a[1] for a in started]
+    # rev-parse (commits, trees, merge base), cat-file, diff, two ls-tree: no merge-base,
+    # no second cat-file.
+    assert commands.count("merge-base") == 0
+    assert commands.count("cat-file") == 1
+    assert len(started) <= 5
+
+
+def test_analyze_here_is_analyze_at_the_top(repo: Repo, tmp_path: Path) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+
+    base = _model(repo)
+    _retype(repo)
+    expected = repo.check(base)
+    assert analyze_here(repo.root, base) == expected
+    assert analyze_here(repo.root / "app" / "pkg", base) == expected  # from a subfolder
+
+
+def test_analyze_here_outside_a_repository_says_so(tmp_path: Path) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+    from scaffold.errors import UsageError
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for start, ref in ((plain, "HEAD~1"), (plain, "-bad"), (tmp_path / "missing", "HEAD")):
+        with pytest.raises(UsageError, match="not inside a git repository"):
+            analyze_here(start, ref)
+
+
+def test_analyze_here_keeps_the_errors_of_bad_revisions(repo: Repo) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+    from scaffold.errors import UsageError
+
+    for ref in ("no-such-ref", "-x"):
+        with pytest.raises(UsageError) as here:
+            analyze_here(repo.root, ref)
+        with pytest.raises(UsageError) as plain:
+            analyze(repo.root, ref)
+        assert str(here.value) == str(plain.value)
+
+
+def test_the_cli_check_asks_git_for_the_top_only_once(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scaffold.diagramcheck.analyzer import analyze_here
+
+    base = _model(repo)
+    _retype(repo)
+    repo.check(base)  # the same check again: answered from the cache
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
+            started.append(list(args))
+            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "Popen", Counting)
+    assert kinds(analyze_here(repo.root, base)) == [("field-added", "total")]
+    assert [a[1] for a in started] == ["rev-parse", "cat-file"]
+
+
+def test_the_collector_is_back_on_after_a_check(repo: Repo) -> None:
+    import gc
+
+    from scaffold.errors import UsageError
+
+    base = _model(repo)
+    _retype(repo)
+    assert gc.isenabled()
+    repo.check(base)
+    assert gc.isenabled()
+    with pytest.raises(UsageError):
+        analyze_commits(repo.root, base, "0" * 40)
+    assert gc.isenabled()
+
+
+def test_blob_ids_come_from_git(repo: Repo) -> None:
+    from scaffold.diagramcheck.git_diff import BlobReader
+
+    repo.write("docs/x.md", "hello\n")
+    repo.commit("x")
+    with BlobReader(repo.root) as reader:
+        found = reader.read_many_ids(["HEAD:docs/x.md", "HEAD:nothing.md", "HEAD"])
+    assert found[0] == (repo.git("rev-parse", "HEAD:docs/x.md"), b"hello\n")
+    assert found[1] is None  # missing
+    assert found[2] is None  # a commit, not a blob
+
+
+def _many_modules(repo: Repo) -> list[str]:
+    for i in range(cache.PARALLEL_MIN_FILES + 5):
+        repo.write(
+            f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
+        )
+    repo.commit("many")
+    listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
+    return [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
+
+
+def test_forked_workers_answer_like_one_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(cache, "_can_fork", lambda: True)
+    monkeypatch.setattr(cache.os, "cpu_count", lambda: 3)  # two workers
+    pickles: dict[str, bytes] = {}
+    met: list[str] = []
+    parallel = cache.read_and_parse(repo.root, blobs, lambda: met.append("x"), None, pickles)
+    serial = cache._read_and_parse_chunk(repo.root, blobs)
+    assert parallel == serial
+    assert met == ["x"]
+    assert pickles  # what the workers sent, kept for the cache
+    assert all(pickle.loads(raw) == parallel[blob] for blob, raw in pickles.items())
+
+
+def test_a_failing_worker_s_share_is_read_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(cache, "_can_fork", lambda: True)
+
+    def broken(repo_root: Path, chunk: list[str]) -> dict[str, bytes | None]:
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(cache, "_read_and_parse_pickled", broken)  # in the forked worker
+    assert cache.read_and_parse(repo.root, blobs) == cache._read_and_parse_chunk(repo.root, blobs)
