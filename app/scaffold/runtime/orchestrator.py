@@ -153,7 +153,7 @@ class Orchestrator:
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
         self.estimates = (
-            LearnedEstimates(repo, branch=publisher.branch if publisher else None)
+            LearnedEstimates(repo, branch=publisher.branch if publisher else None, background=True)
             if config.scheduler.learn_estimates
             else None
         )
