@@ -191,6 +191,20 @@ def head_detached(repo: Path, wt: Path) -> None:
     write(wt, "c.txt", "c\n")
 
 
+def head_through_another_symref(repo: Path, wt: Path) -> None:
+    """HEAD -> refs/heads/alias -> the task branch: git (then and now) resolves it."""
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/scaffold/task-1")
+    git(wt, "symbolic-ref", "HEAD", "refs/heads/alias")
+    write(wt, "c.txt", "c\n")
+
+
+def gitdir_written_relative(repo: Path, wt: Path) -> None:
+    """``worktree.useRelativePaths`` (git 2.48) writes the admin folder's gitdir relative."""
+    admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+    (admin / "gitdir").write_text(os.path.relpath(wt / ".git", admin) + "\n")
+    write(wt, "c.txt", "c\n")
+
+
 def head_on_unborn_branch(repo: Path, wt: Path) -> None:
     git(wt, "symbolic-ref", "HEAD", "refs/heads/orphan")
 
@@ -223,6 +237,7 @@ CASES: list[Setup] = [
     merge_head_fifo,
     head_on_another_branch,
     head_detached,
+    head_through_another_symref,
     head_on_unborn_branch,
     git_file_points_at_main_repo,
     git_file_removed,
@@ -308,3 +323,10 @@ def test_no_repository_hook_runs_when_scaffold_moves_a_branch(repo: Path, tmp_pa
     assert ws.commit_all(TASK, "work") is not None
     assert ws.merge(TASK, "merge").merged
     assert not ran.exists()
+
+
+def test_a_relative_gitdir_is_understood(tmp_path: Path) -> None:
+    ws, _wt = build(tmp_path / "rel", gitdir_written_relative)
+    sha = ws.commit_all(TASK, "work")
+    assert sha is not None
+    assert "c.txt" in git(ws.repo_root, "ls-tree", "--name-only", sha).split()

@@ -481,10 +481,11 @@ class Workspace:
         there: it must be this repository's worktree at this path (not the main
         repository git would climb to without a ``.git`` file), registered under
         ``<common>/worktrees/`` with a ``gitdir`` pointing back at it, not locked, and
-        its ``HEAD`` exactly the task branch (not detached, not another branch): what
-        ``git worktree list`` and ``git symbolic-ref HEAD`` would say, read from the
-        same files. A trailing ``--`` keeps files named like a revision from making
-        the revisions ambiguous.
+        its ``HEAD`` the task branch (not detached, not another branch; as git resolves
+        it, so a reftable repository works too): what ``git worktree list`` and ``git
+        symbolic-ref HEAD`` said. ``gitdir`` may be relative to the admin folder (git's
+        ``worktree.useRelativePaths``). A trailing ``--`` keeps files named like a
+        revision from making the revisions ambiguous.
         """
         path = self.worktree_path(task_id)
         ref = f"refs/heads/{branch}"
@@ -519,8 +520,9 @@ class Workspace:
             or not _same_path(Path(common), self.common_dir())
             or not _same_path(admin_dir.parent, self.common_dir() / "worktrees")
             or head != ref
-            or _read_small_file(admin_dir / "HEAD").strip() != f"ref: {ref}"
-            or not _same_path(Path(_read_small_file(admin_dir / "gitdir").strip()), path / ".git")
+            or not _same_path(
+                admin_dir / _read_small_file(admin_dir / "gitdir").strip(), path / ".git"
+            )
             or os.path.lexists(admin_dir / "locked")
         ):
             raise refused
