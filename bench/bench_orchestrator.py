@@ -26,8 +26,10 @@ One run measures, side by side:
 Agents (``--agent``):
 
 - ``direct`` (default): a tiny script written to the temp dir. Under scaffold it sends
-  ``signal-back`` straight to the run's endpoint (the ``--relay`` socket of its
-  ``--mcp-config``), as the MCP relay would; in the pool it writes the signal itself with
+  ``signal-back`` straight to the run's endpoint: over HTTP MCP when its ``--mcp-config``
+  names a URL (``agent.signal_transport: http``, the default: it connects during its sleep
+  and calls the tool at the end, as Claude Code does), else to the ``--relay`` socket, as
+  the MCP relay would; in the pool it writes the signal itself with
   :class:`scaffold.agent.signal_server.SignalWriter` (importing that module in a
   background thread during its sleep). Either way an agent costs about ``--sleep`` plus
   Python start-up.
@@ -138,11 +140,52 @@ def emit(event):
     sys.stdout.flush()
 
 
+class McpSession:
+    # The least of an MCP Streamable HTTP client: initialize, then calls.
+
+    def __init__(self, server):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(server["url"])
+        self.host, self.port, self.path = parts.hostname, parts.port or 80, parts.path or "/"
+        self.headers = dict(server.get("headers", {}))
+        self.n = 0
+        self.session = None
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}
+        self.call("initialize", init)
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, message):
+        import http.client
+
+        headers = {**self.headers, "Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json"}
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        try:
+            conn.request("POST", self.path, body=json.dumps(message).encode(), headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            if response.status not in (200, 202):
+                raise RuntimeError(f"HTTP {response.status}: {data[:200]!r}")
+            self.session = self.session or response.getheader("Mcp-Session-Id")
+            return data
+        finally:
+            conn.close()
+
+    def call(self, method, params):
+        self.n += 1
+        return self.post({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
+
+
 def main():
     argv = sys.argv[1:]
     config = json.load(open(argv[argv.index("--mcp-config") + 1], encoding="utf-8"))
+    server = config["mcpServers"]["scaffold"]
     opts = {}
-    for arg in config["mcpServers"]["scaffold"]["args"]:
+    for arg in server.get("args", []):
         name, eq, value = arg.partition("=")
         if eq:
             opts[name] = value
@@ -151,6 +194,9 @@ def main():
     mods = {}
 
     def load():
+        if "url" in server:  # scaffold serves signal-back over HTTP MCP: connect, as
+            mods["http"] = McpSession(server)  # Claude Code does before its first turn
+            return
         if "--relay" in opts:
             return  # scaffold answers signal-back itself: nothing to import
         from pathlib import Path
@@ -175,7 +221,10 @@ def main():
             fh.write("# " + step + "\\n")
     loader.join()
     payload = {"signal": "complete", "stepId": step, "summary": role + " done"}
-    if "--relay" in opts:  # the run's endpoint in scaffold, as the MCP relay would call it
+    if "http" in mods:  # the run's HTTP endpoint in scaffold, as Claude Code would call it
+        mods["http"].call("tools/call", {"name": "signal-back", "arguments": payload})
+        log("signal", time.time(), step=step, role=role)
+    elif "--relay" in opts:  # the run's endpoint in scaffold, as the MCP relay would call it
         import socket
 
         with socket.socket(socket.AF_UNIX) as sock:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from repo_builder import GIT_IDENTITY, MakeProject, Project, TaskSpec, codeweaver_done
 
@@ -172,3 +175,33 @@ def test_slot_seconds_needs_the_start_of_a_task() -> None:
         tr(6, 15, "TASK-1", "backlog_synced", "Cleanup", "Idle"),
     ]
     assert slot_seconds(entries) == {}
+
+
+def test_a_refit_after_a_merge_runs_in_the_background(make_project: MakeProject) -> None:
+    """The orchestrator's estimates: the first fit answers at once; a later one (a task
+    merged) runs in a thread, and the model before it answers meanwhile."""
+    project = make_project([FIRST], RUNS, {"slots": 1})
+    assert project.run().exit_code == 0
+    snapshot = bl.load_backlog(project.repo)
+    journals = project.root / "journals-later"
+    learned = LearnedEstimates(project.repo, QuestStore(journals), background=True)
+    assert learned.minutes(snapshot, 0) == {}  # first fit, in the caller: no history yet
+
+    shutil.copytree(project.repo / ".scaffold" / "quests", journals)
+    release = threading.Event()
+    real_samples = learned.samples
+
+    def held_samples(tasks: Any) -> Any:
+        release.wait()
+        return real_samples(tasks)
+
+    learned.samples = held_samples  # type: ignore[method-assign]
+    assert learned.minutes(snapshot, 1) == {}  # the refit waits; the old model answers
+    refit = learned._refitting
+    assert refit is not None
+    release.set()
+    refit.join()
+    minutes = learned.minutes(snapshot, 1)
+    assert set(minutes) == {"TASK-1"}
+    assert learned.model is not None
+    assert learned.model.samples == 1

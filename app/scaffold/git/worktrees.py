@@ -174,9 +174,12 @@ class Workspace:
         env: dict[str, str] | None = None,
         input_text: str | None = None,
     ) -> GitOutput:
+        # No hook and no fsmonitor command on any call: the repository's hooks folder
+        # is writable by agents, and even ``update-ref`` runs the reference-transaction hook.
         return run_git(
-            args,
+            [*SAFE_LOCAL, *args],
             cwd if cwd is not None else self.repo_root,
+            shown=args,
             check=check,
             ok_codes=ok_codes,
             env=env,
@@ -364,14 +367,6 @@ class Workspace:
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
 
-    def _require_worktree(self, task_id: str) -> Path:
-        """The task's worktree, refusing a broken one (git would climb to the main repo)."""
-        path = self.worktree_path(task_id)
-        entry = self._entry_at(path)
-        if entry is None or not self._healthy(entry, path, branch_for_task(task_id)):
-            raise GitError(["worktree", "list"], 1, f"no healthy worktree for {task_id} at {path}")
-        return path
-
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
         self._discard(self.worktree_path(task_id))
@@ -436,46 +431,113 @@ class Workspace:
         Nothing the agent could touch is trusted: the worktree's index and ``HEAD`` are
         the agent's to write, so the tree is built in a fresh index of scaffold's from
         the files themselves, committed on top of the branch's tip, and the branch moved
-        only if its tip is still that commit. ``HEAD`` and the index are then put back
-        to the branch. Returns the new commit, or None when there was nothing to commit.
+        only if its tip is still that commit. The worktree's index is then the commit's
+        (scaffold's index takes its place). Returns the new commit, or None when there
+        was nothing to commit.
+
+        On the hand-off path between two agents, so it runs few git processes: one
+        ``rev-parse`` checks the worktree and reads the tip, then ``read-tree``,
+        ``add -A``, ``write-tree`` and, when something changed, ``commit-tree`` and
+        ``update-ref`` (6 in all; 4 with nothing to commit; a conflict merge being
+        finished adds the checks of its ``MERGE_HEAD`` and a ``reset`` that ends it).
         """
-        path = self._require_worktree(task_id)
         branch = branch_for_task(task_id)
-        tip = self._require_rev(f"refs/heads/{branch}")
-        with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            self._git([*SAFE_LOCAL, "read-tree", tip], cwd=path, env=env)
-            self._git([*SAFE_LOCAL, "add", "-A"], cwd=path, env=env)
-            tree = self._git([*SAFE_LOCAL, "write-tree"], cwd=path, env=env).stdout.strip()
-        new: str | None = None
-        parents = [tip, *self._merging_parent(path, tip)]
-        if len(parents) > 1 or tree != self._git(["rev-parse", f"{tip}^{{tree}}"]).stdout.strip():
-            new = self._commit_tree(tree, parents, message)
-            if not self._compare_and_swap(branch, new, tip, f"scaffold: {task_id} work"):
-                raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
-        self._git([*SAFE_LOCAL, "symbolic-ref", "HEAD", f"refs/heads/{branch}"], cwd=path)
-        self._git([*SAFE_LOCAL, "reset", "-q"], cwd=path)
+        wt = self._checked_worktree(task_id, branch)
+        path = wt.path
+        try:
+            tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=wt.admin)
+        except OSError as exc:
+            raise GitError(["read-tree", wt.tip], -1, f"no room for an index: {exc}") from exc
+        try:
+            index = Path(tmp) / "index"
+            env = {"GIT_INDEX_FILE": str(index)}
+            self._git(["read-tree", wt.tip], cwd=path, env=env)
+            self._git(["add", "-A"], cwd=path, env=env)
+            tree = self._git(["write-tree"], cwd=path, env=env).stdout.strip()
+            new: str | None = None
+            parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
+            if len(parents) > 1 or tree != wt.tip_tree:
+                new = self._commit_tree(tree, parents, message)
+                if not self._compare_and_swap(branch, new, wt.tip, f"scaffold: {task_id} work"):
+                    raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
+            if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
+                # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
+                self._git(["reset", "-q"], cwd=path)
+            else:
+                # What ``reset -q`` would leave: the index of the branch's tip, whose
+                # entries ``add -A`` has just matched to the files.
+                try:
+                    os.replace(index, wt.admin / "index")
+                except OSError as exc:
+                    raise GitError(["reset", "-q"], -1, f"cannot update the index: {exc}") from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return new
 
-    def _merging_parent(self, path: Path, tip: str) -> list[str]:
-        """The default branch's commit a conflict merge in ``path`` is bringing in, if any.
+    def _checked_worktree(self, task_id: str, branch: str) -> _CheckedWorktree:
+        """The task's worktree with its branch's tip, refusing a broken or foreign one.
+
+        One ``rev-parse`` run in the worktree says where git finds its repository from
+        there: it must be this repository's worktree at this path (not the main
+        repository git would climb to without a ``.git`` file), registered under
+        ``<common>/worktrees/`` with a ``gitdir`` pointing back at it, not locked, and
+        its ``HEAD`` the task branch (not detached, not another branch; as git resolves
+        it, so a reftable repository works too): what ``git worktree list`` and ``git
+        symbolic-ref HEAD`` said. ``gitdir`` may be relative to the admin folder (git's
+        ``worktree.useRelativePaths``). A trailing ``--`` keeps files named like a
+        revision from making the revisions ambiguous.
+        """
+        path = self.worktree_path(task_id)
+        ref = f"refs/heads/{branch}"
+        refused = GitError(["worktree", "list"], 1, f"no healthy worktree for {task_id} at {path}")
+        if not path.is_dir():
+            raise refused
+        out = self._git(
+            [
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+                "--absolute-git-dir",
+                "--git-path",
+                "MERGE_HEAD",
+                f"{ref}^{{commit}}",
+                f"{ref}^{{tree}}",
+                "--symbolic-full-name",
+                "HEAD",
+                "--",
+            ],
+            cwd=path,
+            check=False,
+        )
+        lines = out.stdout.split("\n")
+        if out.returncode != 0 or len(lines) < 8 or lines[7] != "--":
+            raise refused
+        top, common, admin, merge_head, tip, tip_tree, head = lines[:7]
+        admin_dir = Path(admin)
+        if (
+            not _same_path(Path(top), path)
+            or not _same_path(Path(common), self.common_dir())
+            or not _same_path(admin_dir.parent, self.common_dir() / "worktrees")
+            or head != ref
+            or not _same_path(
+                admin_dir / _read_small_file(admin_dir / "gitdir").strip(), path / ".git"
+            )
+            or os.path.lexists(admin_dir / "locked")
+        ):
+            raise refused
+        return _CheckedWorktree(path, admin_dir, Path(merge_head), tip, tip_tree)
+
+    def _merging_parent(self, merge_head: Path, tip: str) -> list[str]:
+        """The default branch's commit a conflict merge in the worktree is bringing in, if any.
 
         ``MERGE_HEAD`` lives where the agent could write, so it counts only when it names
         a commit already on the default branch and not yet on the task branch.
         """
-        where = self._git(["rev-parse", "--git-path", "MERGE_HEAD"], cwd=path).stdout.strip()
-        try:
-            # Not a symlink, not a FIFO that would block: a small regular file or nothing.
-            fd = os.open(path / where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        text = _read_small_file(merge_head).split()
+        if not text:
             return []
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return []
-            text = os.read(fd, 200).decode("ascii", "replace").split()
-        finally:
-            os.close(fd)
-        sha = self._rev(text[0]) if text else None
+        sha = self._rev(text[0])
         default = self._rev(f"refs/heads/{self.default_branch()}")
         if sha is None or default is None or not self._is_ancestor(sha, default):
             return []
@@ -686,3 +748,46 @@ def _conflict_paths_from_messages(fields: Sequence[str]) -> list[str]:
             paths.extend(names)
         i += count + 3
     return paths
+
+
+# What ``git reset`` removes from a worktree's git directory (merge, cherry-pick,
+# revert and squash state): when one is there, the commit ends with ``reset``.
+_BRANCH_STATE = (
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "AUTO_MERGE",
+    "MERGE_AUTOSTASH",
+    "SQUASH_MSG",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+)
+
+
+@dataclass(frozen=True)
+class _CheckedWorktree:
+    """A task worktree that passed the checks, and its branch's tip when checked."""
+
+    path: Path
+    admin: Path  # its git directory: <common>/worktrees/<id>
+    merge_head: Path
+    tip: str
+    tip_tree: str
+
+
+def _read_small_file(path: Path) -> str:
+    """The start of a small regular file the agent could have written; "" otherwise.
+
+    Not a symlink, not a FIFO that would block: a small regular file or nothing.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, 4096).decode("utf-8", "replace")
+    finally:
+        os.close(fd)

@@ -410,6 +410,7 @@ class QuestWriter:
         self._mutex = threading.Lock()
         self._closed = False
         self._broken: str | None = None
+        self._unsynced = False  # lines written by commit(sync=False) and not yet fsync'ed
         self._observers: list[Callable[[Quest, Sequence[HistoryEntry]], None]] = []
 
     @property
@@ -426,16 +427,31 @@ class QuestWriter:
         quick): the entries carry their seq. The state branch's publisher listens here."""
         self._observers.append(fn)
 
-    def commit(self, new: Quest, entries: Sequence[HistoryEntry] = ()) -> Quest:
+    def commit(
+        self, new: Quest, entries: Sequence[HistoryEntry] = (), *, sync: bool = True
+    ) -> Quest:
         """Persist ``new`` with ``entries`` (their seq is assigned here); return ``new`` with its seq.
 
         Returns after the journal line is on disk. ``new`` is stored as given, so
         derive it from :attr:`quest` (or use :meth:`update` when several threads
         commit). Raises StoreError when the line could not be written (nothing is
         committed) or synced (the writer then refuses further commits: reopen).
+
+        ``sync=False`` returns once the line is written (it survives the process being
+        killed, not the machine going down): the caller must call :meth:`sync` before any
+        effect that line allows runs. Several lines then cost one fsync: the next
+        :meth:`sync`, or the next commit with ``sync=True``, makes them all durable.
         """
         with self._mutex:
-            return self._commit(new, entries)
+            return self._commit(new, entries, sync)
+
+    def sync(self) -> None:
+        """Make every line committed with ``sync=False`` durable (nothing when none waits)."""
+        with self._mutex:
+            if not self._unsynced:
+                return
+            self._check_usable()
+            self._sync_journal()
 
     def update(self, fn: Callable[[Quest], tuple[Quest, Sequence[HistoryEntry]]]) -> Quest:
         """Commit ``fn(current quest)`` atomically with respect to other threads' commits."""
@@ -460,6 +476,11 @@ class QuestWriter:
                 return
             self._closed = True
             try:
+                if self._unsynced and self._broken is None:
+                    try:
+                        self._sync_journal()
+                    except StoreError as exc:
+                        _log.warning("%s", exc)
                 if self._since_snapshot and self._broken is None:
                     self._try_snapshot()
             finally:
@@ -485,7 +506,7 @@ class QuestWriter:
         if self._broken is not None:
             raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
 
-    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry], sync: bool = True) -> Quest:
         self._check_usable()
         old = self._quest
         if new.id != old.id:
@@ -526,7 +547,7 @@ class QuestWriter:
         if len(record) == 2 and not dumped:
             self._quest = result  # nothing to record
             return result
-        self._append(line)
+        self._append(line, sync)
         self._offset += len(line)
         self._lines += 1
         self._quest = result
@@ -537,7 +558,7 @@ class QuestWriter:
             observer(result, stamped_entries)
         return result
 
-    def _append(self, line: bytes) -> None:
+    def _append(self, line: bytes, sync: bool = True) -> None:
         try:
             _write_all(self._journal_fd, line)
         except OSError as exc:
@@ -546,18 +567,30 @@ class QuestWriter:
             except OSError as exc2:
                 self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
             raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
-        if self._durable:
-            try:
-                _sync(self._journal_fd)
-            except OSError as exc:
-                # After a failed fsync the page cache state is unknown: stop writing.
-                self._broken = f"fsync failed: {exc}"
-                raise StoreError(
-                    self._journal,
-                    f"fsync failed, the commit may not be durable; reopen the store: {exc}",
-                ) from exc
+        if not self._durable:
+            return
+        if sync:
+            self._sync_journal()
+        else:
+            self._unsynced = True
+
+    def _sync_journal(self) -> None:
+        # fdatasync covers every line written before it: the ones not yet synced too.
+        try:
+            _sync(self._journal_fd)
+        except OSError as exc:
+            # After a failed fsync the page cache state is unknown: stop writing.
+            self._broken = f"fsync failed: {exc}"
+            raise StoreError(
+                self._journal,
+                f"fsync failed, the commit may not be durable; reopen the store: {exc}",
+            ) from exc
+        self._unsynced = False
 
     def _write_snapshot(self) -> None:
+        if self._unsynced:
+            # The snapshot names a journal offset: never one past what is durable.
+            self._sync_journal()
         quest = self._quest
         doc = {
             "format": SNAPSHOT_FORMAT,

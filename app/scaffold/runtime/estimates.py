@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -103,12 +104,27 @@ def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]
 
 
 class LearnedEstimates:
-    """Per-repository cache of the fitted model and of each task's estimate."""
+    """Per-repository cache of the fitted model and of each task's estimate.
+
+    With ``background=True`` (the orchestrator) only the first fit runs in the caller;
+    a refit after a merge (it reads every journal: tens of ms, growing with history) runs
+    in a worker thread, and the previous model answers until it is done. The
+    orchestrator's loop asks on every scheduling tick; a refit there held up every hand-off.
+    """
 
     def __init__(
-        self, repo: Path, store: QuestStore | None = None, branch: StateBranch | None = None
+        self,
+        repo: Path,
+        store: QuestStore | None = None,
+        branch: StateBranch | None = None,
+        *,
+        background: bool = False,
     ) -> None:
         self.repo = repo
+        self.background = background
+        self._lock = threading.Lock()
+        self._refitting: threading.Thread | None = None
+        self._pending_tasks: list[bl.BacklogTask] | None = None
         self.store = store or QuestStore(repo / ".scaffold" / "quests")
         self.branch = branch
         self._generation: object = object()
@@ -168,26 +184,52 @@ class LearnedEstimates:
         and the journals grew since the last fit."""
         if generation == self._generation:
             return
+        first = self._signature is None
         self._generation = generation
+        if self.background and not first:
+            with self._lock:
+                self._pending_tasks = list(snapshot.tasks)
+                if self._refitting is None:
+                    self._refitting = threading.Thread(target=self._refit_loop, daemon=True)
+                    self._refitting.start()
+                # else: the running refit goes round once more with these tasks
+            return
+        self._refit(snapshot.tasks)
+
+    def _refit_loop(self) -> None:
+        while True:
+            with self._lock:
+                tasks, self._pending_tasks = self._pending_tasks, None
+                if tasks is None:
+                    self._refitting = None
+                    return
+            with contextlib.suppress(Exception):  # advice only; never an error in a thread
+                self._refit(tasks)
+
+    def _refit(self, tasks: Sequence[bl.BacklogTask]) -> None:
         signature = self._journal_signature()
         if signature == self._signature:
             return
-        self._signature = signature
         try:
-            self._model = fit(self.samples(snapshot.tasks))
+            model = fit(self.samples(tasks))
         except (ScaffoldError, OSError, ValueError, ArithmeticError):
-            self._model = None  # advice only: no estimate is never a reason to stop
-        self._snapshot = None
+            model = None  # advice only: no estimate is never a reason to stop
+        with self._lock:
+            self._signature = signature
+            self._model = model
+            self._snapshot = None
 
     def minutes(self, snapshot: bl.BacklogSnapshot, generation: object) -> Mapping[str, float]:
         """Learned estimate (minutes) of every task of ``snapshot``; empty without history."""
         self.refresh(snapshot, generation)
-        model = self._model
-        if model is None:
-            return {}
-        if self._snapshot is not snapshot:
-            self._snapshot = snapshot
-            self._minutes = {
-                t.id: model.estimate(task_features(t)) / _SECONDS_PER_UNIT for t in snapshot.tasks
-            }
-        return self._minutes
+        with self._lock:
+            model = self._model
+            if model is None:
+                return {}
+            if self._snapshot is not snapshot:
+                self._snapshot = snapshot
+                self._minutes = {
+                    t.id: model.estimate(task_features(t)) / _SECONDS_PER_UNIT
+                    for t in snapshot.tasks
+                }
+            return self._minutes

@@ -153,7 +153,7 @@ class Orchestrator:
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
         self.estimates = (
-            LearnedEstimates(repo, branch=publisher.branch if publisher else None)
+            LearnedEstimates(repo, branch=publisher.branch if publisher else None, background=True)
             if config.scheduler.learn_estimates
             else None
         )
@@ -179,16 +179,24 @@ class Orchestrator:
     def quest(self) -> Quest:
         return self.writer.quest
 
-    def _commit(self, quest: Quest, entries: Sequence[Any] = ()) -> None:
-        self.writer.commit(quest, entries)
+    def _commit(self, quest: Quest, entries: Sequence[Any] = (), *, sync: bool = True) -> None:
+        """Journal the new state. ``sync=False`` (the hand-off path: an agent's end, the
+        events it leads to) leaves the fsync to ``writer.sync()``, which runs before any
+        effect: at the start of every job step (``_execute_one``), at the end of the main
+        loop's turn that applied the events, before the state is published. One fsync then
+        covers the lines of a hand-off, and the commit of the next agent's start makes
+        them durable at the latest, before that agent is spawned."""
+        self.writer.commit(quest, entries, sync=sync)
 
-    def _update_task(self, task_id: str, note: str | None = None, **updates: Any) -> None:
+    def _update_task(
+        self, task_id: str, note: str | None = None, *, sync: bool = True, **updates: Any
+    ) -> None:
         task = self.quest.tasks[task_id]
         quest = self.quest.model_copy(
             update={"tasks": {**self.quest.tasks, task_id: task.model_copy(update=updates)}}
         )
         entries = [draft("note", note, task_id=task_id, at=self.clock())] if note else []
-        self._commit(quest, entries)
+        self._commit(quest, entries, sync=sync)
 
     def _update_planning(self, **updates: Any) -> None:
         planning = self.quest.planning.model_copy(update=updates)
@@ -229,6 +237,7 @@ class Orchestrator:
                 except TimeoutError:
                     continue
                 self._apply_queued(item)
+                self.writer.sync()  # the lines of the events just applied, before any effect
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             if self.slot_pool is not None:
@@ -256,6 +265,7 @@ class Orchestrator:
         pub = self.publisher
         if pub is None:
             return
+        self.writer.sync()  # never publish a state the journal could still lose
         if self.before_publish is not None:
             try:
                 await self.before_publish()
@@ -296,7 +306,7 @@ class Orchestrator:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
         while True:
             if item is not None:
-                self.apply(*item)
+                self.apply(*item, sync=False)
             try:
                 item = self.queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -310,8 +320,11 @@ class Orchestrator:
                 await job
         self.children.kill_all()
 
-    def apply(self, key: str, event: Event) -> None:
-        """Feed one event to the core, persist the result, start the effects."""
+    def apply(self, key: str, event: Event, *, sync: bool = True) -> None:
+        """Feed one event to the core, persist the result, start the effects.
+
+        With ``sync=False`` the caller runs ``writer.sync()`` before it yields to the
+        effects started here (jobs only start when the loop gets control)."""
         now = self.clock()
         try:
             if key == PLAN_KEY:
@@ -322,7 +335,7 @@ class Orchestrator:
             # A stale event (e.g. an answer for a task that was aborted meanwhile).
             self.out.warn(f"{key}: ignored {event.name.value}: {exc}")
             return
-        self._commit(step.quest, step.entries)
+        self._commit(step.quest, step.entries, sync=sync)
         for entry in step.entries:
             if entry.kind == "transition":
                 where = entry.task_id or key
@@ -571,6 +584,7 @@ class Orchestrator:
             self.queue.put_nowait((key, Event(EventName.BACKLOG_SYNCED, at=self.clock())))
 
     async def _execute_one(self, key: str, effect: Effect) -> Event | None:
+        self.writer.sync()  # every line that led here is durable before the effect runs
         if isinstance(effect, StartAgent):
             return await self._run_agent(key, effect.run)
         if isinstance(effect, CreateWorktree):
@@ -777,10 +791,10 @@ class Orchestrator:
         step_id = PLAN_STEP if is_plan else key
         cost = outcome.summary.total_cost_usd or 0.0
         if cost:
-            self._commit(qf.add_cost(self.quest, None if is_plan else key, cost))
+            self._commit(qf.add_cost(self.quest, None if is_plan else key, cost), sync=False)
         self.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
-            self._note(key, f"{run.role.value}: {note}")
+            self._note(key, f"{run.role.value}: {note}", sync=False)
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
@@ -802,7 +816,7 @@ class Orchestrator:
             event = replace(event, extra={**event.extra, "fresh_session": "1"})
         return event
 
-    def _note(self, key: str, text: str) -> None:
+    def _note(self, key: str, text: str, *, sync: bool = True) -> None:
         entry = draft(
             "note",
             "agent_result",
@@ -810,7 +824,7 @@ class Orchestrator:
             detail={"note": text},
             at=self.clock(),
         )
-        self._commit(self.quest, [entry])
+        self._commit(self.quest, [entry], sync=sync)
         self.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
@@ -828,7 +842,7 @@ class Orchestrator:
         if key == PLAN_KEY:
             self._update_planning(agent_running=False)
         else:
-            self._update_task(key, None, agent_running=False)
+            self._update_task(key, None, sync=False, agent_running=False)
         if sig is None:
             return Event(
                 EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure

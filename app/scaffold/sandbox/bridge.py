@@ -6,24 +6,40 @@ serves outside (``--forward 127.0.0.11:443=/run/scaffold/egress-0.sock``), then 
 the agent and exits with the agent's status. A connection to one of those addresses
 reaches exactly one host scaffold chose; anything else has no route.
 
+Every listener is bound and listening before the agent starts, so the agent can never
+find an address not yet there: a connection made before the accept thread runs waits
+in the listen queue. The sockets are close-on-exec, so the agent inherits none of them.
+
 Standard library only, run as ``python -I -S bridge.py``: it starts before anything of
 scaffold or the agent is imported, and writes nothing to stdout (the agent's stream).
+It sits on the hand-off path (every agent start goes through it), so it imports only
+modules built into the interpreter (``_socket``, ``_thread``, ``_signal``, ``posix``):
+``socket``, ``threading``, ``signal`` and ``subprocess`` cost some 20 ms of imports per
+agent start, twice a bare interpreter's start-up. The agent is started the way
+``subprocess.Popen(argv, close_fds=True)`` does it: ``PATH`` searched, signals Python
+ignores (SIGPIPE, SIGXFSZ) back to their defaults, descriptors above 2 closed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
+import _signal  # type: ignore[import-not-found]  # built in, no stubs
+import _socket
+import _thread
+import posix
 import sys
-import threading
 
 _CHUNK = 65536
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def _quietly(call: object, *args: object) -> None:
+    """``call(*args)``, an OSError ignored (``contextlib`` is one import too many)."""
+    try:  # noqa: SIM105
+        call(*args)  # type: ignore[operator]
+    except OSError:
+        pass
+
+
+def _pump(src: _socket.socket, dst: _socket.socket) -> None:
     try:
         while True:
             data = src.recv(_CHUNK)
@@ -33,45 +49,80 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass
     finally:
-        for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
-            with contextlib.suppress(OSError):
-                sock.shutdown(how)
+        _quietly(dst.shutdown, _socket.SHUT_WR)
+        _quietly(src.shutdown, _socket.SHUT_RD)
 
 
-def _serve_one(client: socket.socket, target: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _serve_one(client: _socket.socket, target: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(target)
     except OSError:
-        client.close()
-        upstream.close()
+        _quietly(client.close)
+        _quietly(upstream.close)
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
+    back_done = _thread.allocate_lock()
+    back_done.acquire()
+
+    def back() -> None:
+        try:
+            _pump(upstream, client)
+        finally:
+            back_done.release()
+
+    _thread.start_new_thread(back, ())
     _pump(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
+    back_done.acquire()
+    _quietly(client.close)
+    _quietly(upstream.close)
 
 
-def _accept_loop(listener: socket.socket, target: str) -> None:
+def _accept_loop(listener: _socket.socket, target: str) -> None:
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()  # type: ignore[attr-defined]
         except OSError:
             return
-        threading.Thread(target=_serve_one, args=(client, target), daemon=True).start()
+        client = _socket.socket(fileno=fd)  # accept4(SOCK_CLOEXEC): not inherited
+        _thread.start_new_thread(_serve_one, (client, target))
 
 
-def _listen(spec: str) -> tuple[socket.socket, str]:
+def _listen(spec: str) -> tuple[_socket.socket, str]:
     address, _, target = spec.partition("=")
     host, _, port = address.rpartition(":")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    listener = _socket.socket(family, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind((host.strip("[]"), int(port)))
     listener.listen(64)
     return listener, target
+
+
+def _candidates(program: str) -> list[str]:
+    """Where ``execvp`` would look for ``program`` (``os.get_exec_path`` without ``os``)."""
+    if "/" in program:
+        return [program]
+    path = posix.environ.get(b"PATH", b"/bin:/usr/bin").decode("utf-8", "surrogateescape")
+    return [f"{d or '.'}/{program}" for d in path.split(":")]
+
+
+def _exec_child(command: list[str]) -> None:
+    """In the forked child (no other thread exists): become the agent, or exit 127."""
+    try:
+        for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+            _signal.signal(sig, _signal.SIG_DFL)
+        posix.closerange(3, 1 << 20)
+        error: OSError | None = None
+        for candidate in _candidates(command[0]):
+            try:
+                posix.execv(candidate, command)
+            except OSError as exc:  # ENOENT: next directory; anything else is remembered
+                if error is None or exc.errno != 2:
+                    error = exc
+        sys.stderr.write(f"scaffold sandbox bridge: cannot start {command[0]!r}: {error}\n")
+        sys.stderr.flush()
+    finally:
+        posix._exit(127)
 
 
 def main(argv: list[str]) -> int:
@@ -88,20 +139,27 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"scaffold sandbox bridge: cannot listen: {exc}\n")
         return 126
-    for listener, target in listeners:
-        threading.Thread(target=_accept_loop, args=(listener, target), daemon=True).start()
-    try:
-        child = subprocess.Popen(command, close_fds=True)
-    except OSError as exc:
-        sys.stderr.write(f"scaffold sandbox bridge: cannot start {command[0]!r}: {exc}\n")
-        return 127
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: child.send_signal(s))
-    code = child.wait()
     sys.stderr.flush()
-    # Daemon threads may sit in accept(); leave without joining them.
-    os._exit(code if code >= 0 else 128 - code)
+    pid = posix.fork()  # before any thread starts: the child runs no other thread's state
+    if pid == 0:
+        _exec_child(command)
+    for listener, target in listeners:
+        _thread.start_new_thread(_accept_loop, (listener, target))
+    reaped = [False]
+
+    def forward(signum: int, _frame: object) -> None:
+        if not reaped[0]:
+            _quietly(posix.kill, pid, signum)
+
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, forward)
+    _, status = posix.waitpid(pid, 0)  # retried after a signal handler runs (PEP 475)
+    reaped[0] = True
+    code = posix.waitstatus_to_exitcode(status)
+    sys.stderr.flush()
+    # Accept threads may sit in accept(); leave without waiting for them.
+    posix._exit(code if code >= 0 else 128 - code)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))  # the usage and listen errors (2, 126) were exit 0 before

@@ -1,0 +1,121 @@
+"""The sandbox bridge, run directly (no bwrap): what it does before and around the agent.
+
+It sits on every agent start, so it imports only built-in modules; it must still do
+what ``subprocess.Popen`` did: status passed through, signals forwarded, ``PATH``
+searched, no descriptor inherited, and every listener up before the agent runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from scaffold.sandbox.confinement import BRIDGE
+
+
+def bridge(*argv: str, forwards: tuple[str, ...] = ()) -> list[str]:
+    opts = [part for spec in forwards for part in ("--forward", spec)]
+    return [sys.executable, "-I", "-S", str(BRIDGE), *opts, "--", *argv]
+
+
+def test_imports_only_modules_built_into_the_interpreter() -> None:
+    tree = ast.parse(BRIDGE.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add(node.module or "")
+    assert names <= {"__future__", "_signal", "_socket", "_thread", "posix", "sys"}
+    assert names - {"__future__", "sys"} <= set(sys.builtin_module_names) | {"_socket"}
+
+
+@pytest.mark.parametrize(("script", "code"), [("exit 3", 3), ("kill -TERM $$", 128 + 15)])
+def test_the_agents_status_is_the_bridges(script: str, code: int) -> None:
+    assert subprocess.run(bridge("sh", "-c", script), check=False).returncode == code
+
+
+def test_the_agent_is_found_on_path_or_reported_missing() -> None:
+    ok = subprocess.run(bridge("echo", "hi"), capture_output=True, text=True, check=False)
+    assert (ok.returncode, ok.stdout) == (0, "hi\n")
+    missing = subprocess.run(
+        bridge("no-such-agent-program"), capture_output=True, text=True, check=False
+    )
+    assert missing.returncode == 127
+    assert "cannot start 'no-such-agent-program'" in missing.stderr
+    assert missing.stdout == ""
+
+
+def test_a_bridge_that_cannot_listen_or_is_misused_fails_without_starting_the_agent(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "ran"
+    argv = ("touch", str(marker))
+    bad = subprocess.run(bridge(*argv, forwards=("127.0.0.1:notaport=/x.sock",)), check=False)
+    assert bad.returncode == 126
+    usage = [sys.executable, "-I", "-S", str(BRIDGE), "touch", str(marker)]
+    assert subprocess.run(usage, capture_output=True, check=False).returncode == 2
+    assert not marker.exists()
+
+
+def test_sigterm_reaches_the_agent_and_sigpipe_is_default_again() -> None:
+    script = (
+        'trap "exit 7" TERM; '
+        "grep -q 'SigIgn:[[:space:]]*0*$' /proc/$$/status && echo default-sigpipe; "
+        "echo ready; while :; do sleep 0.05; done"
+    )
+    proc = subprocess.Popen(bridge("sh", "-c", script), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline(), proc.stdout.readline()]
+    assert lines == ["default-sigpipe\n", "ready\n"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 7
+    proc.stdout.close()
+
+
+def test_listeners_are_up_before_the_agent_and_not_inherited(tmp_path: Path) -> None:
+    """The agent connects on its first line, without retrying, and gets through to the
+    unix socket; it holds no socket of the bridge's."""
+    upstream = tmp_path / "up.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(upstream))
+    server.listen()
+
+    def echo_once() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b"echo:" + conn.recv(100))
+
+    threading.Thread(target=echo_once, daemon=True).start()
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    agent = (
+        "import os, socket\n"
+        f"s = socket.create_connection(('127.0.0.1', {port}))\n"
+        "s.sendall(b'hello'); print(s.recv(100).decode()); s.close()\n"
+        "names = os.listdir('/proc/self/fd')  # its own descriptor is gone once listed\n"
+        "fds = [os.readlink('/proc/self/fd/' + f) for f in names if os.path.lexists("
+        "'/proc/self/fd/' + f)]\n"
+        "print(sum(1 for f in fds if f.startswith('socket:')))\n"
+    )
+    out = subprocess.run(
+        bridge(sys.executable, "-c", agent, forwards=(f"127.0.0.1:{port}={upstream}",)),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    server.close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["echo:hello", "0"]
+    assert os.path.exists(upstream)
