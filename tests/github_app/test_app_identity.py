@@ -6,6 +6,8 @@ approval (the reviewed commit, the reviewer's latest decision, write access), an
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,3 +238,68 @@ async def test_a_flush_during_a_status_post_in_flight_keeps_one_status_comment(
     link = ctx.links.get("issue-1")
     assert link is not None
     assert link.status_comment_id == statuses[0].id
+
+
+async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_new_pr(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    issue = sim.open_issue(REPO, "Reject", "closed while resuming", by="alice")
+    ctx.links.put(
+        QuestLink(
+            quest_id="issue-1",
+            repo=REPO,
+            issue_number=issue,
+            installation_id=ctx.installation_id,
+            requested_by="alice",
+        )
+    )
+    git = ["git", "-C", str(ctx.checkout.path)]
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
+    work = subprocess.run(
+        [*git, "commit-tree", "-p", "HEAD", "-m", "task-1: work", "HEAD^{tree}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    subprocess.run([*git, "branch", "scaffold/task-1", work], check=True)
+    task = TaskRecord(
+        id="task-1",
+        state=Lifecycle.PR_CREATED,
+        branch="scaffold/task-1",
+        worktree=str(ctx.checkout.path),  # no Backlog.md file of the task: nothing to mark
+    )
+    quest = Quest(id="issue-1", tasks={"task-1": task})
+    forge = _forge(ctx)
+    first = await forge.open_pull_request(quest, task)
+    assert first.event is None
+    assert first.pr.number is not None
+    task = task.model_copy(update={"pr": first.pr})
+    quest = quest.model_copy(update={"tasks": {"task-1": task}})
+
+    # Closed by a reader: the same PR is reopened and the task goes on.
+    sim.close_pr(REPO, first.pr.number, by="mallory")
+    again = await forge.open_pull_request(quest, task)
+    assert again.event is None
+    assert again.pr.number == first.pr.number
+    assert sim.repo(REPO).pulls[first.pr.number].issue.state == "open"
+
+    # Closed by a writer (the delivery went to a run that was ending): a rejection.
+    sim.close_pr(REPO, first.pr.number, by="alice")
+    rejected = await forge.open_pull_request(quest, task)
+    assert rejected.event is not None
+    assert rejected.event.name is EventName.PR_REJECTED
+    assert rejected.event.detail == "closed by alice"
+    assert rejected.pr.state == "closed"
+    assert len(sim.repo(REPO).pulls) == 1  # no new pull request
+
+    # A later attempt (the rejection recorded the PR closed) gets a new pull request.
+    retry = task.model_copy(update={"pr": rejected.pr})
+    quest = quest.model_copy(update={"tasks": {"task-1": retry}})
+    fresh = await forge.open_pull_request(quest, retry)
+    assert fresh.event is None
+    assert fresh.pr.number != first.pr.number
+    assert len(sim.repo(REPO).pulls) == 2

@@ -137,7 +137,15 @@ class GitHubForge:
             return self.checkout.push_branch(branch, token)
 
         head_sha = await asyncio.to_thread(push)
-        pr = await self._find_or_create_pr(quest, task, branch)
+        try:
+            pr = await self._find_or_create_pr(quest, task, branch)
+        except _ClosedByWriter as closed:
+            # The attempt's own PR was rejected while no run was there to see the
+            # delivery (or while this run was resuming): the rejection stands, no new PR.
+            assert task.pr is not None
+            detail = f"closed by {closed.by}"
+            event = Event(EventName.PR_REJECTED, at=self.clock(), detail=detail)
+            return Opened(task.pr.model_copy(update={"state": "closed"}), None, event)
         number = int(pr["number"])
         self._remember_pr(quest, task, number)
         await self._post_review(number, head_sha, task)
@@ -190,8 +198,11 @@ class GitHubForge:
         issue = await self.gh.get(
             "/repos/{owner}/{repo}/issues/{number}", self._vars(number=number)
         )
-        if await self.permissions.is_writer(issue.get("closed_by") or {}):
-            return None  # a writer closed it: the task was rejected, a new PR is a new try
+        closer = issue.get("closed_by") or {}
+        if await self.permissions.is_writer(closer):
+            if task.pr is not None and task.pr.state == "open" and task.pr.number == number:
+                raise _ClosedByWriter(str(closer.get("login") or "a writer"))
+            return None  # an earlier attempt's PR, rejected then: a new PR is a new try
         try:
             reopened = await self.gh.patch(
                 "/repos/{owner}/{repo}/pulls/{number}",
@@ -518,6 +529,14 @@ class GitHubForge:
                 await self._status_task
         self._status_dirty = True
         await self._publish_status(quest)
+
+
+class _ClosedByWriter(Exception):
+    """The task's open PR of this attempt was closed unmerged by someone with write access."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__(by)
+        self.by = by
 
 
 def _lawbringer_summary(task: TaskRecord) -> str | None:
