@@ -64,6 +64,8 @@ Usage::
     .venv/bin/python bench/bench_orchestrator.py --tasks 30 --slots 4 --sleep 0.5 --deps 5
     .venv/bin/python bench/bench_orchestrator.py --profile 40    # + cProfile, not recorded
     .venv/bin/python bench/bench_orchestrator.py --what-if-parse-cache   # experiment
+    BENCH_EXTRA_CONFIG=$'scheduler:\n  learn_estimates: false\n' .venv/bin/python bench/bench_orchestrator.py
+                                                                 # extra scaffold.yml lines
 
 ``--what-if-parse-cache`` runs scaffold with Backlog.md task parsing memoised (see
 :func:`parse_cache`): not the shipped code, an estimate of what the suggested fix buys;
@@ -348,7 +350,8 @@ def build_repo(repo: Path, tasks: int, slots: int, agent: Agent, deps: int = 0) 
         f"agent:\n  command: [{command}]\n  stuck_timeout_s: 120\n  max_attempts: 3\n"
         "ward: []\n"
         "approval: auto\n"
-        "safety:\n  max_cost_usd: 1000000.0\n  max_hours: 100.0\n",
+        + os.environ.get("BENCH_EXTRA_CONFIG", "")
+        + "safety:\n  max_cost_usd: 1000000.0\n  max_hours: 100.0\n",
         encoding="utf-8",
     )
     for sub in ("tasks", "completed", "drafts"):

@@ -205,3 +205,28 @@ def test_a_refit_after_a_merge_runs_in_the_background(make_project: MakeProject)
     assert set(minutes) == {"TASK-1"}
     assert learned.model is not None
     assert learned.model.samples == 1
+
+
+def test_refits_are_paced_by_how_much_the_history_grew(make_project: MakeProject) -> None:
+    """With 8 samples behind the last fit, one more merge waits; two more refit."""
+    project = make_project([FIRST], RUNS, {"slots": 1})
+    assert project.run().exit_code == 0
+    snapshot = bl.load_backlog(project.repo)
+    learned = LearnedEstimates(project.repo)
+    fits: list[int] = []
+    real_samples = learned.samples
+
+    def counted(tasks: Any) -> Any:
+        fits.append(1)
+        return real_samples(tasks) * 8  # as if eight tasks had merged
+
+    learned.samples = counted  # type: ignore[method-assign]
+    learned.minutes(snapshot, 0)
+    assert len(fits) == 1
+    for path in (project.repo / ".scaffold" / "quests").glob("*/journal.jsonl"):
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n")  # the journals changed: only the pacing can hold a refit back
+    learned.minutes(snapshot, 1)
+    assert len(fits) == 1
+    learned.minutes(snapshot, 2)
+    assert len(fits) == 2

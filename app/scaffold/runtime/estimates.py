@@ -132,6 +132,7 @@ class LearnedEstimates:
         self._model: DurationModel | None = None
         self._snapshot: object = None
         self._minutes: dict[str, float] = {}
+        self._samples_seen = 0  # samples of the last fit: paces the next one
 
     @property
     def model(self) -> DurationModel | None:
@@ -181,10 +182,23 @@ class LearnedEstimates:
 
     def refresh(self, snapshot: bl.BacklogSnapshot, generation: object) -> None:
         """Refit when ``generation`` changed (the caller bumps it when a task merges)
-        and the journals grew since the last fit."""
+        and the journals grew since the last fit.
+
+        With an integer generation (the number of merged tasks), a refit waits until
+        the history has grown by a quarter of what the last fit saw (at least one
+        task): one more sample among forty barely moves the model, and every refit
+        reads every journal, so refitting at each merge made a long quest's hand-offs
+        cost O(n) each (O(n^2) in all)."""
         if generation == self._generation:
             return
         first = self._signature is None
+        if (
+            not first
+            and isinstance(generation, int)
+            and isinstance(self._generation, int)
+            and generation - self._generation < max(1, self._samples_seen // 4)
+        ):
+            return
         self._generation = generation
         if self.background and not first:
             with self._lock:
@@ -210,11 +224,15 @@ class LearnedEstimates:
         signature = self._journal_signature()
         if signature == self._signature:
             return
+        seen = self._samples_seen
         try:
-            model = fit(self.samples(tasks))
+            samples = self.samples(tasks)
+            seen = len(samples)
+            model = fit(samples)
         except (ScaffoldError, OSError, ValueError, ArithmeticError):
             model = None  # advice only: no estimate is never a reason to stop
         with self._lock:
+            self._samples_seen = seen
             self._signature = signature
             self._model = model
             self._snapshot = None
