@@ -68,6 +68,21 @@ def _forge(ctx: RepoContext) -> GitHubForge:
     )
 
 
+def _link_issue(sim: GitHubSimulator, ctx: RepoContext, title: str, body: str) -> int:
+    """An issue alice opened, linked to quest ``issue-1``."""
+    issue = sim.open_issue(REPO, title, body, by="alice")
+    ctx.links.put(
+        QuestLink(
+            quest_id="issue-1",
+            repo=REPO,
+            issue_number=issue,
+            installation_id=ctx.installation_id,
+            requested_by="alice",
+        )
+    )
+    return issue
+
+
 def _question(qid: str, task_id: str) -> Question:
     return Question(
         id=qid,
@@ -85,16 +100,7 @@ async def test_two_questions_asked_at_once_keep_both_comment_ids(
 ) -> None:
     sim = github_sim
     ctx = await _repo(sim, service)
-    issue = sim.open_issue(REPO, "Two", "two questions at once", by="alice")
-    ctx.links.put(
-        QuestLink(
-            quest_id="issue-1",
-            repo=REPO,
-            issue_number=issue,
-            installation_id=ctx.installation_id,
-            requested_by="alice",
-        )
-    )
+    _link_issue(sim, ctx, "Two", "two questions at once")
     q1, q2 = _question("q-1-1", "task-1"), _question("q-2-1", "task-2")
     quest = Quest(
         id="issue-1",
@@ -213,16 +219,7 @@ async def test_a_flush_during_a_status_post_in_flight_keeps_one_status_comment(
 ) -> None:
     sim = github_sim
     ctx = await _repo(sim, service)
-    issue = sim.open_issue(REPO, "Status", "one status comment", by="alice")
-    ctx.links.put(
-        QuestLink(
-            quest_id="issue-1",
-            repo=REPO,
-            issue_number=issue,
-            installation_id=ctx.installation_id,
-            requested_by="alice",
-        )
-    )
+    _link_issue(sim, ctx, "Status", "one status comment")
     quest = Quest(id="issue-1", tasks={"task-1": TaskRecord(id="task-1")})
     forge = _forge(ctx)
     forge.status_interval_s = 0
@@ -245,16 +242,7 @@ async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_ne
 ) -> None:
     sim = github_sim
     ctx = await _repo(sim, service)
-    issue = sim.open_issue(REPO, "Reject", "closed while resuming", by="alice")
-    ctx.links.put(
-        QuestLink(
-            quest_id="issue-1",
-            repo=REPO,
-            issue_number=issue,
-            installation_id=ctx.installation_id,
-            requested_by="alice",
-        )
-    )
+    _link_issue(sim, ctx, "Reject", "closed while resuming")
     git = ["git", "-C", str(ctx.checkout.path)]
     who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
     env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
