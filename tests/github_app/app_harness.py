@@ -265,3 +265,28 @@ def app_process(
 def write_script(root: Path, runs: list[dict[str, Any]]) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "agent-script.json").write_text(json.dumps(runs, indent=2), encoding="utf-8")
+
+
+def forge_of(ctx: Any, status_interval_s: float = 3600) -> Any:
+    """The App's forge for one opened repository (``service.open_repo``), in process."""
+    from datetime import UTC, datetime
+
+    from scaffold.github.forge import GitHubForge
+    from scaffold.runtime.backlog_cache import BacklogCache
+    from scaffold.runtime.repo_ops import RepoOps
+
+    config = ctx.checkout.config()
+    ops = RepoOps(
+        ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
+    )
+    return GitHubForge(
+        ctx.client,
+        ctx.checkout,
+        ops,
+        ctx.links,
+        config,
+        clock=lambda: datetime.now(UTC),
+        status_interval_s=status_interval_s,
+        permissions=ctx.permissions,
+        app=ctx.app,
+    )

@@ -5,54 +5,18 @@ handler both look for a run, and with ~100 ms per call both used to find none.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-from app_harness import repo_files, writer_repo
+from app_harness import forge_of, repo_files, writer_repo
 
 from ghsim import GitHubSimulator
 from scaffold.core.states import Lifecycle
-from scaffold.github.auth import AppCredentials
-from scaffold.github.client import GitHubApp
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.diagram_pr import check_pull_request
-from scaffold.github.forge import GitHubForge
-from scaffold.github.runner import RepoContext
-from scaffold.github.service import AppOptions, AppService
+from scaffold.github.service import AppService
 from scaffold.quest.model import PullRequest, TaskRecord
-from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.repo_ops import RepoOps
 
 REPO = "acme/widgets"
-
-
-@pytest.fixture
-async def service(github_sim: GitHubSimulator, tmp_path: Path) -> AsyncIterator[AppService]:
-    credentials = AppCredentials(github_sim.app_id, github_sim.private_key_pem)
-    app = GitHubApp(credentials, base_url=github_sim.url)
-    svc = AppService(app, AppOptions(state_dir=tmp_path / "state"))
-    yield svc
-    await svc.stop()
-
-
-def _forge(ctx: RepoContext) -> GitHubForge:
-    config = ctx.checkout.config()
-    ops = RepoOps(
-        ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
-    )
-    return GitHubForge(
-        ctx.client,
-        ctx.checkout,
-        ops,
-        ctx.links,
-        config,
-        clock=lambda: datetime.now(UTC),
-        status_interval_s=3600,
-        permissions=ctx.permissions,
-        app=ctx.app,
-    )
 
 
 def _runs(sim: GitHubSimulator, head: str) -> list[object]:
@@ -80,7 +44,7 @@ async def test_one_check_run_per_head_under_latency(
         state=Lifecycle.PR_CREATED,
         pr=PullRequest(branch="scaffold/task-1", base="main", number=number, head_sha=head),
     )
-    forge = _forge(ctx)
+    forge = forge_of(ctx)
     sim.latency_s = 0.1  # every call answered late, as with forced token refreshes
 
     quest = forge.report_diagram_check(head, task)

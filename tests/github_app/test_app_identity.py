@@ -8,38 +8,21 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
-from app_harness import repo_files, writer_repo
+from app_harness import forge_of, repo_files, writer_repo
 
 from ghsim import GitHubSimulator
 from scaffold.core.states import EventName, Lifecycle
-from scaffold.github.auth import AppCredentials
-from scaffold.github.client import GitHubApp
 from scaffold.github.comments import CHECK_NAME
-from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore, QuestLink
 from scaffold.github.runner import RepoContext
-from scaffold.github.service import AppOptions, AppService
+from scaffold.github.service import AppService
 from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
 from scaffold.roles import Role
-from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.repo_ops import RepoOps
 
 REPO = "acme/widgets"
-
-
-@pytest.fixture
-async def service(github_sim: GitHubSimulator, tmp_path: Path) -> AsyncIterator[AppService]:
-    credentials = AppCredentials(github_sim.app_id, github_sim.private_key_pem)
-    app = GitHubApp(credentials, base_url=github_sim.url)
-    svc = AppService(app, AppOptions(state_dir=tmp_path / "state"))
-    yield svc
-    await svc.stop()
 
 
 async def _repo(sim: GitHubSimulator, service: AppService) -> RepoContext:
@@ -48,24 +31,6 @@ async def _repo(sim: GitHubSimulator, service: AppService) -> RepoContext:
     inst = sim.installation_for(REPO)
     assert inst is not None
     return await service.open_repo(REPO, inst.id)
-
-
-def _forge(ctx: RepoContext) -> GitHubForge:
-    config = ctx.checkout.config()
-    ops = RepoOps(
-        ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
-    )
-    return GitHubForge(
-        ctx.client,
-        ctx.checkout,
-        ops,
-        ctx.links,
-        config,
-        clock=lambda: datetime.now(UTC),
-        status_interval_s=3600,
-        permissions=ctx.permissions,
-        app=ctx.app,
-    )
 
 
 def _link_issue(sim: GitHubSimulator, ctx: RepoContext, title: str, body: str) -> int:
@@ -110,7 +75,7 @@ async def test_two_questions_asked_at_once_keep_both_comment_ids(
         },
         questions={q1.id: q1, q2.id: q2},
     )
-    forge = _forge(ctx)
+    forge = forge_of(ctx)
     # Both asks read the link before either has its comment: the second write must not
     # drop the first one's id. Another store of the same folder shares the lock too.
     other = LinkStore(ctx.links.folder)
@@ -199,7 +164,7 @@ async def test_the_merge_counts_only_the_apps_own_diagram_check(
         pr=PullRequest(branch="scaffold/task-1", base="main", number=number),
     )
     quest = Quest(id="issue-1", tasks={"task-1": task})
-    forge = _forge(ctx)
+    forge = forge_of(ctx)
     assert await forge.merge_pull_request(quest, task) is None
     assert not sim.repo(REPO).pulls[number].merged
 
@@ -221,8 +186,7 @@ async def test_a_flush_during_a_status_post_in_flight_keeps_one_status_comment(
     ctx = await _repo(sim, service)
     _link_issue(sim, ctx, "Status", "one status comment")
     quest = Quest(id="issue-1", tasks={"task-1": TaskRecord(id="task-1")})
-    forge = _forge(ctx)
-    forge.status_interval_s = 0
+    forge = forge_of(ctx, status_interval_s=0)
     sim.answer_latency_s = 0.5  # the first status comment is made, its answer is slow
     forge.progress(quest)
     repo = sim.repo(REPO)
@@ -261,7 +225,7 @@ async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_ne
         worktree=str(ctx.checkout.path),  # no Backlog.md file of the task: nothing to mark
     )
     quest = Quest(id="issue-1", tasks={"task-1": task})
-    forge = _forge(ctx)
+    forge = forge_of(ctx)
     first = await forge.open_pull_request(quest, task)
     assert first.event is None
     assert first.pr.number is not None
