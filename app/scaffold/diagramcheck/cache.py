@@ -28,7 +28,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.findings import Finding
@@ -154,22 +154,22 @@ class ParseCache:
     def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
         self._put(key, index)
 
-    def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
-        """What an identical diff required (see ``analyzer._inputs_key``)."""
+    def _get_lists(self, key: str) -> tuple[list[Any], list[Any]] | None:
         found = self._get(key)
         if found is None or not isinstance(found[0], list) or not isinstance(found[1], list):
             return None
         return (found[0], found[1])
+
+    def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
+        """What an identical diff required (see ``analyzer._inputs_key``)."""
+        return self._get_lists(key)
 
     def put_result(self, key: str, result: tuple[list[Requirement], list[Finding]]) -> None:
         self._put(key, result)
 
     def get_report(self, key: str) -> tuple[list[Finding], list[str]] | None:
         """The findings (and the diagrams checked) of an identical check."""
-        found = self._get(key)
-        if found is None or not isinstance(found[0], list) or not isinstance(found[1], list):
-            return None
-        return (found[0], found[1])
+        return self._get_lists(key)
 
     def put_report(self, key: str, report: tuple[list[Finding], list[str]]) -> None:
         self._put(key, report)

@@ -41,47 +41,39 @@ class KeySet:
     def __len__(self) -> int:
         return self._len
 
-    def __contains__(self, key: int) -> bool:
-        key = key or 1
+    def _probe(self, key: int) -> int:
+        """The slot holding ``key`` (already made non-zero), or the empty slot ending
+        its run, where it would go."""
         table, mask = self._table, self._mask
         i = key & mask
         while True:
             slot = table[i]
-            if slot == key:
-                return True
-            if slot == 0:
-                return False
+            if slot in (key, 0):
+                return i
             i = (i + 1) & mask
+
+    def __contains__(self, key: int) -> bool:
+        key = key or 1
+        return self._table[self._probe(key)] == key
 
     def add(self, key: int) -> bool:
         """Add ``key``; False if it was there already."""
         key = key or 1
-        table, mask = self._table, self._mask
-        i = key & mask
-        while True:
-            slot = table[i]
-            if slot == key:
-                return False
-            if slot == 0:
-                break
-            i = (i + 1) & mask
-        table[i] = key
+        i = self._probe(key)
+        if self._table[i] == key:
+            return False
+        self._table[i] = key
         self._len += 1
-        if 3 * self._len > 2 * (mask + 1):
+        if 3 * self._len > 2 * (self._mask + 1):
             self._grow()
         return True
 
     def discard(self, key: int) -> None:
         key = key or 1
+        i = self._probe(key)
         table, mask = self._table, self._mask
-        i = key & mask
-        while True:
-            slot = table[i]
-            if slot == 0:
-                return
-            if slot == key:
-                break
-            i = (i + 1) & mask
+        if table[i] == 0:
+            return
         self._len -= 1
         # Backward-shift deletion: move up any later key of the run that may fill the hole.
         j = i
