@@ -42,6 +42,7 @@ from scaffold.agent.signal_server import SERVER_NAME, Binding
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MCP_PATH",
     "PROTOCOL_VERSIONS",
     "SignalHttpEndpoint",
     "http_mcp_config",
@@ -49,7 +50,7 @@ __all__ = [
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SESSIONS = 16
-PATH = "/mcp"
+MCP_PATH = "/mcp"
 # Newest first; a client asking for another one gets the newest (the spec's negotiation).
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
@@ -127,7 +128,7 @@ class SignalHttpEndpoint:
         """The address outside a sandbox (loopback TCP)."""
         if self.port is None:
             raise RuntimeError("the endpoint listens on a unix socket, not on a port")
-        return f"http://127.0.0.1:{self.port}{PATH}"
+        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
 
     async def __aenter__(self) -> SignalHttpEndpoint:
         loop = asyncio.get_running_loop()
@@ -166,7 +167,7 @@ class SignalHttpEndpoint:
             return _error(None, INTERNAL_ERROR, "internal error", 500)
 
     async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.path != PATH:
+        if request.path != MCP_PATH:
             return _refusal(404, "not found")
         if not self._open:
             return _refusal(404, "this run has ended")

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from scaffold.agent.signal_http import SignalHttpEndpoint, http_mcp_config
+from scaffold.agent.signal_http import MCP_PATH, SignalHttpEndpoint, http_mcp_config
 from scaffold.agent.signal_relay import SignalEndpoint
 from scaffold.agent.signal_server import Binding, relay_mcp_config
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
@@ -125,7 +125,7 @@ class RunChannel:
             return relay_mcp_config(self.inside / "signal.sock", self.python)
         if self.sandbox.active:
             host, port = SIGNAL_INSIDE
-            return http_mcp_config(f"http://{host}:{port}/mcp", endpoint.secret)
+            return http_mcp_config(f"http://{host}:{port}{MCP_PATH}", endpoint.secret)
         return http_mcp_config(endpoint.url, endpoint.secret)
 
     def _signal_route(self) -> list[Route]:
