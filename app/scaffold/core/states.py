@@ -31,15 +31,18 @@ IN_FLIGHT = frozenset(
         Lifecycle.CLEANUP,
     }
 )
-# The states in which a task holds one of the N slots (a question parks it, freeing it).
+# The states in which a task holds one of the N slots: a slot is an agent at work, so
+# the task takes it when selected and gives it back once its agents are done (review
+# complete), while scaffold alone checks diagrams, opens the pull request, merges and
+# cleans up. A question parks the task, freeing it too. A task that goes back to its
+# agents from a state that holds no slot (a merge conflict, a diagram fix, a retry) is
+# counted again at once; the orchestrator's agent permits keep the agents at work at
+# ``slots`` even then.
 HOLDS_SLOT = frozenset(
     {
         Lifecycle.ALLOCATING,
         Lifecycle.PROCESSING,
         Lifecycle.TEST_VALIDATION,
-        Lifecycle.DIAGRAM_CHECK,
-        Lifecycle.MERGING,
-        Lifecycle.CLEANUP,
     }
 )
 

@@ -8,7 +8,7 @@ transition line carries its instant, the lifecycle states before and after, and 
 role whose signal caused it. :func:`slot_seconds` walks those lines and, for every
 task that was merged, adds up the time it held a slot (``core.states.HOLDS_SLOT``,
 minus the time it was parked on a question), charged to the role whose result ended
-each stretch (``scaffold`` for stretches no agent ended: worktree, Ward, merge). The
+each stretch (``scaffold`` for stretches no agent ended: worktree, Ward). The
 features of each task (description, acceptance criteria, labels) come from its
 Backlog.md file, which stays in the repository after the task is Done.
 

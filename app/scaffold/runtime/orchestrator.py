@@ -163,6 +163,10 @@ class Orchestrator:
         # The repository's slots when other quests run beside this one (the App).
         self.slot_pool = slot_pool
         self.children = LiveChildren()
+        # At most ``slots`` task agents at work at once, even while tasks that went back
+        # to their agents from a state that holds no slot (a merge conflict, a diagram
+        # fix) push the scheduler's count above ``slots`` for a while.
+        self.agent_permits = asyncio.Semaphore(config.slots)
         # Events from jobs; None only wakes the main loop (a job ended).
         self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -672,6 +676,12 @@ class Orchestrator:
         )
 
     async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
+        if key == PLAN_KEY:
+            return await self._run_agent_now(key, run)
+        async with self.agent_permits:
+            return await self._run_agent_now(key, run)
+
+    async def _run_agent_now(self, key: str, run: AgentRun) -> Event | None:
         is_plan = key == PLAN_KEY
         worktree = None if is_plan else self.quest.tasks[key].worktree
         if not is_plan and (worktree is None or not Path(worktree).is_dir()):
