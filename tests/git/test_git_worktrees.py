@@ -108,6 +108,69 @@ def test_create_worktree_repairs_wrong_branch_at_path(repo: Path) -> None:
     assert git(again, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-6"
 
 
+def test_create_worktree_moves_branch_out_of_an_old_scaffold_worktree(repo: Path) -> None:
+    """The branch checked out in a renamed scaffold folder under the root."""
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-7")
+    old = ws.worktree_root / "task-7-old"
+    git(repo, "worktree", "move", str(path), str(old))
+
+    again = ws.create_worktree("TASK-7")
+
+    assert again == path
+    assert git(again, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-7"
+    assert not old.exists()
+    assert str(old) not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_create_worktree_when_a_gone_worktree_still_names_the_branch(repo: Path) -> None:
+    """A registration whose folder is gone, its HEAD the (deleted) task branch, elsewhere
+    under the root; and one at the path itself, on no branch: both pruned, not refused."""
+    ws = Workspace(repo)
+    other = ws.worktree_root / "elsewhere"
+    other.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "scaffold/task-8", str(other))
+    git(repo, "worktree", "add", "-q", "--detach", str(ws.worktree_path("TASK-8")))
+    shutil.rmtree(other)
+    shutil.rmtree(ws.worktree_path("TASK-8"))
+    git(repo, "update-ref", "-d", "refs/heads/scaffold/task-8")
+
+    path = ws.create_worktree("TASK-8")
+
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-8"
+    assert tip(repo, "scaffold/task-8") == tip(repo, "main")
+    assert "prunable" not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_create_worktree_refuses_a_branch_the_person_has_checked_out(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    git(repo, "branch", "scaffold/task-9")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "person"), "scaffold/task-9")
+
+    with pytest.raises(GitError):
+        ws.create_worktree("TASK-9")
+
+    assert git(tmp_path / "person", "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-9"
+    assert not ws.worktree_path("TASK-9").exists()
+
+
+def test_create_worktree_refuses_a_planted_symlink_without_following_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    outside = write(tmp_path / "outside", "keep.txt", "mine\n").parent
+    ws.worktree_root.mkdir(parents=True)
+    (ws.worktree_root / "task-2").symlink_to(outside, target_is_directory=True)
+
+    with pytest.raises(InvalidIdError):
+        ws.create_worktree("TASK-2")
+
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert git(repo, "branch", "--list", "scaffold/*") == ""
+
+
 def test_create_worktree_with_custom_root_inside_repo_is_ignored(repo: Path) -> None:
     ws = Workspace(repo, worktree_root=repo / "wt")
     path = ws.create_worktree("TASK-1")

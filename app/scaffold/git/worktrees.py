@@ -94,6 +94,40 @@ class _Entry:
     prunable: bool
 
 
+@dataclass(frozen=True)
+class _Head:
+    """One branch as ``git for-each-ref`` sees it, in one read of the ref.
+
+    ``commit`` and ``tree`` are None when the ref names something other than a
+    commit (callers then take the slow path, which peels as ``rev-parse`` does).
+    ``checkout`` is ``%(worktreepath)``: a worktree (any, even a prunable or a bare
+    main one) whose ``HEAD`` is this branch, or "" when no worktree has it.
+    """
+
+    commit: str | None
+    tree: str | None
+    checkout: str
+
+
+# %(refname), %(objecttype), %(objectname), %(tree), %(worktreepath), each ended by a NUL.
+_HEAD_FORMAT = "%(refname)%00%(objecttype)%00%(objectname)%00%(tree)%00%(worktreepath)%00"
+_HEAD_FIELDS = 5
+
+
+def _parse_heads(output: str) -> dict[str, _Head]:
+    """``for-each-ref --format=_HEAD_FORMAT`` output by ref name (records end in NUL, LF)."""
+    fields = output.split("\0")
+    heads: dict[str, _Head] = {}
+    for i in range(0, len(fields) - _HEAD_FIELDS + 1, _HEAD_FIELDS):
+        ref, kind, sha, tree, checkout = fields[i : i + _HEAD_FIELDS]
+        ref = ref.removeprefix("\n")  # the line end of the record before
+        is_commit = kind == "commit" and bool(sha) and bool(tree)
+        heads[ref] = _Head(
+            commit=sha if is_commit else None, tree=tree if is_commit else None, checkout=checkout
+        )
+    return heads
+
+
 def safe_child(root: Path, name: str) -> Path:
     """``root / name``, refusing any ``name`` that would land outside ``root``.
 
@@ -218,6 +252,15 @@ class Workspace:
             if entry.ref == ref and not entry.bare and not entry.prunable and entry.path.is_dir():
                 return entry.path
         return None
+
+    def _heads(self, *branches: str) -> dict[str, _Head]:
+        """These branches' tips, trees and checkouts in one ``for-each-ref``; a missing
+        branch is left out. Each name matches its ref exactly (names of other refs
+        that merely start with it are dropped)."""
+        refs = [f"refs/heads/{b}" for b in branches]
+        out = self._git(["for-each-ref", f"--format={_HEAD_FORMAT}", *refs])
+        heads = _parse_heads(out.stdout)
+        return {b: heads[r] for b, r in zip(branches, refs, strict=True) if r in heads}
 
     # ---------------------------------------------------------- default branch
 
@@ -345,10 +388,19 @@ class Workspace:
         exists. A healthy worktree already on that branch is reused as is
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
+
+        The common case (nothing at the path, the branch checked out nowhere) takes
+        two git processes: ``for-each-ref`` reads both branches and where they are
+        checked out, then ``worktree add`` (``-b`` when the branch is new). Anything
+        else, or that ``worktree add`` failing, takes the repairing path below.
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
+        default = self.default_branch()
+        heads = self._heads(branch, default)
+        if self._add_fresh(path, branch, heads.get(branch), heads.get(default)):
+            return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
         if entry is not None and self._healthy(entry, path, branch):
@@ -363,6 +415,28 @@ class Workspace:
         self.worktree_root.mkdir(parents=True, exist_ok=True)
         self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
+
+    def _add_fresh(self, path: Path, branch: str, own: _Head | None, default: _Head | None) -> bool:
+        """``worktree add`` when there is nothing to repair; False (having changed
+        nothing that the repairing path does not handle) when it is not that simple.
+
+        Nothing may be at ``path`` (not even a dangling symlink), and the branch may be
+        checked out in no worktree, not even a prunable one; a registration left at
+        ``path`` whose folder is gone makes ``worktree add`` refuse, as does a branch
+        made meanwhile by someone else.
+        """
+        if os.path.lexists(path):
+            return False
+        if own is not None:
+            if own.commit is None or own.checkout:
+                return False
+            args = ["worktree", "add", str(path), branch]
+        else:
+            if default is None or default.commit is None:
+                return False
+            args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
+        self.worktree_root.mkdir(parents=True, exist_ok=True)
+        return self._git(args, check=False).returncode == 0
 
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root

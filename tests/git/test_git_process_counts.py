@@ -1,0 +1,77 @@
+"""How many git processes each Workspace operation starts on its common path.
+
+Every one is a fork and exec on the path between one task and the next, so each
+operation's count has an upper bound here (counting is deterministic; time is not
+measured). Each call must also carry the options that turn hooks and fsmonitor off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gitrepo import git, tip
+
+import scaffold.git.worktrees as worktrees
+from scaffold.git.runner import SAFE_LOCAL
+from scaffold.git.worktrees import Workspace
+
+
+class Calls:
+    """The git commands Workspace ran (subcommand first), since the last ``clear``."""
+
+    def __init__(self) -> None:
+        self.argv: list[list[str]] = []
+
+    def clear(self) -> None:
+        self.argv.clear()
+
+    def names(self) -> list[str]:
+        return [argv[0] for argv in self.argv]
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    seen = Calls()
+    real = worktrees.run_git
+
+    def counting(args: Sequence[str], *a: Any, **kw: Any) -> Any:
+        argv = [str(x) for x in args]
+        assert argv[: len(SAFE_LOCAL)] == list(SAFE_LOCAL), argv  # no hook, no fsmonitor
+        rest = argv[len(SAFE_LOCAL) :]
+        while rest[:1] == ["-c"]:
+            rest = rest[2:]
+        seen.argv.append(rest)
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(worktrees, "run_git", counting)
+    return seen
+
+
+def warm(ws: Workspace) -> None:
+    """What a Workspace works out once: the default branch, the common dir, the exclude."""
+    ws.default_branch()
+    ws.ensure_excluded()
+
+
+def test_create_worktree_for_a_new_task_runs_two(repo: Path, calls: Calls) -> None:
+    ws = Workspace(repo)
+    warm(ws)
+    calls.clear()
+    path = ws.create_worktree("TASK-1")
+    assert calls.names() == ["for-each-ref", "worktree"]
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
+    assert tip(repo, "scaffold/task-1") == tip(repo, "main")
+    assert git(repo, "config", "--get-regexp", "^branch\\.", check=False) == ""  # no tracking
+
+
+def test_create_worktree_on_a_kept_branch_runs_two(repo: Path, calls: Calls) -> None:
+    ws = Workspace(repo)
+    ws.create_worktree("TASK-1")
+    ws.remove_worktree("TASK-1")  # the branch stays
+    calls.clear()
+    path = ws.create_worktree("TASK-1")
+    assert calls.names() == ["for-each-ref", "worktree"]
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
