@@ -75,3 +75,18 @@ def test_create_worktree_on_a_kept_branch_runs_two(repo: Path, calls: Calls) -> 
     path = ws.create_worktree("TASK-1")
     assert calls.names() == ["for-each-ref", "worktree"]
     assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
+
+
+def test_remove_worktree_runs_two_and_delete_branch_one(repo: Path, calls: Calls) -> None:
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-1")
+    (path / "untracked.txt").write_text("x\n")
+    calls.clear()
+    ws.remove_worktree("TASK-1")
+    assert [argv[:2] for argv in calls.argv] == [["worktree", "list"], ["worktree", "remove"]]
+    assert not path.exists()
+    assert "task-1" not in git(repo, "worktree", "list", "--porcelain")
+    calls.clear()
+    ws.delete_branch("TASK-1")
+    assert calls.names() == ["branch"]
+    assert git(repo, "branch", "--list", "scaffold/*") == ""

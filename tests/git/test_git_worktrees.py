@@ -550,6 +550,32 @@ def test_remove_and_delete_are_idempotent(repo: Path) -> None:
     assert status(repo) == ""
 
 
+@pytest.mark.parametrize("locked", [False, True])
+def test_remove_worktree_whose_folder_is_gone_forgets_it(repo: Path, locked: bool) -> None:
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-1")
+    if locked:
+        git(repo, "worktree", "lock", str(path))
+    shutil.rmtree(path)
+
+    ws.remove_worktree("TASK-1")
+
+    assert ws.list_scaffold_worktrees() == []
+    assert str(path) not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_delete_branch_of_a_gone_worktree_prunes_it_first(repo: Path) -> None:
+    """`git branch -D` refuses a branch a gone (prunable) worktree still has checked out."""
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-1")
+    shutil.rmtree(path)
+
+    ws.delete_branch("TASK-1")
+
+    assert git(repo, "branch", "--list", "scaffold/*") == ""
+    assert ws.list_scaffold_worktrees() == []
+
+
 def test_delete_branch_refuses_a_branch_checked_out_elsewhere(repo: Path, tmp_path: Path) -> None:
     ws = Workspace(repo)
     ws.create_worktree("TASK-1")
