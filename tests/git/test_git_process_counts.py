@@ -90,3 +90,19 @@ def test_remove_worktree_runs_two_and_delete_branch_one(repo: Path, calls: Calls
     ws.delete_branch("TASK-1")
     assert calls.names() == ["branch"]
     assert git(repo, "branch", "--list", "scaffold/*") == ""
+
+
+def test_merge_runs_five(repo: Path, calls: Calls) -> None:
+    ws = Workspace(repo)
+    wt = ws.create_worktree("TASK-1")
+    (wt / "feature.txt").write_text("feature\n")
+    assert ws.commit_all("TASK-1", "work") is not None
+    calls.clear()
+    result = ws.merge("TASK-1", "Merge TASK-1")
+    assert result.merged
+    assert not result.already_merged
+    assert calls.names() == ["for-each-ref", "merge-tree", "commit-tree", "read-tree", "update-ref"]
+    assert (repo / "feature.txt").read_text() == "feature\n"
+    assert git(repo, "status", "--porcelain") == ""
+    calls.clear()
+    assert ws.merge("TASK-1", "Merge TASK-1").already_merged

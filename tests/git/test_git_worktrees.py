@@ -401,6 +401,36 @@ def test_merge_refuses_when_users_change_touches_a_merged_file(repo: Path) -> No
     assert ws.merge("TASK-1", "Merge TASK-1").merged
 
 
+def test_merge_through_stale_index_stat_data_in_the_checkout(repo: Path) -> None:
+    """A merged file rewritten with the same content: only its stat data changed, which
+    read-tree alone refuses; the index is refreshed and the merge goes through."""
+    ws = Workspace(repo)
+    task_commit(ws, "TASK-1", "lines.txt", "one\ntwo\nthree\nfour\n")
+    write(repo, "lines.txt", "one\ntwo\nthree\n")
+    os.utime(repo / "lines.txt", (1_000_000_000, 1_000_000_000))
+
+    result = ws.merge("TASK-1", "Merge TASK-1")
+
+    assert result.merged
+    assert not result.already_merged
+    assert (repo / "lines.txt").read_text() == "one\ntwo\nthree\nfour\n"
+    assert status(repo) == ""
+
+
+def test_merge_of_a_branch_whose_changes_main_already_has(repo: Path) -> None:
+    """Merging gives main's own tree, yet the branch is not in main: a merge commit."""
+    ws = Workspace(repo)
+    work = task_commit(ws, "TASK-1", "feature.txt", "feature\n")
+    commit_file(repo, "feature.txt", "feature\n")  # the same change, made on main
+    before = tip(repo, "main")
+
+    result = ws.merge("TASK-1", "Merge TASK-1")
+
+    assert result.merged
+    assert not result.already_merged
+    assert parents(repo, "main") == [before, work]
+
+
 def test_merge_refuses_to_overwrite_untracked_file(repo: Path) -> None:
     ws = Workspace(repo)
     task_commit(ws, "TASK-1", "feature.txt", "from the task\n")

@@ -262,6 +262,25 @@ class Workspace:
         heads = _parse_heads(out.stdout)
         return {b: heads[r] for b, r in zip(branches, refs, strict=True) if r in heads}
 
+    def _checkout_from(self, branch: str, head: _Head | None) -> Path | None:
+        """What :meth:`_checkout_of` would say, without listing worktrees when ``head``
+        (a :meth:`_heads` reading) already settles it.
+
+        No worktree has the branch: None. The one ``for-each-ref`` names is the main
+        worktree at ``repo_root`` (its ``.git`` folder is there: not a linked worktree,
+        not a bare repository, whose main worktree it names too): that checkout, which
+        ``worktree list`` puts first. Anything else is looked up.
+        """
+        if head is not None and head.commit is not None:
+            if not head.checkout:
+                return None
+            if (
+                _same_path(Path(head.checkout), self.repo_root)
+                and (self.repo_root / ".git").is_dir()
+            ):
+                return self.repo_root
+        return self._checkout_of(branch)
+
     # ---------------------------------------------------------- default branch
 
     def default_branch(self) -> str:
@@ -698,22 +717,38 @@ class Workspace:
         Idempotent: when the branch tip is already contained in the default
         branch the result is ``already_merged`` and nothing is written.
         """
-        branch = branch_for_task(task_id)
-        return self._merge_into(self.default_branch(), f"refs/heads/{branch}", message)
+        return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
 
-    def _merge_into(self, target: str, source_ref: str, message: str) -> MergeResult:
+    def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
+        """The merge, on the common path in five git processes: ``for-each-ref`` (both
+        tips, the target's tree and checkout), ``merge-tree``, ``commit-tree``,
+        ``read-tree`` in the checkout and ``update-ref``.
+
+        ``merge-base --is-ancestor`` runs only when the merged tree is the target's
+        own: a source already in the target merges to exactly the target's tree, so
+        any other tree (or a conflict) means it is not in yet.
+        """
+        source_ref = f"refs/heads/{source_branch}"
         for _ in range(_CAS_ATTEMPTS):
-            source = self._require_rev(source_ref)
-            old = self._require_rev(f"refs/heads/{target}")
-            if self._is_ancestor(source, old):
+            heads = self._heads(target, source_branch)
+            head, theirs = heads.get(target), heads.get(source_branch)
+            if head is None or head.commit is None or theirs is None or theirs.commit is None:
+                source = self._require_rev(source_ref)
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = None
+            else:
+                source, old, old_tree = theirs.commit, head.commit, head.tree
+            tree, conflicts = self._merge_tree(old, source)
+            if (tree is None or tree == old_tree or old_tree is None) and self._is_ancestor(
+                source, old
+            ):
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True
                 )
-            tree, conflicts = self._merge_tree(old, source)
             if tree is None:
                 return MergeResult(merged=False, sha=None, conflict_files=conflicts)
             new = self._commit_tree(tree, [old, source], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None:
                 blocked = self._advance_checkout(checkout, old, new)
                 if blocked:
@@ -767,8 +802,14 @@ class Workspace:
 
         Returns the paths whose local changes stopped it (nothing written).
         """
+        # Tried first without refreshing the index: one git process when the checkout's
+        # index is up to date. read-tree refuses (writing nothing) when an entry's stat
+        # data is stale; then the index is refreshed and read-tree tried again.
+        args = ["read-tree", "-m", "-u", old, new]
+        if self._git(args, cwd=checkout, check=False).returncode == 0:
+            return []
         self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
-        out = self._git([*SAFE_LOCAL, "read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
+        out = self._git(args, cwd=checkout, check=False)
         if out.returncode == 0:
             return []
         blocked = self._locally_changed(checkout, old, new)
