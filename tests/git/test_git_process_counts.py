@@ -106,3 +106,28 @@ def test_merge_runs_five(repo: Path, calls: Calls) -> None:
     assert git(repo, "status", "--porcelain") == ""
     calls.clear()
     assert ws.merge("TASK-1", "Merge TASK-1").already_merged
+
+
+def test_commit_on_default_runs_seven_and_four_when_nothing_changed(
+    repo: Path, calls: Calls
+) -> None:
+    ws = Workspace(repo)
+    warm(ws)
+    task = repo / "backlog" / "tasks" / "task-1.md"
+    task.parent.mkdir(parents=True)
+    task.write_text("status: In Progress\n")
+    calls.clear()
+    assert ws.commit_on_default([task], "scaffold: TASK-1 In Progress") is not None
+    assert calls.names() == [
+        "for-each-ref",
+        "read-tree",
+        "update-index",
+        "write-tree",
+        "commit-tree",
+        "update-index",
+        "update-ref",
+    ]
+    assert git(repo, "status", "--porcelain") == ""
+    calls.clear()
+    assert ws.commit_on_default([task], "scaffold: TASK-1 In Progress") is None
+    assert calls.names() == ["for-each-ref", "read-tree", "update-index", "write-tree"]

@@ -552,6 +552,30 @@ def test_commit_on_default_when_another_branch_is_checked_out(repo: Path) -> Non
     assert git(repo, "show", "main:backlog/config.yml") == "project: demo"
 
 
+def test_commit_on_default_advances_a_linked_worktree_on_the_default_branch(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    ws.default_branch()
+    git(repo, "checkout", "-q", "-b", "personal")
+    linked = tmp_path / "main-checkout"
+    git(repo, "worktree", "add", "-q", str(linked), "main")
+    write(repo, "backlog/config.yml", "project: demo\n")
+
+    sha = ws.commit_on_default([repo / "backlog/config.yml"], "scaffold: config")
+
+    assert sha == tip(repo, "main")
+    assert (linked / "backlog/config.yml").read_text() == "project: demo\n"
+    assert status(linked) == ""
+
+    write(linked, "backlog/config.yml", "the person's edit\n")
+    write(repo, "backlog/config.yml", "project: other\n")
+    with pytest.raises(GitError):
+        ws.commit_on_default([repo / "backlog/config.yml"], "scaffold: config again")
+    assert tip(repo, "main") == sha
+    assert (linked / "backlog/config.yml").read_text() == "the person's edit\n"
+
+
 def test_commit_on_default_rejects_paths_outside_repo(repo: Path, tmp_path: Path) -> None:
     ws = Workspace(repo)
     for bad in (tmp_path / "outside.txt", Path("../outside.txt"), repo / ".git" / "config"):

@@ -659,22 +659,32 @@ class Workspace:
         paths are updated to match (before the branch moves, so a crash in
         between only leaves them staged and a second call completes it).
         Returns the new commit, or None when the files already match.
+
+        Seven git processes when the main worktree is on the default branch (four
+        when the files already match): ``for-each-ref`` (tip, tree, checkout),
+        ``read-tree``, ``update-index``, ``write-tree``, ``commit-tree``, the
+        checkout's ``update-index`` and ``update-ref``.
         """
         if not paths:
             return None
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(_CAS_ATTEMPTS):
-            old = self._require_rev(f"refs/heads/{target}")
+            head = self._heads(target).get(target)
+            if head is None or head.commit is None or head.tree is None:
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
+            else:
+                old, old_tree = head.commit, head.tree
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
                 self._git(["update-index", "--add", "--remove", "--", *rels], env=env)
                 tree = self._git(["write-tree"], env=env).stdout.strip()
-            if tree == self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip():
+            if tree == old_tree:
                 return None
             new = self._commit_tree(tree, [old], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None and _same_path(checkout, self.repo_root):
                 self._git(["update-index", "--add", "--remove", "--", *rels])
             elif checkout is not None:
