@@ -742,3 +742,21 @@ def test_commit_trusts_neither_the_agents_index_nor_a_planted_merge_head(repo: P
     with pytest.raises(GitError):
         ws.commit_all("TASK-8", "TASK-8: on another branch")
     assert git(repo, "rev-parse", "main") == main_before
+
+
+def test_create_worktree_on_a_kept_branch_needs_no_default_branch(repo: Path) -> None:
+    """Only a new branch needs the default branch: with HEAD detached and no main or
+    master, a task whose branch exists still gets its worktree; a new one is refused."""
+    ws = Workspace(repo)
+    ws.create_worktree("TASK-1")
+    ws.remove_worktree("TASK-1")
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "branch", "-m", "main", "trunk")
+
+    fresh = Workspace(repo)
+    path = fresh.create_worktree("TASK-1")
+
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
+    with pytest.raises(GitError):
+        fresh.create_worktree("TASK-2")
+    assert not fresh.worktree_path("TASK-2").exists()

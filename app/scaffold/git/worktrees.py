@@ -424,9 +424,13 @@ class Workspace:
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
-        default = self.default_branch()
-        heads = self._heads(branch, default)
-        if self._add_fresh(path, branch, heads.get(branch), heads.get(default)):
+        try:
+            default: str | None = self.default_branch()
+        except (GitError, InvalidIdError):
+            default = None  # needed only for a new branch: the repairing path says why
+        heads = self._heads(branch) if default is None else self._heads(branch, default)
+        own = heads.get(branch)
+        if self._add_fresh(path, branch, own, None if default is None else heads.get(default)):
             return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
