@@ -131,3 +131,35 @@ def test_commit_on_default_runs_seven_and_four_when_nothing_changed(
     calls.clear()
     assert ws.commit_on_default([task], "scaffold: TASK-1 In Progress") is None
     assert calls.names() == ["for-each-ref", "read-tree", "update-index", "write-tree"]
+
+
+def test_a_task_from_start_to_cleanup_runs_no_hook_and_few_processes(
+    repo: Path, tmp_path: Path, calls: Calls
+) -> None:
+    """Hooks git would run on the way (the hooks folder is the agents' to write)."""
+    ran = tmp_path / "hooks-ran"
+    for name in ("reference-transaction", "post-checkout", "post-index-change", "post-commit"):
+        hook = repo / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {ran}\n")
+        hook.chmod(0o755)
+    ws = Workspace(repo)
+    warm(ws)
+    task = repo / "backlog" / "tasks" / "task-1.md"
+    task.parent.mkdir(parents=True)
+    calls.clear()
+
+    task.write_text("status: In Progress\n")
+    assert ws.commit_on_default([task], "scaffold: TASK-1 In Progress") is not None
+    wt = ws.create_worktree("TASK-1")
+    (wt / "feature.txt").write_text("feature\n")
+    assert ws.commit_all("TASK-1", "work") is not None
+    assert ws.merge("TASK-1", "Merge TASK-1").merged
+    ws.remove_worktree("TASK-1")
+    ws.delete_branch("TASK-1")
+    task.write_text("status: Done\n")
+    assert ws.commit_on_default([task], "scaffold: TASK-1 Done") is not None
+
+    assert not ran.exists()
+    assert len(calls.argv) == 7 + 2 + 6 + 5 + 2 + 1 + 7  # 30; 49 before
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "feature.txt").read_text() == "feature\n"
