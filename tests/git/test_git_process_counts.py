@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitrepo import git, tip
+from gitrepo import commit_file, git, make_repo, tip
 
 import scaffold.git.worktrees as worktrees
 from scaffold.git.runner import SAFE_LOCAL
@@ -162,4 +162,16 @@ def test_a_task_from_start_to_cleanup_runs_no_hook_and_few_processes(
     assert not ran.exists()
     assert len(calls.argv) == 7 + 2 + 6 + 5 + 2 + 1 + 7  # 30; 49 before
     assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "feature.txt").read_text() == "feature\n"
+
+
+def test_a_repository_path_with_a_newline_is_read_right(tmp_path: Path, calls: Calls) -> None:
+    """for-each-ref's records are NUL-separated fields; a path may hold a newline."""
+    repo = make_repo(tmp_path / "we ird\nrepo")
+    ws = Workspace(repo)
+    wt = ws.create_worktree("TASK-1")
+    commit_file(wt, "feature.txt", "feature\n")  # (commit_all refuses such a path)
+    calls.clear()
+    assert ws.merge("TASK-1", "Merge TASK-1").merged
+    assert len(calls.argv) == 5  # the checkout was recognised without worktree list
     assert (repo / "feature.txt").read_text() == "feature\n"
