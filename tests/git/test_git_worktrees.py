@@ -108,6 +108,69 @@ def test_create_worktree_repairs_wrong_branch_at_path(repo: Path) -> None:
     assert git(again, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-6"
 
 
+def test_create_worktree_moves_branch_out_of_an_old_scaffold_worktree(repo: Path) -> None:
+    """The branch checked out in a renamed scaffold folder under the root."""
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-7")
+    old = ws.worktree_root / "task-7-old"
+    git(repo, "worktree", "move", str(path), str(old))
+
+    again = ws.create_worktree("TASK-7")
+
+    assert again == path
+    assert git(again, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-7"
+    assert not old.exists()
+    assert str(old) not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_create_worktree_when_a_gone_worktree_still_names_the_branch(repo: Path) -> None:
+    """A registration whose folder is gone, its HEAD the (deleted) task branch, elsewhere
+    under the root; and one at the path itself, on no branch: both pruned, not refused."""
+    ws = Workspace(repo)
+    other = ws.worktree_root / "elsewhere"
+    other.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "scaffold/task-8", str(other))
+    git(repo, "worktree", "add", "-q", "--detach", str(ws.worktree_path("TASK-8")))
+    shutil.rmtree(other)
+    shutil.rmtree(ws.worktree_path("TASK-8"))
+    git(repo, "update-ref", "-d", "refs/heads/scaffold/task-8")
+
+    path = ws.create_worktree("TASK-8")
+
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-8"
+    assert tip(repo, "scaffold/task-8") == tip(repo, "main")
+    assert "prunable" not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_create_worktree_refuses_a_branch_the_person_has_checked_out(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    git(repo, "branch", "scaffold/task-9")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "person"), "scaffold/task-9")
+
+    with pytest.raises(GitError):
+        ws.create_worktree("TASK-9")
+
+    assert git(tmp_path / "person", "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-9"
+    assert not ws.worktree_path("TASK-9").exists()
+
+
+def test_create_worktree_refuses_a_planted_symlink_without_following_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    outside = write(tmp_path / "outside", "keep.txt", "mine\n").parent
+    ws.worktree_root.mkdir(parents=True)
+    (ws.worktree_root / "task-2").symlink_to(outside, target_is_directory=True)
+
+    with pytest.raises(InvalidIdError):
+        ws.create_worktree("TASK-2")
+
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert git(repo, "branch", "--list", "scaffold/*") == ""
+
+
 def test_create_worktree_with_custom_root_inside_repo_is_ignored(repo: Path) -> None:
     ws = Workspace(repo, worktree_root=repo / "wt")
     path = ws.create_worktree("TASK-1")
@@ -338,6 +401,36 @@ def test_merge_refuses_when_users_change_touches_a_merged_file(repo: Path) -> No
     assert ws.merge("TASK-1", "Merge TASK-1").merged
 
 
+def test_merge_through_stale_index_stat_data_in_the_checkout(repo: Path) -> None:
+    """A merged file rewritten with the same content: only its stat data changed, which
+    read-tree alone refuses; the index is refreshed and the merge goes through."""
+    ws = Workspace(repo)
+    task_commit(ws, "TASK-1", "lines.txt", "one\ntwo\nthree\nfour\n")
+    write(repo, "lines.txt", "one\ntwo\nthree\n")
+    os.utime(repo / "lines.txt", (1_000_000_000, 1_000_000_000))
+
+    result = ws.merge("TASK-1", "Merge TASK-1")
+
+    assert result.merged
+    assert not result.already_merged
+    assert (repo / "lines.txt").read_text() == "one\ntwo\nthree\nfour\n"
+    assert status(repo) == ""
+
+
+def test_merge_of_a_branch_whose_changes_main_already_has(repo: Path) -> None:
+    """Merging gives main's own tree, yet the branch is not in main: a merge commit."""
+    ws = Workspace(repo)
+    work = task_commit(ws, "TASK-1", "feature.txt", "feature\n")
+    commit_file(repo, "feature.txt", "feature\n")  # the same change, made on main
+    before = tip(repo, "main")
+
+    result = ws.merge("TASK-1", "Merge TASK-1")
+
+    assert result.merged
+    assert not result.already_merged
+    assert parents(repo, "main") == [before, work]
+
+
 def test_merge_refuses_to_overwrite_untracked_file(repo: Path) -> None:
     ws = Workspace(repo)
     task_commit(ws, "TASK-1", "feature.txt", "from the task\n")
@@ -459,6 +552,30 @@ def test_commit_on_default_when_another_branch_is_checked_out(repo: Path) -> Non
     assert git(repo, "show", "main:backlog/config.yml") == "project: demo"
 
 
+def test_commit_on_default_advances_a_linked_worktree_on_the_default_branch(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = Workspace(repo)
+    ws.default_branch()
+    git(repo, "checkout", "-q", "-b", "personal")
+    linked = tmp_path / "main-checkout"
+    git(repo, "worktree", "add", "-q", str(linked), "main")
+    write(repo, "backlog/config.yml", "project: demo\n")
+
+    sha = ws.commit_on_default([repo / "backlog/config.yml"], "scaffold: config")
+
+    assert sha == tip(repo, "main")
+    assert (linked / "backlog/config.yml").read_text() == "project: demo\n"
+    assert status(linked) == ""
+
+    write(linked, "backlog/config.yml", "the person's edit\n")
+    write(repo, "backlog/config.yml", "project: other\n")
+    with pytest.raises(GitError):
+        ws.commit_on_default([repo / "backlog/config.yml"], "scaffold: config again")
+    assert tip(repo, "main") == sha
+    assert (linked / "backlog/config.yml").read_text() == "the person's edit\n"
+
+
 def test_commit_on_default_rejects_paths_outside_repo(repo: Path, tmp_path: Path) -> None:
     ws = Workspace(repo)
     for bad in (tmp_path / "outside.txt", Path("../outside.txt"), repo / ".git" / "config"):
@@ -485,6 +602,32 @@ def test_remove_and_delete_are_idempotent(repo: Path) -> None:
     assert git(repo, "branch", "--list", "scaffold/*") == ""
     assert ws.list_scaffold_worktrees() == []
     assert status(repo) == ""
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_remove_worktree_whose_folder_is_gone_forgets_it(repo: Path, locked: bool) -> None:
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-1")
+    if locked:
+        git(repo, "worktree", "lock", str(path))
+    shutil.rmtree(path)
+
+    ws.remove_worktree("TASK-1")
+
+    assert ws.list_scaffold_worktrees() == []
+    assert str(path) not in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_delete_branch_of_a_gone_worktree_prunes_it_first(repo: Path) -> None:
+    """`git branch -D` refuses a branch a gone (prunable) worktree still has checked out."""
+    ws = Workspace(repo)
+    path = ws.create_worktree("TASK-1")
+    shutil.rmtree(path)
+
+    ws.delete_branch("TASK-1")
+
+    assert git(repo, "branch", "--list", "scaffold/*") == ""
+    assert ws.list_scaffold_worktrees() == []
 
 
 def test_delete_branch_refuses_a_branch_checked_out_elsewhere(repo: Path, tmp_path: Path) -> None:
@@ -599,3 +742,21 @@ def test_commit_trusts_neither_the_agents_index_nor_a_planted_merge_head(repo: P
     with pytest.raises(GitError):
         ws.commit_all("TASK-8", "TASK-8: on another branch")
     assert git(repo, "rev-parse", "main") == main_before
+
+
+def test_create_worktree_on_a_kept_branch_needs_no_default_branch(repo: Path) -> None:
+    """Only a new branch needs the default branch: with HEAD detached and no main or
+    master, a task whose branch exists still gets its worktree; a new one is refused."""
+    ws = Workspace(repo)
+    ws.create_worktree("TASK-1")
+    ws.remove_worktree("TASK-1")
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "branch", "-m", "main", "trunk")
+
+    fresh = Workspace(repo)
+    path = fresh.create_worktree("TASK-1")
+
+    assert git(path, "symbolic-ref", "HEAD") == "refs/heads/scaffold/task-1"
+    with pytest.raises(GitError):
+        fresh.create_worktree("TASK-2")
+    assert not fresh.worktree_path("TASK-2").exists()

@@ -94,6 +94,40 @@ class _Entry:
     prunable: bool
 
 
+@dataclass(frozen=True)
+class _Head:
+    """One branch as ``git for-each-ref`` sees it, in one read of the ref.
+
+    ``commit`` and ``tree`` are None when the ref names something other than a
+    commit (callers then take the slow path, which peels as ``rev-parse`` does).
+    ``checkout`` is ``%(worktreepath)``: a worktree (any, even a prunable or a bare
+    main one) whose ``HEAD`` is this branch, or "" when no worktree has it.
+    """
+
+    commit: str | None
+    tree: str | None
+    checkout: str
+
+
+# %(refname), %(objecttype), %(objectname), %(tree), %(worktreepath), each ended by a NUL.
+_HEAD_FORMAT = "%(refname)%00%(objecttype)%00%(objectname)%00%(tree)%00%(worktreepath)%00"
+_HEAD_FIELDS = 5
+
+
+def _parse_heads(output: str) -> dict[str, _Head]:
+    """``for-each-ref --format=_HEAD_FORMAT`` output by ref name (records end in NUL, LF)."""
+    fields = output.split("\0")
+    heads: dict[str, _Head] = {}
+    for i in range(0, len(fields) - _HEAD_FIELDS + 1, _HEAD_FIELDS):
+        ref, kind, sha, tree, checkout = fields[i : i + _HEAD_FIELDS]
+        ref = ref.removeprefix("\n")  # the line end of the record before
+        is_commit = kind == "commit" and bool(sha) and bool(tree)
+        heads[ref] = _Head(
+            commit=sha if is_commit else None, tree=tree if is_commit else None, checkout=checkout
+        )
+    return heads
+
+
 def safe_child(root: Path, name: str) -> Path:
     """``root / name``, refusing any ``name`` that would land outside ``root``.
 
@@ -219,6 +253,34 @@ class Workspace:
                 return entry.path
         return None
 
+    def _heads(self, *branches: str) -> dict[str, _Head]:
+        """These branches' tips, trees and checkouts in one ``for-each-ref``; a missing
+        branch is left out. Each name matches its ref exactly (names of other refs
+        that merely start with it are dropped)."""
+        refs = [f"refs/heads/{b}" for b in branches]
+        out = self._git(["for-each-ref", f"--format={_HEAD_FORMAT}", *refs])
+        heads = _parse_heads(out.stdout)
+        return {b: heads[r] for b, r in zip(branches, refs, strict=True) if r in heads}
+
+    def _checkout_from(self, branch: str, head: _Head | None) -> Path | None:
+        """What :meth:`_checkout_of` would say, without listing worktrees when ``head``
+        (a :meth:`_heads` reading) already settles it.
+
+        No worktree has the branch: None. The one ``for-each-ref`` names is the main
+        worktree at ``repo_root`` (its ``.git`` folder is there: not a linked worktree,
+        not a bare repository, whose main worktree it names too): that checkout, which
+        ``worktree list`` puts first. Anything else is looked up.
+        """
+        if head is not None and head.commit is not None:
+            if not head.checkout:
+                return None
+            if (
+                _same_path(Path(head.checkout), self.repo_root)
+                and (self.repo_root / ".git").is_dir()
+            ):
+                return self.repo_root
+        return self._checkout_of(branch)
+
     # ---------------------------------------------------------- default branch
 
     def default_branch(self) -> str:
@@ -317,12 +379,20 @@ class Workspace:
         return head.stdout.strip() == f"refs/heads/{branch}"
 
     def _discard(self, path: Path) -> None:
-        """Remove whatever is at ``path``: a registered worktree or a stale folder."""
-        if self._entry_at(path) is not None:
-            self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-        if self._entry_at(path) is not None:
-            # Locked with its folder gone, or a submodule inside: unlock, then prune.
-            self._git(["worktree", "unlock", str(path)], check=False)
+        """Remove whatever is at ``path``: a registered worktree or a stale folder.
+
+        The common case, the one worktree registered at ``path`` removed by ``worktree
+        remove``, takes two git processes (list, remove): git took the folder and the
+        registration, and there is nothing left there to unlock or prune.
+        """
+        at_path = [entry for entry in self._entries() if _same_path(entry.path, path)]
+        if at_path:
+            out = self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
+            if out.returncode == 0 and len(at_path) == 1 and not os.path.lexists(path):
+                return
+            if self._entry_at(path) is not None:
+                # Locked with its folder gone, or a submodule inside: unlock, then prune.
+                self._git(["worktree", "unlock", str(path)], check=False)
         if path.exists() or path.is_symlink():
             if path.is_symlink() or not path.is_dir():
                 path.unlink()
@@ -345,10 +415,23 @@ class Workspace:
         exists. A healthy worktree already on that branch is reused as is
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
+
+        The common case (nothing at the path, the branch checked out nowhere) takes
+        two git processes: ``for-each-ref`` reads both branches and where they are
+        checked out, then ``worktree add`` (``-b`` when the branch is new). Anything
+        else, or that ``worktree add`` failing, takes the repairing path below.
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
+        try:
+            default: str | None = self.default_branch()
+        except (GitError, InvalidIdError):
+            default = None  # needed only for a new branch: the repairing path says why
+        heads = self._heads(branch) if default is None else self._heads(branch, default)
+        own = heads.get(branch)
+        if self._add_fresh(path, branch, own, None if default is None else heads.get(default)):
+            return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
         if entry is not None and self._healthy(entry, path, branch):
@@ -364,6 +447,28 @@ class Workspace:
         self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
 
+    def _add_fresh(self, path: Path, branch: str, own: _Head | None, default: _Head | None) -> bool:
+        """``worktree add`` when there is nothing to repair; False (having changed
+        nothing that the repairing path does not handle) when it is not that simple.
+
+        Nothing may be at ``path`` (not even a dangling symlink), and the branch may be
+        checked out in no worktree, not even a prunable one; a registration left at
+        ``path`` whose folder is gone makes ``worktree add`` refuse, as does a branch
+        made meanwhile by someone else.
+        """
+        if os.path.lexists(path):
+            return False
+        if own is not None:
+            if own.commit is None or own.checkout:
+                return False
+            args = ["worktree", "add", str(path), branch]
+        else:
+            if default is None or default.commit is None:
+                return False
+            args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
+        self.worktree_root.mkdir(parents=True, exist_ok=True)
+        return self._git(args, check=False).returncode == 0
+
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
 
@@ -374,6 +479,10 @@ class Workspace:
     def delete_branch(self, task_id: str) -> None:
         """Delete the task's branch, merged or not; nothing happens if it is gone."""
         branch = branch_for_task(task_id)
+        # Tried first: one git process when it works. It refuses a branch that a
+        # worktree, even a gone one, has checked out: prune, then try once more.
+        if self._git(["branch", "-D", branch], check=False).returncode == 0:
+            return
         if self._rev(f"refs/heads/{branch}") is None:
             return
         self.prune()
@@ -554,22 +663,32 @@ class Workspace:
         paths are updated to match (before the branch moves, so a crash in
         between only leaves them staged and a second call completes it).
         Returns the new commit, or None when the files already match.
+
+        Seven git processes when the main worktree is on the default branch (four
+        when the files already match): ``for-each-ref`` (tip, tree, checkout),
+        ``read-tree``, ``update-index``, ``write-tree``, ``commit-tree``, the
+        checkout's ``update-index`` and ``update-ref``.
         """
         if not paths:
             return None
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(_CAS_ATTEMPTS):
-            old = self._require_rev(f"refs/heads/{target}")
+            head = self._heads(target).get(target)
+            if head is None or head.commit is None or head.tree is None:
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
+            else:
+                old, old_tree = head.commit, head.tree
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
                 self._git(["update-index", "--add", "--remove", "--", *rels], env=env)
                 tree = self._git(["write-tree"], env=env).stdout.strip()
-            if tree == self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip():
+            if tree == old_tree:
                 return None
             new = self._commit_tree(tree, [old], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None and _same_path(checkout, self.repo_root):
                 self._git(["update-index", "--add", "--remove", "--", *rels])
             elif checkout is not None:
@@ -612,22 +731,38 @@ class Workspace:
         Idempotent: when the branch tip is already contained in the default
         branch the result is ``already_merged`` and nothing is written.
         """
-        branch = branch_for_task(task_id)
-        return self._merge_into(self.default_branch(), f"refs/heads/{branch}", message)
+        return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
 
-    def _merge_into(self, target: str, source_ref: str, message: str) -> MergeResult:
+    def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
+        """The merge, on the common path in five git processes: ``for-each-ref`` (both
+        tips, the target's tree and checkout), ``merge-tree``, ``commit-tree``,
+        ``read-tree`` in the checkout and ``update-ref``.
+
+        ``merge-base --is-ancestor`` runs only when the merged tree is the target's
+        own: a source already in the target merges to exactly the target's tree, so
+        any other tree (or a conflict) means it is not in yet.
+        """
+        source_ref = f"refs/heads/{source_branch}"
         for _ in range(_CAS_ATTEMPTS):
-            source = self._require_rev(source_ref)
-            old = self._require_rev(f"refs/heads/{target}")
-            if self._is_ancestor(source, old):
+            heads = self._heads(target, source_branch)
+            head, theirs = heads.get(target), heads.get(source_branch)
+            if head is None or head.commit is None or theirs is None or theirs.commit is None:
+                source = self._require_rev(source_ref)
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = None
+            else:
+                source, old, old_tree = theirs.commit, head.commit, head.tree
+            tree, conflicts = self._merge_tree(old, source)
+            if (tree is None or tree == old_tree or old_tree is None) and self._is_ancestor(
+                source, old
+            ):
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True
                 )
-            tree, conflicts = self._merge_tree(old, source)
             if tree is None:
                 return MergeResult(merged=False, sha=None, conflict_files=conflicts)
             new = self._commit_tree(tree, [old, source], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None:
                 blocked = self._advance_checkout(checkout, old, new)
                 if blocked:
@@ -681,8 +816,14 @@ class Workspace:
 
         Returns the paths whose local changes stopped it (nothing written).
         """
+        # Tried first without refreshing the index: one git process when the checkout's
+        # index is up to date. read-tree refuses (writing nothing) when an entry's stat
+        # data is stale; then the index is refreshed and read-tree tried again.
+        args = ["read-tree", "-m", "-u", old, new]
+        if self._git(args, cwd=checkout, check=False).returncode == 0:
+            return []
         self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
-        out = self._git([*SAFE_LOCAL, "read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
+        out = self._git(args, cwd=checkout, check=False)
         if out.returncode == 0:
             return []
         blocked = self._locally_changed(checkout, old, new)
