@@ -29,6 +29,9 @@ def _repo(root: Path) -> Path:
     subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "init"], check=True)
     (repo / ".scaffold").mkdir()
     (repo / ".scaffold" / "journal").write_text("secret journal\n")
+    saved = repo / ".git" / "scaffold-indexes"  # Workspace.commit_all's saved indexes
+    saved.mkdir()
+    (saved / f"task-1-{'0' * 40}.index").write_bytes(b"DIRC")
     for n in (1, 2):
         path = str(repo / ".scaffold" / "worktrees" / f"task-{n}")
         branch = f"scaffold/task-{n}"
@@ -89,6 +92,7 @@ def test_a_task_sees_its_worktree_and_nothing_of_scaffold(tmp_path: Path) -> Non
             f"r:{other}/README.md",
             f"w:{repo}/.git/config",
             f"w:{repo}/.git/hooks/pre-commit",
+            f"w:{repo}/.git/scaffold-indexes/task-1-{'0' * 40}.index",
             f"w:{own}/.git",
             f"r:{repo}/.git/HEAD",
             f"w:{tmp_path}/private/home/.claude.json",
@@ -102,6 +106,8 @@ def test_a_task_sees_its_worktree_and_nothing_of_scaffold(tmp_path: Path) -> Non
         f"r:{other}/README.md": False,
         f"w:{repo}/.git/config": False,
         f"w:{repo}/.git/hooks/pre-commit": False,
+        # scaffold's saved indexes (Workspace.commit_all trusts their stat data).
+        f"w:{repo}/.git/scaffold-indexes/task-1-{'0' * 40}.index": False,
         f"w:{own}/.git": False,
         f"r:{repo}/.git/HEAD": True,
         f"w:{tmp_path}/private/home/.claude.json": True,

@@ -28,16 +28,20 @@ Decisions worth knowing (the why is next to the code):
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.changes import parse_name_status_z
+from scaffold.git.index_file import smudge_recent
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, GitOutput, run_git
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
@@ -430,7 +434,9 @@ class Workspace:
             default = None  # needed only for a new branch: the repairing path says why
         heads = self._heads(branch) if default is None else self._heads(branch, default)
         own = heads.get(branch)
-        if self._add_fresh(path, branch, own, None if default is None else heads.get(default)):
+        if self._add_fresh(
+            task_id, path, branch, own, None if default is None else heads.get(default)
+        ):
             return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
@@ -447,7 +453,9 @@ class Workspace:
         self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
 
-    def _add_fresh(self, path: Path, branch: str, own: _Head | None, default: _Head | None) -> bool:
+    def _add_fresh(
+        self, task_id: str, path: Path, branch: str, own: _Head | None, default: _Head | None
+    ) -> bool:
         """``worktree add`` when there is nothing to repair; False (having changed
         nothing that the repairing path does not handle) when it is not that simple.
 
@@ -466,8 +474,26 @@ class Workspace:
             if default is None or default.commit is None:
                 return False
             args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
+        tip = own.commit if own is not None else default.commit if default is not None else None
         self.worktree_root.mkdir(parents=True, exist_ok=True)
-        return self._git(args, check=False).returncode == 0
+        since_s = int(time.time()) - 1
+        if self._git(args, check=False).returncode != 0:
+            return False
+        if tip is not None:
+            self._seed_index(task_id, path, tip, since_s)
+        return True
+
+    def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
+        """The index ``worktree add`` has just written (no agent has run there yet) is
+        the tip's, with every file's stat: saved, so even the first commit hashes only
+        what the agent changed."""
+        link = _read_small_file(path / ".git").strip()
+        admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
+        if admin is None or not admin.is_absolute():
+            return
+        if not _same_path(admin.parent, self.common_dir() / "worktrees"):
+            return
+        self._save_index(task_id, tip, admin / "index", since_s)
 
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
@@ -475,6 +501,7 @@ class Workspace:
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
         self._discard(self.worktree_path(task_id))
+        self._forget_indexes(task_id)
 
     def delete_branch(self, task_id: str) -> None:
         """Delete the task's branch, merged or not; nothing happens if it is gone."""
@@ -549,6 +576,8 @@ class Workspace:
         ``add -A``, ``write-tree`` and, when something changed, ``commit-tree`` and
         ``update-ref`` (6 in all; 4 with nothing to commit; a conflict merge being
         finished adds the checks of its ``MERGE_HEAD`` and a ``reset`` that ends it).
+        ``read-tree`` is skipped when scaffold's saved index of the tip is there
+        (:data:`INDEX_CACHE`): then ``add -A`` hashes only the files whose stat changed.
         """
         branch = branch_for_task(task_id)
         wt = self._checked_worktree(task_id, branch)
@@ -560,8 +589,18 @@ class Workspace:
         try:
             index = Path(tmp) / "index"
             env = {"GIT_INDEX_FILE": str(index)}
-            self._git(["read-tree", wt.tip], cwd=path, env=env)
-            self._git(["add", "-A"], cwd=path, env=env)
+            loaded = self._load_index(task_id, wt.tip, index)
+            # Entries whose ctime is this recent are hashed again next time (index_file).
+            since_s = int(time.time()) - 1
+            if not loaded:
+                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
+            added = self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env, check=not loaded)
+            if added.returncode != 0:
+                # A saved index git cannot use (e.g. a split index's half): start afresh.
+                self._forget_indexes(task_id)
+                index.unlink(missing_ok=True)
+                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
+                self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
             tree = self._git(["write-tree"], cwd=path, env=env).stdout.strip()
             new: str | None = None
             parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
@@ -569,6 +608,7 @@ class Workspace:
                 new = self._commit_tree(tree, parents, message)
                 if not self._compare_and_swap(branch, new, wt.tip, f"scaffold: {task_id} work"):
                     raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
+            self._save_index(task_id, new or wt.tip, index, since_s)
             if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
                 # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
                 self._git(["reset", "-q"], cwd=path)
@@ -582,6 +622,82 @@ class Workspace:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return new
+
+    # ------------------------------------------------------- saved indexes
+
+    def _index_dir(self) -> Path:
+        return self.common_dir() / INDEX_CACHE
+
+    def _saved_indexes(self, task_id: str) -> list[Path]:
+        folder = self._index_dir()
+        prefix = f"task-{task_number(task_id)}-"
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        return [folder / n for n in names if n.startswith(prefix) and n.endswith(".index")]
+
+    def _saved_index(self, task_id: str, tip: str) -> Path | None:
+        if not _is_sha(tip):
+            return None
+        # A plain name from a validated id and a hex sha; opened without following links.
+        return self._index_dir() / f"task-{task_number(task_id)}-{tip}.index"
+
+    def _load_index(self, task_id: str, tip: str, index: Path) -> bool:
+        """Copy scaffold's saved index of ``tip`` to ``index``; False when there is none.
+
+        Only a regular file of scaffold's own is taken (never through a symlink)."""
+        saved = self._saved_index(task_id, tip)
+        if saved is None:
+            return False
+        try:
+            fd = os.open(saved, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "rb") as src:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    return False
+                with open(index, "xb") as dst:
+                    shutil.copyfileobj(src, dst)
+        except OSError:
+            index.unlink(missing_ok=True)
+            return False
+        return True
+
+    def _save_index(self, task_id: str, tip: str, index: Path, since_s: int) -> None:
+        """Keep a copy of ``index`` (which matches ``tip``'s tree) for the next commit,
+        replacing the task's older ones; entries whose ctime is at or after ``since_s``
+        (when the files were read) are marked to be hashed again
+        (:func:`~scaffold.git.index_file.smudge_recent`). Best effort: without a saved
+        index the next commit only hashes every file again."""
+        saved = self._saved_index(task_id, tip)
+        if saved is None:
+            return
+        self._forget_indexes(task_id)
+        try:
+            data = smudge_recent(index.read_bytes(), since_s, len(tip) // 2)
+        except OSError:
+            return
+        if data is None:
+            return
+        try:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=saved.parent)
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                dst.write(data)
+            os.replace(tmp, saved)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _forget_indexes(self, task_id: str) -> None:
+        for path in self._saved_indexes(task_id):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def _checked_worktree(self, task_id: str, branch: str) -> _CheckedWorktree:
         """The task's worktree with its branch's tip, refusing a broken or foreign one.
@@ -855,6 +971,13 @@ class Workspace:
         raise GitError(["update-ref", "-m", reason, ref, new, old], out.returncode, out.stderr)
 
 
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _is_sha(text: str) -> bool:
+    return _SHA.fullmatch(text) is not None
+
+
 def _message(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
@@ -893,6 +1016,27 @@ def _conflict_paths_from_messages(fields: Sequence[str]) -> list[str]:
 
 # What ``git reset`` removes from a worktree's git directory (merge, cherry-pick,
 # revert and squash state): when one is there, the commit ends with ``reset``.
+# scaffold's own copy of each task worktree's index, as its last commit left it, under
+# the common git directory (read-only inside the sandbox, where only the worktree's admin
+# folder is writable). It carries the stat data of every file, so the next commit hashes
+# only the files that changed: a fresh index from ``read-tree`` has none, and ``add -A``
+# would read and hash every file of the repository at every hand-off.
+INDEX_CACHE = "scaffold-indexes"
+# ``add -A`` trusts an unchanged stat only as git does by default: ctime counts (an
+# agent can restore a file's mtime, never its ctime) and no entry is assumed unchanged;
+# the index it writes is whole (not split) and of a version ``index_file`` reads.
+_FULL_STAT: tuple[str, ...] = tuple(
+    part
+    for setting in (
+        "core.trustctime=true",
+        "core.checkStat=default",
+        "core.ignoreStat=false",
+        "core.splitIndex=false",
+        "index.version=2",
+    )
+    for part in ("-c", setting)
+)
+
 _BRANCH_STATE = (
     "MERGE_HEAD",
     "MERGE_MSG",
