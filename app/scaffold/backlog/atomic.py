@@ -38,15 +38,20 @@ def _write_temp(target: Path, data: bytes, mode: int | None) -> Path:
     return tmp
 
 
-def replace_file(target: Path, data: bytes) -> None:
-    """Atomically replace an existing file, keeping its permission bits."""
+def replace_file(target: Path, data: bytes) -> os.stat_result:
+    """Atomically replace an existing file, keeping its permission bits.
+
+    Returns the new file's stat as it was written (taken before the rename, so it
+    describes this content even if someone replaces the file again right after)."""
     try:
         mode = target.stat().st_mode & 0o7777
         tmp = _write_temp(target, data, mode)
+        written = os.stat(tmp)
         os.replace(tmp, target)
     except OSError as exc:
         raise BacklogError(target, f"cannot write: {exc.strerror or exc}") from exc
     fsync_dir(target.parent)
+    return written
 
 
 def create_file(target: Path, data: bytes) -> None:

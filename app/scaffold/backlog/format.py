@@ -10,6 +10,7 @@ reason, so the loader can report it instead of skipping the task.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -229,6 +230,18 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
 # not changed. Atomic writes replace the inode, so an edit always misses the cache.
 _PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
 _PARSED_MAX = 8192
+
+
+def remember_parsed(
+    path: Path, st: os.stat_result, task: BacklogTask, *, prefix: str, folder: str
+) -> None:
+    """What scaffold just wrote to ``path`` (``st``: the written file's stat), parsed:
+    the next :func:`read_task` of that very file needs no parse. Another write after it
+    has another inode (writes are atomic renames), so it is never mistaken for this one."""
+    key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = task
 
 
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
