@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from results_file import write_result
 
 from scaffold.agent import process
 
@@ -109,17 +107,7 @@ def main() -> None:
         print(
             f"{name:<28} {s['n']:>4} {s['median_ms']:>8.2f} {s['p95_ms']:>8.2f} {s['max_ms']:>8.2f}"
         )
-    result["when"] = datetime.now(UTC).isoformat(timespec="seconds")
-    result["machine"] = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_1m": os.getloadavg()[0],
-    }
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "exit_notice.json"
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {out}")
+    print(f"\nwrote {write_result('exit_notice', result)}")
 
 
 if __name__ == "__main__":

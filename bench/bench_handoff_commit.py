@@ -29,19 +29,17 @@ Results go to ``bench/results/handoff_commit.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from results_file import write_result
+
 GIT_ID = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
 
 # Runs in a child process per checkout: create the worktree, then on each line of stdin
@@ -175,16 +173,9 @@ def main() -> None:
         "all_ms": times,
         "ratios": ratios,
         "baseline": str(args.baseline) if args.baseline else None,
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average_1m": os.getloadavg()[0],
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if not args.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        out = RESULTS / "handoff_commit.json"
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+        print(f"wrote {write_result('handoff_commit', result)}")
 
 
 if __name__ == "__main__":
