@@ -87,7 +87,6 @@ import io
 import json
 import math
 import os
-import platform
 import pstats
 import shutil
 import statistics
@@ -98,9 +97,10 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from results_file import stamp
 
 from scaffold import backlog as bl
 from scaffold.agent.signal_server import mcp_config, scan_signals
@@ -959,14 +959,7 @@ def main() -> None:
     report(result)
     if args.profile:
         return  # a profiled run is slower: do not record it
-    result["when"] = datetime.now(UTC).isoformat(timespec="seconds")
-    result["machine"] = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        # Others' work on a shared machine inflates every figure: say how busy it was.
-        "loadavg_1m": os.getloadavg()[0],
-    }
+    stamp(result)
     result.pop("profile", None)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("orchestrator-quick.json" if args.quick else "orchestrator.json")
