@@ -12,14 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scaffold.diagramcheck import git_diff
+from scaffold.diagramcheck import git_diff, revisions
 from scaffold.diagramcheck.cache import (
     PARSER_VERSION,
     ParseCache,
     cache_file,
     read_and_parse,
-    sha1,
 )
+from scaffold.diagramcheck.digest import sha1
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
@@ -119,41 +119,28 @@ def _resolve_both(
     repo: Path, base: str, head: str, toplevel: list[Path] | None = None
 ) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
     """Both commits, the git directory, the commits' trees and their merge base, from one
-    ``rev-parse``; ``None`` when that is not plainly so (then each is resolved on its
-    own, with its own error). The merge base is ``None`` when ``rev-parse`` does not
-    name exactly one (no common history, or several: ``git merge-base`` then decides).
-    ``toplevel``: a list that gets the top of the work tree around ``repo`` (asked of
-    the same ``rev-parse``)."""
+    ``rev-parse`` (:mod:`~scaffold.diagramcheck.revisions`); ``None`` when that is not
+    plainly so (then each is resolved on its own, with its own error). The merge base is
+    ``None`` when ``rev-parse`` does not name exactly one (no common history, or several:
+    ``git merge-base`` then decides). ``toplevel``: a list that gets the top of the work
+    tree around ``repo`` (asked of the same ``rev-parse``)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
-    b, h = f"{base}^{{commit}}", f"{head}^{{commit}}"
-    # ``b...h`` prints h, b and ``^<merge base>`` for each merge base.
-    spec = [b, h, f"{base}^{{tree}}", f"{head}^{{tree}}", f"{b}...{h}"]
-    top = ["--show-toplevel"] if toplevel is not None else []
-    out = run_git(["rev-parse", *top, "--git-common-dir", *spec, "--"], repo, check=False)
-    lines = out.stdout.splitlines()
-    if toplevel is not None and out.returncode == 0 and lines:
-        toplevel.append(Path(lines.pop(0)))
-    shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
-    if out.returncode != 0 or len(shas) < 4 or not all(_is_sha(x) for x in shas[:4]):
+    asked = toplevel is not None
+    out = run_git(revisions.rev_parse_args(base, head, asked), repo, check=False)
+    found = revisions.parse_rev_parse(out.stdout, out.returncode, asked, str(repo))
+    if found is None:
         return None
-    path = Path(lines[0])
-    git_dir = path if path.is_absolute() else repo / path
-    rest = shas[4:]
-    bases = [x[1:] for x in rest[2:] if x.startswith("^")]
-    mb = (
-        bases[0]
-        if rest[:2] == [shas[1], shas[0]]
-        and len(rest) == 3
-        and len(bases) == 1
-        and _is_sha(bases[0])
-        else None
-    )
-    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]}), mb
+    if toplevel is not None:
+        toplevel.append(Path(found.top))
+    return _unpack(found)
 
 
-def _is_sha(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+def _unpack(
+    found: revisions.Resolved,
+) -> tuple[str, str, tuple[Path, dict[str, str]], str | None]:
+    trees = {found.base: found.base_tree, found.head: found.head_tree}
+    return found.base, found.head, (Path(found.git_dir), trees), found.merge_base
 
 
 def _settings_key(cfg: DiagramSettings) -> str:
@@ -558,6 +545,15 @@ def analyze(
         return analyze_commits(repo, base_sha, head_sha, config)
     return analyze_commits(
         repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
+    )
+
+
+def analyze_resolved(found: revisions.Resolved) -> Report:
+    """:func:`analyze_commits` of what :func:`~scaffold.diagramcheck.revisions.resolve_quick`
+    resolved (its top asked), with the settings committed at the head."""
+    base_sha, head_sha, resolved, mb = _unpack(found)
+    return analyze_commits(
+        Path(found.top), base_sha, head_sha, resolved=resolved, known_merge_base=mb
     )
 
 

@@ -24,11 +24,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from scaffold.diagramcheck.digest import code_id
+
 # ``typing`` costs milliseconds of a check answered from the cache: not at run time.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.findings import Finding
@@ -50,51 +52,10 @@ PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
 
 
-if not TYPE_CHECKING:
-    Protocol = object
-
-
-class Digest(Protocol):
-    def update(self, data: bytes, /) -> None: ...
-
-    def hexdigest(self) -> str: ...
-
-
-def sha1(data: bytes = b"") -> Digest:
-    """A SHA-1 (for names, not security) from CPython's own ``_sha1`` when it is there:
-    ``hashlib`` loads OpenSSL, milliseconds of a check answered from the cache."""
-    import importlib
-
-    try:
-        impl = importlib.import_module("_sha1").sha1
-    except ImportError:  # another Python
-        import hashlib
-
-        impl = hashlib.sha1
-    digest: Digest = impl(data, usedforsecurity=False)
-    return digest
-
-
 def cache_file(git_dir: Path) -> Path:
     """The cache of this DiagramCheck: its name changes with the code that fills it."""
     py = f"{sys.version_info.major}{sys.version_info.minor}"
-    return git_dir / "scaffold" / f"diagramcheck-v{PARSER_VERSION}-py{py}-{_code_id()}.pickle"
-
-
-_CODE_ID: list[str] = []
-
-
-def _code_id() -> str:
-    """A digest of the DiagramCheck modules (name, size, mtime): new code, new cache."""
-    if not _CODE_ID:
-        from scaffold import __version__
-
-        h = sha1(__version__.encode())
-        for path in sorted(Path(__file__).parent.glob("*.py")):
-            st = path.stat()
-            h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        _CODE_ID.append(h.hexdigest()[:12])
-    return _CODE_ID[0]
+    return git_dir / "scaffold" / f"diagramcheck-v{PARSER_VERSION}-py{py}-{code_id()}.pickle"
 
 
 class ParseCache:

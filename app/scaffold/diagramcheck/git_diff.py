@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.diagramcheck.revisions import is_bad_ref
 from scaffold.errors import GitError, UsageError
-from scaffold.git.runner import GIT, git_env, run_git
+from scaffold.git.environment import GIT, git_env
+from scaffold.git.runner import run_git
 
 NULL_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-# A ref the user typed: no option-looking or control-character input reaches git.
-_BAD_REF = re.compile(r"[\x00-\x20\x7f]")
 
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
@@ -61,7 +61,7 @@ def check_ref(ref: str) -> str:
     Git validates the rest (``rev-parse --verify``); this keeps odd input from
     ever reaching it as something other than a revision.
     """
-    if not ref or ref.startswith("-") or len(ref) > 512 or _BAD_REF.search(ref):
+    if is_bad_ref(ref):
         raise UsageError(f"not a valid git revision: {ref!r}")
     return ref
 
