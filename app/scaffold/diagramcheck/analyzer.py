@@ -13,12 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scaffold.diagramcheck import git_diff, revisions
-from scaffold.diagramcheck.cache import (
-    PARSER_VERSION,
-    ParseCache,
-    cache_file,
-    read_and_parse,
-)
+from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
 from scaffold.diagramcheck.digest import sha1
 from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
@@ -191,6 +186,8 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
+    from scaffold.diagramcheck.parse_workers import read_and_parse
+
     pickles: dict[str, bytes] = {}
     fresh = read_and_parse(
         reader.repo,
