@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.diagramcheck.records import quick_init
 from scaffold.diagramcheck.revisions import is_bad_ref
 from scaffold.errors import GitError, UsageError
 from scaffold.git.environment import GIT, git_env
@@ -30,6 +31,7 @@ SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 
 
+@quick_init
 @dataclass(frozen=True)
 class RawChange:
     """One record of ``git diff --raw -z -M``.

@@ -47,9 +47,11 @@ def read_and_parse(
     """Read and parse Python blobs (``None``: binary or not UTF-8), in ``blobs``' order.
 
     ``meanwhile`` runs in this process while the workers parse (before it takes its
-    first run); without workers it does not run (the caller does what it needs then). ``reader``: a ``cat-file`` process
-    already running, for this process's share. ``pickles`` gets the pickle of each
-    module a worker read (what it sent), for :meth:`ParseCache.put`.
+    first run); without workers it does not run (the caller does what it needs then).
+    ``reader``: a ``cat-file`` process already running, for this process's share.
+    ``pickles`` gets the pickle of each module read in parallel (what a worker sent;
+    this process pickles its own runs between them rather than when the cache is
+    saved), for :meth:`ParseCache.put`.
     """
     if not blobs:
         return {}
@@ -106,7 +108,10 @@ def _in_parallel(
                 token = os.read(queue, 1)
                 if not token:
                     break
-                out.update(parse_blobs(reader, runs[token[0]], memo))
+                fresh = parse_blobs(reader, runs[token[0]], memo)
+                out.update(fresh)
+                if pickles is not None:  # as the workers do: the cache keeps these
+                    _pickle_into(fresh, pickles)
             for inbox in inboxes:
                 inbox.finish()
                 _unpickle(inbox.take(), out, pickles)
@@ -134,6 +139,14 @@ def _unpickle(
             out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
             if raw is not None and pickles is not None:
                 pickles[blob] = raw
+
+
+def _pickle_into(fresh: dict[str, pm.ModuleInfo | None], pickles: dict[str, bytes]) -> None:
+    import pickle
+
+    for blob, info in fresh.items():
+        if info is not None:
+            pickles[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _answer(payload: bytes) -> dict[str, bytes | None]:

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from scaffold.diagramcheck.records import quick_init
+
 # Kinds of class the data-model diagram draws.
 DATACLASS = "dataclass"
 PYDANTIC = "pydantic model"
@@ -100,6 +102,7 @@ _WRAPPERS = {
 }
 
 
+@quick_init
 @dataclass(frozen=True)
 class FieldInfo:
     """A field: its name, its type as written (``""`` when untyped) and its line."""
@@ -109,6 +112,7 @@ class FieldInfo:
     line: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class MemberInfo:
     """An Enum member or a state: its name, its string value if it has one, its line."""
@@ -125,6 +129,7 @@ class MemberInfo:
         return (self.name,)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Transition:
     """One row of a transition table or machine: ``source --event--> target``."""
@@ -135,6 +140,7 @@ class Transition:
     line: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ClassInfo:
     """A class (or a functional TypedDict/NamedTuple) as written in the source."""
@@ -152,6 +158,7 @@ class ClassInfo:
     functional_kind: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class TableInfo:
     """A transition table: an assignment whose rows name members of ``enum``."""
@@ -162,6 +169,7 @@ class TableInfo:
     rows: tuple[Transition, ...]
 
 
+@quick_init
 @dataclass(frozen=True)
 class MachineInfo:
     """A ``transitions`` machine: ``Machine(states=..., transitions=...)``."""
@@ -178,6 +186,7 @@ class SyntaxProblem:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class ModuleInfo:
     classes: tuple[ClassInfo, ...] = ()

@@ -1,0 +1,61 @@
+"""Frozen dataclasses that are quick to build.
+
+A frozen dataclass's generated ``__init__`` sets each field through
+``object.__setattr__`` (the class's own ``__setattr__`` refuses), some three times the
+cost of a plain class's. A big check builds tens of thousands of them (classes, fields,
+members, requirements), so :func:`quick_init` gives such a class an ``__init__`` that
+fills the new instance's ``__dict__`` in one step, with the same parameters, defaults
+and default factories. Everything else stays the dataclass's own: assigning a field
+still raises ``FrozenInstanceError``, and equality, hashing, ``repr``,
+``dataclasses.replace`` and pickling are unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
+_UNSET = object()
+
+
+def quick_init(cls: type[T]) -> type[T]:
+    """Replace the generated ``__init__`` of the frozen dataclass ``cls`` (see above)."""
+    params = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if (
+        not getattr(cls, "__dataclass_params__").frozen  # noqa: B009 - not in the stubs
+        or hasattr(cls, "__post_init__")
+        or "__slots__" in cls.__dict__
+        or any(not f.init for f in params)
+    ):
+        raise TypeError(f"quick_init takes a frozen dataclass with plain fields: {cls!r}")
+    names: dict[str, Any] = {"_UNSET": _UNSET}
+    positional: list[str] = []
+    keyword: list[str] = []
+    values: list[str] = []
+    for f in params:
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            names[f"_default_{f.name}"] = f.default
+            spec = f"{f.name}=_default_{f.name}"
+        elif f.default_factory is not dataclasses.MISSING:
+            names[f"_factory_{f.name}"] = f.default_factory
+            spec = f"{f.name}=_UNSET"
+            value = f"_factory_{f.name}() if {f.name} is _UNSET else {f.name}"
+        else:
+            spec = f.name
+        (keyword if f.kw_only else positional).append(spec)
+        values.append(f"{f.name!r}: {value}")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({signature}):\n    self.__dict__.update({{{', '.join(values)}}})\n"
+    exec(source, names)  # noqa: S102 - our own text, built from the field names
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = cls.__init__.__doc__
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
