@@ -366,3 +366,22 @@ def test_a_damaged_answer_is_parsed_here(repo: Repo, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(parse_workers, "worker_answer", lambda *args: "not a dict")
     expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
     assert parse_workers.read_and_parse(repo.root, blobs) == expected
+
+
+def test_no_arrow_nor_link_without_the_characters_may_link_looks_for() -> None:
+    """_may_link is a pre-check: whatever the arrow and link regexes match, it lets through."""
+    rng = random.Random(7)
+    alphabet = '-=.~<>|*ox: ab[]"()'
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        # What _flow_edges splits at links, once quotes, shapes and classes are gone.
+        body = mermaid._QUOTED.sub('""', text)
+        body = mermaid._CLASS_SUFFIX.sub("", mermaid._NODE_SHAPE.sub(r"\1", body))
+        if (
+            mermaid._DANGLING_END.search(text)
+            or mermaid._DANGLING_START.match(text)
+            or mermaid._LINK.search(body)
+        ):
+            assert mermaid._may_link(text) or ":::" in text, text
+    assert mermaid._flow_edges('a["x"] --> b') == [("a", "b")]
+    assert mermaid._flow_edges('a["x --> y"]') == []

@@ -5,14 +5,16 @@ A frozen dataclass's generated ``__init__`` sets each field through
 cost of a plain class's. A big check builds tens of thousands of them (classes, fields,
 members, requirements), so :func:`quick_init` gives such a class an ``__init__`` that
 fills the new instance's ``__dict__`` in one step, with the same parameters, defaults
-and default factories. Everything else stays the dataclass's own: assigning a field
-still raises ``FrozenInstanceError``, and equality, hashing, ``repr``,
-``dataclasses.replace`` and pickling are unchanged.
+and default factories, and pickles it as its class and field values (loading then calls
+that ``__init__``: twice as fast as restoring the instance dict). Everything else stays
+the dataclass's own: assigning a field still raises ``FrozenInstanceError``, and
+equality, hashing, ``repr`` and ``dataclasses.replace`` are unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 TYPE_CHECKING = False
 
@@ -58,4 +60,14 @@ def quick_init(cls: type[T]) -> type[T]:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
+    if not keyword and len(params) > 1:
+        # Pickled as the class and its field values, unpickled by the quick __init__
+        # (faster to load, and half the size, of the instance dict copyreg would keep).
+        values_of = operator.attrgetter(*(f.name for f in params))  # a tuple of them
+
+        def __reduce__(self: Any) -> tuple[type[Any], tuple[Any, ...]]:
+            return cls, values_of(self)
+
+        __reduce__.__qualname__ = f"{cls.__qualname__}.__reduce__"
+        cls.__reduce__ = __reduce__  # type: ignore[method-assign]
     return cls
