@@ -385,3 +385,20 @@ def test_no_arrow_nor_link_without_the_characters_may_link_looks_for() -> None:
             assert mermaid._may_link(text) or ":::" in text, text
     assert mermaid._flow_edges('a["x"] --> b') == [("a", "b")]
     assert mermaid._flow_edges('a["x --> y"]') == []
+
+
+def test_the_inputs_key_covers_every_field_of_a_change() -> None:
+    import dataclasses
+
+    from scaffold.diagramcheck.git_diff import RawChange
+    from scaffold.diagramcheck.settings import DEFAULTS
+
+    change = RawChange("R", "a/b.py", "a/c.py", "1" * 40, "2" * 40, "100644", "100644", 90)
+    trees: dict[analyzer.Side, dict[str, str]] = {"old": {"a/c.py": "1" * 40}, "new": {}}
+    keys = {analyzer._inputs_key(DEFAULTS, [change], trees)}
+    other = {str: "x", int: 50, type(None): "x"}
+    for f in dataclasses.fields(RawChange):
+        value = getattr(change, f.name)
+        changed = dataclasses.replace(change, **{f.name: other[type(value)]})
+        keys.add(analyzer._inputs_key(DEFAULTS, [changed], trees))
+    assert len(keys) == 1 + len(dataclasses.fields(RawChange))

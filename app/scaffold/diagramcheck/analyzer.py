@@ -314,7 +314,8 @@ def _inputs_key(
     h = sha1()
     h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
-        h.update(repr(c).encode("utf-8", "surrogateescape"))
+        fields = (c.status, c.path, c.old_path, c.old_blob, c.new_blob, c.old_mode, c.new_mode)
+        h.update(repr((*fields, c.similarity)).encode("utf-8", "surrogateescape"))
     for side in ("old", "new"):
         h.update(side.encode())
         for path, blob in sorted(trees[side].items()):

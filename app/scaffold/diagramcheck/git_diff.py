@@ -27,6 +27,9 @@ from scaffold.git.runner import run_git
 NULL_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
+# The smallest buffer a pipe has (one page, when the user's pipe pages run short).
+_PIPE_MIN = 4096
+
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 
@@ -218,14 +221,21 @@ class BlobReader:
             except (OSError, ValueError) as exc:  # pragma: no cover - git died
                 errors.append(exc)
 
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
+        if len(payload) <= _PIPE_MIN:
+            # git has answered (and so read) every earlier name: the pipe is empty, and
+            # this fits in it whatever git does meanwhile. No thread needed.
+            feed()
+            writer = None
+        else:
+            writer = threading.Thread(target=feed, daemon=True)
+            writer.start()
         out = proc.stdout
         results: list[tuple[str, bytes] | None] = []
         for name in names:
             header = out.readline()
             if not header:
-                writer.join()
+                if writer is not None:
+                    writer.join()
                 raise GitError(
                     ["cat-file", "--batch"], proc.poll() or -1, f"git stopped answering at {name!r}"
                 )
@@ -234,13 +244,15 @@ class BlobReader:
                 results.append(None)
                 continue
             if len(parts) != 3:
-                writer.join()
+                if writer is not None:
+                    writer.join()
                 raise GitError(["cat-file", "--batch"], -1, f"bad header {header!r}")
             size = int(parts[2])
             data = out.read(size)
             out.read(1)  # the newline after the content
             results.append((parts[0].decode("ascii"), data) if parts[1] == b"blob" else None)
-        writer.join()
+        if writer is not None:
+            writer.join()
         if errors:  # pragma: no cover
             raise GitError(["cat-file", "--batch"], -1, str(errors[0]))
         return results
