@@ -104,3 +104,33 @@ def test_diagramcheck_records_build_like_dataclasses(cls: type) -> None:
     assert set(vars(obj)) == {f.name for f in dataclasses.fields(cls)}
     assert dataclasses.replace(obj) == obj
     assert pickle.loads(pickle.dumps(obj)) == obj
+
+
+def test_rows_and_back() -> None:
+    from scaffold.diagramcheck.records import records, rows
+
+    reqs = [
+        rules.Requirement("field-added", "d.md", "a.py", 3, "x", "field x", ("x",), also=("int",)),
+        rules.Requirement("class-removed", "d.md", "b.py", 1, "B", "B", ("B",), remove=True),
+    ]
+    assert records(rules.Requirement, rows(reqs)) == reqs
+    assert records(rules.Requirement, "not a list") is None
+    assert records(rules.Requirement, [("too", "few")]) is None
+    assert records(rules.Requirement, [None]) is None
+
+
+def test_damaged_result_rows_are_a_miss() -> None:
+    from scaffold.diagramcheck.cache import ParseCache
+
+    cache = ParseCache(None)
+    finding = findings.Finding("k", "d.md", "a.py", 1, "n", "message", draft=("x",))
+    req = rules.Requirement("field-added", "d.md", "a.py", 3, "x", "field x", ("x",))
+    cache.put_result("r", ([req], [finding]))
+    cache.put_report("p", ([finding], ["d.md"]))
+    assert cache.get_result("r") == ([req], [finding])
+    assert cache.get_report("p") == ([finding], ["d.md"])
+    good = cache.results["r"]
+    for damaged in (good[:-3], good[:8] + b"\xff" * 20, b"", b"junk", good[:10]):
+        cache.results["r"] = damaged
+        assert cache.get_result("r") is None
+    assert cache.get_report("r") is None  # rows of the wrong shape
