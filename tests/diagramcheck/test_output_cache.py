@@ -270,3 +270,26 @@ def test_a_check_from_a_subdirectory_is_the_same_check(
     assert run_diagram_check(str(sub), base, "HEAD", "text") == first[0]
     assert capsys.readouterr().out == first[1]
     assert len(ran) == 1
+
+
+def test_resolve_quick_agrees_with_the_analyzer_or_steps_aside(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scaffold.diagramcheck import analyzer
+
+    base = _blocking_change(repo)
+    found = resolve_quick(str(repo.root / "app"), base, "HEAD")
+    top: list[Path] = []
+    both = analyzer._resolve_both(repo.root / "app", base, "HEAD", top)
+    assert found is not None
+    assert both is not None
+    assert (found.base, found.head, found.merge_base) == (both[0], both[1], both[3])
+    assert Path(found.git_dir).resolve() == both[2][0].resolve()
+    assert Path(found.top) == top[0]
+    # The long way reports these: no answer here.
+    assert resolve_quick(str(repo.root), "no-such-ref", "HEAD") is None
+    assert resolve_quick(str(repo.root), "--output=x", "HEAD") is None
+    assert resolve_quick(str(tmp_path / "nowhere"), base, "HEAD") is None
+    assert resolve_quick(str(tmp_path), base, "HEAD") is None  # not a repository
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git to be found
+    assert resolve_quick(str(repo.root), base, "HEAD") is None

@@ -402,3 +402,17 @@ def test_the_inputs_key_covers_every_field_of_a_change() -> None:
         changed = dataclasses.replace(change, **{f.name: other[type(value)]})
         keys.add(analyzer._inputs_key(DEFAULTS, [changed], trees))
     assert len(keys) == 1 + len(dataclasses.fields(RawChange))
+
+
+def test_a_damaged_module_in_an_answer_is_parsed_here(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    monkeypatch.setattr(
+        parse_workers, "worker_answer", lambda reader, run, memo: dict.fromkeys(run, b"junk")
+    )
+    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
+    pickles: dict[str, bytes] = {}
+    assert parse_workers.read_and_parse(repo.root, blobs, None, None, pickles) == expected
+    assert b"junk" not in pickles.values()

@@ -91,9 +91,9 @@ def _in_parallel(
     out: dict[str, pm.ModuleInfo | None] = {}
     inboxes: list[_Inbox] = []
     try:
-        inboxes = [_Inbox(*_fork_worker(repo, runs, queue)) for _ in range(workers)]
-        for inbox in inboxes:
-            inbox.start()
+        for _ in range(workers):
+            inboxes.append(_Inbox(*_fork_worker(repo, runs, queue)))
+            inboxes[-1].start()
         if meanwhile is not None:
             meanwhile()
         memo = pm.StatementMemo()
@@ -131,14 +131,12 @@ def _in_parallel(
 def _unpickle(
     answers: list[bytes], out: dict[str, pm.ModuleInfo | None], pickles: dict[str, bytes] | None
 ) -> None:
-    import pickle
 
     for payload in answers:
-        for blob, raw in _answer(payload).items():
-            # Pickled one by one in the worker: the cache keeps these bytes.
-            out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
+        for blob, (info, raw) in _answer(payload).items():
+            out[blob] = info
             if raw is not None and pickles is not None:
-                pickles[blob] = raw
+                pickles[blob] = raw  # pickled one by one in the worker: the cache keeps these
 
 
 def _pickle_into(fresh: dict[str, pm.ModuleInfo | None], pickles: dict[str, bytes]) -> None:
@@ -149,15 +147,26 @@ def _pickle_into(fresh: dict[str, pm.ModuleInfo | None], pickles: dict[str, byte
             pickles[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _answer(payload: bytes) -> dict[str, bytes | None]:
-    """One answer of a worker; empty when damaged (its blobs are then parsed here)."""
+def _answer(payload: bytes) -> dict[str, tuple[pm.ModuleInfo | None, bytes | None]]:
+    """One answer of a worker, each module with its pickle; empty when anything in it is
+    damaged (its blobs are then parsed here)."""
     import pickle
+
+    from scaffold.diagramcheck.python_model import ModuleInfo
 
     try:
         answer = pickle.loads(payload)  # noqa: S301 - our own worker's
+        if not isinstance(answer, dict):
+            return {}
+        found: dict[str, tuple[pm.ModuleInfo | None, bytes | None]] = {}
+        for blob, raw in answer.items():
+            info = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
+            if not isinstance(blob, str) or not (info is None or isinstance(info, ModuleInfo)):
+                return {}
+            found[blob] = (info, raw)
     except Exception:
         return {}
-    return answer if isinstance(answer, dict) else {}
+    return found
 
 
 def read_and_parse_chunk(

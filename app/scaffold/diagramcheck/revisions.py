@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
 # A ref the user typed: no option-looking or control-character input reaches git.
 MAX_REF = 512
 
@@ -100,28 +105,37 @@ def resolve_quick(start: str, base: str, head: str) -> Resolved | None:
     if spawn is None:  # pragma: no cover - not on Linux or macOS
         return None
     argv = [GIT, "-C", start, *rev_parse_args(base, head, True)]
+    try:
+        code, out = _run(spawn, argv, git_env())
+    except OSError:  # no pipe, no process: the long way says what is wrong
+        return None
+    return parse_rev_parse(out.decode("utf-8", "surrogateescape"), code, True, start)
+
+
+def _run(spawn: Any, argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+    """Exit code and standard output of ``argv`` (stdin and stderr: the null device)."""
     read_end, write_end = os.pipe()
     try:
         pid = spawn(
-            GIT,
+            argv[0],
             argv,
-            git_env(),
+            env,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, write_end, 1),
                 (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
             ],
         )
-    except OSError:
+    except BaseException:
         os.close(read_end)
-        return None
+        raise
     finally:
         os.close(write_end)
     chunks: list[bytes] = []
-    with open(read_end, "rb", buffering=0, closefd=True) as out:
-        while chunk := out.read(65536):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    text = b"".join(chunks).decode("utf-8", "surrogateescape")
-    return parse_rev_parse(text, code, True, start)
+    try:
+        with open(read_end, "rb", buffering=0, closefd=True) as out:
+            while chunk := out.read(65536):
+                chunks.append(chunk)
+    finally:
+        _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks)
