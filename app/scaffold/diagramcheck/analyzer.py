@@ -16,6 +16,7 @@ from scaffold.diagramcheck import git_diff, revisions
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
 from scaffold.diagramcheck.digest import sha1
 from scaffold.diagramcheck.findings import Finding, Report
+from scaffold.diagramcheck.loose_objects import objects_dir
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
@@ -160,6 +161,7 @@ def _read_changes(
     cache: ParseCache,
     cfg: DiagramSettings,
     meanwhile: Callable[[], None] | None = None,
+    objects: str | None = None,
 ) -> list[SourceChange]:
     """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
 
@@ -195,6 +197,7 @@ def _read_changes(
         meanwhile,
         reader,
         pickles,
+        objects,
     )
     for blob, found in fresh.items():
         if found is not None:
@@ -475,6 +478,7 @@ def _analyze_commits(
             (lambda: _index_diagrams(dict(diagrams), diagram_ids, set(diagram_ids), cache, early))
             if known is None
             else None,
+            objects_dir(str(git_dir)) if git_dir is not None else None,
         )
         if known is not None:
             reqs, warnings = known

@@ -43,6 +43,7 @@ def read_and_parse(
     meanwhile: Callable[[], None] | None = None,
     reader: BlobReader | None = None,
     pickles: dict[str, bytes] | None = None,
+    objects: str | None = None,
 ) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse Python blobs (``None``: binary or not UTF-8), in ``blobs``' order.
 
@@ -51,7 +52,8 @@ def read_and_parse(
     ``reader``: a ``cat-file`` process already running, for this process's share.
     ``pickles`` gets the pickle of each module read in parallel (what a worker sent;
     this process pickles its own runs between them rather than when the cache is
-    saved), for :meth:`ParseCache.put`.
+    saved), for :meth:`ParseCache.put`. ``objects``: the object store loose blobs are
+    read from (:mod:`~scaffold.diagramcheck.loose_objects`), ``None`` for git alone.
     """
     if not blobs:
         return {}
@@ -62,8 +64,9 @@ def read_and_parse(
     try:
         cpus = os.cpu_count() or 1
         if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
-            return read_and_parse_chunk(repo, blobs, reader)
-        return _in_parallel(repo, blobs, min(cpus, MAX_WORKERS + 1) - 1, meanwhile, reader, pickles)
+            return read_and_parse_chunk(repo, blobs, reader, objects)
+        workers = min(cpus, MAX_WORKERS + 1) - 1
+        return _in_parallel(repo, blobs, workers, meanwhile, reader, pickles, objects)
     finally:
         if enabled:
             gc.enable()
@@ -81,6 +84,7 @@ def _in_parallel(
     meanwhile: Callable[[], None] | None,
     reader: BlobReader | None,
     pickles: dict[str, bytes] | None,
+    objects: str | None,
 ) -> dict[str, pm.ModuleInfo | None]:
     from scaffold.diagramcheck import python_model as pm
 
@@ -92,7 +96,7 @@ def _in_parallel(
     inboxes: list[_Inbox] = []
     try:
         for _ in range(workers):
-            inboxes.append(_Inbox(*_fork_worker(repo, runs, queue)))
+            inboxes.append(_Inbox(*_fork_worker(repo, runs, queue, objects)))
             inboxes[-1].start()
         if meanwhile is not None:
             meanwhile()
@@ -108,7 +112,7 @@ def _in_parallel(
                 token = os.read(queue, 1)
                 if not token:
                     break
-                fresh = parse_blobs(reader, runs[token[0]], memo)
+                fresh = parse_blobs(reader, runs[token[0]], memo, objects)
                 out.update(fresh)
                 if pickles is not None:  # as the workers do: the cache keeps these
                     _pickle_into(fresh, pickles)
@@ -117,7 +121,7 @@ def _in_parallel(
                 _unpickle(inbox.take(), out, pickles)
             missing = [b for b in blobs if b not in out]  # a worker failed
             if missing:
-                out.update(parse_blobs(reader, missing, memo))
+                out.update(parse_blobs(reader, missing, memo, objects))
     finally:
         with contextlib.suppress(OSError):
             while os.read(queue, 256):  # on an error here: the workers stop early
@@ -170,7 +174,7 @@ def _answer(payload: bytes) -> dict[str, tuple[pm.ModuleInfo | None, bytes | Non
 
 
 def read_and_parse_chunk(
-    repo: Path, blobs: list[str], reader: BlobReader | None = None
+    repo: Path, blobs: list[str], reader: BlobReader | None = None, objects: str | None = None
 ) -> dict[str, pm.ModuleInfo | None]:
     """Read and parse ``blobs`` in this process (through ``reader``, or a new one)."""
     from scaffold.diagramcheck import python_model as pm
@@ -179,24 +183,25 @@ def read_and_parse_chunk(
     with contextlib.ExitStack() as stack:
         if reader is None:
             reader = stack.enter_context(BlobReader(repo))
-        return parse_blobs(reader, blobs, pm.StatementMemo())
+        return parse_blobs(reader, blobs, pm.StatementMemo(), objects)
 
 
 def parse_blobs(
-    reader: BlobReader, blobs: list[str], memo: pm.StatementMemo
+    reader: BlobReader, blobs: list[str], memo: pm.StatementMemo, objects: str | None = None
 ) -> dict[str, pm.ModuleInfo | None]:
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.git_diff import decode_text
+    from scaffold.diagramcheck.loose_objects import read_blobs
 
     out: dict[str, pm.ModuleInfo | None] = {}
-    for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
+    for blob, data in zip(blobs, read_blobs(reader, objects, blobs), strict=True):
         text = decode_text(data) if data is not None else None
         out[blob] = pm.read_module_fast(text, memo) if text is not None else None
     return out
 
 
 def worker_answer(
-    reader: BlobReader, blobs: list[str], memo: pm.StatementMemo
+    reader: BlobReader, blobs: list[str], memo: pm.StatementMemo, objects: str | None = None
 ) -> dict[str, bytes | None]:
     """A worker's answer for one run: each module pickled on its own (as the cache
     stores it), so the parent does not pickle it again to save it."""
@@ -204,11 +209,13 @@ def worker_answer(
 
     return {
         blob: pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL) if info is not None else None
-        for blob, info in parse_blobs(reader, blobs, memo).items()
+        for blob, info in parse_blobs(reader, blobs, memo, objects).items()
     }
 
 
-def _fork_worker(repo: Path, runs: list[list[str]], queue: int) -> tuple[int, int]:
+def _fork_worker(
+    repo: Path, runs: list[list[str]], queue: int, objects: str | None
+) -> tuple[int, int]:
     """A forked process that takes runs from ``queue`` and sends back each answer (a
     length-prefixed pickle) through a pipe: its id and the pipe's reading end.
 
@@ -221,7 +228,7 @@ def _fork_worker(repo: Path, runs: list[list[str]], queue: int) -> tuple[int, in
         code = 1
         try:
             os.close(read_end)
-            _work(repo, runs, queue, write_end)
+            _work(repo, runs, queue, write_end, objects)
             code = 0
         finally:
             os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
@@ -229,7 +236,9 @@ def _fork_worker(repo: Path, runs: list[list[str]], queue: int) -> tuple[int, in
     return pid, read_end
 
 
-def _work(repo: Path, runs: list[list[str]], queue: int, answers: int) -> None:  # pragma: no cover
+def _work(  # pragma: no cover - in the worker
+    repo: Path, runs: list[list[str]], queue: int, answers: int, objects: str | None
+) -> None:
     import pickle
 
     from scaffold.diagramcheck import python_model as pm
@@ -239,7 +248,8 @@ def _work(repo: Path, runs: list[list[str]], queue: int, answers: int) -> None: 
     with BlobReader(repo) as reader, open(answers, "wb") as out:
         while token := os.read(queue, 1):
             payload = pickle.dumps(
-                worker_answer(reader, runs[token[0]], memo), protocol=pickle.HIGHEST_PROTOCOL
+                worker_answer(reader, runs[token[0]], memo, objects),
+                protocol=pickle.HIGHEST_PROTOCOL,
             )
             out.write(len(payload).to_bytes(_FRAME, "little") + payload)
             out.flush()
