@@ -225,7 +225,7 @@ def test_plain_annotations_are_written_as_unparse_writes_them() -> None:
 def test_a_parallel_check_reads_the_diagrams_meanwhile_and_finds_the_same(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scaffold.diagramcheck import cache as dc_cache
+    from scaffold.diagramcheck import parse_workers as dc_cache
 
     monkeypatch.setenv("SCAFFOLD_DIAGRAMCHECK_CACHE", "0")
     repo.write("app/pkg/__init__.py", "")

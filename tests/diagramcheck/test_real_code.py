@@ -8,6 +8,7 @@ import pytest
 from dcrepo import ARCH, DATA, Repo, kinds, mermaid_doc
 
 from scaffold.diagramcheck import cache as dc_cache
+from scaffold.diagramcheck import parse_workers
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.analyzer import analyze
 
@@ -139,7 +140,7 @@ def test_a_broken_cache_file_is_an_empty_cache(repo: Repo) -> None:
 def test_parallel_reading_and_parsing_matches_serial(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for i in range(dc_cache.PARALLEL_MIN_FILES + 5):
+    for i in range(parse_workers.PARALLEL_MIN_FILES + 5):
         repo.write(
             f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
         )
@@ -148,10 +149,10 @@ def test_parallel_reading_and_parsing_matches_serial(
     repo.commit("many")
     listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
     blobs = [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
-    monkeypatch.setattr(dc_cache, "_can_fork", lambda: True)
-    parallel = dc_cache.read_and_parse(repo.root, blobs)
-    monkeypatch.setattr(dc_cache, "PARALLEL_MIN_FILES", 10**9)
-    serial = dc_cache.read_and_parse(repo.root, blobs)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    parallel = parse_workers.read_and_parse(repo.root, blobs)
+    monkeypatch.setattr(parse_workers, "PARALLEL_MIN_FILES", 10**9)
+    serial = parse_workers.read_and_parse(repo.root, blobs)
     assert parallel == serial
     assert sum(1 for v in serial.values() if v is None) == 1  # the binary one
     assert sum(1 for v in serial.values() if v is not None and v.error) == 1
@@ -164,7 +165,7 @@ def test_no_workers_are_forked_from_a_threaded_process() -> None:
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert not dc_cache._can_fork()
+        assert not parse_workers._can_fork()
     finally:
         stop.set()
         other.join()

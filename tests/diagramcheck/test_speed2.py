@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from dcrepo import DATA, Repo, kinds, mermaid_doc
 
-from scaffold.diagramcheck import analyzer, cache, mermaid
+from scaffold.diagramcheck import analyzer, cache, mermaid, parse_workers
 from scaffold.diagramcheck.analyzer import analyze, analyze_commits
 from scaffold.diagramcheck.cache import cache_file, results_file
 from scaffold.diagramcheck.paths import _CLEAN, _is_clean, normalize_path
@@ -292,7 +292,7 @@ def test_blob_ids_come_from_git(repo: Repo) -> None:
 
 
 def _many_modules(repo: Repo) -> list[str]:
-    for i in range(cache.PARALLEL_MIN_FILES + 5):
+    for i in range(parse_workers.PARALLEL_MIN_FILES + 5):
         repo.write(
             f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
         )
@@ -305,24 +305,114 @@ def test_forked_workers_answer_like_one_process(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     blobs = _many_modules(repo)
-    monkeypatch.setattr(cache, "_can_fork", lambda: True)
-    monkeypatch.setattr(cache.os, "cpu_count", lambda: 3)  # two workers
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    monkeypatch.setattr(parse_workers.os, "cpu_count", lambda: 3)  # two workers
     pickles: dict[str, bytes] = {}
     met: list[str] = []
-    parallel = cache.read_and_parse(repo.root, blobs, lambda: met.append("x"), None, pickles)
-    serial = cache._read_and_parse_chunk(repo.root, blobs)
+    parallel = parse_workers.read_and_parse(
+        repo.root, blobs, lambda: met.append("x"), None, pickles
+    )
+    serial = parse_workers.read_and_parse_chunk(repo.root, blobs)
     assert parallel == serial
+    assert list(parallel) == blobs  # in the order asked
     assert met == ["x"]
     assert pickles  # what the workers sent, kept for the cache
     assert all(pickle.loads(raw) == parallel[blob] for blob, raw in pickles.items())
 
 
+def test_runs_cover_the_blobs_in_order_and_fit_one_byte_tokens() -> None:
+    for count in (1, 7, 300, 3000, 100_000):
+        blobs = [f"{i:040x}" for i in range(count)]
+        for jobs in (2, 4):
+            runs = parse_workers._runs(blobs, jobs)
+            assert [b for run in runs for b in run] == blobs
+            assert len(runs) <= parse_workers.MAX_RUNS
+
+
 def test_a_failing_worker_s_share_is_read_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     blobs = _many_modules(repo)
-    monkeypatch.setattr(cache, "_can_fork", lambda: True)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
 
-    def broken(repo_root: Path, chunk: list[str]) -> dict[str, bytes | None]:
+    def broken(*args: object) -> dict[str, bytes | None]:
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(cache, "_read_and_parse_pickled", broken)  # in the forked worker
-    assert cache.read_and_parse(repo.root, blobs) == cache._read_and_parse_chunk(repo.root, blobs)
+    monkeypatch.setattr(parse_workers, "worker_answer", broken)  # in the forked worker
+    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
+    assert parse_workers.read_and_parse(repo.root, blobs) == expected
+
+
+def test_a_worker_that_dies_after_some_answers_loses_nothing(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    real = parse_workers.worker_answer
+    answered: list[int] = []
+
+    def dies_later(*args: object) -> dict[str, bytes | None]:
+        if answered:
+            parse_workers.os._exit(3)  # in the forked worker, after one answer
+        answered.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parse_workers, "worker_answer", dies_later)
+    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
+    assert parse_workers.read_and_parse(repo.root, blobs) == expected
+
+
+def test_a_damaged_answer_is_parsed_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    monkeypatch.setattr(parse_workers, "worker_answer", lambda *args: "not a dict")
+    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
+    assert parse_workers.read_and_parse(repo.root, blobs) == expected
+
+
+def test_no_arrow_nor_link_without_the_characters_may_link_looks_for() -> None:
+    """_may_link is a pre-check: whatever the arrow and link regexes match, it lets through."""
+    rng = random.Random(7)
+    alphabet = '-=.~<>|*ox: ab[]"()'
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        # What _flow_edges splits at links, once quotes, shapes and classes are gone.
+        body = mermaid._QUOTED.sub('""', text)
+        body = mermaid._CLASS_SUFFIX.sub("", mermaid._NODE_SHAPE.sub(r"\1", body))
+        if (
+            mermaid._DANGLING_END.search(text)
+            or mermaid._DANGLING_START.match(text)
+            or mermaid._LINK.search(body)
+        ):
+            assert mermaid._may_link(text) or ":::" in text, text
+    assert mermaid._flow_edges('a["x"] --> b') == [("a", "b")]
+    assert mermaid._flow_edges('a["x --> y"]') == []
+
+
+def test_the_inputs_key_covers_every_field_of_a_change() -> None:
+    import dataclasses
+
+    from scaffold.diagramcheck.git_diff import RawChange
+    from scaffold.diagramcheck.settings import DEFAULTS
+
+    change = RawChange("R", "a/b.py", "a/c.py", "1" * 40, "2" * 40, "100644", "100644", 90)
+    trees: dict[analyzer.Side, dict[str, str]] = {"old": {"a/c.py": "1" * 40}, "new": {}}
+    keys = {analyzer._inputs_key(DEFAULTS, [change], trees)}
+    other = {str: "x", int: 50, type(None): "x"}
+    for f in dataclasses.fields(RawChange):
+        value = getattr(change, f.name)
+        changed = dataclasses.replace(change, **{f.name: other[type(value)]})
+        keys.add(analyzer._inputs_key(DEFAULTS, [changed], trees))
+    assert len(keys) == 1 + len(dataclasses.fields(RawChange))
+
+
+def test_a_damaged_module_in_an_answer_is_parsed_here(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blobs = _many_modules(repo)
+    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
+    monkeypatch.setattr(
+        parse_workers, "worker_answer", lambda reader, run, memo: dict.fromkeys(run, b"junk")
+    )
+    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
+    pickles: dict[str, bytes] = {}
+    assert parse_workers.read_and_parse(repo.root, blobs, None, None, pickles) == expected
+    assert b"junk" not in pickles.values()

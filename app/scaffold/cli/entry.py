@@ -65,17 +65,44 @@ def plain_diagram_check_args(argv: list[str]) -> dict[str, str | None] | None:
 
 
 def run_diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> int:
-    """``scaffold diagram-check`` without click: the report on stdout, the exit code back."""
+    """``scaffold diagram-check`` without click: the report on stdout, the exit code back.
+
+    The same check again (the same commits, format and code) prints what the first one
+    printed, from :mod:`~scaffold.diagramcheck.output_cache`, with almost nothing
+    imported; any other goes to the analyzer, and its output is kept.
+    """
+    import os
+
+    from scaffold.diagramcheck import output_cache
+
+    found = None
+    if output_cache.enabled():
+        from scaffold.diagramcheck.revisions import resolve_quick
+
+        found = resolve_quick(repo_path or os.getcwd(), base, head)
+    name = output_cache.key(found, fmt) if found is not None else ""
+    stored = output_cache.read(found.git_dir, name) if found is not None else None
+    if stored is not None:
+        sys.stdout.write(stored[1])
+        sys.stdout.flush()
+        return stored[0]
     from pathlib import Path
 
     from scaffold.errors import ScaffoldError
 
     try:
-        from scaffold.diagramcheck.analyzer import analyze_here
+        from scaffold.diagramcheck.analyzer import analyze_here, analyze_resolved
         from scaffold.diagramcheck.render import render
 
-        report = analyze_here(Path(repo_path) if repo_path else Path.cwd(), base, head)
-        sys.stdout.write(render(report, fmt))
+        if found is not None:
+            report = analyze_resolved(found)
+        else:
+            report = analyze_here(Path(repo_path) if repo_path else Path.cwd(), base, head)
+        text = render(report, fmt)
+        code = 1 if report.blocking else 0
+        if found is not None:
+            output_cache.store(found.git_dir, name, code, text)
+        sys.stdout.write(text)
         sys.stdout.flush()
     except ScaffoldError as exc:
         sys.stderr.write(f"scaffold: {exc}\n")
@@ -84,7 +111,7 @@ def run_diagram_check(repo_path: str | None, base: str, head: str, fmt: str) -> 
     except (EOFError, KeyboardInterrupt):
         sys.stderr.write("\nAborted!\n")  # what click prints
         return 1
-    return 1 if report.blocking else 0
+    return code
 
 
 def main() -> None:

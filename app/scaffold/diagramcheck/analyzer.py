@@ -12,15 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scaffold.diagramcheck import git_diff
-from scaffold.diagramcheck.cache import (
-    PARSER_VERSION,
-    ParseCache,
-    cache_file,
-    read_and_parse,
-    sha1,
-)
+from scaffold.diagramcheck import git_diff, revisions
+from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
+from scaffold.diagramcheck.digest import sha1
 from scaffold.diagramcheck.findings import Finding, Report
+from scaffold.diagramcheck.loose_objects import objects_dir
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
@@ -119,41 +115,28 @@ def _resolve_both(
     repo: Path, base: str, head: str, toplevel: list[Path] | None = None
 ) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
     """Both commits, the git directory, the commits' trees and their merge base, from one
-    ``rev-parse``; ``None`` when that is not plainly so (then each is resolved on its
-    own, with its own error). The merge base is ``None`` when ``rev-parse`` does not
-    name exactly one (no common history, or several: ``git merge-base`` then decides).
-    ``toplevel``: a list that gets the top of the work tree around ``repo`` (asked of
-    the same ``rev-parse``)."""
+    ``rev-parse`` (:mod:`~scaffold.diagramcheck.revisions`); ``None`` when that is not
+    plainly so (then each is resolved on its own, with its own error). The merge base is
+    ``None`` when ``rev-parse`` does not name exactly one (no common history, or several:
+    ``git merge-base`` then decides). ``toplevel``: a list that gets the top of the work
+    tree around ``repo`` (asked of the same ``rev-parse``)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
-    b, h = f"{base}^{{commit}}", f"{head}^{{commit}}"
-    # ``b...h`` prints h, b and ``^<merge base>`` for each merge base.
-    spec = [b, h, f"{base}^{{tree}}", f"{head}^{{tree}}", f"{b}...{h}"]
-    top = ["--show-toplevel"] if toplevel is not None else []
-    out = run_git(["rev-parse", *top, "--git-common-dir", *spec, "--"], repo, check=False)
-    lines = out.stdout.splitlines()
-    if toplevel is not None and out.returncode == 0 and lines:
-        toplevel.append(Path(lines.pop(0)))
-    shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
-    if out.returncode != 0 or len(shas) < 4 or not all(_is_sha(x) for x in shas[:4]):
+    asked = toplevel is not None
+    out = run_git(revisions.rev_parse_args(base, head, asked), repo, check=False)
+    found = revisions.parse_rev_parse(out.stdout, out.returncode, asked, str(repo))
+    if found is None:
         return None
-    path = Path(lines[0])
-    git_dir = path if path.is_absolute() else repo / path
-    rest = shas[4:]
-    bases = [x[1:] for x in rest[2:] if x.startswith("^")]
-    mb = (
-        bases[0]
-        if rest[:2] == [shas[1], shas[0]]
-        and len(rest) == 3
-        and len(bases) == 1
-        and _is_sha(bases[0])
-        else None
-    )
-    return shas[0], shas[1], (git_dir, {shas[0]: shas[2], shas[1]: shas[3]}), mb
+    if toplevel is not None:
+        toplevel.append(Path(found.top))
+    return _unpack(found)
 
 
-def _is_sha(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+def _unpack(
+    found: revisions.Resolved,
+) -> tuple[str, str, tuple[Path, dict[str, str]], str | None]:
+    trees = {found.base: found.base_tree, found.head: found.head_tree}
+    return found.base, found.head, (Path(found.git_dir), trees), found.merge_base
 
 
 def _settings_key(cfg: DiagramSettings) -> str:
@@ -178,6 +161,7 @@ def _read_changes(
     cache: ParseCache,
     cfg: DiagramSettings,
     meanwhile: Callable[[], None] | None = None,
+    objects: str | None = None,
 ) -> list[SourceChange]:
     """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
 
@@ -204,6 +188,8 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
+    from scaffold.diagramcheck.parse_workers import read_and_parse
+
     pickles: dict[str, bytes] = {}
     fresh = read_and_parse(
         reader.repo,
@@ -211,6 +197,7 @@ def _read_changes(
         meanwhile,
         reader,
         pickles,
+        objects,
     )
     for blob, found in fresh.items():
         if found is not None:
@@ -330,7 +317,8 @@ def _inputs_key(
     h = sha1()
     h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
-        h.update(repr(c).encode("utf-8", "surrogateescape"))
+        fields = (c.status, c.path, c.old_path, c.old_blob, c.new_blob, c.old_mode, c.new_mode)
+        h.update(repr((*fields, c.similarity)).encode("utf-8", "surrogateescape"))
     for side in ("old", "new"):
         h.update(side.encode())
         for path, blob in sorted(trees[side].items()):
@@ -490,6 +478,7 @@ def _analyze_commits(
             (lambda: _index_diagrams(dict(diagrams), diagram_ids, set(diagram_ids), cache, early))
             if known is None
             else None,
+            objects_dir(str(git_dir)) if git_dir is not None else None,
         )
         if known is not None:
             reqs, warnings = known
@@ -558,6 +547,15 @@ def analyze(
         return analyze_commits(repo, base_sha, head_sha, config)
     return analyze_commits(
         repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
+    )
+
+
+def analyze_resolved(found: revisions.Resolved) -> Report:
+    """:func:`analyze_commits` of what :func:`~scaffold.diagramcheck.revisions.resolve_quick`
+    resolved (its top asked), with the settings committed at the head."""
+    base_sha, head_sha, resolved, mb = _unpack(found)
+    return analyze_commits(
+        Path(found.top), base_sha, head_sha, resolved=resolved, known_merge_base=mb
     )
 
 

@@ -1,4 +1,4 @@
-"""What DiagramCheck learnt, kept between runs, and its reading spread over the cores.
+"""What DiagramCheck learnt, kept between runs.
 
 A blob id names its content, so what :func:`~scaffold.diagramcheck.python_model.read_module`
 found in a blob stays true: a re-check after a push parses only the blobs the push
@@ -11,9 +11,8 @@ one's answers (and removes its files). A missing, unreadable or foreign file is 
 cache; writing is best effort (atomic rename) and never fails a check.
 ``SCAFFOLD_DIAGRAMCHECK_CACHE=0`` turns it off.
 
-:func:`read_and_parse` reads and parses the blobs the cache lacks, in worker processes
-(each with its own ``git cat-file``) when there are many and more than one core, and
-never forks from a threaded process.
+The blobs the cache lacks are read and parsed by
+:mod:`~scaffold.diagramcheck.parse_workers`.
 """
 
 from __future__ import annotations
@@ -21,18 +20,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
+
+from scaffold.diagramcheck.digest import code_id
+from scaffold.diagramcheck.records import records, rows
 
 # ``typing`` costs milliseconds of a check answered from the cache: not at run time.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
     from scaffold.diagramcheck import python_model as pm
     from scaffold.diagramcheck.findings import Finding
-    from scaffold.diagramcheck.git_diff import BlobReader
     from scaffold.diagramcheck.mermaid import DiagramIndex
     from scaffold.diagramcheck.rules import Requirement
 
@@ -45,56 +45,15 @@ MAX_ENTRIES = 20_000
 MAX_RESULTS = 64
 # Read at every check: kept small (the newest entries win).
 MAX_RESULTS_BYTES = 8_000_000
-# Below this many files one process is faster than starting workers.
-PARALLEL_MIN_FILES = 300
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
-
-
-if not TYPE_CHECKING:
-    Protocol = object
-
-
-class Digest(Protocol):
-    def update(self, data: bytes, /) -> None: ...
-
-    def hexdigest(self) -> str: ...
-
-
-def sha1(data: bytes = b"") -> Digest:
-    """A SHA-1 (for names, not security) from CPython's own ``_sha1`` when it is there:
-    ``hashlib`` loads OpenSSL, milliseconds of a check answered from the cache."""
-    import importlib
-
-    try:
-        impl = importlib.import_module("_sha1").sha1
-    except ImportError:  # another Python
-        import hashlib
-
-        impl = hashlib.sha1
-    digest: Digest = impl(data, usedforsecurity=False)
-    return digest
+# What starts a results entry kept as rows (see ParseCache._put_rows).
+_ROWS = b"rows-v1:"
 
 
 def cache_file(git_dir: Path) -> Path:
     """The cache of this DiagramCheck: its name changes with the code that fills it."""
     py = f"{sys.version_info.major}{sys.version_info.minor}"
-    return git_dir / "scaffold" / f"diagramcheck-v{PARSER_VERSION}-py{py}-{_code_id()}.pickle"
-
-
-_CODE_ID: list[str] = []
-
-
-def _code_id() -> str:
-    """A digest of the DiagramCheck modules (name, size, mtime): new code, new cache."""
-    if not _CODE_ID:
-        from scaffold import __version__
-
-        h = sha1(__version__.encode())
-        for path in sorted(Path(__file__).parent.glob("*.py")):
-            st = path.stat()
-            h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        _CODE_ID.append(h.hexdigest()[:12])
-    return _CODE_ID[0]
+    return git_dir / "scaffold" / f"diagramcheck-v{PARSER_VERSION}-py{py}-{code_id()}.pickle"
 
 
 class ParseCache:
@@ -154,25 +113,64 @@ class ParseCache:
     def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
         self._put(key, index)
 
-    def _get_lists(self, key: str) -> tuple[list[Any], list[Any]] | None:
-        found = self._get(key)
-        if found is None or not isinstance(found[0], list) or not isinstance(found[1], list):
+    # Requirements and findings are kept as rows of plain values (records.rows) in
+    # marshal's format: several times quicker to write and read than pickled records.
+
+    def _put_rows(self, key: str, first: list[Any], second: list[Any]) -> None:
+        if key not in self.results:
+            import marshal
+
+            self.results[key] = _ROWS + marshal.dumps((first, second))
+            self._results_added += 1
+
+    def _get_rows(self, key: str) -> tuple[object, object] | None:
+        raw = self.results.get(key)
+        if raw is None or not raw.startswith(_ROWS):
+            return None
+        import marshal
+
+        try:
+            found = marshal.loads(memoryview(raw)[len(_ROWS) :])  # noqa: S302 - our own file
+        except Exception:  # a damaged entry is a miss
+            return None
+        if not (isinstance(found, tuple) and len(found) == 2):
             return None
         return (found[0], found[1])
 
     def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
         """What an identical diff required (see ``analyzer._inputs_key``)."""
-        return self._get_lists(key)
+        found = self._get_rows(key)
+        if found is None:
+            return None
+        from scaffold.diagramcheck.findings import Finding
+        from scaffold.diagramcheck.rules import Requirement
+
+        reqs, warnings = records(Requirement, found[0]), records(Finding, found[1])
+        if reqs is None or warnings is None:
+            return None
+        self.hits += 1
+        return (reqs, warnings)
 
     def put_result(self, key: str, result: tuple[list[Requirement], list[Finding]]) -> None:
-        self._put(key, result)
+        self._put_rows(key, rows(result[0]), rows(result[1]))
 
     def get_report(self, key: str) -> tuple[list[Finding], list[str]] | None:
         """The findings (and the diagrams checked) of an identical check."""
-        return self._get_lists(key)
+        found = self._get_rows(key)
+        if found is None:
+            return None
+        from scaffold.diagramcheck.findings import Finding
+
+        findings, checked = records(Finding, found[0]), found[1]
+        if findings is None or not (
+            isinstance(checked, list) and all(isinstance(p, str) for p in checked)
+        ):
+            return None
+        self.hits += 1
+        return (findings, checked)
 
     def put_report(self, key: str, report: tuple[list[Finding], list[str]]) -> None:
-        self._put(key, report)
+        self._put_rows(key, rows(report[0]), list(report[1]))
 
     # ------------------------------------------------------------------ modules
 
@@ -279,145 +277,3 @@ def _load(path: Path) -> dict[str, bytes]:
     if not isinstance(data, dict):
         return {}
     return data
-
-
-def read_and_parse(
-    repo: Path,
-    blobs: list[str],
-    meanwhile: Callable[[], None] | None = None,
-    reader: BlobReader | None = None,
-    pickles: dict[str, bytes] | None = None,
-) -> dict[str, pm.ModuleInfo | None]:
-    """Read and parse Python blobs, split over the cores when there are many.
-
-    Each process (this one included) reads its share through its own
-    ``git cat-file --batch`` and parses it, so git's reading and Python's parsing both
-    run on every core and no source text crosses between processes. ``None`` marks a
-    blob that is binary or not UTF-8. ``meanwhile`` (reading the diagrams) runs in this
-    process while the workers parse, when there are workers (this process then takes
-    half a share of the blobs). ``reader``: a ``cat-file`` process already running, for
-    this process's share (one git process fewer). ``pickles`` gets the pickle of each
-    module a worker read (what it sent), for :meth:`ParseCache.put`.
-    """
-    if not blobs:
-        return {}
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        cpus = os.cpu_count() or 1
-        if len(blobs) < PARALLEL_MIN_FILES or cpus < 2 or not _can_fork():
-            return _read_and_parse_chunk(repo, blobs, reader)
-        jobs = min(cpus, 4)
-        # In runs, not strided: the old and new side of a file sit side by side in
-        # ``blobs`` and share most of their statements (see read_module_fast).
-        # This process's share first: half of one when it has other work meanwhile.
-        mine = len(blobs) // (2 * jobs - 1) if meanwhile is not None else -(-len(blobs) // jobs)
-        step = -(-(len(blobs) - mine) // (jobs - 1))
-        chunks = [blobs[:mine], *(blobs[i : i + step] for i in range(mine, len(blobs), step))]
-        out: dict[str, pm.ModuleInfo | None] = {}
-        workers = [_fork_worker(repo, chunk) for chunk in chunks[1:]]
-        answers: list[dict[str, bytes | None] | None] = []
-        try:
-            if meanwhile is not None:
-                meanwhile()
-            out.update(_read_and_parse_chunk(repo, chunks[0], reader))
-        finally:
-            answers = [_collect(worker) for worker in workers]  # every worker reaped
-        import pickle
-
-        for chunk, answer in zip(chunks[1:], answers, strict=True):
-            if answer is None:  # the worker failed: its share is read here
-                out.update(_read_and_parse_chunk(repo, chunk, reader))
-                continue
-            for blob, raw in answer.items():
-                # Pickled one by one in the worker: the cache keeps these bytes.
-                out[blob] = pickle.loads(raw) if raw is not None else None  # noqa: S301 - our worker's
-                if raw is not None and pickles is not None:
-                    pickles[blob] = raw
-        return out
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _read_and_parse_chunk(
-    repo: Path, blobs: list[str], reader: BlobReader | None = None
-) -> dict[str, pm.ModuleInfo | None]:
-    from scaffold.diagramcheck import python_model as pm
-    from scaffold.diagramcheck.git_diff import BlobReader, decode_text
-
-    out: dict[str, pm.ModuleInfo | None] = {}
-    memo = pm.StatementMemo()
-    with contextlib.ExitStack() as stack:
-        if reader is None:
-            reader = stack.enter_context(BlobReader(repo))
-        for blob, data in zip(blobs, reader.read_many(blobs), strict=True):
-            text = decode_text(data) if data is not None else None
-            out[blob] = pm.read_module_fast(text, memo) if text is not None else None
-    return out
-
-
-def _read_and_parse_pickled(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:
-    """:func:`_read_and_parse_chunk` in a worker: each module pickled on its own (as the
-    cache stores it), so the parent does not pickle it again to save it."""
-    import pickle
-
-    return {
-        blob: pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL) if info is not None else None
-        for blob, info in _read_and_parse_chunk(repo, blobs).items()
-    }
-
-
-def _fork_worker(repo: Path, blobs: list[str]) -> tuple[int, int]:
-    """A forked process that reads and parses ``blobs`` and sends back its answer (a
-    pickle) through a pipe: its id and the pipe's reading end.
-
-    ``os.fork`` itself, not ``multiprocessing``: the pool, its queues and its thread cost
-    tens of milliseconds of imports and start-up for one answer per worker.
-    """
-    import pickle
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the worker (its coverage is not collected)
-        code = 1
-        try:
-            os.close(read_end)
-            answer = _read_and_parse_pickled(repo, blobs)
-            with os.fdopen(write_end, "wb") as fh:
-                fh.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-            code = 0
-        finally:
-            os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
-    os.close(write_end)
-    return pid, read_end
-
-
-def _collect(worker: tuple[int, int]) -> dict[str, bytes | None] | None:
-    """A worker's answer (``None`` when it failed), the worker reaped."""
-    import pickle
-
-    pid, read_end = worker
-    data = b""
-    try:
-        with os.fdopen(read_end, "rb") as fh:
-            data = fh.read()
-    finally:
-        _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0 or not data:
-        return None
-    try:
-        answer = pickle.loads(data)  # noqa: S301 - our own worker's
-    except Exception:
-        return None
-    return answer if isinstance(answer, dict) else None
-
-
-def _can_fork() -> bool:
-    """Fork workers only from a single-threaded process (the CLI, the Action): forking
-    a threaded one (the App's server) can copy a lock another thread holds."""
-    import threading
-
-    return threading.active_count() == 1 and hasattr(os, "fork")

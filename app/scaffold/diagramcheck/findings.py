@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scaffold.diagramcheck.records import quick_init
+
 # ``typing`` costs milliseconds of a check answered from the cache: not at run time.
 TYPE_CHECKING = False
 
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     Level = Literal["failure", "warning"]
 
 
+@quick_init
 @dataclass(frozen=True)
 class Finding:
     """One thing a diagram lacks (or still shows, or cannot be read).

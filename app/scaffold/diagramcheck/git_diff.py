@@ -18,18 +18,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.diagramcheck.records import quick_init
+from scaffold.diagramcheck.revisions import is_bad_ref
 from scaffold.errors import GitError, UsageError
-from scaffold.git.runner import GIT, git_env, run_git
+from scaffold.git.environment import GIT, git_env
+from scaffold.git.runner import run_git
 
 NULL_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-# A ref the user typed: no option-looking or control-character input reaches git.
-_BAD_REF = re.compile(r"[\x00-\x20\x7f]")
+
+# The smallest buffer a pipe has (one page, when the user's pipe pages run short).
+_PIPE_MIN = 4096
 
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 
 
+@quick_init
 @dataclass(frozen=True)
 class RawChange:
     """One record of ``git diff --raw -z -M``.
@@ -61,7 +66,7 @@ def check_ref(ref: str) -> str:
     Git validates the rest (``rev-parse --verify``); this keeps odd input from
     ever reaching it as something other than a revision.
     """
-    if not ref or ref.startswith("-") or len(ref) > 512 or _BAD_REF.search(ref):
+    if is_bad_ref(ref):
         raise UsageError(f"not a valid git revision: {ref!r}")
     return ref
 
@@ -216,14 +221,21 @@ class BlobReader:
             except (OSError, ValueError) as exc:  # pragma: no cover - git died
                 errors.append(exc)
 
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
+        if len(payload) <= _PIPE_MIN:
+            # git has answered (and so read) every earlier name: the pipe is empty, and
+            # this fits in it whatever git does meanwhile. No thread needed.
+            feed()
+            writer = None
+        else:
+            writer = threading.Thread(target=feed, daemon=True)
+            writer.start()
         out = proc.stdout
         results: list[tuple[str, bytes] | None] = []
         for name in names:
             header = out.readline()
             if not header:
-                writer.join()
+                if writer is not None:
+                    writer.join()
                 raise GitError(
                     ["cat-file", "--batch"], proc.poll() or -1, f"git stopped answering at {name!r}"
                 )
@@ -232,13 +244,15 @@ class BlobReader:
                 results.append(None)
                 continue
             if len(parts) != 3:
-                writer.join()
+                if writer is not None:
+                    writer.join()
                 raise GitError(["cat-file", "--batch"], -1, f"bad header {header!r}")
             size = int(parts[2])
             data = out.read(size)
             out.read(1)  # the newline after the content
             results.append((parts[0].decode("ascii"), data) if parts[1] == b"blob" else None)
-        writer.join()
+        if writer is not None:
+            writer.join()
         if errors:  # pragma: no cover
             raise GitError(["cat-file", "--batch"], -1, str(errors[0]))
         return results

@@ -223,8 +223,17 @@ def _family(header: str) -> str:
     return header
 
 
+def _may_link(text: str) -> bool:
+    """Whether ``text`` can hold an arrow (:data:`_ARROW`) or a link (:data:`_LINK`):
+    each of them has ``--``, ``==``, ``..``, ``-.`` or ``~~`` in it."""
+    return "--" in text or "==" in text or ".." in text or "-." in text or "~~" in text
+
+
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
+    if not _may_link(line) and ":::" not in line:
+        # No link (removing a ``:::class`` suffix could join two dashes into one).
+        return []
     body = _QUOTED.sub('""', line)
     body = _NODE_SHAPE.sub(r"\1", body)
     body = _CLASS_SUFFIX.sub("", body)
@@ -296,8 +305,10 @@ class _Reader:
         if problem:
             self.problem(n, f"{problem}: {stmt}")
             return
-        if not (self.kind == "stateDiagram" and stmt == "--") and (
-            _DANGLING_END.search(stmt) or _DANGLING_START.match(stmt)
+        if (
+            not (self.kind == "stateDiagram" and stmt == "--")
+            and _may_link(stmt)
+            and (_DANGLING_END.search(stmt) or _DANGLING_START.match(stmt))
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return

@@ -75,8 +75,18 @@ def matches_any(path: str, patterns: Sequence[str]) -> bool:
 
 @functools.lru_cache(maxsize=65536)
 def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
-    norm = normalize_path(path)
-    return any(_glob_regex(p).match(norm) for p in patterns if p.strip())
+    either = _either_regex(patterns)
+    return either is not None and either.match(normalize_path(path)) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _either_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for "matches one of the globs": one match per path, not one per glob.
+
+    Each glob's regex is ``^...$``: the alternation of their insides, anchored once,
+    matches exactly the paths one of them matches."""
+    inner = [_glob_regex(p).pattern[1:-1] for p in patterns if p.strip()]
+    return re.compile("^(?:" + "|".join(inner) + ")$") if inner else None
 
 
 def under_roots(path: str, roots: Sequence[str]) -> str | None:

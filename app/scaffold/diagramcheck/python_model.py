@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from scaffold.diagramcheck.records import quick_init
 
 # Kinds of class the data-model diagram draws.
 DATACLASS = "dataclass"
@@ -100,6 +102,7 @@ _WRAPPERS = {
 }
 
 
+@quick_init
 @dataclass(frozen=True)
 class FieldInfo:
     """A field: its name, its type as written (``""`` when untyped) and its line."""
@@ -109,6 +112,7 @@ class FieldInfo:
     line: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class MemberInfo:
     """An Enum member or a state: its name, its string value if it has one, its line."""
@@ -125,6 +129,7 @@ class MemberInfo:
         return (self.name,)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Transition:
     """One row of a transition table or machine: ``source --event--> target``."""
@@ -135,6 +140,7 @@ class Transition:
     line: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ClassInfo:
     """A class (or a functional TypedDict/NamedTuple) as written in the source."""
@@ -152,6 +158,7 @@ class ClassInfo:
     functional_kind: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class TableInfo:
     """A transition table: an assignment whose rows name members of ``enum``."""
@@ -162,6 +169,7 @@ class TableInfo:
     rows: tuple[Transition, ...]
 
 
+@quick_init
 @dataclass(frozen=True)
 class MachineInfo:
     """A ``transitions`` machine: ``Machine(states=..., transitions=...)``."""
@@ -178,6 +186,7 @@ class SyntaxProblem:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class ModuleInfo:
     classes: tuple[ClassInfo, ...] = ()
@@ -295,11 +304,18 @@ def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool
             if name == "__tablename__":
                 has_tablename = True
                 continue
-            if _is_classvar(stmt.annotation) or (name.startswith("__") and name.endswith("__")):
+            annotation = stmt.annotation
+            if type(annotation) is ast.Constant:
+                last = ""  # dotted() of a constant
+                classvar = _is_classvar(annotation)
+            else:
+                last = _last(dotted(annotation))
+                classvar = last == "ClassVar"  # what _is_classvar finds
+            if classvar or (name.startswith("__") and name.endswith("__")):
                 continue
             if name == "model_config":
                 continue
-            if _last(dotted(stmt.annotation)) == "Mapped":
+            if last == "Mapped":
                 uses_mapped = True
             fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno + d))
         elif isinstance(stmt, ast.Assign):
@@ -333,12 +349,15 @@ def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool
 def _enum_members(node: ast.ClassDef, d: int = 0) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = list(stmt.targets), stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
+        targets: list[ast.expr]
+        value: ast.expr | None
+        kind = type(stmt)  # ast.parse makes these exact types, never subclasses
+        if kind is ast.Assign:
+            targets, value = stmt.targets, stmt.value  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign and stmt.value is not None:  # type: ignore[attr-defined]
+            targets, value = [stmt.target], stmt.value  # type: ignore[attr-defined]
+        else:
+            continue
         for target in targets:
             if isinstance(target, ast.Name) and not target.id.startswith("_"):
                 val = _str_value(value)
@@ -382,6 +401,8 @@ def _sm_states_and_transitions(
         if not isinstance(target, ast.Name):
             continue
         value = stmt.value
+        if type(value) is ast.Constant:
+            continue  # neither a State() nor a transition (collect() finds nothing in it)
         if isinstance(value, ast.Call) and _last(dotted(value.func)) in (
             "State",
             "Compound",
@@ -490,6 +511,8 @@ def _tables(body: list[ast.stmt], aliases: Mapping[str, str], d: int = 0) -> lis
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
+        if type(value) is ast.Constant or type(value) is ast.Name:
+            continue  # no rows in these (what _table_rows would find)
         rows = _table_rows(value, aliases, d)
         if len(rows) < 2:
             continue
@@ -720,24 +743,27 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]
     return tuple(sorted(found))
 
 
-def _class_defs(body: list[ast.stmt]) -> Iterator[ast.ClassDef]:
+def _class_defs(body: list[ast.stmt], out: list[ast.ClassDef] | None = None) -> list[ast.ClassDef]:
     """Classes declared at module or class level (also under ``if``/``try``/``with``).
 
     Classes inside functions are left out: they are not part of a module's model,
     and not descending into function bodies keeps large files cheap to read.
     """
+    found: list[ast.ClassDef] = [] if out is None else out
     for stmt in body:
-        if isinstance(stmt, ast.ClassDef):
-            yield stmt
-            yield from _class_defs(stmt.body)
-        elif isinstance(stmt, ast.If | ast.With | ast.AsyncWith):
-            yield from _class_defs(stmt.body)
-            yield from _class_defs(getattr(stmt, "orelse", []))
-        elif isinstance(stmt, ast.Try | ast.TryStar):
-            for part in (stmt.body, stmt.orelse, stmt.finalbody):
-                yield from _class_defs(part)
-            for handler in stmt.handlers:
-                yield from _class_defs(handler.body)
+        kind = type(stmt)
+        if kind is ast.ClassDef:
+            found.append(stmt)  # type: ignore[arg-type]
+            _class_defs(stmt.body, found)  # type: ignore[attr-defined]
+        elif kind is ast.If or kind is ast.With or kind is ast.AsyncWith:
+            _class_defs(stmt.body, found)  # type: ignore[attr-defined]
+            _class_defs(getattr(stmt, "orelse", []), found)
+        elif kind is ast.Try or kind is ast.TryStar:
+            for part in (stmt.body, stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
+                _class_defs(part, found)
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                _class_defs(handler.body, found)
+    return found
 
 
 def read_module(

@@ -29,6 +29,7 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.records import quick_init
 from scaffold.diagramcheck.settings import DiagramSettings
 
 Side = Literal["old", "new"]
@@ -41,6 +42,7 @@ _TYPE_NOISE = frozenset(
 _MAX_DRAFT_FIELDS = 40
 
 
+@quick_init
 @dataclass(frozen=True)
 class SourceChange:
     """A changed file the rules read: its old and new text (``None`` where absent).
@@ -106,6 +108,7 @@ class DiffInput:
     lookup: Callable[[Side, str], pm.ModuleInfo | None] | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Requirement:
     """``diagram`` must name one of ``accept`` (or, with ``remove``, none of them).
@@ -150,15 +153,22 @@ class _Analysis:
 # --------------------------------------------------------------------------- helpers
 
 
+# The small text helpers below are pure and see the same few type names and identifiers
+# over and over in a big diff: their answers are kept.
+
+
+@functools.lru_cache(maxsize=16384)
 def _mermaid_id(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
+@functools.lru_cache(maxsize=16384)
 def _type_words(type_text: str) -> tuple[str, ...]:
     found = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", type_text)
     return tuple(dict.fromkeys(w for w in found if w not in _TYPE_NOISE))
 
 
+@functools.lru_cache(maxsize=16384)
 def mermaid_type(type_text: str) -> str:
     """A field type spelled the way a Mermaid class diagram accepts (``list~str~``)."""
     text = type_text.replace(" ", "").replace(",...", "").replace("[", "~").replace("]", "~")
@@ -250,6 +260,7 @@ def same_type(a: str, b: str) -> bool:
     return left == right
 
 
+@functools.lru_cache(maxsize=65536)
 def _norm(name: str) -> str:
     return re.sub(r"[_\-\s]", "", name).lower()
 
@@ -356,10 +367,12 @@ def _inherited(
         info = old if side == "old" else new
         if info is None:
             continue
-        path = change.source_path if side == "old" else change.path
-        module = module_name(path.removesuffix("i"), cfg.source_roots, packages) or ""
-        is_pkg = path.endswith(("__init__.py", "__init__.pyi"))
-        todo += [(c, module, is_pkg) for c in info.classes if c.name not in known]
+        unknown = [c for c in info.classes if c.name not in known]
+        if unknown:  # the module's name only for classes still without a kind
+            path = change.source_path if side == "old" else change.path
+            module = module_name(path.removesuffix("i"), cfg.source_roots, packages) or ""
+            is_pkg = path.endswith(("__init__.py", "__init__.pyi"))
+            todo += [(c, module, is_pkg) for c in unknown]
         known.update(c.name for c in info.classes)
     extra: list[pm.ClassInfo] = []
     seen: set[str] = set()
@@ -449,6 +462,7 @@ def _analyse(
     return result
 
 
+@quick_init
 @dataclass(frozen=True)
 class _Located:
     cls: pm.ClassInfo
@@ -477,7 +491,16 @@ def _data_classes(
     return found
 
 
+def _same_fields(old: Sequence[pm.FieldInfo], new: Sequence[pm.FieldInfo]) -> bool:
+    """The same names and types in the same order (lines aside): nothing to require."""
+    return len(old) == len(new) and all(
+        a.name == b.name and a.type == b.type for a, b in zip(old, new, strict=True)
+    )
+
+
 def _field_requirements(old: _Located, new: _Located, diagram: str) -> list[Requirement]:
+    if _same_fields(old.cls.fields, new.cls.fields):
+        return []
     cls = new.cls.name
     label = f"{new.kind} `{cls}`"
     out: list[Requirement] = []
@@ -576,6 +599,15 @@ def _member_requirements(
     as_states: bool,
 ) -> list[Requirement]:
     """Enum members (data model) or states (state diagram) added, removed, renamed."""
+    if (
+        len(old_members) == len(new_members)
+        and all(
+            a.name == b.name and a.value == b.value
+            for a, b in zip(old_members, new_members, strict=True)
+        )
+        and len({m.name for m in new_members}) == len(new_members)
+    ):
+        return []  # the same names (each once) and values, in order: nothing to require
     kind = "state" if as_states else "member"
     match: Match = "state" if as_states else "name"
     scope = None if as_states else owner
@@ -827,6 +859,14 @@ def _state_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requi
     """Transition tables and ``transitions`` machines."""
     states = normalize_path(cfg.states)
     out: list[Requirement] = []
+    with_states = [
+        (change, old, new)
+        for change, old, new in analysis.pairs
+        if (old is not None and (old.tables or old.machines))
+        or (new is not None and (new.tables or new.machines))
+    ]
+    if not with_states:
+        return out
     enum_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
     for _, old, new in analysis.pairs:
         for info in (old, new):
@@ -837,7 +877,7 @@ def _state_requirements(analysis: _Analysis, cfg: DiagramSettings) -> list[Requi
                     enum_aliases.setdefault(cls.name, {}).update(
                         {m.name: m.aliases for m in cls.members}
                     )
-    for change, old, new in analysis.pairs:
+    for change, old, new in with_states:
         old_tables = {(t.name, t.enum): t for t in (old.tables if old else ())}
         new_tables = {(t.name, t.enum): t for t in (new.tables if new else ())}
         for key in dict.fromkeys([*old_tables, *new_tables]):

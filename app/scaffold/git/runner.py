@@ -34,26 +34,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from scaffold.errors import GitError, UsageError
-
-GIT = "git"
+from scaffold.git.environment import GIT, git_env
 
 # A local call (status, commit, merge, worktree add) that takes longer than this
 # is hung; a network call (fetch, push, clone, ls-remote) gets longer.
 LOCAL_TIMEOUT_S = 300.0
 NETWORK_TIMEOUT_S = 1800.0
-
-# Inherited variables that would silently point git at another repository or
-# index (they are set, for example, when scaffold runs inside a git hook).
-_REPO_REDIRECTING_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
 
 SCAFFOLD_NAME = "scaffold"
 SCAFFOLD_EMAIL = "scaffold@localhost"
@@ -129,15 +115,6 @@ def repo_toplevel(start: Path) -> Path:
     if proc.returncode != 0:
         raise UsageError(f"{start} is not inside a git repository")
     return Path(proc.stdout.strip())
-
-
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a git call: the caller's, minus repository redirects."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_REDIRECTING_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    if extra:
-        env.update(extra)
-    return env
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

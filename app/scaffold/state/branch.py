@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Protocol
 
 from scaffold.errors import GitError, StoreError
+from scaffold.git.environment import git_env
 from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     LOCAL_TIMEOUT_S,
     SAFE_LOCAL,
-    git_env,
     run_git,
     run_remote_git,
 )
