@@ -130,7 +130,8 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        self.backlog = BacklogCache(repo)
+        # Listed again on scaffold's own writes at once, on a person's within poll_s.
+        self.backlog = BacklogCache(repo, recheck_s=poll_s)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
             self.ops.default_branch_lock = default_branch_lock
@@ -593,6 +594,7 @@ class Orchestrator:
             return await self._run_agent(key, effect.run)
         if isinstance(effect, CreateWorktree):
             await self.forge.prepare_allocation(self.quest, self.quest.tasks[effect.task_id])
+            self.backlog.invalidate()  # the forge may have brought the checkout up to date
             return await asyncio.to_thread(self.ops.create_worktree, effect.task_id)
         if isinstance(effect, RunWard):
             return await asyncio.to_thread(
@@ -606,7 +608,10 @@ class Orchestrator:
             task = self.quest.tasks[effect.task_id]
             if task.state is not Lifecycle.MERGING:
                 return None  # stale (re-issued after a restart, and moved on since)
-            return await self.forge.merge_pull_request(self.quest, task)
+            try:
+                return await self.forge.merge_pull_request(self.quest, task)
+            finally:
+                self.backlog.invalidate()  # the merge moved the checkout's files
         if isinstance(effect, SyncBacklog):
             await asyncio.to_thread(
                 self.ops.write_backlog_status,
@@ -799,6 +804,8 @@ class Orchestrator:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
+        if is_plan:
+            self.backlog.invalidate()  # planning agents write the backlog itself
         cost = outcome.summary.total_cost_usd or 0.0
         if cost:
             self._commit(qf.add_cost(self.quest, None if is_plan else key, cost), sync=False)
