@@ -15,6 +15,20 @@ STATES = "docs/diagrams/03-state-machine.md"
 ROADMAP = "docs/diagrams/04-roadmap.md"
 
 
+# ``python -c MODULES_PROBE <scaffold args>``: runs the command line in-process, then
+# prints the sorted names of every module it imported to stderr, as JSON.
+MODULES_PROBE = """
+import json, sys
+from scaffold.cli.entry import main
+sys.argv = ["scaffold", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
 def mermaid_doc(body: str, title: str = "Diagram") -> str:
     return f"# {title}\n\nSome prose.\n\n```mermaid\n{body.strip()}\n```\n"
 

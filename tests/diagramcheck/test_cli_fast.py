@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from dcrepo import ARCH, Repo, mermaid_doc
+from dcrepo import ARCH, MODULES_PROBE, Repo, mermaid_doc
 
 from scaffold.cli.entry import plain_diagram_check_args
 from scaffold.cli.main import cli
@@ -112,21 +112,9 @@ def test_usage_errors_and_help_are_clicks(
     assert "scaffold diagram-check" in proc.stdout + proc.stderr
 
 
-PROBE = """
-import json, sys
-from scaffold.cli.entry import main
-sys.argv = ["scaffold", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
-print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-"""
-
-
 def _modules(repo: Repo, *args: str) -> set[str]:
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
+        [sys.executable, "-c", MODULES_PROBE, *args],
         cwd=repo.root,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dcrepo import ARCH, DATA, Repo, mermaid_doc
+from dcrepo import ARCH, DATA, MODULES_PROBE, Repo, mermaid_doc
 
 from scaffold.cli.entry import run_diagram_check
 from scaffold.diagramcheck import output_cache
@@ -219,24 +219,21 @@ def test_old_outputs_are_pruned(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> 
     assert output_cache.read(git_dir, f"{4:040x}") == (0, "output 4\n")
 
 
-PROBE = """
-import json, sys
-from scaffold.cli.entry import main
-sys.argv = ["scaffold", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
-print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-"""
-
-
 def test_a_stored_output_imports_almost_nothing(repo: Repo) -> None:
     base = _blocking_change(repo)
 
     def loaded() -> set[str]:
         proc = subprocess.run(
-            [sys.executable, "-c", PROBE, "diagram-check", "--base", base, "--format", "json"],
+            [
+                sys.executable,
+                "-c",
+                MODULES_PROBE,
+                "diagram-check",
+                "--base",
+                base,
+                "--format",
+                "json",
+            ],
             cwd=repo.root,
             capture_output=True,
             text=True,
