@@ -125,6 +125,29 @@ def test_table_of_rows_built_by_calls(repo: Repo) -> None:
     assert [f.name for f in report.failures if f.diagram == DATA] == ["Ev"]
 
 
+def test_a_mapping_of_a_local_values_attributes_is_not_a_transition_table(repo: Repo) -> None:
+    """``{found.base: found.base_tree, ...}``: attributes of a value, not Enum members.
+    (It blocked a change of scaffold's own DiagramCheck code.)"""
+    source = (
+        "def unpack(found):\n"
+        "    trees = {found.base: found.base_tree, found.head: found.head_tree}\n"
+        "    return trees\n\n\n"
+        "PAIRS = {found.base: found.base_tree, found.head: found.head_tree}\n"
+    )
+    report = repo.change(
+        {"app/pkg/unpack.py": source, ARCH: mermaid_doc("flowchart LR\n  pkg.unpack")}
+    )
+    assert not [k for k in kinds(report) if k[0].startswith(("transition", "state"))]
+    # A lower-case module in front of the Enum, and an alias, still make rows.
+    rows = TABLE.split("P = Phase", maxsplit=1)[0] + (
+        "import pkg.machine as states\n"
+        "ROWS = {\n    states.Phase.IDLE: states.Phase.RUNNING,\n"
+        "    states.Phase.RUNNING: states.Phase.STOPPED,\n}\n"
+    )
+    report = repo.change({"app/pkg/rows.py": rows, ARCH: mermaid_doc("flowchart LR\n  pkg.rows")})
+    assert ("transition-added", "IDLE --> RUNNING") in kinds(report)
+
+
 SM = """\
 from statemachine import State, StateMachine
 

@@ -422,12 +422,16 @@ def _sm_states_and_transitions(
 
 
 def _enum_ref(node: ast.expr, aliases: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(Enum, MEMBER)`` for ``Enum.MEMBER`` (aliases such as ``S = Lifecycle`` resolved)."""
+    """``(Enum, MEMBER)`` for ``Enum.MEMBER`` (aliases such as ``S = Lifecycle`` resolved).
+
+    An enum is a class: its name starts upper-case, or its member is spelled in capitals.
+    ``found.base`` (an attribute of a local value) names no member."""
     if isinstance(node, ast.Attribute):
         owner = dotted(node.value)
         if owner and node.attr[:1].isalpha():
-            real = aliases.get(owner, owner)
-            return _last(real), node.attr
+            real = _last(aliases.get(owner, owner))
+            if real[:1].isupper() or node.attr.isupper():
+                return real, node.attr
     return None
 
 
