@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,20 @@ except SystemExit:
     pass
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
+
+
+def modules_loaded(root: Path, *args: str, probe: str = MODULES_PROBE) -> set[str]:
+    """The modules ``scaffold <args>`` imported, run in ``root`` through ``probe`` (which
+    prints their names to stderr as JSON on its last line)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
 
 
 def mermaid_doc(body: str, title: str = "Diagram") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from dcrepo import ARCH, MODULES_PROBE, Repo, mermaid_doc
+from dcrepo import ARCH, Repo, mermaid_doc, modules_loaded
 
 from scaffold.cli.entry import plain_diagram_check_args
 from scaffold.cli.main import cli
@@ -113,15 +113,7 @@ def test_usage_errors_and_help_are_clicks(
 
 
 def _modules(repo: Repo, *args: str) -> set[str]:
-    proc = subprocess.run(
-        [sys.executable, "-c", MODULES_PROBE, *args],
-        cwd=repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    return modules_loaded(repo.root, *args)
 
 
 def test_a_plain_check_loads_no_click_and_a_repeated_one_no_parser(repo: Repo) -> None:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from dcrepo import Repo
+from dcrepo import Repo, modules_loaded
 
 HEAVY = ("aiohttp", "mcp", "pydantic", "scaffold.runtime", "scaffold.github", "scaffold.agent")
 
@@ -26,15 +22,7 @@ print(json.dumps(heavy), file=sys.stderr)
 
 
 def _loaded(repo: Repo, *args: str) -> set[str]:
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        cwd=repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    return modules_loaded(repo.root, *args, probe=PROBE)
 
 
 @pytest.mark.parametrize("with_config", [False, True])

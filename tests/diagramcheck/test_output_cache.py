@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dcrepo import ARCH, DATA, MODULES_PROBE, Repo, mermaid_doc
+from dcrepo import ARCH, DATA, Repo, mermaid_doc, modules_loaded
 
 from scaffold.cli.entry import run_diagram_check
 from scaffold.diagramcheck import output_cache
@@ -223,24 +223,7 @@ def test_a_stored_output_imports_almost_nothing(repo: Repo) -> None:
     base = _blocking_change(repo)
 
     def loaded() -> set[str]:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                MODULES_PROBE,
-                "diagram-check",
-                "--base",
-                base,
-                "--format",
-                "json",
-            ],
-            cwd=repo.root,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+        return modules_loaded(repo.root, "diagram-check", "--base", base, "--format", "json")
 
     assert "scaffold.diagramcheck.analyzer" in loaded()
     again = loaded()
