@@ -4,9 +4,10 @@ together, nothing acknowledged before it is stored, none acknowledged if storing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -58,15 +59,28 @@ async def _post(ingest: Ingest, body: bytes, delivery: str, acked: list[str]) ->
     return reply.status, reply.outcome
 
 
-async def test_deliveries_that_come_during_an_fsync_are_stored_together_then_acknowledged(
-    settings, labeled
-) -> None:
+@contextlib.asynccontextmanager
+async def gated_ingest(
+    settings: ServerSettings,
+) -> AsyncIterator[tuple[Ingest, GatedSync, Recorder, list[str]]]:
+    """A started Ingest whose fsyncs wait on ``sync.gate``; its recorder, and the ids
+    it acknowledged. The gate is opened before it stops."""
     acked: list[str] = []
     sync = GatedSync(acked)
     rec = Recorder()
     ingest = Ingest(settings, rec, sync=sync)
     await ingest.start()
     try:
+        yield ingest, sync, rec, acked
+    finally:
+        sync.gate.set()
+        await ingest.stop()
+
+
+async def test_deliveries_that_come_during_an_fsync_are_stored_together_then_acknowledged(
+    settings, labeled
+) -> None:
+    async with gated_ingest(settings) as (ingest, sync, rec, acked):
         first = asyncio.create_task(_post(ingest, labeled, "d-0", acked))
         await sync.wait_entered()  # d-0's fsync is under way
         assert b"A d-0 issues" in spool_text(settings)  # written before the fsync
@@ -87,20 +101,12 @@ async def test_deliveries_that_come_during_an_fsync_are_stored_together_then_ack
         assert len(sync.fds[1]) == 2  # the spool segment and the dedupe log
         assert ids_log(settings) == [f"d-{i}" for i in range(6)]
         await rec.wait(6)
-    finally:
-        sync.gate.set()
-        await ingest.stop()
 
 
 async def test_a_failing_fsync_fails_the_whole_batch_and_acknowledges_none(
     settings, labeled
 ) -> None:
-    acked: list[str] = []
-    sync = GatedSync(acked)
-    rec = Recorder()
-    ingest = Ingest(settings, rec, sync=sync)
-    await ingest.start()
-    try:
+    async with gated_ingest(settings) as (ingest, sync, rec, acked):
         sync.gate.set()
         assert await _post(ingest, labeled, "ok-1", acked) == (202, "queued")
         before = spool_text(settings)
@@ -127,18 +133,10 @@ async def test_a_failing_fsync_fails_the_whole_batch_and_acknowledges_none(
         await rec.wait(5)
         assert sorted(d.id for d in rec.seen) == ["bad-0", "bad-1", "bad-2", "bad-3", "ok-1"]
         assert ids_log(settings) == ["ok-1", "bad-0", "bad-1", "bad-2", "bad-3"]
-    finally:
-        sync.gate.set()
-        await ingest.stop()
 
 
 async def test_copies_of_a_delivery_being_stored_are_written_once(settings, labeled) -> None:
-    acked: list[str] = []
-    sync = GatedSync(acked)
-    rec = Recorder()
-    ingest = Ingest(settings, rec, sync=sync)
-    await ingest.start()
-    try:
+    async with gated_ingest(settings) as (ingest, sync, rec, acked):
         copies = [asyncio.create_task(_post(ingest, labeled, "same", acked)) for _ in range(3)]
         await sync.wait_entered()
         await asyncio.sleep(0.05)
@@ -155,17 +153,10 @@ async def test_copies_of_a_delivery_being_stored_are_written_once(settings, labe
         await asyncio.sleep(0.05)
         assert [d.id for d in rec.seen] == ["same"]
         assert len(sync.calls) == 1
-    finally:
-        sync.gate.set()
-        await ingest.stop()
 
 
 async def test_copies_of_a_delivery_whose_store_failed_are_refused_too(settings, labeled) -> None:
-    acked: list[str] = []
-    sync = GatedSync(acked)
-    ingest = Ingest(settings, Recorder(), sync=sync)
-    await ingest.start()
-    try:
+    async with gated_ingest(settings) as (ingest, sync, _, acked):
         sync.fail.set()
         copies = [asyncio.create_task(_post(ingest, labeled, "twice", acked)) for _ in range(2)]
         await sync.wait_entered()
@@ -173,9 +164,6 @@ async def test_copies_of_a_delivery_whose_store_failed_are_refused_too(settings,
         sync.gate.set()
         assert await asyncio.gather(*copies) == [(503, "unavailable")] * 2
         assert "twice" not in ingest.seen
-    finally:
-        sync.gate.set()
-        await ingest.stop()
 
 
 async def test_without_fsync_deliveries_of_one_loop_turn_share_one_write(
