@@ -46,7 +46,11 @@ benchmark adds itself (:func:`commit_marks`, which wraps ``Workspace.commit_all`
 the loop's ``subprocess_exec`` for the run) split further: exit -> the commit starts (how
 long scaffold took to notice the exit and clear the group) and the commit itself; "agent
 started" -> the agent's fork (channel, sandbox command line) and fork -> first line
-(fork/exec, bwrap, Python start-up).
+(fork/exec, bwrap, Python start-up). The commit no longer sits between the two agents: the
+agent's end is applied while it runs, and the next agent's sandbox is made meanwhile and
+waits at its start gate (``RunChannel.open_gate``, also wrapped): fork -> first line splits
+into fork -> gate opens (the rest of the commit) and gate -> first line (the bridge starting
+the agent, the agent's Python start-up).
 
 Before/after in one go: run the benchmark on another checkout's code with
 ``PYTHONPATH=<checkout>/app`` and ``--tag "before <commit>"`` (recorded under its own key,
@@ -483,10 +487,10 @@ def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
 
     original = Workspace.commit_all
 
-    def commit_all(self: Workspace, task_id: str, message: str) -> str | None:
+    def commit_all(self: Workspace, task_id: str, message: str, **kwargs: Any) -> str | None:
         marks.append((time.time(), task_id, "commit:start"))
         try:
-            return original(self, task_id, message)
+            return original(self, task_id, message, **kwargs)
         finally:
             marks.append((time.time(), task_id, "commit:end"))
 
@@ -502,13 +506,31 @@ def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
             marks.append((time.time(), step, "exec"))
         return await original_exec(self, *args, **kwargs)
 
+    # ... and when a gated agent (its sandbox made while the last commit ran) is let
+    # through: spawn -> gate is that wait, gate -> first line the agent's own start.
+    try:
+        from scaffold.runtime.run_channel import RunChannel
+    except ImportError:  # a checkout from before the start gate
+        RunChannel = None  # type: ignore[assignment,misc]
+    original_gate = getattr(RunChannel, "open_gate", None)
+
+    def open_gate(self: Any) -> None:
+        if self.gated:
+            marks.append((time.time(), self.binding.step_id, "gate"))
+        assert original_gate is not None
+        original_gate(self)
+
     setattr(Workspace, "commit_all", commit_all)  # noqa: B010
     setattr(base_loop, "subprocess_exec", subprocess_exec)  # noqa: B010
+    if original_gate is not None:
+        setattr(RunChannel, "open_gate", open_gate)  # noqa: B010
     try:
         yield
     finally:
         setattr(Workspace, "commit_all", original)  # noqa: B010
         setattr(base_loop, "subprocess_exec", original_exec)  # noqa: B010
+        if original_gate is not None:
+            setattr(RunChannel, "open_gate", original_gate)  # noqa: B010
 
 
 @dataclass
@@ -710,14 +732,20 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
         started = next((t for t, w in reversed(window) if w.startswith("started:")), None)
         if finished is None or applied is None or started is None:
             continue
-        commit = [t for t, w in window if w.startswith("commit:") and t <= finished]
-        if len(commit) >= 2:
-            out["exit_noticed"].append(commit[-2] - end)
-            out["commit"].append(commit[-1] - commit[-2])
+        # The agent's commit: before its end is applied (before the start gate), or
+        # beside the next agent's start (since).
+        commit = [t for t, w in window if w.startswith("commit:")][:2]
+        if len(commit) == 2:
+            out["exit_noticed"].append(commit[0] - end)
+            out["commit"].append(commit[1] - commit[0])
         spawned = next((t for t, w in window if w == "exec" and t >= started), None)
         if spawned is not None:
             out["prepare"].append(spawned - started)
             out["exec"].append(nxt - spawned)
+            gate = next((t for t, w in window if w == "gate" and t >= spawned), None)
+            if gate is not None:
+                out["gate_wait"].append(gate - spawned)
+                out["after_gate"].append(nxt - gate)
         for name, a, b in (
             ("exit_seen", end, finished),
             ("signal_applied", finished, applied),
@@ -731,7 +759,7 @@ def latencies(run: ScaffoldRun) -> dict[str, list[float]]:
 # The stages of agent exit -> next agent start, as seen through the Reporter.
 STAGES = {
     "exit_seen": "agent exit -> scaffold reports it finished",
-    "signal_applied": "-> signal read, worktree committed, event applied",
+    "signal_applied": "-> signal read, event applied",
     "next_launched": "-> Ward, next run prepared, 'agent started'",
     "spawn": "-> next agent's first line runs",
 }
@@ -740,12 +768,14 @@ STAGES = {
 # exit_seen, split: until scaffold starts the commit, and the commit itself.
 EXIT_STAGES = {
     "exit_noticed": "exit -> noticed, group cleared, commit starts",
-    "commit": "worktree commit (git, in a thread)",
+    "commit": "worktree commit (git, in a thread; beside what follows)",
 }
 # spawn, split: preparing the run, and the process starting.
 SPAWN_STAGES = {
     "prepare": "channel, sandbox argv -> spawn",
     "exec": "spawn -> first line (fork, bwrap, Python)",
+    "gate_wait": "spawn -> start gate opens (sandbox made, commit done)",
+    "after_gate": "gate -> first line (bridge fork/exec, Python)",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,62 @@ def test_not_durable_store_never_syncs(tmp_path: Path, syncs: list[int]) -> None
         w.commit(bumped(w.quest, 1), sync=False)
         w.sync()
     assert syncs == []
+
+
+def held_sync(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """``_sync`` that waits for ``release`` once it has ``started``: a slow disk."""
+    started, release = threading.Event(), threading.Event()
+    real = store_mod._sync
+
+    def slow(fd: int) -> None:
+        started.set()
+        assert release.wait(10), "the test never released the sync"
+        real(fd)
+
+    monkeypatch.setattr(store_mod, "_sync", slow)
+    return started, release
+
+
+def test_commits_go_on_while_another_thread_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = QuestStore(tmp_path / "quests")
+    with store.create(quest()) as w:
+        w.commit(bumped(w.quest, 1), sync=False)
+        started, release = held_sync(monkeypatch)
+        syncing = threading.Thread(target=w.sync)
+        syncing.start()
+        assert started.wait(10)
+        # The fdatasync runs without the commit lock: this commit does not wait for it.
+        w.commit(bumped(w.quest, 2), sync=False)
+        assert syncing.is_alive()
+        assert w.unsynced
+        release.set()
+        syncing.join(10)
+        # The line written during the sync is not covered by it: it still waits.
+        assert w.unsynced
+        w.sync()
+        assert not w.unsynced
+    assert store.read("q-1").tasks["TASK-1"].attempts == 2
+
+
+def test_close_waits_for_a_sync_still_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = QuestStore(tmp_path / "quests")
+    w = store.create(quest())
+    w.commit(bumped(w.quest, 1), sync=False)
+    started, release = held_sync(monkeypatch)
+    syncing = threading.Thread(target=w.sync)
+    syncing.start()
+    assert started.wait(10)
+    closing = threading.Thread(target=w.close)
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive()  # the journal stays open under the running fdatasync
+    release.set()
+    syncing.join(10)
+    closing.join(10)
+    assert not closing.is_alive()
+    assert w.closed
+    assert store.read("q-1").tasks["TASK-1"].attempts == 1

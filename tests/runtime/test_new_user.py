@@ -182,7 +182,12 @@ def test_after_the_failure_limit_scheduling_stops_once(make_project: MakeProject
 
     assert result.exit_code == 4, result.output
     assert project.events("TASK-2").count("deps_resolved") == 1
-    assert project.events("TASK-2").count("safety_limit_hit") == 1
+    # Stopped once: while Ready (safety_limit_hit), or, made ready ahead of its slot
+    # (worktree, "In Progress") and never started, put back (abort_signal).
+    events = project.events("TASK-2")
+    assert events.count("safety_limit_hit") + events.count("abort_signal") == 1
+    assert project.backlog_task("TASK-2").status == "To Do"
+    assert project.task("TASK-2").state is Lifecycle.IDLE
     assert result.output.count("stopping new work") == 1
     # The log line of the crash says why, not only "agent_failed".
     assert "TASK-1: agent_failed (stays Processing): exited with code 1" in result.output

@@ -133,6 +133,8 @@ class AgentSpec:
     drain_timeout_s: float = 5.0
     # The environment to scrub; None means os.environ at spawn time.
     base_env: Mapping[str, str] | None = None
+    # Descriptors the process inherits beside stdio (a sandbox's start gate).
+    pass_fds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -511,6 +513,7 @@ class _AgentRun:
                 cwd=spec.cwd,
                 env=env,
                 start_new_session=True,
+                pass_fds=spec.pass_fds,
                 limit=DEFAULT_CHUNK_BYTES,
             )
         except OSError as exc:

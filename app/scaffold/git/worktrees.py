@@ -561,7 +561,7 @@ class Workspace:
 
     # ---------------------------------------------------------------- commits
 
-    def commit_all(self, task_id: str, message: str) -> str | None:
+    def commit_all(self, task_id: str, message: str, *, unless_merging: bool = False) -> str | None:
         """Commit everything in the task's worktree onto its branch, as scaffold.
 
         Nothing the agent could touch is trusted: the worktree's index and ``HEAD`` are
@@ -578,10 +578,14 @@ class Workspace:
         finished adds the checks of its ``MERGE_HEAD`` and a ``reset`` that ends it).
         ``read-tree`` is skipped when scaffold's saved index of the tip is there
         (:data:`INDEX_CACHE`): then ``add -A`` hashes only the files whose stat changed.
+        With ``unless_merging``, a worktree in the middle of a merge (conflict markers
+        an agent has yet to resolve) is left as it is.
         """
         branch = branch_for_task(task_id)
         wt = self._checked_worktree(task_id, branch)
         path = wt.path
+        if unless_merging and any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
+            return None
         try:
             tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=wt.admin)
         except OSError as exc:

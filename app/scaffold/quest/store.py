@@ -408,6 +408,10 @@ class QuestWriter:
         self._snapshot_every = snapshot_every
         self._durable = durable
         self._mutex = threading.Lock()
+        # sync() runs its fdatasync without the mutex (commits go on meanwhile); close()
+        # waits for those still running before it closes the journal.
+        self._syncs_running = 0
+        self._no_sync_running = threading.Condition(self._mutex)
         self._closed = False
         self._broken: str | None = None
         self._unsynced = False  # lines written by commit(sync=False) and not yet fsync'ed
@@ -445,13 +449,40 @@ class QuestWriter:
         with self._mutex:
             return self._commit(new, entries, sync)
 
+    @property
+    def unsynced(self) -> bool:
+        """Whether a line committed with ``sync=False`` may not be durable yet."""
+        return self._unsynced
+
     def sync(self) -> None:
-        """Make every line committed with ``sync=False`` durable (nothing when none waits)."""
+        """Make every line committed with ``sync=False`` durable (nothing when none waits).
+
+        The fdatasync runs without the commit lock, so a thread may sync while another
+        commits: it covers every line written before it started (a line written meanwhile
+        waits for the next sync)."""
         with self._mutex:
             if not self._unsynced:
                 return
             self._check_usable()
-            self._sync_journal()
+            written = self._offset
+            self._syncs_running += 1
+        try:
+            _sync(self._journal_fd)
+        except OSError as exc:
+            with self._mutex:
+                # After a failed fsync the page cache state is unknown: stop writing.
+                self._broken = f"fsync failed: {exc}"
+            raise StoreError(
+                self._journal,
+                f"fsync failed, the commit may not be durable; reopen the store: {exc}",
+            ) from exc
+        finally:
+            with self._mutex:
+                self._syncs_running -= 1
+                self._no_sync_running.notify_all()
+        with self._mutex:
+            if self._offset == written:
+                self._unsynced = False
 
     def update(self, fn: Callable[[Quest], tuple[Quest, Sequence[HistoryEntry]]]) -> Quest:
         """Commit ``fn(current quest)`` atomically with respect to other threads' commits."""
@@ -475,6 +506,8 @@ class QuestWriter:
             if self._closed:
                 return
             self._closed = True
+            while self._syncs_running:
+                self._no_sync_running.wait()
             try:
                 if self._unsynced and self._broken is None:
                     try:

@@ -91,6 +91,7 @@ from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.run_channel import RunChannel, private_dir, sweep_stale_channels
 from scaffold.runtime.slot_pool import SlotPool
+from scaffold.runtime.unsettled import Unsettled
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
@@ -99,6 +100,10 @@ from scaffold.state.publisher import StatePublisher
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
 MAX_DIAGRAM_AUTOFIX = 2
+# Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
+# work, so that a slot given back goes to an agent at once, not to a task's allocation.
+# Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
+LOOKAHEAD = 1
 
 
 class Orchestrator:
@@ -164,12 +169,17 @@ class Orchestrator:
         # The repository's slots when other quests run beside this one (the App).
         self.slot_pool = slot_pool
         self.children = LiveChildren()
-        # At most ``slots`` task agents at work at once, even while tasks that went back
-        # to their agents from a state that holds no slot (a merge conflict, a diagram
-        # fix) push the scheduler's count above ``slots`` for a while.
+        # At most ``slots`` task agents at work at once: a task's first agent takes a
+        # permit (its lease on a slot) and the task keeps it between its agents, until
+        # it no longer holds a slot (``_release_leases``). Tasks made ready ahead
+        # (LOOKAHEAD) and tasks that went back to their agents from a state that holds
+        # no slot (a merge conflict, a diagram fix) wait for one.
         self.agent_permits = asyncio.Semaphore(config.slots)
+        self.leases: set[str] = set()
         # Events from jobs; None only wakes the main loop (a job ended).
         self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
+        # The commits of agents' work still running after their end was applied.
+        self.unsettled = Unsettled(reporter.warn, lambda: self.queue.put_nowait(None))
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self.reported_problems: set[str] = set()
         # Steps whose agent run was started again after a restart of scaffold.
@@ -186,12 +196,18 @@ class Orchestrator:
 
     def _commit(self, quest: Quest, entries: Sequence[Any] = (), *, sync: bool = True) -> None:
         """Journal the new state. ``sync=False`` (the hand-off path: an agent's end, the
-        events it leads to) leaves the fsync to ``writer.sync()``, which runs before any
-        effect: at the start of every job step (``_execute_one``), at the end of the main
-        loop's turn that applied the events, before the state is published. One fsync then
-        covers the lines of a hand-off, and the commit of the next agent's start makes
-        them durable at the latest, before that agent is spawned."""
+        events it leads to, the scheduler's picks, an agent's start) leaves the fsync to
+        :meth:`_durable`, which runs before any effect: at the start of every job step
+        (``_execute_one``), before an agent is spawned, at the end of the main loop's
+        turn that applied the events, before the state is published. One fsync then
+        covers the lines of a hand-off, off the event loop."""
         self.writer.commit(quest, entries, sync=sync)
+
+    async def _durable(self) -> None:
+        """Every journal line written so far on disk; the fdatasync runs in a worker
+        thread, so the event loop goes on with other tasks' events meanwhile."""
+        if self.writer.unsynced:
+            await asyncio.to_thread(self.writer.sync)
 
     def _update_task(
         self, task_id: str, note: str | None = None, *, sync: bool = True, **updates: Any
@@ -231,9 +247,9 @@ class Orchestrator:
                     next_look = loop.time() + self.poll_s
                 self._tick()
                 self._maybe_publish()
-                if not self.jobs and self.queue.empty():
+                if self._idle():
                     self._tick()
-                    if not self.jobs and self.queue.empty():
+                    if self._idle():
                         break
                 try:
                     item = await asyncio.wait_for(
@@ -242,12 +258,13 @@ class Orchestrator:
                 except TimeoutError:
                     continue
                 self._apply_queued(item)
-                self.writer.sync()  # the lines of the events just applied, before any effect
+                await self._durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             if self.slot_pool is not None:
                 self.slot_pool.leave(self.quest.id)
             await self._stop_all_jobs()
+            await self.unsettled.settle_all()
             with contextlib.suppress(ScaffoldError):
                 await self.forge.flush(self.quest)
             if self._publishing is not None:
@@ -270,7 +287,7 @@ class Orchestrator:
         pub = self.publisher
         if pub is None:
             return
-        self.writer.sync()  # never publish a state the journal could still lose
+        await self._durable()  # never publish a state the journal could still lose
         if self.before_publish is not None:
             try:
                 await self.before_publish()
@@ -307,6 +324,9 @@ class Orchestrator:
         update = {"stop_reason": None, "stop_limit": None, "consecutive_failures": 0}
         self._commit(q.model_copy(update=update), entries)
 
+    def _idle(self) -> bool:
+        return not self.jobs and self.queue.empty() and not self.unsettled.busy()
+
     def _apply_queued(self, item: tuple[str, Event] | None) -> None:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
         while True:
@@ -328,8 +348,8 @@ class Orchestrator:
     def apply(self, key: str, event: Event, *, sync: bool = True) -> None:
         """Feed one event to the core, persist the result, start the effects.
 
-        With ``sync=False`` the caller runs ``writer.sync()`` before it yields to the
-        effects started here (jobs only start when the loop gets control)."""
+        With ``sync=False`` the lines wait for the next :meth:`_durable`; the effects
+        started here run only after one (each job step begins with it)."""
         now = self.clock()
         try:
             if key == PLAN_KEY:
@@ -389,6 +409,7 @@ class Orchestrator:
         self.out.slots(rows, done, len(self.quest.tasks), self.quest.cost_usd)
 
     def _tick(self) -> None:
+        self._release_leases()
         self._show_slots()
         if self.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
             self._tick_planning()
@@ -407,7 +428,7 @@ class Orchestrator:
                 break
             idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
             if idle and task.id in ready_ids:
-                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
+                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now), sync=False)
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         busy = [t.id for t in self.quest.tasks.values() if self._holds_slot(t)]
         if self.slot_pool is not None:
@@ -422,6 +443,10 @@ class Orchestrator:
         slots = self.cfg.slots
         if self.slot_pool is not None:
             slots = len(busy) + self.slot_pool.allowance(self.quest.id)
+        elif len(busy) >= slots and all(tid in self.leases for tid in busy):
+            # Every slot at work: make the next task ready. It is the only one without
+            # a slot, so it is the next to get one (in the scheduler's order).
+            slots += LOOKAHEAD
         candidates = [
             SchedTask(
                 id=t.id,
@@ -437,7 +462,8 @@ class Orchestrator:
             candidates = fill_estimates(candidates, self.estimates.minutes(snapshot, merged))
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
-            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
+            # Its allocation job makes the line durable before it does anything.
+            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True), sync=False)
         if self.slot_pool is not None and started:
             held = len(busy) + len(started)
             self.slot_pool.report(self.quest.id, held, held + len(ready) - len(started))
@@ -589,9 +615,12 @@ class Orchestrator:
             self.queue.put_nowait((key, Event(EventName.BACKLOG_SYNCED, at=self.clock())))
 
     async def _execute_one(self, key: str, effect: Effect) -> Event | None:
-        self.writer.sync()  # every line that led here is durable before the effect runs
+        await self._durable()  # every line that led here is durable before the effect runs
         if isinstance(effect, StartAgent):
-            return await self._run_agent(key, effect.run)
+            return await self._run_agent(key, effect.run)  # gated on the commit (unsettled)
+        if isinstance(effect, RunWard) and not self.cfg.ward:
+            return Event(EventName.WARD_PASSED, at=self.clock())  # nothing to run or wait for
+        await self.unsettled.settle(key)  # the last agent's work is on the branch first
         if isinstance(effect, CreateWorktree):
             await self.forge.prepare_allocation(self.quest, self.quest.tasks[effect.task_id])
             self.backlog.invalidate()  # the forge may have brought the checkout up to date
@@ -681,10 +710,22 @@ class Orchestrator:
         )
 
     async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
-        if key == PLAN_KEY:
-            return await self._run_agent_now(key, run)
-        async with self.agent_permits:
-            return await self._run_agent_now(key, run)
+        if key != PLAN_KEY and key not in self.leases:
+            await self.agent_permits.acquire()
+            self.leases.add(key)
+        if key != PLAN_KEY and self.quest.stop_reason:
+            # Stopped while this start waited for its slot: a stopped quest lets an
+            # agent run finish but starts no new one (quest_flow), so the task stops.
+            return Event(EventName.ABORT_SIGNAL, at=self.clock(), detail=self.quest.stop_reason)
+        return await self._run_agent_now(key, run)
+
+    def _release_leases(self) -> None:
+        """Give back the slot of every task that no longer holds one, its agent done."""
+        for key in list(self.leases):
+            task = self.quest.tasks.get(key)
+            if task is None or not (self._holds_slot(task) or task.agent_running):
+                self.leases.discard(key)
+                self.agent_permits.release()
 
     async def _run_agent_now(self, key: str, run: AgentRun) -> Event | None:
         is_plan = key == PLAN_KEY
@@ -699,21 +740,31 @@ class Orchestrator:
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
+            await self.unsettled.settle(key)
             await asyncio.to_thread(self.ops.start_conflict_merge, self._worktree(key))
         step_id = PLAN_STEP if is_plan else key
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
         if is_plan:
             self._update_planning(**marks)
         else:
-            self._update_task(key, f"agent started: {run.role.value} ({run.kind})", **marks)
+            note = f"agent started: {run.role.value} ({run.kind})"
+            self._update_task(key, note, sync=False, **marks)
+            await self._durable()  # the start is on disk before the agent exists
         self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
         if self.remote is not None and not is_plan:
+            await self.unsettled.settle(key)  # the remote run starts from the pushed branch
             outcome = await self.remote.run_agent(
                 self.quest, self.quest.tasks[key], run, run_dir, signal_dir
             )
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
+        return await self._run_here(key, run, signal_dir)
+
+    async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
+        """The agent run on this machine: its channel, its sandbox, its end."""
+        is_plan = key == PLAN_KEY
+        step_id = PLAN_STEP if is_plan else key
         binding = Binding(signal_dir, step_id, run.role, self.quest.id, self.repo)
         confinement = self._confinement(key)
         channel = RunChannel(
@@ -723,6 +774,7 @@ class Orchestrator:
             python=self.python,
             env=agent_environment(os.environ, {}),
             transport=self.cfg.agent.signal_transport,
+            gated=self.unsettled.pending(key),
         )
         async with channel:
             inv = build_invocation(
@@ -736,12 +788,17 @@ class Orchestrator:
                 python=self.python,
                 mcp_config=channel.mcp_config,
             )
-            argv, env = channel.wrap(inv.argv, agent_environment(os.environ, inv.env))
+            # The sandbox's command line (private folders checked, programs' roots
+            # found): file system work, done off the event loop.
+            argv, env = await asyncio.to_thread(
+                channel.wrap, inv.argv, agent_environment(os.environ, inv.env)
+            )
             spec = AgentSpec(
                 argv=argv,
                 cwd=confinement.cwd,
                 base_env=env,
                 stuck_timeout_s=self.cfg.agent.stuck_timeout_s,
+                pass_fds=channel.pass_fds,
             )
             stop = asyncio.Event()
             refused: list[str] = []
@@ -755,9 +812,13 @@ class Orchestrator:
                         refused.append(problem)
                         stop.set()
 
+            if not channel.gated:
+                await self.unsettled.settle(key)  # no sandbox to make meanwhile: just wait
             agent = asyncio.create_task(
                 run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
             )
+            # The sandbox is made now; the agent in it runs once the last commit is done.
+            opener = asyncio.create_task(self._open_when_settled(key, channel))
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
                 outcome = await agent
@@ -766,10 +827,16 @@ class Orchestrator:
                 return self._outcome_event(key, run.role, None, run.resume_session, failure)
             finally:
                 watcher.cancel()
-            # The agent's group is gone: commit its work now, while the channel closes.
-            committing = self._start_commit(key, signal_dir, run.role, refused)
-        await committing
+                opener.cancel()
+            # The agent's group is gone: commit its work. Its end is applied meanwhile;
+            # the task's next steps wait for the commit (self.unsettled).
+            if not is_plan:
+                self.unsettled.add(key, self._start_commit(key, signal_dir, run.role, refused))
         return self._finish_run(key, run, outcome, refused, signal_dir)
+
+    async def _open_when_settled(self, key: str, channel: RunChannel) -> None:
+        await self.unsettled.settle(key)
+        channel.open_gate()
 
     def _confinement(self, key: str) -> Confinement:
         """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
@@ -884,7 +951,7 @@ class Orchestrator:
         self, key: str, signal_dir: Path, role: Role, refused: Sequence[str]
     ) -> asyncio.Future[None]:
         """``_commit_work`` in a worker thread, started now (nothing when the run was
-        refused); the caller awaits it."""
+        refused)."""
         sig = None if refused else latest_signal(signal_dir)
         return asyncio.ensure_future(asyncio.to_thread(self._commit_work, key, sig, role))
 
@@ -957,11 +1024,27 @@ class Orchestrator:
             if task.agent_running and task.role is not None:
                 self._resume_interrupted(task.id, task.role, task.run_dir)
                 continue
+            self._commit_leftovers(task)
             effects = qf.due_effects(task)
             if effects:
                 self.out.line(f"{task.id}: resuming in {task.state.value}")
                 self._start_job(task.id, effects)
         self._remove_orphan_worktrees()
+
+    def _commit_leftovers(self, task: TaskRecord) -> None:
+        """The commit of an agent's work runs after its end is journaled (``unsettled``):
+        scaffold may have stopped in between. Whatever the worktree holds is committed
+        before the task's next step (nothing when the commit had been made)."""
+        if task.worktree is None or not Path(task.worktree).is_dir():
+            return
+
+        def commit() -> None:
+            with contextlib.suppress(ScaffoldError):
+                self.workspace.commit_all(
+                    task.id, f"{task.id} work left uncommitted by a restart", unless_merging=True
+                )
+
+        self.unsettled.add(task.id, asyncio.ensure_future(asyncio.to_thread(commit)))
 
     def _restore_worktree(self, task: TaskRecord) -> None:
         """A quest rebuilt from the state branch (or a deleted folder): the task's

@@ -10,7 +10,10 @@
   :class:`~scaffold.agent.signal_relay.SignalEndpoint` at ``signal.sock``, reached
   through a ``scaffold signal-server --relay`` process the agent starts;
 - with a sandbox: the :class:`~scaffold.sandbox.egress.EgressGate` (the model API and
-  ``sandbox.allow_domains``, nothing else) and the bwrap command line.
+  ``sandbox.allow_domains``, nothing else) and the bwrap command line;
+- with a sandbox and ``gated=True``: the start gate, a pipe the sandbox's bridge waits
+  on before it runs the agent (:meth:`RunChannel.open_gate`), so the sandbox is made
+  while scaffold still finishes the previous run's commit.
 
 The folder is seen inside the sandbox at ``/run/scaffold``, read-only; without a
 sandbox the same files are used at their real paths.
@@ -74,6 +77,7 @@ class RunChannel:
         python: str,
         env: Mapping[str, str],
         transport: Literal["http", "stdio"] = "http",
+        gated: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.binding = binding
@@ -93,6 +97,46 @@ class RunChannel:
             plan_egress(model_endpoint(env), sandbox.allow_domains) if sandbox.active else []
         )
         self._stack = contextlib.AsyncExitStack()
+        # (read end, write end); only a sandbox has a bridge to wait on the read end.
+        self._gate: tuple[int, int | None] | None = None
+        if gated and sandbox.active:
+            read_end, write_end = os.pipe()
+            self._gate = (read_end, write_end)
+
+    @property
+    def gated(self) -> bool:
+        """Whether the agent waits for :meth:`open_gate` (only in a sandbox)."""
+        return self._gate is not None
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors the agent's process must inherit (the gate's read end)."""
+        return (self._gate[0],) if self._gate is not None else ()
+
+    def open_gate(self) -> None:
+        """Let the agent start (once; nothing when the run is not gated)."""
+        if self._gate is None:
+            return
+        read_end, write_end = self._gate
+        if write_end is None:
+            return
+        self._gate = (read_end, None)
+        try:
+            os.write(write_end, b"g")
+        except OSError:
+            pass  # the bridge is gone already: the run ends as it would have
+        finally:
+            os.close(write_end)
+
+    def _close_gate(self) -> None:
+        if self._gate is None:
+            return
+        read_end, write_end = self._gate
+        self._gate = (read_end, None)
+        for fd in (write_end, read_end):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     @property
     def inside(self) -> Path:
@@ -137,6 +181,7 @@ class RunChannel:
 
     async def __aexit__(self, *exc: object) -> None:
         try:
+            self._close_gate()  # a start never let through is withdrawn (the bridge exits)
             await self._stack.aclose()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -156,4 +201,5 @@ class RunChannel:
             programs=(self.python, *c.programs),
             extra_hidden=c.extra_hidden,
         )
-        return confine(self.sandbox, confinement, argv, env)
+        gate = self._gate[0] if self._gate is not None else None
+        return confine(self.sandbox, confinement, argv, env, gate_fd=gate)

@@ -24,6 +24,7 @@ private object store (``GIT_OBJECT_DIRECTORY``) and cannot move any branch.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pwd
 import shutil
@@ -113,7 +114,15 @@ def worktree_git_dirs(worktree: Path) -> tuple[Path, Path]:
 
 
 def install_root(program: Path) -> list[Path]:
-    """The folders a program needs readable to run: its install root, and a venv's base."""
+    """The folders a program needs readable to run: its install root, and a venv's base.
+
+    Remembered per program for the life of the process (an install does not move while
+    scaffold runs; every agent start asks for the same few programs)."""
+    return list(_install_root(program))
+
+
+@functools.lru_cache(maxsize=64)
+def _install_root(program: Path) -> tuple[Path, ...]:
     roots: list[Path] = []
     for path in dict.fromkeys([program, program.resolve()]):
         root: Path | None = None
@@ -131,7 +140,7 @@ def install_root(program: Path) -> list[Path]:
         if root is None:
             root = path.parent.parent if path.parent.name == "bin" else path.parent
         roots.append(root)
-    return list(dict.fromkeys(roots))
+    return tuple(dict.fromkeys(roots))
 
 
 def _venv_base(cfg: Path) -> list[Path]:
@@ -161,12 +170,17 @@ def _real_homes(env: Mapping[str, str]) -> list[Path]:
 
 
 def _python_roots() -> list[Path]:
+    return list(_python_roots_once())
+
+
+@functools.lru_cache(maxsize=1)
+def _python_roots_once() -> tuple[Path, ...]:
     import scaffold
 
     roots = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
     roots.append(Path(scaffold.__file__).resolve().parent.parent)
     roots += install_root(Path(sys.executable))
-    return roots
+    return tuple(roots)
 
 
 def build_view(
@@ -251,13 +265,21 @@ def _copy_login(home: Path, real_homes: Sequence[Path]) -> None:
 
 
 def confine(
-    sandbox: Sandbox, c: Confinement, argv: Sequence[str], env: Mapping[str, str]
+    sandbox: Sandbox,
+    c: Confinement,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    gate_fd: int | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run ``argv`` inside the sandbox.
 
     ``env`` is the environment the process would get unsandboxed (already without
     credentials); HOME, TMPDIR and git's object store are pointed at the private
     folders. The private folders are created, and the channel's ``hosts`` file written.
+    With ``gate_fd`` (the read end of a pipe the caller passes to the process) the
+    sandbox is made at once and ``argv`` runs only once a byte arrives on it
+    (:mod:`scaffold.sandbox.bridge`).
     """
     if not sandbox.active or sandbox.bwrap is None:
         raise SandboxError("confine() needs an active sandbox")
@@ -269,11 +291,13 @@ def confine(
     if c.channel is not None and c.routes:
         (c.channel / "hosts").write_text(hosts_file(c.routes), encoding="utf-8")
     inner = list(argv)
-    if c.routes:
+    if c.routes or gate_fd is not None:
         forwards: list[str] = []
         for route in c.routes:
             forwards += ["--forward", f"{route.inside}:{route.port}="]
             forwards[-1] += str(CHANNEL_INSIDE / route.socket_name)
+        if gate_fd is not None:
+            forwards += ["--gate", str(gate_fd)]
         inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]
     command = [
         str(sandbox.bwrap),

@@ -1,0 +1,204 @@
+"""An agent's end is applied while its work is committed; what follows waits for it.
+
+The task's next agent is started beside the commit (in the sandbox it is made at once
+and let through its start gate once the commit is done; without one, it is spawned
+then), every other effect of the task waits for the commit, and a restart in between
+commits what the worktree was left holding before the task goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from repo_builder import MakeProject, codeweaver_done, quick_complete
+
+from scaffold.git.worktrees import Workspace
+from scaffold.roles import Role
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.repo_ops import RepoOps
+from scaffold.runtime.unsettled import Unsettled
+
+
+def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tuple[str, float]]:
+    """Every worktree commit takes ``seconds`` longer; returns (task, time done) of each."""
+    real = Workspace.commit_all
+    done: list[tuple[str, float]] = []
+
+    def slow(self: Workspace, task_id: str, message: str, **kwargs: Any) -> str | None:
+        time.sleep(seconds)
+        try:
+            return real(self, task_id, message, **kwargs)
+        finally:
+            done.append((task_id, time.time()))
+
+    monkeypatch.setattr(Workspace, "commit_all", slow)
+    return done
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
+def test_the_next_agent_runs_on_the_last_agents_commit_however_slow_it_is(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
+    slow_commits(monkeypatch, 0.6)
+    seen = ["sh", "-c", "git log -1 --format=%s > seen-by-siegemaster.txt"]
+    project = make_project(
+        ["Add the notes"],
+        [codeweaver_done("TASK-1", quick=True)],
+        {"slots": 1, "sandbox": {"mode": sandbox}},
+        validators=[
+            {"role": "siegemaster", "actions": [{"run": seen}, quick_complete("edges hold")]},
+            {"role": "lawbringer", "actions": [quick_complete("reviewed: fine")]},
+        ],
+    )
+
+    result = project.run()
+
+    assert result.exit_code == 0, result.output
+    assert project.task("TASK-1").outcome == "merged"
+    # Siegemaster's first command saw Codeweaver's commit at the branch's tip.
+    subject = project.git("show", "main:seen-by-siegemaster.txt").strip()
+    assert subject == "TASK-1 codeweaver: TASK-1 implemented"
+    # Every agent's work reached main, each in its own commit.
+    assert project.git("show", "main:notes/task-1.txt") == "TASK-1 done\n"
+    subjects = project.git("log", "--format=%s", "main").splitlines()
+    assert "TASK-1 codeweaver: TASK-1 implemented" in subjects
+    assert "TASK-1 siegemaster: edges hold" in subjects
+
+
+def reviewer_writes(path: str, content: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "siegemaster", "actions": [quick_complete("edges hold")]},
+        {
+            "role": "lawbringer",
+            "actions": [{"write": path, "content": content}, quick_complete("reviewed: fine")],
+        },
+    ]
+
+
+def test_diagramcheck_and_the_merge_wait_for_the_last_commit(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = slow_commits(monkeypatch, 0.6)
+    checked: list[float] = []
+    real = RepoOps.check_diagrams
+
+    def check(self: RepoOps, task_id: str) -> Any:
+        checked.append(time.time())
+        return real(self, task_id)
+
+    monkeypatch.setattr(RepoOps, "check_diagrams", check)
+    project = make_project(
+        ["Add the notes"],
+        [codeweaver_done("TASK-1", quick=True)],
+        {"slots": 1},
+        validators=reviewer_writes("notes/review.txt", "looked at it\n"),
+    )
+
+    result = project.run()
+
+    assert result.exit_code == 0, result.output
+    # DiagramCheck ran only once Lawbringer's commit (the last one) was done, and the
+    # merge carries what Lawbringer wrote.
+    [when] = checked
+    assert when >= max(t for task, t in done if task == "TASK-1")
+    assert project.git("show", "main:notes/review.txt") == "looked at it\n"
+
+
+def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scaffold stopped after journaling Lawbringer's end, before its commit: the next
+    run commits what the worktree holds before DiagramCheck and the merge."""
+    project = make_project(
+        ["Add the notes"],
+        [codeweaver_done("TASK-1", quick=True)],
+        {"slots": 1},
+        validators=reviewer_writes("notes/review.txt", "looked at it\n"),
+    )
+    real_start = Orchestrator._start_commit
+
+    def no_commit_for_the_reviewer(
+        self: Orchestrator, key: str, signal_dir: Path, role: Role, refused: Any
+    ) -> asyncio.Future[None]:
+        if role is not Role.LAWBRINGER:
+            return real_start(self, key, signal_dir, role, refused)
+        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        never.set_result(None)  # as if scaffold died before it ran
+        return never
+
+    def stop(self: RepoOps, task_id: str) -> Any:
+        raise RuntimeError("scaffold stops here")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Orchestrator, "_start_commit", no_commit_for_the_reviewer)
+        patch.setattr(RepoOps, "check_diagrams", stop)
+        project.run()
+    # The journal has the review complete; the reviewer's file is in no commit.
+    assert "review_complete" in project.events("TASK-1")
+    assert project.task("TASK-1").outcome is None
+    branch = project.task("TASK-1").branch
+    assert branch is not None
+    assert "notes/review.txt" not in project.git("ls-tree", "-r", "--name-only", branch)
+
+    again = project.run()
+
+    assert again.exit_code == 0, again.output
+    assert project.task("TASK-1").outcome == "merged"
+    assert project.git("show", "main:notes/review.txt") == "looked at it\n"
+    assert project.git("show", "main:notes/task-1.txt") == "TASK-1 done\n"
+    subjects = project.git("log", "--format=%s", "main").splitlines()
+    assert "TASK-1 work left uncommitted by a restart" in subjects
+
+
+def test_settling_reports_a_failed_commit_and_goes_on() -> None:
+    warnings: list[str] = []
+    wakes: list[int] = []
+
+    async def main() -> None:
+        unsettled = Unsettled(warnings.append, lambda: wakes.append(1))
+
+        def fail() -> None:
+            raise OSError("disk full")
+
+        unsettled.add("TASK-1", asyncio.ensure_future(asyncio.to_thread(fail)))
+        assert unsettled.pending("TASK-1")
+        assert unsettled.busy()
+        await unsettled.settle("TASK-1")
+        assert not unsettled.pending("TASK-1")
+        assert not unsettled.busy()
+        await unsettled.settle("TASK-2")  # nothing started: nothing to wait for
+
+    asyncio.run(main())
+    assert warnings == ["TASK-1: committing the agent's work failed: disk full"]
+    assert wakes == [1]
+
+
+def test_a_cancelled_waiter_leaves_the_commit_running() -> None:
+    release = threading.Event()
+    finished: list[str] = []
+
+    async def main() -> None:
+        unsettled = Unsettled(lambda _msg: None, lambda: None)
+
+        def commit() -> None:
+            release.wait(10)
+            finished.append("commit")
+
+        unsettled.add("TASK-1", asyncio.ensure_future(asyncio.to_thread(commit)))
+        waiter = asyncio.ensure_future(unsettled.settle("TASK-1"))
+        await asyncio.sleep(0.05)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert unsettled.pending("TASK-1")  # still there for the task's next step
+        release.set()
+        await unsettled.settle_all()
+        assert not unsettled.busy()
+
+    asyncio.run(main())
+    assert finished == ["commit"]
