@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,12 +11,18 @@ from repo_builder import MakeProject, codeweaver_done
 
 import scaffold.quest.store as store_mod
 from scaffold.core.states import Lifecycle
+from scaffold.errors import StoreError
 from scaffold.quest.store import QuestWriter
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.run_channel import RunChannel
 
 
+@pytest.mark.parametrize("sandbox", ["bwrap", "off"])
 def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
-    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, sandbox: str
 ) -> None:
+    """An agent runs once every line before it is durable: spawned then, or (in the
+    sandbox, while the last agent's work is committed) let through its start gate then."""
     writers: list[QuestWriter] = []
     real_init = QuestWriter.__init__
 
@@ -24,14 +31,26 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
         writers.append(self)
 
     monkeypatch.setattr(QuestWriter, "__init__", remember)
-    spawns: list[bool] = []
+    spawns: list[bool] = []  # lines waiting, at each ungated spawn and each gate opened
+    gated: list[int] = []
     real_exec = asyncio.base_events.BaseEventLoop.subprocess_exec
 
     async def spawn(self: Any, *args: Any, **kwargs: Any) -> Any:
-        spawns.append(any(w._unsynced for w in writers))
+        if "--gate" in args:
+            gated.append(1)  # made now; it runs when its gate opens
+        else:
+            spawns.append(any(w._unsynced for w in writers))
         return await real_exec(self, *args, **kwargs)
 
     monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "subprocess_exec", spawn)
+    real_open = RunChannel.open_gate
+
+    def open_gate(self: RunChannel) -> None:
+        if self.gated:
+            spawns.append(any(w._unsynced for w in writers))
+        real_open(self)
+
+    monkeypatch.setattr(RunChannel, "open_gate", open_gate)
     deferred: list[int] = []
     real_commit = QuestWriter.commit
 
@@ -50,7 +69,9 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
 
     monkeypatch.setattr(store_mod, "_sync", counting)
 
-    project = make_project(["Add the notes"], [codeweaver_done("TASK-1")])
+    project = make_project(
+        ["Add the notes"], [codeweaver_done("TASK-1")], {"sandbox": {"mode": sandbox}}
+    )
     result = project.run()
 
     assert result.exit_code == 0, result.output
@@ -58,6 +79,45 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
     assert project.task("TASK-1").state is Lifecycle.IDLE
     assert len(spawns) >= 3  # the three roles (and Ward, if any)
     assert not any(spawns)
+    # In the sandbox the second and third agents were made beside the last commit.
+    assert len(gated) == (2 if sandbox == "bwrap" else 0)
     assert deferred  # the hand-offs did defer their lines
     assert writers
     assert not any(w._unsynced for w in writers)
+
+
+def test_a_journal_that_cannot_be_synced_lets_no_gated_agent_run(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync before the second agent fails: its sandbox was made beside the last
+    commit, but it never runs; the job fails with the store's error, no process left."""
+    project = make_project(
+        ["Add the notes"], [codeweaver_done("TASK-1")], {"sandbox": {"mode": "bwrap"}}
+    )
+    real_ready = Orchestrator._ready_to_run
+    calls: list[str] = []
+
+    async def ready(self: Orchestrator, key: str) -> None:
+        calls.append(key)
+        await real_ready(self, key)
+        if len(calls) > 1:
+            raise StoreError(Path("journal.jsonl"), "fsync failed: Input/output error")
+
+    gated: list[int] = []
+    real_exec = asyncio.base_events.BaseEventLoop.subprocess_exec
+
+    async def spawn(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if "--gate" in args:
+            gated.append(1)
+        return await real_exec(self, *args, **kwargs)
+
+    monkeypatch.setattr(Orchestrator, "_ready_to_run", ready)
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "subprocess_exec", spawn)
+
+    result = project.run()
+
+    assert gated == [1]  # Siegemaster's sandbox was made ...
+    assert [i["role"] for i in project.invocations()] == ["codeweaver"]  # ... never run
+    assert "StoreError" in result.output
+    assert project.task("TASK-1").outcome is None
+    assert project.live_agents() == []

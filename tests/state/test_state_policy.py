@@ -70,6 +70,15 @@ def test_a_question_a_merge_and_an_approval_wait_are_published_at_once() -> None
     assert publish_reason(waiting, merged, 0.0, 5.0) == "quest-1: merged TASK-1"
     done = merged.model_copy(update={"seq": 7, "phase": QuestPhase.DONE})
     assert publish_reason(merged, done, 0.0, 5.0) == "quest-1: done"
+    # A burst of merges shares one state commit: within merge_gap_s of the last one,
+    # a merge waits (a question, an approval or a new phase never does).
+    assert publish_reason(waiting, merged, 0.4, 5.0, merge_gap_s=1.0) is None
+    assert publish_reason(waiting, merged, 1.0, 5.0, merge_gap_s=1.0) == "quest-1: merged TASK-1"
+    assert publish_reason(merged, done, 0.0, 5.0, merge_gap_s=1.0) == "quest-1: done"
+    # A new phase goes at once and names the merges that were waiting.
+    done_too = done.model_copy(update={"seq": 8})
+    assert publish_reason(waiting, done_too, 0.2, 5.0, 1.0) == "quest-1: done; merged TASK-1"
+    assert publish_reason(before, asked, 0.0, 5.0, merge_gap_s=1.0) == "quest-1: asks q-1-1"
 
 
 def test_fair_shares_split_evenly_and_give_the_small_what_they_want() -> None:

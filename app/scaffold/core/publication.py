@@ -6,7 +6,10 @@ commit per transition would make that log noise and cost a git call (and, for th
 App, a push) each time, so the quest is published:
 
 * at once when a person is now waited on (a new question, a pull request waiting for
-  approval), when a task merged, and when the quest's phase changed;
+  approval) and when the quest's phase changed;
+* when a task merged, at once unless the last publication is less than ``merge_gap_s``
+  old (then once it is): with several slots merges come in bursts, and one state
+  commit covers a burst;
 * otherwise at most every ``interval_s`` seconds while something changed;
 * and always at the end of a run (the caller's last publication).
 
@@ -35,7 +38,11 @@ def _merged(quest: Quest) -> set[str]:
 
 
 def publish_reason(
-    published: Quest | None, current: Quest, elapsed_s: float, interval_s: float
+    published: Quest | None,
+    current: Quest,
+    elapsed_s: float,
+    interval_s: float,
+    merge_gap_s: float = 0.0,
 ) -> str | None:
     """Why ``current`` should be published now (None: not yet, or nothing new)."""
     if published is None:
@@ -48,13 +55,15 @@ def publish_reason(
     if asked:
         return f"{current.id}: asks {', '.join(sorted(asked))}"
     merged = _merged(current) - _merged(published)
-    if merged:
+    if current.phase is not published.phase:
+        # A new phase goes at once, with the merges that waited for the gap.
+        also = f"; merged {', '.join(sorted(merged))}" if merged else ""
+        return f"{current.id}: {current.phase.value}{also}"
+    if merged and elapsed_s >= merge_gap_s:
         return f"{current.id}: merged {', '.join(sorted(merged))}"
     approval = _waiting_for_approval(current) - _waiting_for_approval(published)
     if approval:
         return f"{current.id}: {', '.join(sorted(approval))} waits for approval"
-    if current.phase is not published.phase:
-        return f"{current.id}: {current.phase.value}"
     if elapsed_s >= interval_s:
         return f"{current.id}: progress"
     return None

@@ -82,6 +82,7 @@ from scaffold.runtime.agent_runs import (
     resume_lost,
     watch_signal,
 )
+from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.estimates import LearnedEstimates
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
@@ -294,7 +295,7 @@ class Orchestrator:
             except ScaffoldError as exc:
                 self._say_publish_error(str(exc))
                 return
-        if await asyncio.to_thread(pub.publish, reason):
+        if await in_background(pub.publish, reason):
             self._publish_error_said = None
         elif pub.last_error is not None:
             self._say_publish_error(pub.last_error)
@@ -615,9 +616,10 @@ class Orchestrator:
             self.queue.put_nowait((key, Event(EventName.BACKLOG_SYNCED, at=self.clock())))
 
     async def _execute_one(self, key: str, effect: Effect) -> Event | None:
-        await self._durable()  # every line that led here is durable before the effect runs
         if isinstance(effect, StartAgent):
-            return await self._run_agent(key, effect.run)  # gated on the commit (unsettled)
+            # Durable and committed before the agent runs, while its sandbox is made.
+            return await self._run_agent(key, effect.run)
+        await self._durable()  # every line that led here is durable before the effect runs
         if isinstance(effect, RunWard) and not self.cfg.ward:
             return Event(EventName.WARD_PASSED, at=self.clock())  # nothing to run or wait for
         await self.unsettled.settle(key)  # the last agent's work is on the branch first
@@ -630,7 +632,7 @@ class Orchestrator:
                 self.ops.run_ward, self._worktree(effect.task_id), self._ward_wrap(effect.task_id)
             )
         if isinstance(effect, RunDiagramCheck):
-            return await asyncio.to_thread(self.ops.check_diagrams, effect.task_id)
+            return await in_background(self.ops.check_diagrams, effect.task_id)
         if isinstance(effect, OpenPullRequest):
             return await self._open_pr(effect.task_id)
         if isinstance(effect, MergePullRequest):
@@ -642,7 +644,7 @@ class Orchestrator:
             finally:
                 self.backlog.invalidate()  # the merge moved the checkout's files
         if isinstance(effect, SyncBacklog):
-            await asyncio.to_thread(
+            await in_background(
                 self.ops.write_backlog_status,
                 effect.task_id,
                 effect.status,
@@ -651,12 +653,12 @@ class Orchestrator:
             )
             return None
         if isinstance(effect, RemoveWorktree):
-            await asyncio.to_thread(self.workspace.remove_worktree, effect.task_id)
+            await in_background(self.workspace.remove_worktree, effect.task_id)
             private = private_dir(self.repo, self.quest.id, effect.task_id)
-            await asyncio.to_thread(shutil.rmtree, private, True)
+            await in_background(shutil.rmtree, private, True)
             return None
         if isinstance(effect, DeleteBranch):
-            await asyncio.to_thread(self.workspace.delete_branch, effect.task_id)
+            await in_background(self.workspace.delete_branch, effect.task_id)
             await self.forge.branch_deleted(self.quest, effect.task_id)
             return None
         if isinstance(effect, AskQuestion):
@@ -740,7 +742,7 @@ class Orchestrator:
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
-            await self.unsettled.settle(key)
+            await self._ready_to_run(key)
             await asyncio.to_thread(self.ops.start_conflict_merge, self._worktree(key))
         step_id = PLAN_STEP if is_plan else key
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
@@ -748,11 +750,10 @@ class Orchestrator:
             self._update_planning(**marks)
         else:
             note = f"agent started: {run.role.value} ({run.kind})"
-            self._update_task(key, note, sync=False, **marks)
-            await self._durable()  # the start is on disk before the agent exists
+            self._update_task(key, note, sync=False, **marks)  # durable before it runs
         self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
         if self.remote is not None and not is_plan:
-            await self.unsettled.settle(key)  # the remote run starts from the pushed branch
+            await self._ready_to_run(key)  # the remote run starts from the pushed branch
             outcome = await self.remote.run_agent(
                 self.quest, self.quest.tasks[key], run, run_dir, signal_dir
             )
@@ -812,13 +813,20 @@ class Orchestrator:
                         refused.append(problem)
                         stop.set()
 
+            # The journal on disk and the last agent's work committed, then the agent
+            # runs: in a sandbox, made meanwhile and let through its start gate; without
+            # one, spawned then.
+            ready = asyncio.ensure_future(self._ready_to_run(key))
             if not channel.gated:
-                await self.unsettled.settle(key)  # no sandbox to make meanwhile: just wait
+                try:
+                    await ready
+                except BaseException:
+                    ready.cancel()
+                    raise
             agent = asyncio.create_task(
                 run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
             )
-            # The sandbox is made now; the agent in it runs once the last commit is done.
-            opener = asyncio.create_task(self._open_when_settled(key, channel))
+            opener = asyncio.create_task(self._open_when(ready, channel, stop))
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
                 outcome = await agent
@@ -828,14 +836,30 @@ class Orchestrator:
             finally:
                 watcher.cancel()
                 opener.cancel()
+                ready.cancel()
+            if ready.done() and not ready.cancelled() and (problem := ready.exception()):
+                raise problem  # as when the journal failed before a start: the job fails
             # The agent's group is gone: commit its work. Its end is applied meanwhile;
             # the task's next steps wait for the commit (self.unsettled).
             if not is_plan:
                 self.unsettled.add(key, self._start_commit(key, signal_dir, run.role, refused))
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
-    async def _open_when_settled(self, key: str, channel: RunChannel) -> None:
+    async def _ready_to_run(self, key: str) -> None:
+        """What an agent of ``key`` waits for before it runs: its start (and every line
+        before it) on disk, and the commit of the task's last agent's work."""
+        await self._durable()
         await self.unsettled.settle(key)
+
+    @staticmethod
+    async def _open_when(
+        ready: asyncio.Future[None], channel: RunChannel, stop: asyncio.Event
+    ) -> None:
+        try:
+            await ready
+        except Exception:
+            stop.set()  # e.g. the journal cannot be synced: the agent never runs
+            return
         channel.open_gate()
 
     def _confinement(self, key: str) -> Confinement:
@@ -917,7 +941,9 @@ class Orchestrator:
             self._update_planning(sessions=sessions)
         else:
             task = self.quest.tasks[key]
-            self._update_task(key, None, sessions={**task.sessions, role.value: session_id})
+            sessions = {**task.sessions, role.value: session_id}
+            # Written at once (a killed scaffold keeps it); the next sync makes it durable.
+            self._update_task(key, None, sync=False, sessions=sessions)
 
     def _outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str

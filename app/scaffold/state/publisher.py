@@ -33,12 +33,14 @@ class StatePublisher:
         writer: QuestWriter,
         *,
         interval_s: float = 5.0,
+        merge_gap_s: float = 1.0,
         link: Link | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.branch = branch
         self.writer = writer
         self.interval_s = interval_s
+        self.merge_gap_s = merge_gap_s
         self.link = link or (lambda: None)
         self.clock = clock
         self._lock = threading.Lock()
@@ -69,7 +71,11 @@ class StatePublisher:
     def due(self) -> str | None:
         """Why the quest should be published now; None when it need not be."""
         return publish_reason(
-            self.published, self.writer.quest, self.clock() - self.published_at, self.interval_s
+            self.published,
+            self.writer.quest,
+            self.clock() - self.published_at,
+            self.interval_s,
+            self.merge_gap_s,
         )
 
     def publish(self, reason: str | None = None) -> bool:
