@@ -79,8 +79,9 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
     assert project.task("TASK-1").state is Lifecycle.IDLE
     assert len(spawns) >= 3  # the three roles (and Ward, if any)
     assert not any(spawns)
-    # In the sandbox the second and third agents were made beside the last commit.
-    assert len(gated) == (2 if sandbox == "bwrap" else 0)
+    # In the sandbox every agent waited at its gate: the first for its slot, the second
+    # and third for the last agent's commit.
+    assert len(gated) == (3 if sandbox == "bwrap" else 0)
     assert deferred  # the hand-offs did defer their lines
     assert writers
     assert not any(w._unsynced for w in writers)
@@ -116,7 +117,7 @@ def test_a_journal_that_cannot_be_synced_lets_no_gated_agent_run(
 
     result = project.run()
 
-    assert gated == [1]  # Siegemaster's sandbox was made ...
+    assert gated == [1, 1]  # Codeweaver's and Siegemaster's sandboxes were made ...
     assert [i["role"] for i in project.invocations()] == ["codeweaver"]  # ... never run
     assert "StoreError" in result.output
     assert project.task("TASK-1").outcome is None

@@ -467,8 +467,13 @@ async def run_agent(
     on_event: OnEvent | None = None,
     children: LiveChildren | None = None,
     stop_requested: asyncio.Event | None = None,
+    released: asyncio.Event | None = None,
 ) -> AgentRunOutcome:
     """Run the agent to the end and report how it went.
+
+    ``released``, for a process that waits to be let through (a sandbox's start gate):
+    the stuck timeout and the run's duration count from when it is set, not from the
+    spawn.
 
     `on_event` is called with each event in order (it may be a coroutine function; it
     is awaited, so a slow consumer slows reading, never loses events). Setting
@@ -477,7 +482,7 @@ async def run_agent(
     re-raises. Raises `AgentError` if the process cannot be started; a crash, a stuck
     agent or a run without a result is reported in the outcome, not raised.
     """
-    return await _AgentRun(spec, on_event, children, stop_requested).run()
+    return await _AgentRun(spec, on_event, children, stop_requested, released).run()
 
 
 class _AgentRun:
@@ -487,8 +492,11 @@ class _AgentRun:
         on_event: OnEvent | None,
         children: LiveChildren | None,
         stop_requested: asyncio.Event | None,
+        released: asyncio.Event | None = None,
     ) -> None:
         self.spec = spec
+        self.released = released
+        self.released_at: float | None = None
         self.on_event = on_event
         self.children = children
         self.stop_requested = stop_requested
@@ -549,7 +557,7 @@ class _AgentRun:
             exit_code=rc if rc is not None and rc >= 0 else None,
             signal=-rc if rc is not None and rc < 0 else None,
             stuck=self.stuck,
-            duration_s=loop.time() - started,
+            duration_s=loop.time() - (self.released_at or started),
             summary=self.decoder.summary,
             stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
             stop=self.stop,
@@ -623,6 +631,9 @@ class _AgentRun:
         """Return once stdout has been silent for stuck_timeout_s."""
         loop = asyncio.get_running_loop()
         timeout = self.spec.stuck_timeout_s
+        if self.released is not None:
+            await self.released.wait()  # waiting at its gate is not being stuck
+            self.released_at = self.last_output = loop.time()
         while True:
             delay = self.last_output + timeout - loop.time()
             if delay <= 0:

@@ -101,6 +101,12 @@ from scaffold.state.publisher import StatePublisher
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
 MAX_DIAGRAM_AUTOFIX = 2
+
+
+class _Withdrawn(Exception):
+    """A sandbox made ahead of its slot is not let through: the quest stopped."""
+
+
 # Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
 # work, so that a slot given back goes to an agent at once, not to a task's allocation.
 # Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
@@ -712,14 +718,31 @@ class Orchestrator:
         )
 
     async def _run_agent(self, key: str, run: AgentRun) -> Event | None:
-        if key != PLAN_KEY and key not in self.leases:
+        if key == PLAN_KEY:
+            return await self._run_agent_now(key, run)
+        if key not in self.leases and self._sandbox_waits_for_the_slot(run):
+            # A task made ready ahead: its sandbox is made now and waits for the slot
+            # at its start gate, so the agent runs the moment a slot frees.
+            return await self._run_agent_now(key, run, leased=False)
+        if not await self._take_slot(key):
+            return self._stopped_before_start()
+        return await self._run_agent_now(key, run)
+
+    def _sandbox_waits_for_the_slot(self, run: AgentRun) -> bool:
+        return self.sandbox.active and self.remote is None and run.kind != "conflict_fix"
+
+    async def _take_slot(self, key: str) -> bool:
+        """The task's lease on a slot (kept until it holds none); False when the quest
+        was stopped meanwhile: a stopped quest lets an agent run finish but starts no
+        new one (quest_flow)."""
+        if key not in self.leases:
             await self.agent_permits.acquire()
             self.leases.add(key)
-        if key != PLAN_KEY and self.quest.stop_reason:
-            # Stopped while this start waited for its slot: a stopped quest lets an
-            # agent run finish but starts no new one (quest_flow), so the task stops.
-            return Event(EventName.ABORT_SIGNAL, at=self.clock(), detail=self.quest.stop_reason)
-        return await self._run_agent_now(key, run)
+        return not self.quest.stop_reason
+
+    def _stopped_before_start(self) -> Event:
+        detail = self.quest.stop_reason or "the quest was stopped"
+        return Event(EventName.ABORT_SIGNAL, at=self.clock(), detail=detail)
 
     def _release_leases(self) -> None:
         """Give back the slot of every task that no longer holds one, its agent done."""
@@ -729,7 +752,9 @@ class Orchestrator:
                 self.leases.discard(key)
                 self.agent_permits.release()
 
-    async def _run_agent_now(self, key: str, run: AgentRun) -> Event | None:
+    async def _run_agent_now(self, key: str, run: AgentRun, leased: bool = True) -> Event | None:
+        """Start ``run`` of ``key`` and wait for its end; ``leased=False``: the task has
+        no slot yet, its sandbox is made and waits at its gate for one."""
         is_plan = key == PLAN_KEY
         worktree = None if is_plan else self.quest.tasks[key].worktree
         if not is_plan and (worktree is None or not Path(worktree).is_dir()):
@@ -744,14 +769,10 @@ class Orchestrator:
         if run.kind == "conflict_fix" and not is_plan:
             await self._ready_to_run(key)
             await asyncio.to_thread(self.ops.start_conflict_merge, self._worktree(key))
-        step_id = PLAN_STEP if is_plan else key
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
-        if is_plan:
-            self._update_planning(**marks)
-        else:
-            note = f"agent started: {run.role.value} ({run.kind})"
-            self._update_task(key, note, sync=False, **marks)  # durable before it runs
-        self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+        start = functools.partial(self._mark_started, key, run, marks)
+        if leased:
+            start()
         if self.remote is not None and not is_plan:
             await self._ready_to_run(key)  # the remote run starts from the pushed branch
             outcome = await self.remote.run_agent(
@@ -760,10 +781,28 @@ class Orchestrator:
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
-        return await self._run_here(key, run, signal_dir)
+        return await self._run_here(key, run, signal_dir, None if leased else start)
 
-    async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
-        """The agent run on this machine: its channel, its sandbox, its end."""
+    def _mark_started(self, key: str, run: AgentRun, marks: dict[str, Any]) -> None:
+        """Journal the agent's start (made durable before it runs) and say it."""
+        if key == PLAN_KEY:
+            self._update_planning(**marks)
+        else:
+            note = f"agent started: {run.role.value} ({run.kind})"
+            self._update_task(key, note, sync=False, **marks)
+        step_id = PLAN_STEP if key == PLAN_KEY else key
+        self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+
+    async def _run_here(
+        self,
+        key: str,
+        run: AgentRun,
+        signal_dir: Path,
+        start_on_slot: Callable[[], None] | None = None,
+    ) -> Event | None:
+        """The agent run on this machine: its channel, its sandbox, its end. With
+        ``start_on_slot`` the task takes its slot while its sandbox waits at the gate,
+        and that marks the agent started."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
         binding = Binding(signal_dir, step_id, run.role, self.quest.id, self.repo)
@@ -775,7 +814,7 @@ class Orchestrator:
             python=self.python,
             env=agent_environment(os.environ, {}),
             transport=self.cfg.agent.signal_transport,
-            gated=self.unsettled.pending(key),
+            gated=start_on_slot is not None or self.unsettled.pending(key),
         )
         async with channel:
             inv = build_invocation(
@@ -816,7 +855,11 @@ class Orchestrator:
             # The journal on disk and the last agent's work committed, then the agent
             # runs: in a sandbox, made meanwhile and let through its start gate; without
             # one, spawned then.
-            ready = asyncio.ensure_future(self._ready_to_run(key))
+            if start_on_slot is None:
+                ready = asyncio.ensure_future(self._ready_to_run(key))
+            else:
+                ready = asyncio.ensure_future(self._ready_on_slot(key, start_on_slot))
+            released = asyncio.Event()
             if not channel.gated:
                 try:
                     await ready
@@ -824,9 +867,15 @@ class Orchestrator:
                     ready.cancel()
                     raise
             agent = asyncio.create_task(
-                run_agent(spec, on_event=on_event, children=self.children, stop_requested=stop)
+                run_agent(
+                    spec,
+                    on_event=on_event,
+                    children=self.children,
+                    stop_requested=stop,
+                    released=released if channel.gated else None,
+                )
             )
-            opener = asyncio.create_task(self._open_when(ready, channel, stop))
+            opener = asyncio.create_task(self._open_when(ready, channel, stop, released))
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
                 outcome = await agent
@@ -838,6 +887,8 @@ class Orchestrator:
                 opener.cancel()
                 ready.cancel()
             if ready.done() and not ready.cancelled() and (problem := ready.exception()):
+                if isinstance(problem, _Withdrawn):
+                    return self._stopped_before_start()  # the agent never ran
                 raise problem  # as when the journal failed before a start: the job fails
             # The agent's group is gone: commit its work. Its end is applied meanwhile;
             # the task's next steps wait for the commit (self.unsettled).
@@ -851,16 +902,29 @@ class Orchestrator:
         await self._durable()
         await self.unsettled.settle(key)
 
+    async def _ready_on_slot(self, key: str, start: Callable[[], None]) -> None:
+        """``_ready_to_run`` for a sandbox made before its task had a slot."""
+        if not await self._take_slot(key):
+            raise _Withdrawn
+        start()
+        await self._ready_to_run(key)
+
     @staticmethod
     async def _open_when(
-        ready: asyncio.Future[None], channel: RunChannel, stop: asyncio.Event
+        ready: asyncio.Future[None],
+        channel: RunChannel,
+        stop: asyncio.Event,
+        released: asyncio.Event,
     ) -> None:
         try:
             await ready
         except Exception:
-            stop.set()  # e.g. the journal cannot be synced: the agent never runs
+            # Withdrawn (the quest stopped), or the journal cannot be synced: the
+            # agent never runs.
+            stop.set()
             return
         channel.open_gate()
+        released.set()
 
     def _confinement(self, key: str) -> Confinement:
         """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
