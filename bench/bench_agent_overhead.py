@@ -495,7 +495,8 @@ RunAgent = Callable[..., Awaitable[AgentRunOutcome]]
 @contextlib.contextmanager
 def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
     """Instrumentation, not a change: the orchestrator's ``run_agent`` wrapped to stamp
-    the call (spawn), every event, the CLI's exit and the return. Put back on exit.
+    the call (spawn; for an agent whose sandbox waits at its start gate, the moment it
+    is let through), every event, the CLI's exit and the return. Put back on exit.
     With ``fix`` (what-if), it also rewrites the run's ``--mcp-config`` file first."""
     original: RunAgent = getattr(orchestrator_module, "run_agent")  # noqa: B009
     runs: list[RunTimes] = []
@@ -506,6 +507,7 @@ def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
         on_event: OnEvent | None = None,
         children: LiveChildren | None = None,
         stop_requested: asyncio.Event | None = None,
+        **more: Any,  # e.g. ``released`` (checkouts with the start gate)
     ) -> AgentRunOutcome:
         config = spec.argv[list(spec.argv).index("--mcp-config") + 1]
         if fix:
@@ -533,9 +535,21 @@ def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
                 if maybe is not None:
                     await maybe
 
-        outcome = await original(
-            spec, on_event=stamped, children=children, stop_requested=stop_requested
-        )
+        released: asyncio.Event | None = more.get("released")
+
+        async def let_through() -> None:
+            assert released is not None
+            await released.wait()
+            times.spawn = time.time()
+
+        stamp = asyncio.ensure_future(let_through()) if released is not None else None
+        try:
+            outcome = await original(
+                spec, on_event=stamped, children=children, stop_requested=stop_requested, **more
+            )
+        finally:
+            if stamp is not None:
+                stamp.cancel()
         times.end = time.time()
         times.exit = exited[0].join() if exited else None
         times.stop = outcome.stop
