@@ -13,7 +13,9 @@ features of each task (description, acceptance criteria, labels) come from its
 Backlog.md file, which stays in the repository after the task is Done.
 
 A task that was started again from Ready (after an abort or a safety stop) counts from
-its last start. Time scaffold itself was down while a task was in flight is counted
+its last start. A task made ready ahead of its slot (its worktree created while every
+slot was busy) counts from its first agent's start (the journal note
+:data:`AGENT_STARTED`), not from the wait for the slot. Time scaffold itself was down while a task was in flight is counted
 (the journal cannot tell it apart); the model's winsorised means keep such an outlier
 from dominating.
 
@@ -50,6 +52,8 @@ from scaffold.state.branch import StateBranch
 __all__ = ["LearnedEstimates", "slot_seconds", "task_features"]
 
 _HOLDS = frozenset(s.value for s in HOLDS_SLOT)
+# How the journal note of an agent's start begins ("agent started: codeweaver (implement)").
+AGENT_STARTED = "agent started"
 # Learned estimates are handed to the scheduler in minutes (explicit ones share it).
 _SECONDS_PER_UNIT = 60.0
 
@@ -71,11 +75,19 @@ def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]
     spent: dict[str, dict[str, float]] = {}
     merged: set[str] = set()
     out: dict[str, dict[str, float]] = {}
+    before_first_agent: set[str] = set()
     for e in entries:
         tid = e.task_id
+        if e.kind == "note" and tid in before_first_agent and e.event.startswith(AGENT_STARTED):
+            since[tid] = e.at.timestamp()  # the wait for a slot was not the task's time
+            before_first_agent.discard(tid)
+            continue
         if e.kind != "transition" or tid is None or e.target is None:
             continue
         at = e.at.timestamp()
+        before_first_agent.discard(tid)
+        if e.event == EventName.WORKTREE_CREATED.value:
+            before_first_agent.add(tid)
         if e.event == EventName.TASK_SELECTED.value:
             spent[tid] = {}
             merged.discard(tid)

@@ -84,7 +84,7 @@ from scaffold.runtime.agent_runs import (
 )
 from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.estimates import LearnedEstimates
+from scaffold.runtime.estimates import AGENT_STARTED, LearnedEstimates
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.recovery import kill_orphan_agents
@@ -788,7 +788,7 @@ class Orchestrator:
         if key == PLAN_KEY:
             self._update_planning(**marks)
         else:
-            note = f"agent started: {run.role.value} ({run.kind})"
+            note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
             self._update_task(key, note, sync=False, **marks)
         step_id = PLAN_STEP if key == PLAN_KEY else key
         self.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
