@@ -168,26 +168,17 @@ def test_slot_seconds_counts_from_the_last_start() -> None:
 def test_slot_seconds_leaves_out_the_wait_of_a_task_made_ready_ahead() -> None:
     """Worktree made while every slot was busy: its first agent started 30 minutes
     later, when a slot freed; that wait is no time of the task's."""
-    started = HistoryEntry(
-        seq=3,
-        at=T0 + timedelta(minutes=31),
-        kind="note",
-        task_id="TASK-1",
-        event="agent started: codeweaver (implement)",
-    )
-    later = HistoryEntry(
-        seq=5,
-        at=T0 + timedelta(minutes=45),
-        kind="note",
-        task_id="TASK-1",
-        event="agent started: siegemaster (validate)",
-    )
+
+    def note(seq: int, minute: float, text: str) -> HistoryEntry:
+        at = T0 + timedelta(minutes=minute)
+        return HistoryEntry(seq=seq, at=at, kind="note", task_id="TASK-1", event=text)
+
     entries = [
         tr(1, 0, "TASK-1", "task_selected", "Ready", "Allocating"),
         tr(2, 1, "TASK-1", "worktree_created", "Allocating", "Processing"),
-        started,
+        note(3, 31, "agent started: codeweaver (implement)"),
         tr(4, 41, "TASK-1", "code_complete", "Processing", "TestValidation", "codeweaver"),
-        later,  # a later agent's start changes nothing
+        note(5, 45, "agent started: siegemaster (validate)"),  # a later start: no change
         tr(6, 51, "TASK-1", "review_complete", "TestValidation", "DiagramCheck", "siegemaster"),
         tr(7, 52, "TASK-1", "merge_complete", "DiagramCheck", "Cleanup"),
     ]
