@@ -31,11 +31,10 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def modules_loaded(root: Path, *args: str, probe: str = MODULES_PROBE) -> set[str]:
-    """The modules ``scaffold <args>`` imported, run in ``root`` through ``probe`` (which
-    prints their names to stderr as JSON on its last line)."""
+def modules_loaded(root: Path, *args: str) -> set[str]:
+    """The modules ``scaffold <args>`` imported, run in ``root`` (:data:`MODULES_PROBE`)."""
     proc = subprocess.run(
-        [sys.executable, "-c", probe, *args],
+        [sys.executable, "-c", MODULES_PROBE, *args],
         cwd=root,
         capture_output=True,
         text=True,
