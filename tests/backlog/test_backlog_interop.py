@@ -22,6 +22,7 @@ from scaffold.backlog import (
     load_backlog,
     set_final_summary,
     set_status,
+    update_task,
 )
 
 pytestmark = pytest.mark.interop
@@ -240,6 +241,11 @@ def test_create_and_edits_match_the_cli_byte_for_byte(make_cli: MakeCLI) -> None
     set_final_summary(mine("TASK-2"), "done it", now=NOW)
     theirs.run("task", "edit", "1.1", "--append-notes", "empty body before")
     append_implementation_notes(mine("TASK-1.1"), "empty body before", now=NOW)
+    # A task's end: status, notes and summary in one command, and in one edit of scaffold's.
+    theirs.run(
+        "task", "edit", "2", "-s", "Done", "--append-notes", "all\nthree", "--final-summary", "end"
+    )
+    update_task(mine("TASK-2"), status="Done", notes="all\nthree", summary="end", now=NOW)
     assert files(ours) == files(theirs.repo)
 
 

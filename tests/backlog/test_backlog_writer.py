@@ -15,6 +15,7 @@ from scaffold.backlog import (
     read_task,
     set_final_summary,
     set_status,
+    update_task,
 )
 from scaffold.errors import BacklogError
 
@@ -130,6 +131,37 @@ def test_final_summary_inserted_after_notes(fixture_backlog: Path) -> None:
         "\n## Final Summary\n\n<!-- SECTION:FINAL_SUMMARY:BEGIN -->\nAll green.\n"
         "<!-- SECTION:FINAL_SUMMARY:END -->\n"
     )
+
+
+@pytest.mark.parametrize("prefix", ["task-1", "task-2", "task-2.1", "task-3"])
+def test_update_task_is_the_three_edits_in_one_write(
+    fixture_backlog: Path, tmp_path: Path, prefix: str
+) -> None:
+    path = task_file(fixture_backlog, prefix)
+    twin = tmp_path / "backlog" / "tasks" / path.name
+    twin.parent.mkdir(parents=True)
+    (tmp_path / "backlog" / "config.yml").write_bytes(
+        (fixture_backlog / "backlog" / "config.yml").read_bytes()
+    )
+    twin.write_bytes(path.read_bytes())
+    set_status(twin, "done", now=NOW)
+    append_implementation_notes(twin, "Built it.\nTwo lines.", now=NOW)
+    set_final_summary(twin, "Shipped.", now=NOW)
+    task = update_task(
+        path, status="done", notes="Built it.\nTwo lines.", summary="Shipped.", now=NOW
+    )
+    assert path.read_bytes() == twin.read_bytes()
+    assert (task.status, task.final_summary) == ("Done", "Shipped.")
+
+
+def test_update_task_checks_everything_before_writing(fixture_backlog: Path) -> None:
+    path = task_file(fixture_backlog, "task-2")
+    before = path.read_bytes()
+    with pytest.raises(BacklogError, match="implementation notes is empty"):
+        update_task(path, status="Done", notes="  \n ", now=NOW)
+    with pytest.raises(BacklogError, match="unknown status"):
+        update_task(path, status="Shipped", summary="fine", now=NOW)
+    assert path.read_bytes() == before
 
 
 def test_check_acceptance_criterion(fixture_backlog: Path) -> None:

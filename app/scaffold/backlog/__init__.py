@@ -36,6 +36,7 @@ from scaffold.backlog.writer import (
     edit_task,
     set_final_summary,
     set_status,
+    update_task,
 )
 
 __all__ = [
@@ -72,4 +73,5 @@ __all__ = [
     "set_status",
     "strongly_connected",
     "topological_order",
+    "update_task",
 ]

@@ -130,6 +130,11 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
     The status must be one of the statuses in the backlog's ``config.yml``
     (found two folders up from the task file), as the tool requires.
     """
+    return edit_task(path, frontmatter={"status": _configured_status(path, status)}, now=now)
+
+
+def _configured_status(path: Path, status: str) -> str:
+    """``status`` as the backlog's ``config.yml`` spells it; an unknown one is an error."""
     wanted = status.strip()
     if not wanted or "\n" in wanted:
         raise BacklogError(path, f"invalid status {status!r}")
@@ -141,7 +146,7 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
     if spelled is None:
         known = ", ".join(repr(s) for s in config.statuses)
         raise BacklogError(path, f"unknown status {wanted!r} (config statuses: {known})")
-    return edit_task(path, frontmatter={"status": spelled}, now=now)
+    return spelled
 
 
 def _append_section(key: str, text: str) -> Callable[[str], str]:
@@ -183,6 +188,36 @@ def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) 
     """Replace the Final Summary (created where the tool would put it)."""
     summary = _check_text(text, "final summary", path)
     return edit_task(path, body=_replace_section(sections.FINAL_SUMMARY, summary), now=now)
+
+
+def update_task(
+    path: Path,
+    *,
+    status: str | None = None,
+    notes: str | None = None,
+    summary: str | None = None,
+    now: dt.datetime | None = None,
+) -> BacklogTask:
+    """:func:`set_status`, :func:`append_implementation_notes` and
+    :func:`set_final_summary` in one edit: one read, one check, one atomic write
+    (a task's end changes all three, and each write is fsync'ed)."""
+    frontmatter = {"status": _configured_status(path, status)} if status is not None else None
+    edits: list[Callable[[str], str]] = []
+    if notes is not None:
+        edits.append(
+            _append_section(sections.NOTES, _check_text(notes, "implementation notes", path))
+        )
+    if summary is not None:
+        edits.append(
+            _replace_section(sections.FINAL_SUMMARY, _check_text(summary, "final summary", path))
+        )
+
+    def body(text: str) -> str:
+        for edit in edits:
+            text = edit(text)
+        return text
+
+    return edit_task(path, frontmatter=frontmatter, body=body if edits else None, now=now)
 
 
 _CHECK_LINE = re.compile(r"^(\s*- \[)([ xX])(\] )(.*)$")

@@ -123,9 +123,7 @@ class GitHubForge:
         if bt is None:
             return
         if bt.status != "Done":
-            bl.set_status(bt.path, "Done")
-            if task.last_summary:
-                bl.set_final_summary(bt.path, task.last_summary)
+            bl.update_task(bt.path, status="Done", summary=task.last_summary or None)
         self.workspace.commit_all(task.id, f"{task.id}: Backlog.md Done (merged with this PR)")
 
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:

@@ -108,12 +108,13 @@ class RepoOps:
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return
-        if bt.status != status:
-            bl.set_status(bt.path, status)
-        if notes:
-            bl.append_implementation_notes(bt.path, notes)
-        if summary:
-            bl.set_final_summary(bt.path, summary)
+        if bt.status != status or notes or summary:
+            bl.update_task(
+                bt.path,
+                status=status if bt.status != status else None,
+                notes=notes or None,
+                summary=summary or None,
+            )
         try:
             with self.default_branch_lock:
                 self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
