@@ -20,7 +20,7 @@ from gitrepo import commit_file, git, make_repo, status, tip, write
 
 import scaffold.git.worktrees as worktrees
 from scaffold.errors import GitError
-from scaffold.git.runner import SAFE_LOCAL
+from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL
 from scaffold.git.worktrees import Workspace
 from scaffold.ids import branch_for_task
 
@@ -47,7 +47,13 @@ def reference_commit_all(ws: Workspace, task_id: str, message: str) -> str | Non
     new = None
     parents = [old_tip, *extra]
     if len(parents) > 1 or tree != ws._git(["rev-parse", f"{old_tip}^{{tree}}"]).stdout.strip():
-        new = ws._commit_tree(tree, parents, message)
+        # By git itself, not by Workspace._commit_tree (which writes the commit in-process).
+        with_parents = [arg for parent in parents for arg in ("-p", parent)]
+        new = ws._git(
+            [*IDENTITY_CONFIG, "commit-tree", "--no-gpg-sign", tree, *with_parents, "-F", "-"],
+            env=dict(IDENTITY_ENV),
+            input_text=message if message.endswith("\n") else message + "\n",
+        ).stdout.strip()
         assert ws._compare_and_swap(branch, new, old_tip, "ref")
     ws._git([*SAFE_LOCAL, "symbolic-ref", "HEAD", f"refs/heads/{branch}"], cwd=path)
     ws._git([*SAFE_LOCAL, "reset", "-q"], cwd=path)
@@ -282,18 +288,19 @@ def count_git(monkeypatch: pytest.MonkeyPatch) -> list[Sequence[str]]:
     return calls
 
 
-def test_a_commit_runs_five_git_processes_and_an_empty_one_three(
+def test_a_commit_runs_four_git_processes_and_an_empty_one_three(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With scaffold's saved index of the tip (made with the worktree, kept by every
     commit): no ``read-tree``. Without it, one more process each."""
     ws = Workspace(repo)
     wt = ws.create_worktree(TASK)
-    ws.common_dir()  # known once per Workspace
+    ws.object_format()  # known once per Workspace (the common dir too)
     write(wt, "a.txt", "a\n")
     calls = count_git(monkeypatch)
     assert ws.commit_all(TASK, "work") is not None
-    assert len(calls) == 5
+    assert len(calls) == 4  # the commit object is written in-process
+    assert not any("commit-tree" in c for c in calls)
     calls.clear()
     assert ws.commit_all(TASK, "nothing") is None
     assert len(calls) == 3
@@ -302,7 +309,7 @@ def test_a_commit_runs_five_git_processes_and_an_empty_one_three(
     write(wt, "b.txt", "b\n")
     calls.clear()
     assert ws.commit_all(TASK, "work") is not None
-    assert len(calls) == 6
+    assert len(calls) == 5
     assert any("read-tree" in c for c in calls)
     for saved in (repo / ".git" / worktrees.INDEX_CACHE).iterdir():
         saved.unlink()

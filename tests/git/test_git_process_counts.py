@@ -54,6 +54,7 @@ def warm(ws: Workspace) -> None:
     """What a Workspace works out once: the default branch, the common dir, the exclude."""
     ws.default_branch()
     ws.ensure_excluded()
+    ws.object_format()
 
 
 def test_create_worktree_for_a_new_task_runs_two(repo: Path, calls: Calls) -> None:
@@ -92,7 +93,7 @@ def test_remove_worktree_runs_two_and_delete_branch_one(repo: Path, calls: Calls
     assert git(repo, "branch", "--list", "scaffold/*") == ""
 
 
-def test_merge_runs_five(repo: Path, calls: Calls) -> None:
+def test_merge_runs_four(repo: Path, calls: Calls) -> None:
     ws = Workspace(repo)
     wt = ws.create_worktree("TASK-1")
     (wt / "feature.txt").write_text("feature\n")
@@ -101,16 +102,15 @@ def test_merge_runs_five(repo: Path, calls: Calls) -> None:
     result = ws.merge("TASK-1", "Merge TASK-1")
     assert result.merged
     assert not result.already_merged
-    assert calls.names() == ["for-each-ref", "merge-tree", "commit-tree", "read-tree", "update-ref"]
+    # The merge commit is written in-process (scaffold.git.objects): no commit-tree.
+    assert calls.names() == ["for-each-ref", "merge-tree", "read-tree", "update-ref"]
     assert (repo / "feature.txt").read_text() == "feature\n"
     assert git(repo, "status", "--porcelain") == ""
     calls.clear()
     assert ws.merge("TASK-1", "Merge TASK-1").already_merged
 
 
-def test_commit_on_default_runs_seven_and_four_when_nothing_changed(
-    repo: Path, calls: Calls
-) -> None:
+def test_commit_on_default_runs_six_and_four_when_nothing_changed(repo: Path, calls: Calls) -> None:
     ws = Workspace(repo)
     warm(ws)
     task = repo / "backlog" / "tasks" / "task-1.md"
@@ -123,7 +123,6 @@ def test_commit_on_default_runs_seven_and_four_when_nothing_changed(
         "read-tree",
         "update-index",
         "write-tree",
-        "commit-tree",
         "update-index",
         "update-ref",
     ]
@@ -160,8 +159,8 @@ def test_a_task_from_start_to_cleanup_runs_no_hook_and_few_processes(
     assert ws.commit_on_default([task], "scaffold: TASK-1 Done") is not None
 
     assert not ran.exists()
-    # commit_all: 5 (the saved index of the tip makes read-tree unneeded)
-    assert len(calls.argv) == 7 + 2 + 5 + 5 + 2 + 1 + 7  # 29; 49 before
+    # commit_all: 4 (the saved index of the tip makes read-tree unneeded); no commit-tree
+    assert len(calls.argv) == 6 + 2 + 4 + 4 + 2 + 1 + 6  # 25; 49 before
     assert git(repo, "status", "--porcelain") == ""
     assert (repo / "feature.txt").read_text() == "feature\n"
 
@@ -172,7 +171,8 @@ def test_a_repository_path_with_a_newline_is_read_right(tmp_path: Path, calls: C
     ws = Workspace(repo)
     wt = ws.create_worktree("TASK-1")
     commit_file(wt, "feature.txt", "feature\n")  # (commit_all refuses such a path)
+    ws.object_format()
     calls.clear()
     assert ws.merge("TASK-1", "Merge TASK-1").merged
-    assert len(calls.argv) == 5  # the checkout was recognised without worktree list
+    assert len(calls.argv) == 4  # the checkout was recognised without worktree list
     assert (repo / "feature.txt").read_text() == "feature\n"

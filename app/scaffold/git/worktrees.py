@@ -9,7 +9,8 @@ Decisions worth knowing (the why is next to the code):
 
 * Merges never run ``git merge`` in a checkout. ``git merge-tree --write-tree``
   computes the result (and the conflicts) without touching any working tree;
-  ``git commit-tree`` makes the commit and ``git update-ref <new> <old>`` moves
+  the commit is written by scaffold (:mod:`scaffold.git.objects`, or ``git
+  commit-tree`` where only git may) and ``git update-ref <new> <old>`` moves
   the branch with a compare-and-swap.
 * If the target branch is checked out somewhere (normally the user's own
   checkout of the default branch), that checkout is brought forward with
@@ -42,7 +43,16 @@ from pathlib import Path, PurePosixPath
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.changes import parse_name_status_z
 from scaffold.git.index_file import smudge_recent
-from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, GitOutput, run_git
+from scaffold.git.objects import ObjectFormat, commit_object, read_object_format
+from scaffold.git.runner import (
+    IDENTITY_CONFIG,
+    IDENTITY_ENV,
+    SAFE_LOCAL,
+    SCAFFOLD_EMAIL,
+    SCAFFOLD_NAME,
+    GitOutput,
+    run_git,
+)
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -196,6 +206,7 @@ class Workspace:
         self._configured_default = default_branch
         self._default: str | None = None
         self._common_dir: Path | None = None
+        self._objects: ObjectFormat | None = None
 
     def _default_root(self) -> Path:
         return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
@@ -245,6 +256,12 @@ class Workspace:
             out = self._git(["rev-parse", "--path-format=absolute", "--git-common-dir"])
             self._common_dir = Path(out.stdout.strip())
         return self._common_dir
+
+    def object_format(self) -> ObjectFormat:
+        """Whether (and how) scaffold writes this repository's commits itself; read once."""
+        if self._objects is None:
+            self._objects = read_object_format(self.repo_root, self.common_dir() / "objects")
+        return self._objects
 
     def _entries(self) -> list[_Entry]:
         return _parse_worktree_list(self._git(["worktree", "list", "--porcelain", "-z"]).stdout)
@@ -573,9 +590,10 @@ class Workspace:
 
         On the hand-off path between two agents, so it runs few git processes: one
         ``rev-parse`` checks the worktree and reads the tip, then ``read-tree``,
-        ``add -A``, ``write-tree`` and, when something changed, ``commit-tree`` and
-        ``update-ref`` (6 in all; 4 with nothing to commit; a conflict merge being
-        finished adds the checks of its ``MERGE_HEAD`` and a ``reset`` that ends it).
+        ``add -A``, ``write-tree`` and, when something changed, ``update-ref`` (the
+        commit object is written in-process: 5 in all; 4 with nothing to commit; a
+        conflict merge being finished adds the checks of its ``MERGE_HEAD`` and a
+        ``reset`` that ends it).
         ``read-tree`` is skipped when scaffold's saved index of the tip is there
         (:data:`INDEX_CACHE`): then ``add -A`` hashes only the files whose stat changed.
         With ``unless_merging``, a worktree in the middle of a merge (conflict markers
@@ -784,10 +802,10 @@ class Workspace:
         between only leaves them staged and a second call completes it).
         Returns the new commit, or None when the files already match.
 
-        Seven git processes when the main worktree is on the default branch (four
+        Six git processes when the main worktree is on the default branch (four
         when the files already match): ``for-each-ref`` (tip, tree, checkout),
-        ``read-tree``, ``update-index``, ``write-tree``, ``commit-tree``, the
-        checkout's ``update-index`` and ``update-ref``.
+        ``read-tree``, ``update-index``, ``write-tree``, the checkout's
+        ``update-index`` and ``update-ref``; the commit object is written in-process.
         """
         if not paths:
             return None
@@ -836,6 +854,20 @@ class Workspace:
         return rel.as_posix()
 
     def _commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        """The commit, written in-process (:mod:`scaffold.git.objects`) where the
+        repository allows, else by ``git commit-tree``."""
+        try:
+            sha = commit_object(
+                self.object_format(),
+                tree,
+                parents,
+                _message(message),
+                (SCAFFOLD_NAME, SCAFFOLD_EMAIL),
+            )
+        except OSError:
+            sha = None
+        if sha is not None:
+            return sha
         args = [*IDENTITY_CONFIG, "commit-tree", "--no-gpg-sign", tree]
         for parent in parents:
             args += ["-p", parent]
@@ -854,9 +886,9 @@ class Workspace:
         return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
 
     def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
-        """The merge, on the common path in five git processes: ``for-each-ref`` (both
-        tips, the target's tree and checkout), ``merge-tree``, ``commit-tree``,
-        ``read-tree`` in the checkout and ``update-ref``.
+        """The merge, on the common path in four git processes: ``for-each-ref`` (both
+        tips, the target's tree and checkout), ``merge-tree``, ``read-tree`` in the
+        checkout and ``update-ref`` (the commit object is written in-process).
 
         ``merge-base --is-ancestor`` runs only when the merged tree is the target's
         own: a source already in the target merges to exactly the target's tree, so

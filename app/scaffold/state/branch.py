@@ -2,10 +2,10 @@
 
 ``refs/heads/scaffold/state`` (config ``state.branch``) holds ``quests/<id>.json`` for
 open quests and ``quests/done/<id>.json`` for finished ones (``state/document.py``).
-Nothing here checks anything out: blobs are hashed into the object store, the tree is
-built in a throw-away index file (``GIT_INDEX_FILE``), the commit made with
-``commit-tree``, and the ref moved with ``update-ref <ref> <new> <old>``, a
-compare-and-swap. No working tree, index or HEAD of anyone's is touched, and a
+Nothing here checks anything out: blobs and the commit are written into the object
+store in-process (:mod:`scaffold.git.objects`; ``hash-object`` and ``commit-tree`` where
+only git may), the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
+the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working tree, index or HEAD of anyone's is touched, and a
 protected default branch is no obstacle.
 
 Two writers never lose an update. Each publication is rebuilt on the tip it finds:
@@ -39,11 +39,14 @@ from typing import Protocol
 
 from scaffold.errors import GitError, StoreError
 from scaffold.git.environment import git_env
+from scaffold.git.objects import ObjectFormat, commit_object, read_object_format, write_object
 from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     LOCAL_TIMEOUT_S,
     SAFE_LOCAL,
+    SCAFFOLD_EMAIL,
+    SCAFFOLD_NAME,
     run_git,
     run_remote_git,
 )
@@ -122,6 +125,7 @@ class StateBranch:
         self.remote = remote
         self._lock = _lock_for(self.repo, self.ref)
         self.problems: list[StateProblem] = []
+        self._objects: ObjectFormat | None = None
 
     # ------------------------------------------------------------------ git
 
@@ -345,13 +349,37 @@ class StateBranch:
         tree = self._tree(base, changes)
         if base is not None and tree == self._git("rev-parse", f"{base}^{{tree}}").strip():
             return None
-        parents = ["-p", base] if base else []
+        parents = [base] if base else []
         named = all(qid in message for qid in subjects)
         subject = message if named else f"{message} ({', '.join(subjects)})"
-        return self._git("commit-tree", tree, *parents, "-m", subject).strip()
+        written = self._write(
+            lambda fmt: commit_object(
+                fmt, tree, parents, subject + "\n", (SCAFFOLD_NAME, SCAFFOLD_EMAIL)
+            )
+        )
+        if written is not None:
+            return written
+        with_parents = [arg for parent in parents for arg in ("-p", parent)]
+        return self._git("commit-tree", tree, *with_parents, "-m", subject).strip()
 
     def _hash(self, data: bytes) -> str:
-        return self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
+        written = self._write(
+            lambda fmt: (
+                write_object(fmt.objects, fmt.algorithm, "blob", data) if fmt.algorithm else None
+            )
+        )
+        return written or self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
+
+    def _write(self, write: Callable[[ObjectFormat], str | None]) -> str | None:
+        """An object written in-process (:mod:`scaffold.git.objects`); None where git
+        must write it (this repository's format, or a write that failed)."""
+        if self._objects is None:
+            objects = self._git("rev-parse", "--path-format=absolute", "--git-path", "objects")
+            self._objects = read_object_format(self.repo, Path(objects.strip()))
+        try:
+            return write(self._objects)
+        except OSError:
+            return None
 
     def _tree(self, base: str | None, changes: Sequence[str]) -> str:
         with tempfile.TemporaryDirectory(prefix="scaffold-state-") as tmp:
