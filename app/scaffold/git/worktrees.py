@@ -589,15 +589,15 @@ class Workspace:
         was nothing to commit.
 
         On the hand-off path between two agents, so it runs few git processes: one
-        ``rev-parse`` checks the worktree and reads the tip, then ``read-tree``,
-        ``add -A``, ``write-tree`` and, when something changed, ``update-ref`` (the
-        commit object is written in-process: 5 in all; 4 with nothing to commit; a
-        conflict merge being finished adds the checks of its ``MERGE_HEAD`` and a
-        ``reset`` that ends it).
-        ``read-tree`` is skipped when scaffold's saved index of the tip is there
-        (:data:`INDEX_CACHE`): then ``add -A`` hashes only the files whose stat changed,
-        and when it leaves the entries as they were, ``write-tree`` is skipped too (the
-        tree is the tip's): 4 processes with a change, 2 without.
+        ``rev-parse`` checks the worktree and reads the tip; ``add -A`` brings the index
+        up to date with the files; ``write-tree`` makes the tree; when something
+        changed, the commit object is written in-process and ``update-ref`` moves the
+        branch. With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A``
+        hashes only the files whose stat changed, and when it leaves the entries as they
+        were, the tree is the tip's and ``write-tree`` is skipped: 4 processes with a
+        change, 2 without. Without it, ``read-tree`` first fills the index from the tip
+        (5 and 4). A conflict merge being finished adds the checks of its ``MERGE_HEAD``
+        and a ``reset`` that ends it.
         With ``unless_merging``, a worktree in the middle of a merge (conflict markers
         an agent has yet to resolve) is left as it is.
         """
