@@ -83,6 +83,44 @@ async def test_form_encoded_delivery_is_accepted(start, settings, labeled) -> No
     assert rec.seen[0].action == "labeled"
 
 
+async def test_a_body_in_chunks_is_read_whole_and_the_limit_counts_them_all(
+    start, settings, labeled
+) -> None:
+    rec = Recorder()
+    client = await start(dataclasses.replace(settings, max_body_bytes=len(labeled)), rec)
+
+    async def pieces(body: bytes):  # no Content-Length
+        for i in range(0, len(body), 1000):
+            yield body[i : i + 1000]
+            await asyncio.sleep(0)
+
+    headers = signed_headers(labeled, delivery="chunked")
+    resp = await client.post("/webhook", data=pieces(labeled), headers=headers)
+    assert resp.status == 202  # exactly at the limit
+    await rec.wait(1)
+    assert rec.seen[0].payload == json.loads(labeled)
+    over = labeled + b" "  # still JSON, one byte over
+    resp = await client.post("/webhook", data=pieces(over), headers=signed_headers(over))
+    assert resp.status == 413
+
+
+async def test_read_body_keeps_a_one_chunk_body_as_it_came() -> None:
+    from scaffold.server.app import _read_body
+
+    class Stream:  # what _read_body uses of aiohttp's StreamReader
+        def __init__(self, *chunks: bytes) -> None:
+            self.chunks = list(chunks)
+
+        async def readany(self) -> bytes:
+            return self.chunks.pop(0) if self.chunks else b""
+
+    one = b'{"a": 1}' * 100
+    assert await _read_body(Stream(one), len(one)) is one  # not copied
+    assert await _read_body(Stream(b"ab", b"cd"), 4) == b"abcd"
+    assert await _read_body(Stream(b"ab", b"cde"), 4) is None
+    assert await _read_body(Stream(), 4) == b""
+
+
 @pytest.mark.parametrize(
     ("change", "status", "outcome"),
     [

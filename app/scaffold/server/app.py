@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 
-from aiohttp import web
+from aiohttp import StreamReader, web
 
 from scaffold.server.delivery import DeliveryHandler
 from scaffold.server.ingest import Ingest, Reply
@@ -52,14 +52,31 @@ async def _webhook(request: web.Request) -> web.Response:
     ingest = request.app[INGEST]
     if ingest.draining:
         return _respond(ingest.refuse_draining())
+    limit = ingest.settings.max_body_bytes
     length = request.content_length
-    if length is not None and length > ingest.settings.max_body_bytes:
+    if length is not None and length > limit:
         return _respond(ingest.refuse_too_large())
-    try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
+    body = await _read_body(request.content, limit)
+    if body is None:
         return _respond(ingest.refuse_too_large())
     return _respond(await ingest.accept(request.headers, body))
+
+
+async def _read_body(stream: StreamReader, limit: int) -> bytes | None:
+    """The body, or None once it passes ``limit`` bytes.
+
+    Not ``request.read()``: that keeps the body on the request, and aiohttp keeps a
+    keep-alive connection's last request until the next one comes, so every idle
+    connection would hold a body. A body that came in one chunk is not copied.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.readany():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def _healthz(request: web.Request) -> web.Response:

@@ -6,108 +6,153 @@ appends a batch in one ``os.write``, the caller makes it durable (fsync) and the
 back. A written line is in the kernel's page cache, so it survives the process being
 killed (even ``kill -9``); the fsync makes it survive a power loss too. The set holds
 the newest ``limit`` ids; the file is rewritten with just those once it has grown to
-twice that (a rare, short synchronous rewrite).
+twice that (a rare, short synchronous rewrite). Loading and rewriting read the file a
+line at a time, so neither holds it in memory.
 
 In memory each id is a 64-bit BLAKE2b digest (a false duplicate among 200,000 ids has
-odds of about 1 in 10^9) kept in two flat arrays: an open-addressing hash table and
-a ring of the ids in the order they came, about 24 bytes an id where a ``set`` and a
-``deque`` of ints take about 90.
+odds of about 1 in 10^9) kept in a ring, in the order the ids came, and found through
+an open-addressing index of ring positions: 8 bytes an id, plus 5.3 to 8 bytes of index
+(grown when 3/4 full to 1/2 full; 5.3 once ``limit`` ids are held), where a ``set`` and
+a ``deque`` of ints take about 90. Both are anonymous memory maps, whose pages cost
+memory only once written: the ring, mapped for ``limit`` ids at once, costs what it
+holds, and the index grows by being unmapped and then rebuilt from the ring, so an old
+and a new index never coexist.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import mmap
 import os
-from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO, Literal
 
 DEFAULT_LIMIT = 200_000
+MIN_SLOTS = 16
 _log = logging.getLogger(__name__)
 
 
-class KeySet:
-    """A set of 64-bit keys (digests: already uniform) in a linear-probing table.
+def _zeros(count: int, typecode: Literal["I", "Q"]) -> tuple[mmap.mmap, memoryview[int]]:
+    """``count`` zeroed unsigned integers in a private anonymous map (untouched pages are free)."""
+    mapped = mmap.mmap(-1, count * (8 if typecode == "Q" else 4), flags=mmap.MAP_PRIVATE)
+    return mapped, memoryview(mapped).cast(typecode)
 
-    Zero marks an empty slot, so a key of zero is stored as one.
+
+class KeyRing:
+    """The newest ``capacity`` distinct 64-bit keys (digests: already uniform), oldest first.
+
+    The ring holds the keys; the index is a linear-probing table of ring positions plus
+    one (zero marks an empty slot) with the key modulo its size as home slot.
     """
 
-    def __init__(self) -> None:
-        self._table = array("Q", [0]) * 16
-        self._mask = 15
+    def __init__(self, capacity: int) -> None:
+        if not 1 <= capacity < 2**32:
+            raise ValueError("capacity must be from 1 to 2**32 - 1")
+        self.capacity = capacity
+        self._ring_map, self._ring = _zeros(capacity, "Q")
         self._len = 0
+        self._head = 0  # the oldest key's position once the ring is full
+        self._max_slots = capacity * 4 // 3 + 1  # under 3/4 full with the ring full
+        self._index_map, self._index = _zeros(MIN_SLOTS, "I")
+        self._slots = MIN_SLOTS
 
     def __len__(self) -> int:
         return self._len
 
-    def _probe(self, key: int) -> int:
-        """The slot holding ``key`` (already made non-zero), or the empty slot ending
-        its run, where it would go."""
-        table, mask = self._table, self._mask
-        i = key & mask
-        while True:
-            slot = table[i]
-            if slot in (key, 0):
-                return i
-            i = (i + 1) & mask
-
     def __contains__(self, key: int) -> bool:
-        key = key or 1
-        return self._table[self._probe(key)] == key
+        return self._index[self._find(key)] != 0
+
+    def position(self, key: int) -> int:
+        """Where ``key`` is in the ring, or -1."""
+        return self._index[self._find(key)] - 1
+
+    def __iter__(self) -> Iterator[int]:
+        """The keys, oldest first."""
+        ring, head, size = self._ring, self._head, self._len
+        for i in range(size):
+            yield ring[(head + i) % size]
 
     def add(self, key: int) -> bool:
-        """Add ``key``; False if it was there already."""
-        key = key or 1
-        i = self._probe(key)
-        if self._table[i] == key:
+        """Add ``key``, dropping the oldest key if the ring is full; False if it was there."""
+        slot = self._find(key)
+        if self._index[slot]:
             return False
-        self._table[i] = key
-        self._len += 1
-        if 3 * self._len > 2 * (self._mask + 1):
-            self._grow()
+        pos = self._len
+        if pos < self.capacity:
+            self._ring[pos] = key
+            self._len += 1
+            if 4 * self._len > 3 * self._slots:
+                self._reindex(min(2 * self._len, self._max_slots))
+            else:
+                self._index[slot] = pos + 1
+            return True
+        pos = self._head
+        self._head = (pos + 1) % self.capacity
+        self._unlink(pos)
+        self._ring[pos] = key
+        self._index[self._find(key)] = pos + 1  # the unlink may have moved its slot
         return True
 
-    def discard(self, key: int) -> None:
-        key = key or 1
-        i = self._probe(key)
-        table, mask = self._table, self._mask
-        if table[i] == 0:
-            return
-        self._len -= 1
-        # Backward-shift deletion: move up any later key of the run that may fill the hole.
+    def _find(self, key: int) -> int:
+        """The index slot of ``key``, or the empty slot ending its run, where it would go."""
+        index, ring, slots = self._index, self._ring, self._slots
+        i = key % slots
+        while True:
+            pos = index[i]
+            if pos == 0 or ring[pos - 1] == key:
+                return i
+            i += 1
+            if i == slots:
+                i = 0
+
+    def _unlink(self, pos: int) -> None:
+        """Remove ring position ``pos`` from the index (backward-shift deletion: move up any
+        later entry of the run that may fill the hole)."""
+        index, ring, slots = self._index, self._ring, self._slots
+        i = ring[pos] % slots
+        while index[i] != pos + 1:
+            i += 1
+            if i == slots:
+                i = 0
         j = i
         while True:
-            j = (j + 1) & mask
-            slot = table[j]
-            if slot == 0:
+            j += 1
+            if j == slots:
+                j = 0
+            entry = index[j]
+            if entry == 0:
                 break
-            home = slot & mask
-            if (j - home) & mask >= (j - i) & mask:
-                table[i] = slot
+            home = ring[entry - 1] % slots
+            if (j - home) % slots >= (j - i) % slots:
+                index[i] = entry
                 i = j
-        table[i] = 0
+        index[i] = 0
 
-    def _grow(self) -> None:
-        old = self._table
-        size = 2 * len(old)
-        self._table = array("Q", [0]) * size  # no temporary bytes of the same size
-        self._mask = size - 1
-        self._len = 0
-        for key in old:
-            if key:
-                self.add(key)
+    def _reindex(self, slots: int) -> None:
+        """Unmap the index, then map one of ``slots`` slots and enter every ring position."""
+        self._index.release()
+        self._index_map.close()
+        self._index_map, self._index = _zeros(slots, "I")
+        self._slots = slots
+        index, ring = self._index, self._ring
+        for pos in range(self._len):
+            i = ring[pos] % slots
+            while index[i]:
+                i += 1
+                if i == slots:
+                    i = 0
+            index[i] = pos + 1
 
 
 class SeenIds:
     def __init__(self, path: Path, limit: int = DEFAULT_LIMIT) -> None:
-        if limit < 1:
-            raise ValueError("limit must be positive")
+        if not 1 <= limit < 2**32:
+            raise ValueError("limit must be from 1 to 2**32 - 1")
         self.path = path
         self.limit = limit
-        self._ids = KeySet()
-        self._ring = array("Q")  # the keys in order, oldest at _head once it is full
-        self._head = 0
+        self._ids = KeyRing(limit)
         self._lines = 0
         self._size = 0
         self._fd = -1
@@ -115,17 +160,19 @@ class SeenIds:
     def load(self) -> None:
         """Read the log (keeping the newest ``limit`` ids) and open it for appending."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = False
         try:
-            data = self.path.read_bytes()
+            with self.path.open("rb") as f:
+                for line in f:
+                    self._size += len(line)
+                    if not line.endswith(b"\n"):  # the last line, cut short by a crash
+                        torn = True
+                        break
+                    self._lines += 1
+                    if len(line) > 1:
+                        self._ids.add(_key(line[:-1]))
         except FileNotFoundError:
-            data = b""
-        lines = data.split(b"\n")
-        torn = lines.pop() != b""  # the text after the last newline: empty unless torn
-        for line in lines:
-            if line:
-                self._remember(_key(line))
-        self._lines = len(lines)
-        self._size = len(data)
+            pass
         if torn or self._lines > 2 * self.limit:
             self._rewrite()
         else:
@@ -164,7 +211,7 @@ class SeenIds:
         """The ids written from ``start`` are durable: remember them."""
         del start
         for delivery_id in delivery_ids:
-            self._remember(_key(delivery_id.encode()))
+            self._ids.add(_key(delivery_id.encode()))
         self._lines += len(delivery_ids)
         if self._lines > 2 * self.limit:
             self._rewrite()
@@ -185,42 +232,69 @@ class SeenIds:
             os.close(self._fd)
             self._fd = -1
 
-    def _remember(self, key: int) -> None:
-        if not self._ids.add(key):
-            return
-        ring = self._ring
-        if len(ring) < self.limit:
-            ring.append(key)
-            return
-        self._ids.discard(ring[self._head])
-        ring[self._head] = key
-        self._head = (self._head + 1) % self.limit
-
-    def _order(self) -> list[int]:
-        return list(self._ring[self._head :]) + list(self._ring[: self._head])
-
     def _open(self) -> None:
         self.close()
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def _rewrite(self) -> None:
-        """Keep in the file just the ids still remembered (newest occurrence of each)."""
-        try:
-            lines = self.path.read_bytes().split(b"\n")
-        except FileNotFoundError:
-            lines = []
-        kept: dict[int, bytes] = {}
-        for line in reversed(lines):
-            key = _key(line) if line else None
-            if key is not None and key in self._ids and key not in kept:
-                kept[key] = line
-        data = b"".join(kept[k] + b"\n" for k in self._order() if k in kept)
+        """Keep in the file just the ids still remembered, in the order they came.
+
+        The remembered ids' lines are in the log in that order, so one pass that takes
+        each next one as it comes finds them all; if one is missing (the file was
+        changed under us), a second pass takes the newest line of each id instead.
+        """
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(data)
+        with tmp.open("wb") as out:
+            keys = iter(self._ids)
+            want = next(keys, None)
+            kept = 0
+            for line in self._complete_lines() if want is not None else ():
+                if _key(line[:-1]) == want:
+                    out.write(line)
+                    kept += 1
+                    want = next(keys, None)
+                    if want is None:
+                        break
+            if want is not None:
+                _log.warning("the delivery-id log lacks remembered ids; keeping the newest lines")
+                out.seek(0)
+                out.truncate()
+                kept = self._write_newest(out)
+            size = out.tell()
         os.replace(tmp, self.path)
-        self._lines = len(self._ring)
-        self._size = len(data)
+        self._lines = kept
+        self._size = size
         self._open()
+
+    def _write_newest(self, out: BinaryIO) -> int:
+        """Write the newest line of each remembered id, in the file's order; how many."""
+        ids = self._ids
+        newest_map, newest = _zeros(ids.capacity, "Q")  # by ring position: its line's number
+        try:
+            for number, line in enumerate(self._complete_lines(), 1):
+                pos = ids.position(_key(line[:-1]))
+                if pos >= 0:
+                    newest[pos] = number
+            kept = 0
+            for number, line in enumerate(self._complete_lines(), 1):
+                pos = ids.position(_key(line[:-1]))
+                if pos >= 0 and newest[pos] == number:
+                    out.write(line)
+                    kept += 1
+            return kept
+        finally:
+            newest.release()
+            newest_map.close()
+
+    def _complete_lines(self) -> Iterator[bytes]:
+        """The log's non-empty lines that end in a newline."""
+        try:
+            with self.path.open("rb") as f:
+                for line in f:
+                    if len(line) > 1 and line.endswith(b"\n"):
+                        yield line
+        except FileNotFoundError:
+            return
 
 
 def _key(delivery_id: bytes) -> int:

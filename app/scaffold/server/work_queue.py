@@ -88,10 +88,9 @@ class WorkQueue(Generic[T]):
                 self._idle.append(waiter)
                 await waiter
                 continue
-            item = items.popleft()
             self._in_flight += 1
-            try:
-                await self._run(item)
+            try:  # the item is not kept in this frame: an idle worker holds no payload
+                await self._run(items.popleft())
             except Exception:
                 _log.exception("a work item raised")
             finally:
