@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import tracemalloc
 from collections.abc import Callable
@@ -66,6 +67,33 @@ def test_seen_ids_rewrite_keeps_the_others_if_a_line_went_missing(tmp_path) -> N
     again.load()
     assert [i in again for i in "efg"] == [False, True, True]
     again.close()
+
+
+def test_seen_ids_rewrite_is_durable_before_it_replaces_the_log(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A power loss right after a compaction must find the old log or the whole new one."""
+    path = tmp_path / "ids.log"
+    seen = SeenIds(path, limit=2)
+    seen.load()
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync " + os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: object, dst: object) -> None:
+        events.append(f"replace {os.path.basename(str(src))}")
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    for i in "abcde":
+        seen.add(i)  # the fifth line makes the rewrite
+    seen.close()
+    assert events == ["fsync ids.log.tmp", "replace ids.log.tmp", f"fsync {tmp_path.name}"]
+    assert path.read_text() == "d\ne\n"
 
 
 def _traced_peak(run: Callable[[], object]) -> int:

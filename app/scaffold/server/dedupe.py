@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from scaffold.fsutil import fsync_dir
+
 DEFAULT_LIMIT = 200_000
 MIN_SLOTS = 16
 _log = logging.getLogger(__name__)
@@ -261,7 +263,11 @@ class SeenIds:
                 out.truncate()
                 kept = self._write_newest(out)
             size = out.tell()
+            # Durable before it replaces the log: a power loss must leave one whole log.
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, self.path)
+        fsync_dir(self.path.parent)
         self._lines = kept
         self._size = size
         self._open()
