@@ -514,7 +514,9 @@ def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
             fixed = with_sigint_fix(json.loads(Path(config).read_text("utf-8")))
             Path(config).write_text(json.dumps(fixed), encoding="utf-8")
         times = RunTimes(ORCH_FIXED if fix else ORCH, round_no, spawn=time.time())
-        times.role = str(spec.env.get("SCAFFOLD_ROLE", "?"))
+        # The orchestrator hands the whole environment over as ``base_env``.
+        env = {**(spec.base_env or {}), **spec.env}
+        times.role = str(env.get("SCAFFOLD_ROLE", "?"))
         runs.append(times)
         exited: list[ExitStamp] = []
 
@@ -681,9 +683,9 @@ SPANS = (
 HANDOFF = (
     ("result_to_exit", "result -> CLI exits (the CLI's own tail)"),
     ("exit_to_returned", "-> run_agent returns (reap, group check, drain)"),
-    ("returned_to_finished", "-> 'agent finished' (worktree commit in a thread)"),
+    ("returned_to_finished", "-> 'agent finished' (its end applied; the commit runs beside)"),
     ("finished_to_started", "-> next 'agent started' (events, Ward, quest writes)"),
-    ("started_to_spawn", "-> next run_agent call (spec, task start)"),
+    ("started_to_spawn", "-> next agent let through (sandbox made, commit done, gate)"),
 )
 
 
@@ -723,13 +725,15 @@ def handoffs(rounds: list[OrchRound]) -> dict[str, list[float]]:
 
 def orchestrator_summary(
     rounds: list[OrchRound],
-    bare_runs: list[RunTimes],
+    single_runs: list[RunTimes],
     bare_tail_ms: float | None,
     bare_total_ms: float | None,
 ) -> dict[str, Any]:
+    """``single_runs``: one run each the way the orchestrator starts its agents (the
+    ``scaffold`` variant), whose start-up and tail the hand-off estimate takes away."""
     hand = handoffs(rounds)
-    startup = statistics.median(span_values(bare_runs, "spawn", "req0") or [0.0])
-    tail_in = statistics.median(span_values(bare_runs, "reqN", "result") or [0.0])
+    startup = statistics.median(span_values(single_runs, "spawn", "req0") or [0.0])
+    tail_in = statistics.median(span_values(single_runs, "reqN", "result") or [0.0])
     estimate = [g - startup - tail_in for g in hand["request_gap"]]
     runs = [r for rnd in rounds for r in rnd.runs]
     handoff = stats(hand["result_to_next_spawn"])
@@ -744,8 +748,8 @@ def orchestrator_summary(
         "handoff_from_request_log": {
             "request_gap": stats(hand["request_gap"]),
             "estimate": stats(estimate),
-            "bare_spawn_to_first_request_ms": 1000 * startup,
-            "bare_last_request_to_result_ms": 1000 * tail_in,
+            "single_spawn_to_first_request_ms": 1000 * startup,
+            "single_last_request_to_result_ms": 1000 * tail_in,
         },
         "ratio_handoff_to_bare_result_to_exit": (
             handoff["median_ms"] / bare_tail_ms if handoff["median_ms"] and bare_tail_ms else None
@@ -814,7 +818,8 @@ def analyse(singles: list[RunTimes], rounds: list[OrchRound]) -> dict[str, Any]:
     for variant in (ORCH, ORCH_FIXED):
         these = [rnd for rnd in rounds if rnd.variant == variant]
         if these:
-            result[variant] = orchestrator_summary(these, by_variant["bare"], bare_tail, bare_total)
+            single = by_variant.get("scaffold") or by_variant["bare"]
+            result[variant] = orchestrator_summary(these, single, bare_tail, bare_total)
     return result
 
 
@@ -896,7 +901,7 @@ def report(r: dict[str, Any]) -> None:
             lambda o: o["handoff_from_request_log"]["request_gap"],
         ),
         (
-            "  minus bare start-up and tail: hand-off estimate",
+            "  minus one scaffold run's start-up and tail: hand-off estimate",
             lambda o: o["handoff_from_request_log"]["estimate"],
         ),
         ("agent spawn -> first event", lambda o: o["agent_spawn_to_first_event"]),
