@@ -108,12 +108,15 @@ class RepoOps:
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return
-        if bt.status != status or notes or summary:
+        # Blank notes or summary are left out (they would fail the whole edit).
+        notes_text = notes if notes.strip() else None
+        summary_text = summary if summary and summary.strip() else None
+        if bt.status != status or notes_text or summary_text:
             bl.update_task(
                 bt.path,
                 status=status if bt.status != status else None,
-                notes=notes or None,
-                summary=summary or None,
+                notes=notes_text,
+                summary=summary_text,
             )
         try:
             with self.default_branch_lock:

@@ -1,0 +1,45 @@
+"""RepoOps.write_backlog_status: a task's end is one edit of its Backlog.md file, committed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from repo_builder import MakeProject
+
+from scaffold.config import load_config
+from scaffold.runtime.backlog_cache import BacklogCache
+from scaffold.runtime.repo_ops import RepoOps
+
+
+def ops_for(make_project: MakeProject) -> tuple[RepoOps, list[str]]:
+    project = make_project(["Add the notes"], [])
+    warnings: list[str] = []
+    repo = project.repo
+    ops = RepoOps(
+        repo, load_config(repo), lambda: datetime.now(UTC), warnings.append, BacklogCache(repo)
+    )
+    return ops, warnings
+
+
+def test_done_with_notes_and_summary_is_one_commit(make_project: MakeProject) -> None:
+    ops, warnings = ops_for(make_project)
+    ops.write_backlog_status("TASK-1", "Done", "Wrote the notes.", "Notes are in.")
+    task = ops.backlog.get().get("TASK-1")
+    assert task is not None
+    assert (task.status, task.implementation_notes, task.final_summary) == (
+        "Done",
+        "Wrote the notes.",
+        "Notes are in.",
+    )
+    log = ops.workspace._git(["log", "--format=%s", "-2", "main"]).stdout.splitlines()
+    assert log == ["scaffold: TASK-1 Done", "initial backlog"]
+    assert warnings == []
+
+
+def test_blank_notes_and_summary_do_not_stop_the_status(make_project: MakeProject) -> None:
+    """An agent's summary of only spaces is left out; the status still changes."""
+    ops, _ = ops_for(make_project)
+    ops.write_backlog_status("TASK-1", "Done", "  \n ", "\t")
+    task = ops.backlog.get().get("TASK-1")
+    assert task is not None
+    assert (task.status, task.implementation_notes, task.final_summary) == ("Done", None, None)
