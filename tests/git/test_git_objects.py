@@ -179,3 +179,27 @@ def test_ids_that_are_not_hex_are_refused(tmp_path: Path) -> None:
     assert commit_object(fmt, "HEAD", [], "m\n", (NAME, EMAIL), {}) is None
     assert commit_object(fmt, tree, ["main"], "m\n", (NAME, EMAIL), {}) is None
     assert commit_object(fmt, tree, [tree.upper()], "m\n", (NAME, EMAIL), {}) is None
+
+
+def test_a_write_that_fails_leaves_the_commit_to_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No room or no permission in the object store: commit_all still commits, by git."""
+    import scaffold.git.objects as objects
+    from scaffold.git.worktrees import Workspace
+
+    def full(*args: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace(repo)
+    wt = ws.create_worktree("TASK-1")
+    (wt / "a.txt").write_text("a\n")
+    monkeypatch.setattr(objects, "write_object", full)
+    sha = ws.commit_all("TASK-1", "work")
+    assert sha is not None
+    assert git(repo, "rev-parse", "scaffold/task-1") == sha
+    assert git(repo, "show", f"{sha}:a.txt") == "a"
+    assert (
+        git(repo, "log", "-1", "--format=%an <%ae> %s", sha) == "scaffold <scaffold@localhost> work"
+    )
