@@ -619,7 +619,9 @@ class Workspace:
             since_s = int(time.time()) - 1
             if not loaded:
                 self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
-            added = self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env, check=not loaded)
+            # -v: git names each path whose entry it changed ("add 'x'", "remove 'y'");
+            # an entry it only refreshed (same object, same mode) goes unnamed.
+            added = self._git([*_FULL_STAT, "add", "-A", "-v"], cwd=path, env=env, check=not loaded)
             if added.returncode != 0:
                 # A saved index git cannot use (e.g. a split index's half): start afresh.
                 self._forget_indexes(task_id)
@@ -627,9 +629,8 @@ class Workspace:
                 self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
                 self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
                 saved = None
-            tree = self._unchanged_tree(saved, index, wt) or (
-                self._git(["write-tree"], cwd=path, env=env).stdout.strip()
-            )
+            unchanged = None if added.stdout.strip() else self._unchanged_tree(saved, index, wt)
+            tree = unchanged or self._git(["write-tree"], cwd=path, env=env).stdout.strip()
             new: str | None = None
             parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
             if len(parents) > 1 or tree != wt.tip_tree:
@@ -699,16 +700,20 @@ class Workspace:
     def _unchanged_tree(saved: bytes | None, index: Path, wt: _CheckedWorktree) -> str | None:
         """The tip's tree when ``git add -A`` left the saved index of the tip with the
         same entries (only stat data refreshed): ``write-tree`` would build that very
-        tree. None when something changed, or either index cannot be read so."""
+        tree. None when something changed, or either index cannot be read so. Asked
+        only when git named no changed path, so a hand-off with changes pays nothing
+        for it (the entries are compared all the same: git's word is not the proof)."""
         if saved is None:
             return None
-        hash_len = len(wt.tip) // 2
-        before = content_key(saved, hash_len)
         try:
-            after = content_key(index.read_bytes(), hash_len)
+            data = index.read_bytes()
         except OSError:
             return None
-        if before is None or before != after:
+        if data == saved:  # not even written again: nothing was refreshed
+            return wt.tip_tree
+        hash_len = len(wt.tip) // 2
+        before = content_key(saved, hash_len)
+        if before is None or before != content_key(data, hash_len):
             return None
         return wt.tip_tree
 
