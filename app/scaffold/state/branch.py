@@ -5,8 +5,9 @@ open quests and ``quests/done/<id>.json`` for finished ones (``state/document.py
 Nothing here checks anything out: blobs and the commit are written into the object
 store in-process (:mod:`scaffold.git.objects`; ``hash-object`` and ``commit-tree`` where
 only git may), the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
-the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working tree, index or HEAD of anyone's is touched, and a
-protected default branch is no obstacle.
+the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working
+tree, index or HEAD of anyone's is touched, and a protected default branch is no
+obstacle.
 
 Two writers never lose an update. Each publication is rebuilt on the tip it finds:
 files of other quests are kept as they are there, and a quest's file is replaced only
