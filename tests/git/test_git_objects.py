@@ -203,3 +203,11 @@ def test_a_write_that_fails_leaves_the_commit_to_git(
     assert (
         git(repo, "log", "-1", "--format=%an <%ae> %s", sha) == "scaffold <scaffold@localhost> work"
     )
+
+
+@pytest.mark.parametrize("message", ["a\0b\n", "caf\udce9\n", "lone \ud800\n"])
+def test_messages_git_would_refuse_or_rewrite_are_left_to_git(tmp_path: Path, message: str) -> None:
+    """git refuses a NUL and rewrites bytes that are not UTF-8: never a commit of ours."""
+    repo = make_repo(tmp_path / "repo")
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    assert commit_object(fmt_of(repo), tree, [], message, (NAME, EMAIL), DATES[0]) is None

@@ -6,11 +6,12 @@ read-only and linked into place, the way git finalizes one. A commit's content i
 ``tree``, ``parent`` lines, ``author`` and ``committer`` lines and, after a blank line,
 the message, byte for byte what ``git commit-tree -F -`` writes for the same input.
 
-Only where that is certain: a repository whose objects are SHA-1 or SHA-256, not shared
-between users (``core.sharedRepository`` adjusts file modes), with UTF-8 commit messages,
-and dates git would take as they are (``GIT_AUTHOR_DATE``/``GIT_COMMITTER_DATE`` unset
-or in ISO 8601 or git's raw ``<seconds> <offset>`` form). Anywhere else :func:`commit_object`
-returns None and the caller runs ``git commit-tree``.
+Only where that is certain: a repository whose objects are SHA-1 or SHA-256, not
+shared between users (``core.sharedRepository`` adjusts file modes), a message that is
+UTF-8 without a NUL (git refuses a NUL and rewrites bytes that are not UTF-8), and dates
+git would take as they are (``GIT_AUTHOR_DATE``/``GIT_COMMITTER_DATE`` unset, ISO 8601
+or git's raw ``<seconds> <offset>``). Anywhere else :func:`commit_object` returns None
+and the caller runs ``git commit-tree``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class ObjectFormat:
 def object_format(objects: Path, config: Mapping[str, str]) -> ObjectFormat:
     """The format of the objects under ``objects``, from the repository's config
     (lower-case keys: ``extensions.objectformat``, ``core.sharedrepository``,
-    ``i18n.commitencoding``, ``core.repositoryformatversion``)."""
+    ``i18n.commitencoding``)."""
     algorithm: str | None = config.get("extensions.objectformat", "sha1").lower()
     if algorithm not in _HEX:
         algorithm = None
@@ -137,9 +138,15 @@ def commit_object(
     committer = signature(name, email, dates.get("GIT_COMMITTER_DATE"), now)
     if author is None or committer is None:
         return None
+    try:
+        text = message.encode("utf-8")
+    except UnicodeEncodeError:
+        return None  # git rewrites bytes that are not UTF-8 (with a warning): its call
+    if b"\0" in text:
+        return None  # git refuses a NUL in a message: its error, not a commit of ours
     lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
     lines += [f"author {author}", f"committer {committer}", ""]
-    body = "\n".join(lines).encode() + b"\n" + message.encode("utf-8", "surrogateescape")
+    body = "\n".join(lines).encode() + b"\n" + text
     return write_object(fmt.objects, algorithm, "commit", body)
 
 
