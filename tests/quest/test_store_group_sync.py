@@ -12,7 +12,7 @@ import pytest
 import scaffold.quest.store as store_mod
 from scaffold.errors import StoreError
 from scaffold.quest.model import Quest, TaskRecord
-from scaffold.quest.store import JOURNAL_NAME, QuestStore, draft
+from scaffold.quest.store import JOURNAL_NAME, QuestStore, QuestWriter, draft
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -105,8 +105,11 @@ def test_not_durable_store_never_syncs(tmp_path: Path, syncs: list[int]) -> None
     assert syncs == []
 
 
-def held_sync(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """``_sync`` that waits for ``release`` once it has ``started``: a slow disk."""
+def sync_held_in_a_thread(
+    w: QuestWriter, monkeypatch: pytest.MonkeyPatch
+) -> tuple[threading.Thread, threading.Event]:
+    """``w.sync()`` running in a thread, its fdatasync held (a slow disk) until the
+    returned event is set."""
     started, release = threading.Event(), threading.Event()
     real = store_mod._sync
 
@@ -116,7 +119,10 @@ def held_sync(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threadi
         real(fd)
 
     monkeypatch.setattr(store_mod, "_sync", slow)
-    return started, release
+    syncing = threading.Thread(target=w.sync)
+    syncing.start()
+    assert started.wait(10)
+    return syncing, release
 
 
 def test_commits_go_on_while_another_thread_syncs(
@@ -125,10 +131,7 @@ def test_commits_go_on_while_another_thread_syncs(
     store = QuestStore(tmp_path / "quests")
     with store.create(quest()) as w:
         w.commit(bumped(w.quest, 1), sync=False)
-        started, release = held_sync(monkeypatch)
-        syncing = threading.Thread(target=w.sync)
-        syncing.start()
-        assert started.wait(10)
+        syncing, release = sync_held_in_a_thread(w, monkeypatch)
         # The fdatasync runs without the commit lock: this commit does not wait for it.
         w.commit(bumped(w.quest, 2), sync=False)
         assert syncing.is_alive()
@@ -148,10 +151,7 @@ def test_close_waits_for_a_sync_still_running(
     store = QuestStore(tmp_path / "quests")
     w = store.create(quest())
     w.commit(bumped(w.quest, 1), sync=False)
-    started, release = held_sync(monkeypatch)
-    syncing = threading.Thread(target=w.sync)
-    syncing.start()
-    assert started.wait(10)
+    syncing, release = sync_held_in_a_thread(w, monkeypatch)
     closing = threading.Thread(target=w.close)
     closing.start()
     closing.join(0.3)
