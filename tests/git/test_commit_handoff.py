@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -292,7 +294,9 @@ def test_a_commit_runs_four_git_processes_and_an_empty_one_two(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With scaffold's saved index of the tip (made with the worktree, kept by every
-    commit): no ``read-tree``. Without it, one more process each."""
+    commit): no ``read-tree``. Without it, one more process each. (No walk is kept
+    here, so every commit asks git; the settled worktree is tested below.)"""
+    monkeypatch.setattr(worktrees, "take", lambda *_a, **_k: None)
     ws = Workspace(repo)
     wt = ws.create_worktree(TASK)
     ws.object_format()  # known once per Workspace (the common dir too)
@@ -352,3 +356,140 @@ def test_a_relative_gitdir_is_understood(tmp_path: Path) -> None:
     sha = ws.commit_all(TASK, "work")
     assert sha is not None
     assert "c.txt" in git(ws.repo_root, "ls-tree", "--name-only", sha).split()
+
+
+# ------------------------------------------------ a worktree settled by the last commit
+
+
+def settle(ws: Workspace) -> None:
+    """Commit (nothing) until ``commit_all`` keeps its walk of the worktree: once the
+    coarse clock has left the tick of the worktree's newest change (a few ms)."""
+    for _ in range(400):
+        assert ws.commit_all(TASK, "settle") is None
+        if TASK in ws._settled:
+            return
+        time.sleep(0.005)
+    raise AssertionError("the worktree never settled")
+
+
+@pytest.mark.parametrize("setup", CASES, ids=[c.__name__ for c in CASES])
+def test_a_settled_worktree_commits_the_same_as_before(tmp_path: Path, setup: Setup) -> None:
+    """The same cases, made after a commit that kept its walk: every change (or refusal)
+    is seen as a fresh index sees it."""
+    ws_a, wt_a = build(tmp_path / "before", nothing_changed)
+    ws_b, wt_b = build(tmp_path / "after", nothing_changed)
+    settle(ws_b)
+    setup(ws_a.repo_root, wt_a)
+    setup(ws_b.repo_root, wt_b)
+    before = outcome(ws_a, wt_a, lambda: reference_commit_all(ws_a, TASK, "TASK-1 work"))
+    after = outcome(ws_b, wt_b, lambda: ws_b.commit_all(TASK, "TASK-1 work"))
+    assert after == before
+
+
+def test_a_settled_worktree_with_nothing_changed_runs_no_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = Workspace(repo)
+    wt = ws.create_worktree(TASK)
+    settle(ws)
+    git(wt, "rm", "-q", "--cached", "README.md")  # the agent's index only
+    calls = count_git(monkeypatch)
+    assert ws.commit_all(TASK, "nothing") is None
+    assert calls == []
+    assert status(wt) == ""  # the index is the tip's again
+    assert ws.commit_all(TASK, "nothing") is None
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "same_size_rewrite_mtime_back",
+        "touch_only",
+        "chmod",
+        "new_empty_folder",
+        "rename",
+        "symlink_retarget",
+        "nested_new_file",
+        "hard_link",
+    ],
+)
+def test_after_settling_every_change_goes_to_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    ws = Workspace(repo)
+    wt = ws.create_worktree(TASK)
+    write(wt, "deep/er/file.txt", "deep\n")
+    os.symlink("lines.txt", wt / "link")
+    assert ws.commit_all(TASK, "setup") is not None
+    settle(ws)
+    lines = wt / "lines.txt"
+    before = os.stat(lines)
+    if change == "same_size_rewrite_mtime_back":
+        lines.write_text("one\nTWO\nthree\n")
+        os.utime(lines, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif change == "touch_only":
+        os.utime(lines, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif change == "chmod":
+        lines.chmod(0o755)
+    elif change == "new_empty_folder":
+        (wt / "deep" / "empty").mkdir()
+    elif change == "rename":
+        os.rename(wt / "deep" / "er" / "file.txt", wt / "deep" / "er" / "moved.txt")
+    elif change == "symlink_retarget":
+        (wt / "link").unlink()
+        os.symlink("README.md", wt / "link")
+    elif change == "nested_new_file":
+        write(wt, "deep/er/new.txt", "new\n")
+    elif change == "hard_link":
+        os.link(lines, wt / "deep" / "twin.txt")
+    tip_before = tip(repo, "scaffold/task-1")
+    calls = count_git(monkeypatch)
+    new = ws.commit_all(TASK, "after")
+    assert calls  # git was asked
+    committed = not (change == "touch_only" or change == "new_empty_folder")
+    assert (new is not None) == committed
+    expected = fresh_tree(wt, tip_before, ws)
+    assert git(repo, "rev-parse", f"{new or tip_before}^{{tree}}") == expected
+
+
+def fresh_tree(wt: Path, base: str, ws: Workspace) -> str:
+    """The tree a fresh index of the worktree's files gives (git alone)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        for args in (["read-tree", base], ["add", "-A"], ["write-tree"]):
+            out = subprocess.run(
+                ["git", *args], cwd=wt, env=env, check=True, capture_output=True, text=True
+            )
+        return out.stdout.strip()
+
+
+def test_after_settling_head_moved_alone_is_refused(repo: Path) -> None:
+    ws = Workspace(repo)
+    wt = ws.create_worktree(TASK)
+    settle(ws)
+    git(wt, "symbolic-ref", "HEAD", "refs/heads/main")  # the same commit, the same files
+    with pytest.raises(GitError):
+        ws.commit_all(TASK, "work")
+
+
+def test_after_settling_a_branch_moved_elsewhere_is_followed(repo: Path) -> None:
+    """Another scaffold process (a restart) moved the branch to a commit of the same
+    tree: the walk is not trusted, git says nothing changed, the new tip is kept."""
+    ws = Workspace(repo)
+    wt = ws.create_worktree(TASK)
+    settle(ws)
+    same_tree = git(repo, "commit-tree", "-m", "elsewhere", "-p", "scaffold/task-1", "main^{tree}")
+    git(repo, "update-ref", "refs/heads/scaffold/task-1", same_tree)
+    assert ws.commit_all(TASK, "work") is None
+    assert ws._settled[TASK][1].tip == same_tree
+    write(wt, "a.txt", "a\n")
+    new = ws.commit_all(TASK, "work")
+    assert new is not None
+    assert git(repo, "rev-parse", f"{new}^") == same_tree
+
+
+def test_a_merge_in_progress_is_never_settled(repo: Path) -> None:
+    ws, _wt = build(repo.parent / "m", conflict_merge_unresolved_markers)
+    assert ws.commit_all(TASK, "work", unless_merging=True) is None
+    assert TASK not in ws._settled

@@ -30,6 +30,7 @@ Decisions worth knowing (the why is next to the code):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -53,6 +54,7 @@ from scaffold.git.runner import (
     GitOutput,
     run_git,
 )
+from scaffold.git.worktree_snapshot import WorktreeSnapshot, take
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -207,6 +209,8 @@ class Workspace:
         self._default: str | None = None
         self._common_dir: Path | None = None
         self._objects: ObjectFormat | None = None
+        # Per task: its admin folder, and its worktree as the last commit_all found it.
+        self._settled: dict[str, tuple[Path, WorktreeSnapshot]] = {}
 
     def _default_root(self) -> Path:
         return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
@@ -444,6 +448,7 @@ class Workspace:
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
+        self._settled.pop(task_id, None)
         self.ensure_excluded()
         try:
             default: str | None = self.default_branch()
@@ -517,6 +522,7 @@ class Workspace:
 
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
+        self._settled.pop(task_id, None)
         self._discard(self.worktree_path(task_id))
         self._forget_indexes(task_id)
 
@@ -597,15 +603,20 @@ class Workspace:
         were, the tree is the tip's and ``write-tree`` is skipped: 4 processes with a
         change, 2 without. Without it, ``read-tree`` first fills the index from the tip
         (5 and 4). A conflict merge being finished adds the checks of its ``MERGE_HEAD``
-        and a ``reset`` that ends it.
+        and a ``reset`` that ends it. When the worktree is still as the last commit
+        found it (its walk, :mod:`scaffold.git.worktree_snapshot`), no git process runs.
         With ``unless_merging``, a worktree in the middle of a merge (conflict markers
         an agent has yet to resolve) is left as it is.
         """
         branch = branch_for_task(task_id)
+        if self._still_settled(task_id, branch):
+            return None
         wt = self._checked_worktree(task_id, branch)
         path = wt.path
         if unless_merging and any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
             return None
+        # Walked before add -A reads the files: a change from now on is seen next time.
+        snapshot = take(path, [wt.admin / name for name in _ADMIN_POINTERS])
         try:
             tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=wt.admin)
         except OSError as exc:
@@ -641,6 +652,7 @@ class Workspace:
             if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
                 # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
                 self._git(["reset", "-q"], cwd=path)
+                snapshot = None
             else:
                 # What ``reset -q`` would leave: the index of the branch's tip, whose
                 # entries ``add -A`` has just matched to the files.
@@ -650,7 +662,49 @@ class Workspace:
                     raise GitError(["reset", "-q"], -1, f"cannot update the index: {exc}") from exc
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        if snapshot is not None:
+            self._settled[task_id] = (wt.admin, dataclasses.replace(snapshot, tip=new or wt.tip))
         return new
+
+    def _still_settled(self, task_id: str, branch: str) -> bool:
+        """True when the task's worktree is as the last commit left it, told without git
+        (:mod:`scaffold.git.worktree_snapshot`): its files, git's pointers from it to the
+        repository, ``HEAD`` still the task branch, no merge or lock in its admin folder
+        and the branch still at that commit. The worktree's index is then made the
+        tip's again, as a commit would. False (and the snapshot dropped) otherwise: the
+        caller commits the git way, checks included.
+        """
+        settled = self._settled.pop(task_id, None)
+        if settled is None:
+            return False
+        admin, snapshot = settled
+        saved = self._saved_index(task_id, snapshot.tip)
+        if (
+            saved is None
+            or _read_small_file(admin / "HEAD") != f"ref: refs/heads/{branch}\n"
+            or any(os.path.lexists(admin / name) for name in (*_BRANCH_STATE, "locked"))
+            or _read_small_file(self.common_dir() / "refs" / "heads" / branch).strip()
+            != snapshot.tip
+            or not snapshot.unchanged()
+        ):
+            return False
+        try:
+            fd = os.open(saved, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as src:
+                data = src.read()
+            fd, tmp = tempfile.mkstemp(prefix="scaffold-index-", dir=admin)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                dst.write(data)
+            os.replace(tmp, admin / "index")
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            return False
+        self._settled[task_id] = settled
+        return True
 
     # ------------------------------------------------------- saved indexes
 
@@ -1102,6 +1156,9 @@ _FULL_STAT: tuple[str, ...] = tuple(
     )
     for part in ("-c", setting)
 )
+
+# The files of a worktree's admin folder that say where its repository is, or hold config.
+_ADMIN_POINTERS = ("commondir", "gitdir", "config.worktree")
 
 _BRANCH_STATE = (
     "MERGE_HEAD",
