@@ -21,7 +21,9 @@ One run measures, side by side:
    next role), giving the median and p95 of signal -> next agent start, split into
    signal -> agent exit (the agent's own tail) and agent exit -> next start (scaffold).
    Also reported: task handoff, the k-th task's last agent exit -> the first agent start
-   of the (k + slots)-th task (merge, cleanup, Backlog.md sync, next worktree).
+   of the (k + slots)-th task (merge, cleanup, Backlog.md sync, next worktree); and the
+   bare pool's own hop (:func:`pool_hops`: the k-th agent's exit, and its signal, -> the
+   start of the agent its freed slot lets through), the floor under scaffold's.
 
 Agents (``--agent``):
 
@@ -415,6 +417,7 @@ class AgentLog:
 
     starts: list[tuple[float, str, str]] = field(default_factory=list)  # (t, step, role)
     ends: list[tuple[float, str, str]] = field(default_factory=list)
+    signals: list[tuple[float, str, str]] = field(default_factory=list)  # direct agents only
 
     @classmethod
     def read(cls, path: Path) -> AgentLog:
@@ -428,8 +431,11 @@ class AgentLog:
                 log.starts.append(item)
             elif rec["ev"] == "end":
                 log.ends.append(item)
+            elif rec["ev"] == "signal":
+                log.signals.append(item)
         log.starts.sort()
         log.ends.sort()
+        log.signals.sort()
         return log
 
     def durations(self) -> list[float]:
@@ -773,6 +779,23 @@ SPAWN_STAGES = {
 }
 
 
+def pool_hops(log: AgentLog, slots: int) -> dict[str, list[float]]:
+    """The bare pool's own hop, the floor under scaffold's: the k-th agent to exit ->
+    the start of the (k + slots)-th (the one its freed slot let through), from that
+    exit and from the exiting agent's signal. No orchestrator can hand a slot on faster
+    than the pool does: noticing the exit, fork/exec, the agent's own start-up."""
+    signal_at: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for t, step, role in log.signals:
+        signal_at[(step, role)].append(t)
+    out: dict[str, list[float]] = {"signal": [], "exit": []}
+    for (t_end, step, role), (t_next, _, _) in zip(log.ends, log.starts[slots:], strict=False):
+        out["exit"].append(t_next - t_end)
+        signalled = [t for t in signal_at[(step, role)] if t <= t_end]
+        if signalled:
+            out["signal"].append(t_next - max(signalled))
+    return out
+
+
 def handoffs(run: ScaffoldRun, slots: int) -> list[float]:
     """The k-th task to finish its last agent -> first agent start of the (k+slots)-th task."""
     last_end: dict[str, float] = {}
@@ -819,6 +842,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
     lat = latencies(sc)
     hand = handoffs(sc, args.slots)
+    floor = pool_hops(pool_inv_log, args.slots)
     sc_durs = sc.log.durations()
     pool_durs = pool_inv_log.durations()
     ideal = math.ceil(invocations / args.slots) * statistics.median(pool_durs)
@@ -851,6 +875,10 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "agent_duration": {"scaffold": summary(sc_durs), "pool": summary(pool_durs)},
         "latency": {name: summary(xs) for name, xs in lat.items()},
         "task_handoff": summary(hand),
+        "pool_hop": {
+            "signal_to_next_start": summary(floor["signal"]),
+            "agent_exit_to_next_start": summary(floor["exit"]),
+        },
         "profile": sc.profile,
     }
 
@@ -919,6 +947,15 @@ def report(r: dict[str, Any]) -> None:
             )
         ),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
+        *(
+            (
+                ("pool: signal -> next agent start (its floor)", r["pool_hop"][key])
+                if key == "signal_to_next_start"
+                else ("  pool: agent exit -> next agent start", r["pool_hop"][key])
+            )
+            for key in ("signal_to_next_start", "agent_exit_to_next_start")
+            if "pool_hop" in r
+        ),
         ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
         ("agent duration in the pool", r["agent_duration"]["pool"]),
     ]
