@@ -3,6 +3,8 @@ rebuilt from the branch (pure parts and the store, no orchestrator)."""
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -192,3 +194,37 @@ def test_a_long_quest_published_from_its_journal_stays_bounded(tmp_path: Path) -
     assert doc.history.older.events["retry_on_error"] == 5_000
     assert doc.history.older.events["note"] == 5_000 - len(doc.history.recent)
     assert doc.history.recent[-1].event == "note 4999"
+
+
+def _as_json_dumps_writes_it(q: Quest) -> bytes:
+    """The state file as ``json.dumps`` wrote it before pydantic's encoder did."""
+    doc = parse(render(q, HistoryDigest()), "x")
+    data = doc.model_dump(mode="json", exclude_defaults=False)
+    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def test_the_state_file_is_the_bytes_json_dumps_wrote() -> None:
+    task = TaskRecord(
+        id="TASK-1",
+        title='Unicode: é, 漢字, 😀, a line\u2028separator, a "quote", a \\ and a \t tab',
+        last_summary="ünïcödé\nsecond line\x00nul\x7f",
+        cost_usd=0.125,
+    )
+    q = _quest(3, **{"TASK-1": task}).model_copy(update={"cost_usd": 12.5, "request": "«go»"})
+    assert render(q, HistoryDigest()) == _as_json_dumps_writes_it(q)
+
+
+def test_a_lone_surrogate_or_a_nan_survives_the_round_trip() -> None:
+    """Agent output may carry a lone surrogate (escaped, the file is then ASCII); a NaN
+    cost is written as ``json`` writes it, and read back."""
+    task = TaskRecord(id="TASK-1", title="t", last_summary="half a pair: \ud83d.")
+    q = _quest(2, **{"TASK-1": task}).model_copy(update={"cost_usd": math.nan})
+    data = render(q, HistoryDigest())
+    assert data.isascii()
+    assert b"\\ud83d" in data
+    assert b'"cost_usd": NaN' in data
+    back = parse(data, "x").quest
+    assert back.tasks["TASK-1"].last_summary == "half a pair: \ud83d."
+    assert math.isnan(back.cost_usd)
+    q2 = q.model_copy(update={"tasks": {"TASK-1": task.model_copy(update={"last_summary": "x"})}})
+    assert b'"cost_usd": NaN' in render(q2, HistoryDigest())  # pydantic's encoder, too
