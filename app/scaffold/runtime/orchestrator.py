@@ -814,7 +814,10 @@ class Orchestrator:
             python=self.python,
             env=agent_environment(os.environ, {}),
             transport=self.cfg.agent.signal_transport,
-            gated=start_on_slot is not None or self.unsettled.pending(key),
+            # In a sandbox every agent is made at once and waits at its start gate for
+            # the journal's fsync and the last agent's commit: its sandbox starts
+            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
+            gated=True,
         )
         async with channel:
             inv = build_invocation(
