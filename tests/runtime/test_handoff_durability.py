@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +124,9 @@ def test_a_journal_that_cannot_be_synced_lets_no_gated_agent_run(
     assert "StoreError" in result.output
     assert project.task("TASK-1").outcome is None
     assert project.live_agents() == []
+    # The withdrawn sandbox's pipes were closed before the run ended (its gate got EOF):
+    # no process transport is left for the garbage collector.
+    leftovers: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", leftovers.append)
+    gc.collect()
+    assert leftovers == []

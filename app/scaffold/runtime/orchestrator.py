@@ -924,6 +924,7 @@ class Orchestrator:
         except Exception:
             # Withdrawn (the quest stopped), or the journal cannot be synced: the
             # agent never runs.
+            channel.withdraw()
             stop.set()
             return
         channel.open_gate()

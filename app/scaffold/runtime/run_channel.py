@@ -128,6 +128,13 @@ class RunChannel:
         finally:
             os.close(write_end)
 
+    def withdraw(self) -> None:
+        """Close the gate without letting the agent through: the bridge reads end of
+        file and exits 125, whenever it gets there. Stopping the sandbox alone is not
+        enough: a SIGTERM that reaches bwrap while it is still setting up can leave
+        the bridge behind it, holding the run's pipes and waiting at the gate."""
+        self._close_gate()
+
     def _close_gate(self) -> None:
         if self._gate is None:
             return
