@@ -948,13 +948,12 @@ def report(r: dict[str, Any]) -> None:
         ),
         (f"task handoff (k-th done -> (k+{slots})-th start)", r["task_handoff"]),
         *(
-            (
-                ("pool: signal -> next agent start (its floor)", r["pool_hop"][key])
-                if key == "signal_to_next_start"
-                else ("  pool: agent exit -> next agent start", r["pool_hop"][key])
-            )
-            for key in ("signal_to_next_start", "agent_exit_to_next_start")
-            if "pool_hop" in r
+            [
+                ("pool: signal -> next agent start (its floor)", pool["signal_to_next_start"]),
+                ("  pool: agent exit -> next agent start", pool["agent_exit_to_next_start"]),
+            ]
+            if (pool := r.get("pool_hop"))
+            else []
         ),
         ("agent duration in scaffold (start -> end)", r["agent_duration"]["scaffold"]),
         ("agent duration in the pool", r["agent_duration"]["pool"]),
