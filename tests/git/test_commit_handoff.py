@@ -447,13 +447,13 @@ def test_after_settling_every_change_goes_to_git(
     calls = count_git(monkeypatch)
     new = ws.commit_all(TASK, "after")
     assert calls  # git was asked
-    committed = not (change == "touch_only" or change == "new_empty_folder")
+    committed = change not in ("touch_only", "new_empty_folder")  # git keeps neither
     assert (new is not None) == committed
-    expected = fresh_tree(wt, tip_before, ws)
+    expected = fresh_tree(wt, tip_before)
     assert git(repo, "rev-parse", f"{new or tip_before}^{{tree}}") == expected
 
 
-def fresh_tree(wt: Path, base: str, ws: Workspace) -> str:
+def fresh_tree(wt: Path, base: str) -> str:
     """The tree a fresh index of the worktree's files gives (git alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
