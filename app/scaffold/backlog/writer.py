@@ -190,6 +190,12 @@ def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) 
     return edit_task(path, body=_replace_section(sections.FINAL_SUMMARY, summary), now=now)
 
 
+def given(text: str | None) -> str | None:
+    """``text`` when it holds more than white space, else None: a blank note or summary
+    is left out of :func:`update_task` (which refuses one) rather than failing the edit."""
+    return text if text is not None and text.strip() else None
+
+
 def update_task(
     path: Path,
     *,

@@ -678,10 +678,8 @@ class Workspace:
         if settled is None:
             return False
         admin, snapshot = settled
-        saved = self._saved_index(task_id, snapshot.tip)
         if (
-            saved is None
-            or _read_small_file(admin / "HEAD") != f"ref: refs/heads/{branch}\n"
+            _read_small_file(admin / "HEAD") != f"ref: refs/heads/{branch}\n"
             or any(os.path.lexists(admin / name) for name in (*_BRANCH_STATE, "locked"))
             or _read_small_file(self.common_dir() / "refs" / "heads" / branch).strip()
             != snapshot.tip
@@ -689,20 +687,18 @@ class Workspace:
         ):
             return False
         try:
-            fd = os.open(saved, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as src:
-                data = src.read()
-            fd, tmp = tempfile.mkstemp(prefix="scaffold-index-", dir=admin)
+            tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=admin)
         except OSError:
             return False
         try:
-            with os.fdopen(fd, "wb") as dst:
-                dst.write(data)
-            os.replace(tmp, admin / "index")
+            index = Path(tmp) / "index"
+            if self._load_index(task_id, snapshot.tip, index) is None:
+                return False
+            os.replace(index, admin / "index")
         except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             return False
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         self._settled[task_id] = settled
         return True
 

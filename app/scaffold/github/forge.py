@@ -123,9 +123,7 @@ class GitHubForge:
         if bt is None:
             return
         if bt.status != "Done":
-            summary = task.last_summary
-            blank = summary is None or not summary.strip()
-            bl.update_task(bt.path, status="Done", summary=None if blank else summary)
+            bl.update_task(bt.path, status="Done", summary=bl.given(task.last_summary))
         self.workspace.commit_all(task.id, f"{task.id}: Backlog.md Done (merged with this PR)")
 
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:

@@ -108,9 +108,7 @@ class RepoOps:
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return
-        # Blank notes or summary are left out (they would fail the whole edit).
-        notes_text = notes if notes.strip() else None
-        summary_text = summary if summary and summary.strip() else None
+        notes_text, summary_text = bl.given(notes), bl.given(summary)
         if bt.status != status or notes_text or summary_text:
             bl.update_task(
                 bt.path,
