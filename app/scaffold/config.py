@@ -93,6 +93,18 @@ class MergeConfig(_Section):
     method: Literal["merge", "squash", "rebase"] = "merge"
 
 
+class ReviewConfig(_Section):
+    """Rounds of work a task's pull request may ask for (changes requested, ``/scaffold fix``)."""
+
+    max_rounds: Annotated[int, Field(ge=0, le=100)] = 5
+
+
+class CIConfig(_Section):
+    """Fixes of a merge-blocking check that failed on a task's pull request."""
+
+    max_fixes: Annotated[int, Field(ge=0, le=100)] = 2
+
+
 class ActionsConfig(_Section):
     """``executor: actions``: slot runs as workflow runs of this workflow file."""
 
@@ -171,6 +183,8 @@ class ScaffoldConfig(_Section):
     forge: Literal["local", "github"] = "local"
     approval: Literal["manual", "auto"] = "manual"
     merge: MergeConfig = MergeConfig()
+    review: ReviewConfig = ReviewConfig()
+    ci: CIConfig = CIConfig()
     default_branch: str | None = None
     # Where task agents run: here, or as GitHub Actions workflow runs (App mode only).
     executor: Literal["local", "actions"] = "local"
@@ -311,6 +325,10 @@ forge: local                 # local | github
 approval: manual             # manual | auto (local forge only)
 merge:
   method: merge              # merge | squash | rebase
+review:
+  max_rounds: 5              # rounds of requested changes per task, then Blocked
+ci:
+  max_fixes: 2               # fixes of a failing merge-blocking check per task, then Blocked
 sandbox:
   mode: auto                 # auto | bwrap | off: agents and Ward run in a bubblewrap sandbox
   allow_domains: []          # hosts agents may reach besides the model API, e.g. [pypi.org]

@@ -28,6 +28,7 @@ from scaffold.core.effects import (
     StartAgent,
     StopAgent,
     SyncBacklog,
+    SyncBranch,
 )
 from scaffold.core.events import Event, route_signal, signal_event
 from scaffold.core.lifecycle import (
@@ -45,7 +46,16 @@ from scaffold.core.states import EventName as E
 from scaffold.core.states import Lifecycle as S
 from scaffold.core.states import Stage
 from scaffold.errors import IllegalTransition, SignalError
-from scaffold.quest.model import AgentRun, PullRequest, QuestPhase, RoleFrame, TaskRecord
+from scaffold.quest.model import (
+    AgentRun,
+    CheckFailure,
+    Feedback,
+    PullRequest,
+    QuestPhase,
+    ReviewComment,
+    RoleFrame,
+    TaskRecord,
+)
 from scaffold.roles import ALLOWED_SIGNALS, BUILDING_ROLES, Role
 from scaffold.signals import SIGNAL_TYPES, AnySignal, parse_signal
 
@@ -145,6 +155,21 @@ def row_id(row: Transition) -> str:
 
 
 ROWS = {row_id(r): r for r in TABLE}
+
+
+def changes(key: str = "review:1", by: str = "ann") -> Feedback:
+    comment = ReviewComment(id=11, path="app.py", line=3, side="RIGHT", body="name it clearly")
+    return Feedback(key=key, kind="review", by=by, at=NOW, body="Rename x", comments=(comment,))
+
+
+def failed_check(key: str = "check:test@abc") -> Feedback:
+    check = CheckFailure(name="test", conclusion="failure", head_sha="abc", summary="1 failed")
+    return Feedback(key=key, kind="ci", by="github-actions", at=NOW, check=check)
+
+
+def at_pr(state: S = S.PR_CREATED, **fields: Any) -> TaskRecord:
+    fields.setdefault("sessions", {"codeweaver": "s-cw"})
+    return task(state, pr=PR, worktree="/wt/task-1", **fields)
 
 
 # --------------------------------------------------------------------------- one row each
@@ -288,6 +313,45 @@ SETUPS: dict[str, Setup] = {
     "DiagramCheck-abort_signal": lambda: (task(S.DIAGRAM_CHECK), ev(E.ABORT_SIGNAL)),
     "Blocked-abort_signal": lambda: (task(S.BLOCKED), ev(E.ABORT_SIGNAL)),
     "PR_Created-abort_signal": lambda: (task(S.PR_CREATED, pr=PR), ev(E.ABORT_SIGNAL)),
+    "PR_Created-changes_requested": lambda: (
+        at_pr(),
+        ev(E.CHANGES_REQUESTED, feedback=(changes(),)),
+    ),
+    "PR_Created-ci_failed": lambda: (at_pr(), ev(E.CI_FAILED, feedback=(failed_check(),))),
+    "Merging-changes_requested": lambda: (
+        at_pr(S.MERGING),
+        ev(E.CHANGES_REQUESTED, feedback=(changes(),)),
+    ),
+    "Merging-ci_failed": lambda: (at_pr(S.MERGING), ev(E.CI_FAILED, feedback=(failed_check(),))),
+    "PR_Created-changes_over_bound": lambda: (
+        at_pr(review_rounds=5),
+        ev(E.CHANGES_REQUESTED, feedback=(changes(),)),
+    ),
+    "PR_Created-ci_failure_over_bound": lambda: (
+        at_pr(ci_fixes=2),
+        ev(E.CI_FAILED, feedback=(failed_check(),)),
+    ),
+    "Merging-changes_over_bound": lambda: (
+        at_pr(S.MERGING, review_rounds=5),
+        ev(E.CHANGES_REQUESTED, feedback=(changes(),)),
+    ),
+    "Merging-ci_failure_over_bound": lambda: (
+        at_pr(S.MERGING, ci_fixes=2),
+        ev(E.CI_FAILED, feedback=(failed_check(),)),
+    ),
+    **{
+        f"{state.value}-{what}_kept": (
+            lambda state=state, name=name, item=item: (
+                at_pr(state),
+                ev(name, feedback=(item(),)),
+            )
+        )
+        for state in (S.PROCESSING, S.TEST_VALIDATION, S.DIAGRAM_CHECK, S.BLOCKED)
+        for name, what, item in (
+            (E.CHANGES_REQUESTED, "changes", changes),
+            (E.CI_FAILED, "ci_failure", failed_check),
+        )
+    },
 }
 
 _CLEANUP = (SyncBacklog, RemoveWorktree, DeleteBranch)
@@ -344,6 +408,19 @@ EXPECTED_EFFECTS: dict[str, tuple[type, ...]] = {
     "DiagramCheck-abort_signal": _ABORT_IDLE_AGENT,
     "Blocked-abort_signal": _ABORT_IDLE_AGENT,
     "PR_Created-abort_signal": _ABORT_IDLE_AGENT,
+    "PR_Created-changes_requested": (SyncBranch, StartAgent),
+    "PR_Created-ci_failed": (SyncBranch, StartAgent),
+    "Merging-changes_requested": (SyncBranch, StartAgent),
+    "Merging-ci_failed": (SyncBranch, StartAgent),
+    "PR_Created-changes_over_bound": (ReportBlocked,),
+    "PR_Created-ci_failure_over_bound": (ReportBlocked,),
+    "Merging-changes_over_bound": (ReportBlocked,),
+    "Merging-ci_failure_over_bound": (ReportBlocked,),
+    **{
+        f"{state.value}-{what}_kept": ()
+        for state in (S.PROCESSING, S.TEST_VALIDATION, S.DIAGRAM_CHECK, S.BLOCKED)
+        for what in ("changes", "ci_failure")
+    },
 }
 
 # The role each StartAgent of a row must start (rows that start one).
@@ -368,6 +445,10 @@ EXPECTED_START: dict[str, tuple[Role, str]] = {
     "TestValidation-followup_done-TestValidation": (SM, "resume_after_followup"),
     "Processing-retry_on_error": (CW, "retry"),
     "TestValidation-retry_on_error": (SM, "retry"),
+    "PR_Created-changes_requested": (CW, "review_fix"),
+    "PR_Created-ci_failed": (SP, "ci_fix"),
+    "Merging-changes_requested": (CW, "review_fix"),
+    "Merging-ci_failed": (SP, "ci_fix"),
 }
 
 
@@ -504,7 +585,9 @@ def test_two_rows_with_the_same_guard_are_refused() -> None:
 
 def test_table_queries() -> None:
     assert {r.name for r in transitions_from(S.CLEANUP)} == {"backlog_synced"}
-    assert allowed_events(S.PR_CREATED) == sorted([E.PR_APPROVED, E.PR_REJECTED, E.ABORT_SIGNAL])
+    assert allowed_events(S.PR_CREATED) == sorted(
+        [E.PR_APPROVED, E.PR_REJECTED, E.ABORT_SIGNAL, E.CHANGES_REQUESTED, E.CI_FAILED]
+    )
     assert allowed_events(S.IDLE) == sorted([E.DEPS_RESOLVED, E.RETRY_REQUESTED])
 
 

@@ -29,6 +29,14 @@ class StopAgent:
 
 
 @dataclass(frozen=True)
+class SyncBranch:
+    """Before a round on an open pull request: take in the commits people pushed to the
+    task's branch, so the agent builds on them."""
+
+    task_id: str
+
+
+@dataclass(frozen=True)
 class RunWard:
     task_id: str
 
@@ -85,6 +93,7 @@ Effect = (
     CreateWorktree
     | StartAgent
     | StopAgent
+    | SyncBranch
     | RunWard
     | RunDiagramCheck
     | OpenPullRequest

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scaffold.core.states import EventName
-from scaffold.quest.model import TaskRecord
+from scaffold.quest.model import Feedback, TaskRecord
 from scaffold.roles import BUILDING_ROLES, Role
 from scaffold.signals import (
     AnySignal,
@@ -35,6 +35,7 @@ class Event:
     answer: str | None = None
     safety_ok: bool = True
     extra: dict[str, str] = field(default_factory=dict)
+    feedback: tuple[Feedback, ...] = ()  # a reviewer's or CI's, for a round of work
 
 
 def route_signal(task: TaskRecord, signal: AnySignal) -> EventName:

@@ -33,13 +33,15 @@ from scaffold.core.effects import (
     StartAgent,
     StopAgent,
     SyncBacklog,
+    SyncBranch,
 )
+from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName as E
 from scaffold.core.states import Lifecycle as S
 from scaffold.core.states import Stage
 from scaffold.errors import IllegalTransition, ScaffoldError
-from scaffold.quest.model import AgentRun, RoleFrame, SignalEntry, TaskRecord
+from scaffold.quest.model import AgentRun, ReviewRound, RoleFrame, SignalEntry, TaskRecord
 from scaffold.roles import BUILDING_ROLES, Role
 from scaffold.signals import NeedsRoleFollowup, NeedsUserInput, PartiallyComplete
 
@@ -52,6 +54,8 @@ class Limits:
     max_ward_fixes: int = 3
     max_conflict_fixes: int = 2
     auto_fix_diagrams: bool = True
+    max_review_rounds: int = 5  # review.max_rounds
+    max_ci_fixes: int = 2  # ci.max_fixes
 
 
 Updates = dict[str, Any]
@@ -154,6 +158,22 @@ AWAITING_ANSWER = Guard(
     "awaiting this answer",
     lambda t, e, lim: t.question_id is not None and e.question_id in (None, t.question_id),
 )
+
+
+# A round of the review loop: a reviewer's feedback counts against review.max_rounds, a
+# failed check's alone against ci.max_fixes (the waiting feedback and the event's together).
+def _round_items(t: TaskRecord, e: Event) -> tuple[Any, ...]:
+    return review.waiting(t, e.feedback)
+
+
+def _round_allowed(t: TaskRecord, e: Event, lim: Limits) -> bool:
+    if review.round_kind(_round_items(t, e)) == "ci":
+        return t.ci_fixes < lim.max_ci_fixes
+    return t.review_rounds < lim.max_review_rounds
+
+
+ROUNDS_LEFT = Guard("rounds left", _round_allowed)
+ROUNDS_USED_UP = Guard("rounds used up", lambda t, e, lim: not _round_allowed(t, e, lim))
 
 
 # --------------------------------------------------------------------------- actions
@@ -398,7 +418,84 @@ def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
     )
 
 
+def _review_round(t: TaskRecord, e: Event, **more: Any) -> tuple[Updates, list[Effect]]:
+    """Start a round with every piece of waiting feedback: the builder resumes its session
+    (Spiritmender, for a failed check alone) on the branch as people left it."""
+    # A round whose fix could not be pushed (its branch needs a merge first) goes on as
+    # this one: its feedback is answered when this round's fix is pushed.
+    unanswered = review.current_round(t)
+    items = (*(unanswered.feedback if unanswered else ()), *_round_items(t, e))
+    kind = review.round_kind(items)
+    counters = (
+        {"ci_fixes": t.ci_fixes + 1} if kind == "ci" else {"review_rounds": t.review_rounds + 1}
+    )
+    earlier = t.rounds[:-1] if unanswered else t.rounds
+    number = unanswered.number if unanswered else (t.rounds[-1].number + 1 if t.rounds else 1)
+    entry = ReviewRound(number=number, kind=kind, feedback=items, started_at=e.at)
+    role = Role.SPIRITMENDER if kind == "ci" else Role.CODEWEAVER
+    run = AgentRun(
+        role=role,
+        resume_session=t.sessions.get(role.value),
+        kind="ci_fix" if kind == "ci" else "review_fix",
+        context=review.describe(items),
+    )
+    pr = t.pr.model_copy(update={"approved_by": None}) if t.pr else None
+    updates: Updates = {
+        **counters,
+        "rounds": (*earlier, entry)[-review.ROUNDS_KEEP :],
+        "feedback": (),
+        "seen_feedback": review.remember(t, items),
+        # A reviewer's round runs the validators again; a CI fix goes to Ward, then
+        # DiagramCheck, as a Ward fix does.
+        "stage": Stage.REVIEW if kind == "ci" else Stage.IMPLEMENT,
+        "pr": pr,
+        "attempts": 0,
+        "ward_fixes": 0,
+        "role_stack": (),
+        "blocked_reason": None,
+        **more,
+    }
+    upd, eff = _start(t, run, **updates)
+    return upd, [SyncBranch(t.id), *eff]
+
+
+def _review_round_action(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    return _review_round(t, e)
+
+
+def a_feedback_queued(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    """Feedback while the task is at work waits for the next round (the agent goes on)."""
+    return {"feedback": review.waiting(t, e.feedback)}, []
+
+
+def a_rounds_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    items = _round_items(t, e)
+    if review.round_kind(items) == "ci":
+        names = ", ".join(
+            f"`{f.check.name}`" + (f" ({f.check.url})" if f.check.url else "")
+            for f in items
+            if f.check is not None
+        )
+        reason = (
+            f"the check {names} still fails after {t.ci_fixes} fix(es) (ci.max_fixes is "
+            f"{lim.max_ci_fixes})"
+        )
+    else:
+        who = ", ".join(f"@{r}" for r in review.reviewers(items))
+        reason = (
+            f"changes requested by {who}, but the task has had {t.review_rounds} round(s) "
+            f"of review already (review.max_rounds is {lim.max_review_rounds})"
+        )
+    # The feedback is kept: a retry starts a round with it.
+    return {"feedback": items, "blocked_reason": reason}, [ReportBlocked(t.id, reason)]
+
+
 def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
+    builder = t.role is None or t.role in BUILDING_ROLES
+    if t.feedback and builder and t.pr is not None and t.pr.state == "open":
+        # Blocked by the round bound: a person's retry grants new rounds.
+        reset = t.model_copy(update={"review_rounds": 0, "ci_fixes": 0})
+        return _review_round(reset, e, conflict_fixes=0, missing_diagrams=())
     role = t.role or Role.CODEWEAVER
     run = AgentRun(
         role=role,
@@ -414,6 +511,8 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         conflict_fixes=0,
         blocked_reason=None,
         missing_diagrams=(),
+        review_rounds=0,
+        ci_fixes=0,
     )
 
 
@@ -424,6 +523,8 @@ def a_retry_allocation(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
         "conflict_fixes": 0,
         "blocked_reason": None,
         "missing_diagrams": (),
+        "review_rounds": 0,
+        "ci_fixes": 0,
         "last_error": None,
         "role": None,
         "pending_run": None,
@@ -653,6 +754,19 @@ def _rows() -> list[Transition]:
         ),
         t("backlog_synced", S.CLEANUP, E.BACKLOG_SYNCED, S.IDLE, a_backlog_synced),
     ]
+    # The review loop: feedback on an open pull request (a reviewer's, or a failed check)
+    # sends the task back to work on the same branch, bounded; while the task is at work
+    # the feedback waits for the next round.
+    named = ((E.CHANGES_REQUESTED, "changes"), (E.CI_FAILED, "ci_failure"))
+    for src in (S.PR_CREATED, S.MERGING):
+        for ev, what in named:
+            rows += [
+                t(ev.value, src, ev, S.PROCESSING, _review_round_action, ROUNDS_LEFT),
+                t(f"{what}_over_bound", src, ev, S.BLOCKED, a_rounds_exhausted, ROUNDS_USED_UP),
+            ]
+    for src in (S.PROCESSING, S.TEST_VALIDATION, S.DIAGRAM_CHECK, S.BLOCKED):
+        for ev, what in named:
+            rows.append(t(f"{what}_kept", src, ev, src, a_feedback_queued))
     for src in _WORKING:
         rows += [
             t("continue_role", src, E.CONTINUE_ROLE, src, a_continue_role),

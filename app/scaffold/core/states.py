@@ -81,4 +81,6 @@ class EventName(StrEnum):
     PR_REJECTED = "pr_rejected"
     MERGE_COMPLETE = "merge_complete"
     MERGE_CONFLICT = "merge_conflict"
+    CHANGES_REQUESTED = "changes_requested"
+    CI_FAILED = "ci_failed"
     BACKLOG_SYNCED = "backlog_synced"

@@ -244,6 +244,10 @@ class Workspace:
         out = self._git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False)
         return out.stdout.strip() if out.returncode == 0 else None
 
+    def branch_head(self, branch: str) -> str | None:
+        """The tip of the local branch ``branch`` (None when there is none)."""
+        return self._rev(f"refs/heads/{self._check_branch_name(branch)}")
+
     def _require_rev(self, rev: str) -> str:
         sha = self._rev(rev)
         if sha is None:
@@ -1005,6 +1009,32 @@ class Workspace:
                 # Someone moved the branch in the instant between; put the checkout back.
                 self._advance_checkout(checkout, new, old)
         raise GitError(["update-ref", f"refs/heads/{target}"], 1, "branch kept moving; retry")
+
+    def take_in(self, task_id: str, commit: str, message: str) -> MergeResult:
+        """Bring ``commit`` (the task's branch as people left it on the forge) into the task
+        branch and its worktree: nothing when it is in already, a fast-forward when it only
+        adds to the branch, else a merge commit. Nothing is written on a conflict."""
+        branch = branch_for_task(task_id)
+        for _ in range(_CAS_ATTEMPTS):
+            wt = self._checked_worktree(task_id, branch)
+            old = wt.tip
+            if self._is_ancestor(commit, old):
+                return MergeResult(merged=True, sha=old, already_merged=True)
+            if self._is_ancestor(old, commit):
+                new = commit
+            else:
+                tree, conflicts = self._merge_tree(old, commit)
+                if tree is None:
+                    return MergeResult(merged=False, sha=None, conflict_files=conflicts)
+                new = self._commit_tree(tree, [old, commit], message)
+            blocked = self._advance_checkout(wt.path, old, new)
+            if blocked:
+                return MergeResult(merged=False, sha=None, blocked_paths=blocked)
+            self._settled.pop(task_id, None)
+            if self._compare_and_swap(branch, new, old, f"scaffold: take in {commit[:12]}"):
+                return MergeResult(merged=True, sha=new)
+            self._advance_checkout(wt.path, new, old)
+        raise GitError(["update-ref", f"refs/heads/{branch}"], 1, "branch kept moving; retry")
 
     def _merge_tree(self, ours: str, theirs: str) -> tuple[str | None, list[str]]:
         """(tree, []) for a clean merge, (None, conflicting paths) otherwise."""

@@ -131,13 +131,24 @@ class ActionsExecutor:
         owner, _, name = checkout.full_name.partition("/")
         self.repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
 
+    def _push(self, branch: str, token: str) -> None:
+        """The branch as the runner is to start from it: scaffold's commits pushed over the
+        remote tip they contain; a remote that has commits of a person's is left as it is
+        (the runner builds on them; never overwritten)."""
+        remote = self.checkout.fetch_branch(branch, token)
+        if remote is not None and not self.checkout.contains(self.checkout.head_of(branch), remote):
+            log.warning("not pushing over commits scaffold has not seen", extra={"branch": branch})
+            return
+        if not self.checkout.push_branch(branch, token, lease=remote):
+            log.warning("the branch moved while pushing; the runner takes it as it is")
+
     async def run_agent(
         self, quest: Quest, task: TaskRecord, run: AgentRun, run_dir: Path, signal_dir: Path
     ) -> AgentRunOutcome:
         started = time.monotonic()
         branch = task.branch or ""
         token = await self.gh.token()
-        await asyncio.to_thread(self.checkout.push_branch, branch, token)
+        await asyncio.to_thread(self._push, branch, token)
         inputs = {
             "quest-id": quest.id,
             "task-id": task.id,

@@ -156,25 +156,65 @@ class Checkout:
     def head_of(self, branch: str) -> str:
         return self._git("rev-parse", f"refs/heads/{branch}").strip()
 
-    def push_branch(self, branch: str, token: str) -> str:
-        """Push a scaffold branch (scaffold owns it, so a forced update is fine)."""
-        if not branch.startswith("scaffold/"):
-            raise ScaffoldError(f"refusing to push a branch scaffold does not own: {branch}")
+    def contains(self, descendant: str, ancestor: str) -> bool:
+        out = run_git(
+            [*SAFE_LOCAL, "merge-base", "--is-ancestor", ancestor, descendant],
+            cwd=self.path,
+            check=False,
+        )
+        return out.returncode == 0
+
+    def fetch_branch(self, branch: str, token: str) -> str | None:
+        """The remote's tip of ``branch`` (fetched into ``refs/remotes/origin/``), or None
+        when the remote has no such branch."""
+        _owned(branch)
+        tracking = f"refs/remotes/origin/{branch}"
+        with self.remote_lock:
+            listed = run_remote_git(
+                ["ls-remote", "--heads", self.clone_url, f"refs/heads/{branch}"],
+                self.path,
+                url=self.clone_url,
+                auth=token_auth(self.clone_url, token),
+            )
+            if not listed.stdout.strip():
+                self._git("update-ref", "-d", tracking, check=False)
+                return None
+            self.fetch_refspecs(token, f"+refs/heads/{branch}:{tracking}")
+        return self._git("rev-parse", f"{tracking}^{{commit}}").strip()
+
+    def push_branch(self, branch: str, token: str, *, lease: str | None = None) -> bool:
+        """Push a scaffold branch, only over the remote tip ``lease`` (None: only where the
+        remote has no such branch): never over a commit scaffold has not seen. False when
+        the lease is lost (someone pushed meanwhile: fetch and build on it)."""
+        _owned(branch)
         head = self.head_of(branch)
         with self.remote_lock:
-            run_remote_git(
+            out = run_remote_git(
                 [
                     "push",
                     "--quiet",
                     "--no-verify",
-                    "--force",
+                    "--porcelain",
+                    f"--force-with-lease=refs/heads/{branch}:{lease or ''}",
                     self.clone_url,
                     f"{head}:refs/heads/{branch}",
                 ],
                 self.path,
                 url=self.clone_url,
                 auth=token_auth(self.clone_url, token),
+                check=False,
             )
+            if out.returncode != 0:
+                if "[rejected]" in out.stdout:
+                    return False  # the lease is lost (or not a fast-forward without one)
+                # Porcelain output names refs only (stderr could hold the remote's words).
+                raise GitError(["push", branch], out.returncode, out.stdout.strip())
             # what a push to the named remote would have done
             self._git("update-ref", f"refs/remotes/origin/{branch}", head)
-        return head
+        return True
+
+
+def _owned(branch: str) -> str:
+    if not branch.startswith("scaffold/"):
+        raise ScaffoldError(f"refusing to push a branch scaffold does not own: {branch}")
+    return branch

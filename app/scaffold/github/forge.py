@@ -33,6 +33,7 @@ from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig
+from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
@@ -48,7 +49,8 @@ from scaffold.github.comments import (
 )
 from scaffold.github.links import LinkStore
 from scaffold.github.trust import approved_head, same_repository
-from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
+from scaffold.github.round_answers import answer_round
+from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
 
@@ -126,15 +128,71 @@ class GitHubForge:
             bl.update_task(bt.path, status="Done", summary=bl.given(task.last_summary))
         self.workspace.commit_all(task.id, f"{task.id}: Backlog.md Done (merged with this PR)")
 
+    async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
+        """Take in what people pushed to the task's branch since scaffold's last push."""
+        token = await self.gh.token()
+        branch = task.branch or ""
+
+        def work() -> None:
+            remote = self.checkout.fetch_branch(branch, token)
+            if remote is None:
+                return
+            taken = self.workspace.take_in(task.id, remote, f"Merge the commits pushed to {branch}")
+            if not taken.merged:
+                # Left for the push after the round, which asks for the merge (never
+                # overwriting the commits).
+                log.warning(
+                    "commits pushed to the branch do not merge cleanly",
+                    extra={"task": task.id, "paths": taken.conflict_files or taken.blocked_paths},
+                )
+
+        await asyncio.to_thread(work)
+
+    def _publish(self, task: TaskRecord, token: str) -> tuple[str, Feedback | None]:
+        """Push the task's branch over the remote tip, after taking that tip in: a person's
+        commits are built on, never overwritten. A tip that conflicts with scaffold's
+        work comes back as feedback: a round that merges it."""
+        branch = task.branch or ""
+        for _ in range(3):
+            remote = self.checkout.fetch_branch(branch, token)
+            if remote is not None:
+                taken = self.workspace.take_in(
+                    task.id, remote, f"Merge the commits pushed to {branch}"
+                )
+                if not taken.merged:
+                    paths = ", ".join(taken.conflict_files or taken.blocked_paths)
+                    return self.checkout.head_of(branch), Feedback(
+                        key=f"merge:{remote}",
+                        kind="fix",
+                        by=review.SCAFFOLD,
+                        at=self.clock(),
+                        body=(
+                            f"Commits pushed to {branch} (its tip is {remote}) conflict with "
+                            f"this task's work in: {paths}. Merge that commit into the "
+                            f"branch (`git merge {remote}`), resolve the conflicts keeping "
+                            "what both sides meant, and finish the merge."
+                        ),
+                    )
+            if self.checkout.push_branch(branch, token, lease=remote):
+                return self.checkout.head_of(branch), None
+        raise ScaffoldError(f"{branch} kept moving while scaffold pushed it; trying again later")
+
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         branch = task.branch or ""
         token = await self.gh.token()
 
-        def push() -> str:
+        def push() -> tuple[str, Feedback | None]:
             self._mark_done_on_branch(task)
-            return self.checkout.push_branch(branch, token)
+            return self._publish(task, token)
 
-        head_sha = await asyncio.to_thread(push)
+        head_sha, conflict = await asyncio.to_thread(push)
+        if conflict is not None:
+            event = Event(EventName.CHANGES_REQUESTED, at=self.clock(), feedback=(conflict,))
+            return Opened(
+                task.pr or PullRequest(branch=branch, base=self.checkout.default_branch),
+                None,
+                event,
+            )
         try:
             pr = await self._find_or_create_pr(quest, task, branch)
         except _ClosedByWriter as closed:
@@ -148,6 +206,9 @@ class GitHubForge:
         self._remember_pr(quest, task, number)
         await self._post_review(number, head_sha, task)
         await self.report_diagram_check(head_sha, task)
+        current = review.current_round(task)
+        if current is not None:
+            await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
         record = PullRequest(
             branch=branch,
             base=self.checkout.default_branch,

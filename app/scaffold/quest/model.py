@@ -82,6 +82,7 @@ class AgentRun(_Model):
         "diagram_fix",
         "conflict_fix",
         "review_fix",
+        "ci_fix",
         "edge_cases",
         "review",
     ] = "fresh"
@@ -97,6 +98,63 @@ class PullRequest(_Model):
     state: Literal["open", "merged", "closed"] = "open"
     merge_sha: str | None = None
     approved_by: str | None = None
+
+
+class ReviewComment(_Model):
+    """One inline comment a reviewer left on a line of the pull request's diff."""
+
+    id: int | None = None  # the forge's comment id (None for a local comment)
+    path: str
+    line: int | None = None
+    side: Literal["LEFT", "RIGHT"] | None = None
+    start_line: int | None = None
+    diff_hunk: str = ""
+    commit_id: str | None = None
+    body: str
+
+
+class CheckFailure(_Model):
+    """A merge-blocking check that failed on the pull request's head."""
+
+    name: str
+    conclusion: str
+    head_sha: str
+    url: str | None = None
+    title: str = ""
+    summary: str = ""
+    text: str = ""
+    annotations: tuple[str, ...] = ()  # "path:line: level: message", one each
+    log_tail: str = ""
+
+
+class Feedback(_Model):
+    """What a person (or the repository's CI) said about a task's pull request.
+
+    ``key`` names its source (``review:<id>``, ``comment:<id>``, ``check:<name>@<sha>``,
+    ``cli:<n>``): the same feedback is taken once, however often it is delivered.
+    """
+
+    key: Annotated[str, Field(min_length=1, max_length=200)]
+    kind: Literal["review", "fix", "ci"]
+    by: str
+    at: datetime
+    body: str = ""
+    comments: tuple[ReviewComment, ...] = ()
+    check: CheckFailure | None = None
+    # The review comment whose thread a `/scaffold fix` was written in (replied there).
+    thread: int | None = None
+    url: str | None = None
+
+
+class ReviewRound(_Model):
+    """One round of work on a task's open pull request, from the feedback to the fix."""
+
+    number: int
+    kind: Literal["review", "ci"]
+    feedback: tuple[Feedback, ...]
+    started_at: datetime | None = None
+    commit: str | None = None  # the head pushed with the fix
+    answered_at: datetime | None = None  # replies posted, review requested again
 
 
 class SignalEntry(_Model):
@@ -138,6 +196,14 @@ class TaskRecord(_Model):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     outcome: Literal["merged", "rejected", "aborted"] | None = None
+    # The review loop: rounds of work on the open pull request (the newest last; the
+    # newest without ``answered_at`` is running), feedback waiting for the next round,
+    # and the keys of every piece of feedback taken (so none is taken twice).
+    review_rounds: int = 0  # rounds asked for by reviewers (review.max_rounds)
+    ci_fixes: int = 0  # rounds that fixed a failing check (ci.max_fixes)
+    rounds: tuple[ReviewRound, ...] = ()
+    feedback: tuple[Feedback, ...] = ()
+    seen_feedback: tuple[str, ...] = ()
 
 
 class Question(_Model):

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from scaffold.agent.process import AgentRunOutcome
 from scaffold.config import ScaffoldConfig
+from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.quest.model import AgentRun, PullRequest, Quest, Question, TaskRecord
@@ -39,7 +40,13 @@ class Forge(Protocol):
     async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
         """Before a task's worktree is created (e.g. bring the default branch up to date)."""
 
-    async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened: ...
+    async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
+        """Before a round on the open pull request: the commits people pushed to the task's
+        branch are taken into its worktree (never overwritten)."""
+
+    async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
+        """Push the task's branch and open its pull request, or find it again. After a
+        round of the review loop (``review.current_round``), answer the feedback too."""
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         """MERGE_COMPLETE, MERGE_CONFLICT, or None to wait (checks pending, behind base)."""
@@ -68,8 +75,11 @@ class LocalForge:
         merge: Callable[[str, str], Event | None],
         clock: Callable[[], datetime],
         say: Callable[[str], None],
+        *,
+        head_of: Callable[[str], str | None],
     ) -> None:
         self.cfg = config
+        self._head_of = head_of
         self._default_branch = default_branch
         self._merge = merge
         self._clock = clock
@@ -78,17 +88,30 @@ class LocalForge:
     async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
         return None
 
+    async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
+        return None  # the worktree holds the branch: a person's commits there are on it
+
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         pr, note = task.pr, None
         if pr is None or pr.state != "open":
             number = 1 + sum(1 for t in quest.tasks.values() if t.pr is not None)
             pr = PullRequest(branch=task.branch or "", base=self._default_branch(), number=number)
             note = f"pull request #{number} opened"
+        head = self._head_of(task.branch) if task.branch else None
+        if head is not None and head != pr.head_sha:
+            pr = pr.model_copy(update={"head_sha": head})
+        current = review.current_round(task)
+        if current is not None:
+            who = ", ".join(f"@{r}" for r in review.reviewers(current.feedback)) or "CI"
+            self._say(
+                f"{task.id}: round {current.number} ({who}) fixed in {(head or '?')[:12]}: "
+                f"{task.last_summary or 'no summary'}"
+            )
         if self.cfg.approval == "auto":
             return Opened(pr, note, Event(EventName.PR_APPROVED, at=self._clock(), detail="auto"))
         self._say(
-            f"{task.id}: pull request ready; `scaffold approve {task.id}` or "
-            f"`scaffold reject {task.id}`"
+            f"{task.id}: pull request ready; `scaffold approve {task.id}`, "
+            f"`scaffold review {task.id} --request-changes TEXT` or `scaffold reject {task.id}`"
         )
         return Opened(pr, note)
 

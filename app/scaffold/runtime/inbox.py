@@ -16,19 +16,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scaffold.quest.model import utcnow
+from scaffold.quest.model import Feedback, utcnow
+
+Kind = Literal["answer", "approve", "reject", "abort", "retry", "feedback"]
 
 
 class InboxMessage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["answer", "approve", "reject", "abort", "retry"]
+    kind: Kind
     quest_id: str
     question_id: str | None = None
     task_id: str | None = None
     text: str = ""
     by: str = "cli"
     at: datetime
+    # ``feedback``: a reviewer's requested changes, a `/scaffold fix`, or a failed check.
+    feedback: Feedback | None = None
 
 
 def inbox_dir(state_root: Path) -> Path:
@@ -49,12 +53,15 @@ def post(state_root: Path, message: InboxMessage) -> Path:
     return final
 
 
-def make(
-    kind: Literal["answer", "approve", "reject", "abort", "retry"],
-    quest_id: str,
-    **fields: str | None,
-) -> InboxMessage:
+def make(kind: Kind, quest_id: str, **fields: str | None) -> InboxMessage:
     return InboxMessage(kind=kind, quest_id=quest_id, at=utcnow(), **fields)
+
+
+def feedback(quest_id: str, task_id: str, item: Feedback) -> InboxMessage:
+    """Feedback on a task's pull request, for its next round of work."""
+    return InboxMessage(
+        kind="feedback", quest_id=quest_id, task_id=task_id, by=item.by, at=utcnow(), feedback=item
+    )
 
 
 def pending(state_root: Path) -> list[tuple[Path, InboxMessage | None, str]]:

@@ -61,7 +61,9 @@ from scaffold.core.effects import (
     StartAgent,
     StopAgent,
     SyncBacklog,
+    SyncBranch,
 )
+from scaffold.core import review
 from scaffold.core.events import Event, signal_event
 from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for
@@ -152,10 +154,19 @@ class Orchestrator:
             forge(self.ops)
             if forge
             else LocalForge(
-                config, self.workspace.default_branch, self.ops.merge, clock, reporter.line
+                config,
+                self.workspace.default_branch,
+                self.ops.merge,
+                clock,
+                reporter.line,
+                head_of=self.workspace.branch_head,
             )
         )
-        self.limits = Limits(max_attempts=config.agent.max_attempts)
+        self.limits = Limits(
+            max_attempts=config.agent.max_attempts,
+            max_review_rounds=config.review.max_rounds,
+            max_ci_fixes=config.ci.max_fixes,
+        )
         self.safety_limits = safety.SafetyLimits(
             max_cost_usd=config.safety.max_cost_usd,
             max_hours=config.safety.max_hours,
@@ -596,6 +607,8 @@ class Orchestrator:
                 if job is not None:
                     job.cancel()
                 self.apply(PLAN_KEY, Event(EventName.ABORT_SIGNAL, detail="aborted"))
+        elif msg.kind == "feedback":
+            self._take_feedback(msg, now)
         else:
             assert msg.task_id is not None
             name = {
@@ -604,6 +617,17 @@ class Orchestrator:
                 "retry": EventName.RETRY_REQUESTED,
             }[msg.kind]
             self.apply(msg.task_id, Event(name, at=now, detail=msg.text or msg.by))
+
+    def _take_feedback(self, msg: inbox.InboxMessage, now: datetime) -> None:
+        """A reviewer's or CI's feedback: a round now, or kept for the next one."""
+        task = self.quest.tasks.get(msg.task_id or "")
+        if task is None or msg.feedback is None:
+            raise ScaffoldError(f"feedback for an unknown task {msg.task_id!r}")
+        if not review.fresh(task, [msg.feedback]):
+            self.out.line(f"{task.id}: feedback {msg.feedback.key} was taken already")
+            return
+        name = EventName.CI_FAILED if msg.feedback.kind == "ci" else EventName.CHANGES_REQUESTED
+        self.apply(task.id, Event(name, at=now, feedback=(msg.feedback,)))
 
     # ------------------------------------------------------------------ effects
 
@@ -629,6 +653,9 @@ class Orchestrator:
         if isinstance(effect, RunWard) and not self.cfg.ward:
             return Event(EventName.WARD_PASSED, at=self.clock())  # nothing to run or wait for
         await self.unsettled.settle(key)  # the last agent's work is on the branch first
+        if isinstance(effect, SyncBranch):
+            await self.forge.sync_branch(self.quest, self.quest.tasks[effect.task_id])
+            return None
         if isinstance(effect, CreateWorktree):
             await self.forge.prepare_allocation(self.quest, self.quest.tasks[effect.task_id])
             self.backlog.invalidate()  # the forge may have brought the checkout up to date
@@ -1098,6 +1125,22 @@ class Orchestrator:
         opened = await self.forge.open_pull_request(self.quest, task)
         if opened.pr != task.pr:
             self._update_task(task_id, opened.note, pr=opened.pr)
+        current = review.current_round(self.quest.tasks[task_id])
+        if current is not None and opened.event is None:
+            # The round's fix is on the pull request and answered: recorded once.
+            task = self.quest.tasks[task_id]
+            done = current.model_copy(
+                update={"commit": opened.pr.head_sha, "answered_at": self.clock()}
+            )
+            rounds = (*task.rounds[:-1], done)
+            note = f"round {done.number} pushed as {(done.commit or '?')[:12]} and answered"
+            self._update_task(task_id, note, rounds=rounds)
+        task = self.quest.tasks[task_id]
+        if opened.event is None and task.feedback:
+            # Feedback that came while the round ran: the next round starts now.
+            kind = review.round_kind(task.feedback)
+            name = EventName.CI_FAILED if kind == "ci" else EventName.CHANGES_REQUESTED
+            return Event(name, at=self.clock())
         return opened.event
 
     # ------------------------------------------------------------------ restart

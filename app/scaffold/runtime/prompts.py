@@ -28,7 +28,11 @@ _KIND_HEADINGS = {
     "ward_fix": "The repository's checks (Ward) failed",
     "diagram_fix": "DiagramCheck blocked the pull request",
     "conflict_fix": "Merging into the default branch conflicts",
-    "review_fix": "The reviewer asked for changes",
+    "review_fix": (
+        "A reviewer asked for changes on the pull request: make them on this branch (it "
+        "holds any commits people pushed to it; a merge in progress is yours to finish)"
+    ),
+    "ci_fix": "A check that blocks the merge failed on the pull request: fix what it reports",
     "edge_cases": "Test the implementation's edge cases",
     "review": "Review the change",
 }
