@@ -417,9 +417,11 @@ def doctor(repo_path: str | None) -> None:
     sys.exit(1 if problems else 0)
 
 
+from scaffold.cli.review_cmd import review as _review  # noqa: E402
 from scaffold.cli.serve_cmd import serve as _serve  # noqa: E402
 
 cli.add_command(_serve)
+cli.add_command(_review)
 
 
 cli.add_command(diagram_check)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scaffold.core import review
 from scaffold.core.effects import (
     AskQuestion,
     CreateWorktree,
@@ -35,7 +36,6 @@ from scaffold.core.effects import (
     SyncBacklog,
     SyncBranch,
 )
-from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName as E
 from scaffold.core.states import Lifecycle as S

@@ -1,8 +1,8 @@
 """The Action's ``event`` mode: one workflow run handles one event the way the App would.
 
 A repository that does not host ``scaffold serve`` runs scaffold from a workflow on
-``issues``, ``issue_comment``, ``pull_request``, ``pull_request_review`` and
-``check_suite`` events: the event's payload becomes a delivery for the same
+``issues``, ``issue_comment``, ``pull_request``, ``pull_request_review``,
+``pull_request_review_comment``, ``check_run`` and ``check_suite`` events: the event's payload becomes a delivery for the same
 ``AppService``, with the workflow's ``GITHUB_TOKEN`` standing for the installation.
 The quest then runs until it waits for a person, like one run of the server. A
 ``schedule`` or ``workflow_dispatch`` event runs the reconciliation pass instead (what

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from scaffold.core import review
 from scaffold.core.quest_flow import shown_phase
 from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.quest.model import Quest, Question, TaskRecord
@@ -103,6 +104,8 @@ def render_status(
     max_hours: float,
     slots: int,
     slot_of: dict[str, int] | None = None,
+    max_rounds: int = 5,
+    max_ci_fixes: int = 2,
 ) -> str:
     """The quest's one status comment."""
     slot_of = slot_of or {}
@@ -133,6 +136,13 @@ def render_status(
                 f"| {task.id} {title} | {_task_state(task)} | {role} | {slot} | "
                 f"{_elapsed(task, now)} | ${task.cost_usd:.2f} | {pr} |"
             )
+        rounds = [
+            f"- {task.id}: {line}"
+            for task in quest.tasks.values()
+            if task.outcome is None and (line := review.headline(task, max_rounds, max_ci_fixes))
+        ]
+        if rounds:
+            lines += ["", "Review:", *rounds]
         lines += ["", "```mermaid", task_graph(quest), "```", ""]
     hours = (now - quest.started_at).total_seconds() / 3600
     cost_left = max(0.0, max_cost_usd - quest.cost_usd)
@@ -148,7 +158,8 @@ def render_status(
     lines += [
         "",
         "<sub>Commands: `/scaffold status`, `/scaffold abort`, "
-        "`/scaffold retry <task>`. Removing the label stops the quest.</sub>",
+        "`/scaffold retry <task>`; on a task's pull request also `/scaffold fix <what>`. "
+        "Removing the label stops the quest.</sub>",
     ]
     return "\n".join(lines)
 
@@ -208,9 +219,13 @@ def render_pr_body(
 
 @dataclass(frozen=True)
 class Command:
-    verb: Literal["status", "abort", "retry", "help"]
+    verb: Literal["status", "abort", "retry", "fix", "help"]
     task_id: str | None = None
     problem: str | None = None
+    text: str = ""  # `/scaffold fix <text>`: what to fix
+
+
+_FIX = re.compile(r"^[ \t]*/scaffold[ \t]+fix\b[ \t]*(.*)", re.M | re.S | re.I)
 
 
 _COMMAND = re.compile(r"^[ \t]*/scaffold(?=[ \t]|$)(?:[ \t]+(\S+))?(?:[ \t]+(\S+))?[^\n]*$", re.M)
@@ -230,6 +245,12 @@ def parse_command(body: str) -> Command | None:
         return Command("status")
     if verb == "abort":
         return Command("abort")
+    if verb == "fix":
+        fix = _FIX.search(body)
+        text = fix.group(1).strip() if fix else ""
+        if not text:
+            return Command("fix", problem="say what to fix: `/scaffold fix <what to change>`")
+        return Command("fix", text=text)
     if verb == "retry":
         if arg is None or not _TASK_ID.match(arg):
             return Command("retry", problem="say which task: `/scaffold retry task-3`")

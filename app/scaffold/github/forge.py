@@ -48,8 +48,8 @@ from scaffold.github.comments import (
     slot_numbers,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.trust import approved_head, same_repository
 from scaffold.github.round_answers import answer_round
+from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
@@ -570,6 +570,8 @@ class GitHubForge:
             max_hours=self.cfg.safety.max_hours,
             slots=self.cfg.slots,
             slot_of=slot_numbers(quest),
+            max_rounds=self.cfg.review.max_rounds,
+            max_ci_fixes=self.cfg.ci.max_fixes,
         )
         if link.status_comment_id is None:
             comment_id = await self.comment(link.issue_number, body)

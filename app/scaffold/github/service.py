@@ -36,6 +36,7 @@ from typing import Any
 
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github import feedback as fb
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.comments import (
@@ -68,6 +69,8 @@ ROUTES: dict[str, str] = {
     "issues.unlabeled": "on_unlabeled",
     "issue_comment.created": "on_comment",
     "pull_request_review.submitted": "on_review",
+    "pull_request_review_comment.created": "on_review_comment",
+    "status.None": "on_status",
     "pull_request.closed": "on_pr_closed",
     "pull_request.opened": "on_pr_changed",
     "pull_request.reopened": "on_pr_changed",
@@ -403,6 +406,9 @@ class AppService:
         body = str(comment.get("body") or "")
         ctx = await self._context(p, d.installation_id)
         number = int(p["issue"]["number"])
+        if p["issue"].get("pull_request") is not None:
+            await self._pr_comment(d, ctx, number, comment, in_thread=False)
+            return
         link = ctx.links.for_issue(ctx.full_name, number)
         command = parse_command(body)
         if link is None or (command is None and NOTICE_MARKER in body):
@@ -440,20 +446,25 @@ class AppService:
         self.answer(ctx, link, match.question_id, match.text, by)
 
     async def _command(
-        self, ctx: RepoContext, link: QuestLink, command: Any, by: str, number: int, comment_id: int
+        self,
+        ctx: RepoContext,
+        link: QuestLink,
+        command: Any,
+        by: str,
+        number: int,
+        comment_id: int,
+        *,
+        reaction: str = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
     ) -> None:
-        await self._react(
-            ctx,
-            "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
-            "eyes",
-            comment_id=comment_id,
-        )
-        if command.problem:
+        await self._react(ctx, reaction, "eyes", comment_id=comment_id)
+        if command.problem or command.verb == "fix":
+            problem = command.problem or "`/scaffold fix` works on a task's pull request"
             await self._comment(
                 ctx,
                 number,
-                f"{NOTICE_MARKER}\n{command.problem}. Commands: "
-                "`/scaffold status`, `/scaffold abort`, `/scaffold retry <task>`.",
+                f"{NOTICE_MARKER}\n{problem}. Commands: "
+                "`/scaffold status`, `/scaffold abort`, `/scaffold retry <task>`, and on a "
+                "task's pull request `/scaffold fix <what to change>`.",
             )
             return
         if command.verb == "abort":
@@ -469,6 +480,59 @@ class AppService:
         else:  # status: rewrite the status comment now
             self.runner.poke(ctx, link.quest_id)
 
+    async def on_review_comment(self, d: Delivery) -> None:
+        """A comment in a review thread: a `/scaffold ...` command there counts."""
+        p = d.payload
+        ctx = await self._context(p, d.installation_id)
+        pr = p.get("pull_request") or {}
+        if not same_repository(pr, ctx.full_name):
+            return
+        await self._pr_comment(d, ctx, int(pr["number"]), p.get("comment") or {}, in_thread=True)
+
+    async def _pr_comment(
+        self,
+        d: Delivery,
+        ctx: RepoContext,
+        number: int,
+        comment: dict[str, Any],
+        *,
+        in_thread: bool,
+    ) -> None:
+        """A comment on a task's pull request: `/scaffold fix <text>` sends the task back to
+        work with it; the other commands do what they do on the issue; the rest is people
+        talking to each other."""
+        sender = comment.get("user") or (d.payload.get("sender") or {})
+        command = parse_command(str(comment.get("body") or ""))
+        if (
+            command is None
+            or sender.get("type") == "Bot"
+            or str(sender.get("login", "")).endswith("[bot]")
+        ):
+            return
+        found = self._task_of_pr(ctx, number)
+        if found is None:
+            return
+        if not await self.is_writer(ctx, sender):
+            log.info(
+                "command ignored: the sender lacks write access",
+                extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
+            )
+            return
+        link, task_id = found
+        by = str(sender["login"])
+        comment_id = int(comment["id"])
+        reaction = (
+            "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions"
+            if in_thread
+            else "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+        )
+        if command.verb != "fix" or command.problem:
+            await self._command(ctx, link, command, by, number, comment_id, reaction=reaction)
+            return
+        await self._react(ctx, reaction, "eyes", comment_id=comment_id)
+        item = fb.from_fix(comment, command.text, in_thread=in_thread)
+        self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
+
     # ------------------------------------------------------------------ pull requests
 
     def _pr_task(self, ctx: RepoContext, pr: dict[str, Any]) -> tuple[QuestLink, str] | None:
@@ -480,7 +544,8 @@ class AppService:
     async def on_review(self, d: Delivery) -> None:
         p = d.payload
         review = p.get("review") or {}
-        if str(review.get("state", "")).lower() != "approved":
+        state = str(review.get("state", "")).lower()
+        if state not in ("approved", "changes_requested"):
             return
         ctx = await self._context(p, d.installation_id)
         pr = p["pull_request"]
@@ -491,7 +556,15 @@ class AppService:
         if reviewer.get("login") == await self.bot_login() or not await self.is_writer(
             ctx, reviewer
         ):
-            log.info("approval ignored", extra={"delivery": d.id, "sender": reviewer.get("login")})
+            log.info(
+                "review ignored",
+                extra={"delivery": d.id, "sender": reviewer.get("login"), "state": state},
+            )
+            return
+        if state == "changes_requested":
+            link, task_id = found
+            item = await fb.from_review(ctx.client, _repo_vars(ctx), int(pr["number"]), review)
+            self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
             return
         if review.get("commit_id") != (pr.get("head") or {}).get("sha"):
             log.info(
@@ -576,13 +649,74 @@ class AppService:
             )
 
     async def on_check_done(self, d: Delivery) -> None:
+        """A check finished: a task waiting to merge looks again, and a merge-blocking
+        failure on the head of a task's pull request goes back to the task (feedback.py)."""
         p = d.payload
         ctx = await self._context(p, d.installation_id)
         run = p.get("check_run") or p.get("check_suite") or {}
-        for pr in run.get("pull_requests") or []:
-            found = self._pr_task(ctx, pr)
-            if found is not None:
-                self.runner.poke(ctx, found[0].quest_id)
+        for ref in run.get("pull_requests") or []:
+            found = self._pr_task(ctx, ref)
+            if found is None:
+                continue
+            link, task_id = found
+            if run.get("conclusion") in fb.FAILED:
+                for item in await self._check_failures(ctx, d, int(ref["number"])):
+                    self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
+            self.runner.poke(ctx, link.quest_id)
+
+    async def _check_failures(self, ctx: RepoContext, d: Delivery, number: int) -> list[Any]:
+        """The merge-blocking failures a check delivery tells of, on the PR's current head."""
+        repo_vars = _repo_vars(ctx)
+        pr = await ctx.client.get(
+            "/repos/{owner}/{repo}/pulls/{number}", {**repo_vars, "number": number}
+        )
+        if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
+            return []
+        head = str((pr.get("head") or {}).get("sha") or "")
+        required = await fb.required_checks(ctx.client, repo_vars, str(pr["base"]["ref"]))
+        if d.event == "check_run":
+            runs = [d.payload["check_run"]]
+        else:
+            suite = d.payload["check_suite"]
+            runs = await ctx.client.get_all(
+                "/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs",
+                {**repo_vars, "check_suite_id": int(suite["id"])},
+                key="check_runs",
+            )
+        out = []
+        for run in runs:
+            if run.get("head_sha") != head or run.get("conclusion") not in fb.FAILED:
+                continue  # an earlier head's, or no failure
+            item = await fb.from_check_run(ctx.client, repo_vars, run, ctx.app, required)
+            if item is not None:
+                out.append(item)
+        return out
+
+    async def on_status(self, d: Delivery) -> None:
+        """A commit status: one that fails a task's PR head and blocks the merge is CI feedback."""
+        p = d.payload
+        if p.get("state") not in ("failure", "error"):
+            return
+        ctx = await self._context(p, d.installation_id)
+        sha = str(p.get("sha") or "")
+        for link in ctx.links.all():
+            with contextlib.suppress(ScaffoldError, OSError):
+                quest = self.quest_of(ctx, link.quest_id)
+                for task in quest.tasks.values():
+                    if task.pr is None or task.pr.head_sha != sha or task.pr.number is None:
+                        continue
+                    pr = await ctx.client.get(
+                        "/repos/{owner}/{repo}/pulls/{number}",
+                        {**_repo_vars(ctx), "number": task.pr.number},
+                    )
+                    if (pr.get("head") or {}).get("sha") != sha or pr.get("state") != "open":
+                        continue
+                    required = await fb.required_checks(
+                        ctx.client, _repo_vars(ctx), str(pr["base"]["ref"])
+                    )
+                    item = fb.from_status(p, required)
+                    if item is not None:
+                        self.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
 
     async def on_workflow_run(self, d: Delivery) -> None:
         """A slot run finished on GitHub Actions (``executor: actions``)."""
@@ -621,6 +755,11 @@ class AppService:
                     for link in ctx.links.all():
                         if link.active:
                             self.runner.poke(ctx, link.quest_id)
+
+
+def _repo_vars(ctx: RepoContext) -> dict[str, str | int]:
+    owner, _, name = ctx.full_name.partition("/")
+    return {"owner": owner, "repo": name}
 
 
 __all__ = ["ROUTES", "AppOptions", "AppService"]

@@ -46,7 +46,7 @@ from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.core import quest_flow as qf
-from scaffold.core import safety
+from scaffold.core import review, safety
 from scaffold.core.effects import (
     AskQuestion,
     CreateWorktree,
@@ -63,7 +63,6 @@ from scaffold.core.effects import (
     SyncBacklog,
     SyncBranch,
 )
-from scaffold.core import review
 from scaffold.core.events import Event, signal_event
 from scaffold.core.lifecycle import Limits
 from scaffold.core.planning import planning_event_for

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.config import load_config
+from scaffold.config import ScaffoldConfig, load_config
+from scaffold.core import review
 from scaffold.core.quest_flow import shown_phase
 from scaffold.errors import ConfigError, ScaffoldError
 from scaffold.quest.model import Quest, TaskRecord
@@ -15,7 +16,7 @@ from scaffold.state.rebuild import merged_view
 
 
 def _task_entry(
-    bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None
+    bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None, cfg: ScaffoldConfig
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": bt.id,
@@ -36,8 +37,22 @@ def _task_entry(
         "blocked_reason": record.blocked_reason if record else None,
         "pr": record.pr.model_dump(mode="json") if record and record.pr else None,
         "outcome": record.outcome if record else None,
+        "review": _review_entry(record, cfg),
     }
     return entry
+
+
+def _review_entry(record: TaskRecord | None, cfg: ScaffoldConfig) -> dict[str, Any] | None:
+    """The task's review loop: its round in words, counters, and every round."""
+    if record is None or not (record.rounds or record.feedback):
+        return None
+    return {
+        "round": review.headline(record, cfg.review.max_rounds, cfg.ci.max_fixes),
+        "review_rounds": record.review_rounds,
+        "ci_fixes": record.ci_fixes,
+        "waiting": [f.key for f in record.feedback],
+        "rounds": [r.model_dump(mode="json") for r in record.rounds],
+    }
 
 
 def _newest_session(record: TaskRecord | None) -> str | None:
@@ -50,8 +65,9 @@ def _newest_session(record: TaskRecord | None) -> str | None:
 
 def status_report(repo: Path) -> dict[str, Any]:
     errors: list[dict[str, Any]] = []
+    cfg = ScaffoldConfig()
     try:
-        load_config(repo)
+        cfg = load_config(repo)
     except ConfigError as exc:
         errors.append(
             {"path": exc.path, "reason": f"{exc.key}: {exc.reason}" if exc.key else exc.reason}
@@ -75,7 +91,7 @@ def status_report(repo: Path) -> dict[str, Any]:
     tasks = []
     for bt in snapshot.tasks:
         rec, quest = records.get(bt.id, (None, None))
-        tasks.append(_task_entry(bt, bt.id in ready, rec, quest))
+        tasks.append(_task_entry(bt, bt.id in ready, rec, quest, cfg))
     for problem in snapshot.problems:
         errors.append(
             {
@@ -136,6 +152,9 @@ def render_table(report: dict[str, Any]) -> str:
             f"\nquest {q['id']}: {q['phase']}, ${q['cost_usd']:.2f}"
             + (f", stopped: {q['stop_reason']}" if q["stop_reason"] else "")
         )
+        for t in report["tasks"]:
+            if t["quest"] == q["id"] and t["review"] and t["review"]["round"]:
+                lines.append(f"  {t['id']}: {t['review']['round']}")
         for pq in q["pending_questions"]:
             lines.append(f"  question {pq['id']} ({pq['task'] or 'planning'}): {pq['question']}")
     if report["errors"]:

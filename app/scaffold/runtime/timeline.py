@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 
 from scaffold.errors import ScaffoldError, UsageError
-from scaffold.quest.model import HistoryEntry, Quest
+from scaffold.quest.model import HistoryEntry, Quest, TaskRecord
 from scaffold.runtime.session import quest_store, state_branch
 from scaffold.state.branch import StateBranch
 from scaffold.state.document import HistoryDigest
@@ -70,6 +70,29 @@ def _people_lines(quest: Quest) -> list[str]:
             state = t.outcome or t.state.value
             pr = f"  PR #{t.pr.number}" if t.pr and t.pr.number else ""
             lines.append(f"  {t.id:<9} {state:<14} {t.title}{pr}")
+            lines += _round_lines(t)
+    return lines
+
+
+def _round_lines(task: TaskRecord) -> list[str]:
+    """The task's review rounds: who asked, when, which comments, and the fix's commit."""
+    lines: list[str] = []
+    for r in task.rounds:
+        who = ", ".join(
+            f"@{f.by}" if f.kind != "ci" else f"check {f.check.name if f.check else '?'}"
+            for f in r.feedback
+        )
+        when = r.started_at.isoformat(timespec="seconds") if r.started_at else "?"
+        fixed = f"fixed in {r.commit[:12]}" if r.commit else "running"
+        lines.append(f"    round {r.number} ({r.kind}) from {who} at {when}: {fixed}")
+        for f in r.feedback:
+            if f.body:
+                lines.append(f"      {f.key}: {f.body.splitlines()[0][:100]}")
+            for c in f.comments:
+                at = f"{c.path}:{c.line}" if c.line else c.path
+                lines.append(f"      {at}: {c.body.splitlines()[0][:100] if c.body else ''}")
+    if task.feedback:
+        lines.append(f"    waiting for the next round: {', '.join(f.key for f in task.feedback)}")
     return lines
 
 

@@ -1,0 +1,222 @@
+"""Feedback on a task's pull request, read from GitHub.
+
+A changes-requested review (its body and every inline comment of it), a `/scaffold fix`
+written on the pull request or in one of its review threads, and a merge-blocking check
+that failed on the head become :class:`~scaffold.quest.model.Feedback` for the task's next
+round. Everything in it is untrusted text: stripped of what a reader cannot see, credentials
+masked, bounded in size (the prompt then fences it as data).
+
+Which checks block the merge: those branch protection requires; where it requires none,
+every check run and commit status on the head except scaffold's own DiagramCheck (which
+scaffold settles itself). ``cancelled``, ``skipped`` and ``neutral`` are not failures, and
+a check is judged by its newest run on the head (a re-run that passed is no failure).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from scaffold.errors import GitHubError
+from scaffold.github.client import AppIdentity, GitHubClient
+from scaffold.github.comments import CHECK_NAME
+from scaffold.quest.model import CheckFailure, Feedback, ReviewComment, utcnow
+from scaffold.sanitize import clean
+
+FAILED = ("failure", "timed_out")
+BODY_LIMIT = 8_000
+COMMENT_LIMIT = 4_000
+HUNK_LIMIT = 3_000
+LOG_LIMIT = 6_000
+ANNOTATIONS_KEPT = 30
+_ACTIONS_JOB = re.compile(r"/actions/runs/\d+/job(?:s)?/(\d+)")
+
+
+def _when(text: object) -> datetime:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return utcnow()
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def review_comment(c: Mapping[str, Any], body: str | None = None) -> ReviewComment:
+    side = c.get("side")
+    return ReviewComment(
+        id=_int(c.get("id")),
+        path=clean(str(c.get("path") or ""), 500) or "(no path)",
+        line=_int(c.get("line")) or _int(c.get("original_line")),
+        side=side if side in ("LEFT", "RIGHT") else None,
+        start_line=_int(c.get("start_line")),
+        diff_hunk=clean(str(c.get("diff_hunk") or ""), HUNK_LIMIT),
+        commit_id=str(c.get("commit_id") or "") or None,
+        body=clean(str(c.get("body") if body is None else body), COMMENT_LIMIT),
+    )
+
+
+async def from_review(
+    gh: GitHubClient, repo_vars: Mapping[str, str | int], number: int, review: Mapping[str, Any]
+) -> Feedback:
+    """A changes-requested review with every inline comment it holds."""
+    review_id = int(review["id"])
+    comments = await gh.get_all(
+        "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/comments",
+        {**repo_vars, "number": number, "review_id": review_id},
+    )
+    return Feedback(
+        key=f"review:{review_id}",
+        kind="review",
+        by=str((review.get("user") or {}).get("login") or "?"),
+        at=_when(review.get("submitted_at")),
+        body=clean(str(review.get("body") or ""), BODY_LIMIT),
+        comments=tuple(review_comment(c) for c in comments),
+        url=str(review.get("html_url") or "") or None,
+    )
+
+
+def from_fix(comment: Mapping[str, Any], text: str, *, in_thread: bool) -> Feedback:
+    """A writer's `/scaffold fix <text>`: on the pull request, or in a review thread (whose
+    line it is about, and where scaffold replies)."""
+    comment_id = int(comment["id"])
+    thread = _int(comment.get("in_reply_to_id")) or comment_id if in_thread else None
+    comments = (review_comment(comment, body=text),) if in_thread else ()
+    return Feedback(
+        key=f"comment:{comment_id}",
+        kind="fix",
+        by=str((comment.get("user") or {}).get("login") or "?"),
+        at=_when(comment.get("created_at")),
+        body="" if in_thread else clean(text, BODY_LIMIT),
+        comments=comments,
+        thread=thread,
+        url=str(comment.get("html_url") or "") or None,
+    )
+
+
+async def required_checks(
+    gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
+) -> set[str]:
+    """The status checks branch protection requires on ``base`` (empty: none required)."""
+    try:
+        protection = await gh.get(
+            "/repos/{owner}/{repo}/branches/{branch}/protection", {**repo_vars, "branch": base}
+        )
+    except GitHubError as exc:
+        if exc.status in (403, 404):
+            return set()
+        raise
+    return set((protection.get("required_status_checks") or {}).get("contexts") or [])
+
+
+def blocks_merge(name: str, required: set[str], *, own: bool) -> bool:
+    if name == CHECK_NAME and own:
+        return False  # scaffold's DiagramCheck: scaffold settles it itself
+    return name in required if required else name != CHECK_NAME
+
+
+async def from_check_run(
+    gh: GitHubClient,
+    repo_vars: Mapping[str, str | int],
+    run: Mapping[str, Any],
+    app: AppIdentity,
+    required: set[str],
+) -> Feedback | None:
+    """The failure of ``run`` as feedback; None when it is no merge-blocking failure (or a
+    newer run of the same check on the same commit did not fail)."""
+    name = str(run.get("name") or "")
+    head_sha = str(run.get("head_sha") or "")
+    if not name or not head_sha or not blocks_merge(name, required, own=app.owns(run)):
+        return None
+    runs = await gh.get_all(
+        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+        {**repo_vars, "ref": head_sha, "check_name": name, "filter": "latest"},
+        key="check_runs",
+    )
+    same_app = [
+        r for r in runs if (r.get("app") or {}).get("id") == (run.get("app") or {}).get("id")
+    ]
+    newest = max(same_app or [run], key=lambda r: int(r.get("id") or 0))
+    if newest.get("status") != "completed" or newest.get("conclusion") not in FAILED:
+        return None
+    run_id = int(newest["id"])
+    output = newest.get("output") or {}
+    annotations: list[str] = []
+    if int(output.get("annotations_count") or 0) > 0:
+        found = await gh.get_all(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations",
+            {**repo_vars, "check_run_id": run_id},
+        )
+        for a in found[:ANNOTATIONS_KEPT]:
+            where = f"{a.get('path')}:{a.get('start_line')}"
+            text = (
+                f"{where}: {a.get('annotation_level')}: {a.get('title') or ''} {a.get('message')}"
+            )
+            annotations.append(clean(text.replace("  ", " "), 1_000))
+    check = CheckFailure(
+        name=clean(name, 200),
+        conclusion=str(newest.get("conclusion")),
+        head_sha=head_sha,
+        url=str(newest.get("html_url") or newest.get("details_url") or "") or None,
+        title=clean(str(output.get("title") or ""), 500),
+        summary=clean(str(output.get("summary") or ""), BODY_LIMIT),
+        text=clean(str(output.get("text") or ""), BODY_LIMIT),
+        annotations=tuple(annotations),
+        log_tail=await _job_log_tail(gh, repo_vars, newest),
+    )
+    return Feedback(
+        key=f"check:{name}@{head_sha}",
+        kind="ci",
+        by=str((newest.get("app") or {}).get("slug") or "ci"),
+        at=_when(newest.get("completed_at")),
+        check=check,
+        url=check.url,
+    )
+
+
+async def _job_log_tail(
+    gh: GitHubClient, repo_vars: Mapping[str, str | int], run: Mapping[str, Any]
+) -> str:
+    """For a GitHub Actions job: the end of its log, masked and bounded."""
+    if (run.get("app") or {}).get("slug") != "github-actions":
+        return ""
+    m = _ACTIONS_JOB.search(str(run.get("details_url") or ""))
+    job_id = int(m.group(1)) if m else int(run["id"])  # a job's check run has its id
+    try:
+        data = await gh.download(
+            "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {**repo_vars, "job_id": job_id}
+        )
+    except GitHubError:
+        return ""
+    # The end is where a job says why it failed; masked after the cut, so a secret cut
+    # in half at the start of the tail is dropped with the first line.
+    tail = data[-LOG_LIMIT * 2 :].decode("utf-8", "replace").split("\n", 1)[-1]
+    return clean(tail, LOG_LIMIT * 2)[-LOG_LIMIT:]
+
+
+def from_status(status: Mapping[str, Any], required: set[str]) -> Feedback | None:
+    """A commit status (``status`` delivery) that failed and blocks the merge."""
+    context = str(status.get("context") or "")
+    if status.get("state") not in ("failure", "error") or not context:
+        return None
+    if context == CHECK_NAME or (required and context not in required):
+        return None  # nobody's status stands for scaffold's own check
+    sha = str(status.get("sha") or "")
+    check = CheckFailure(
+        name=clean(context, 200),
+        conclusion=str(status.get("state")),
+        head_sha=sha,
+        url=str(status.get("target_url") or "") or None,
+        summary=clean(str(status.get("description") or ""), BODY_LIMIT),
+    )
+    return Feedback(
+        key=f"check:{context}@{sha}",
+        kind="ci",
+        by="status",
+        at=utcnow(),
+        check=check,
+        url=check.url,
+    )
