@@ -73,7 +73,9 @@ def test_changes_requested_resumes_the_builder_with_every_comment() -> None:
     assert d.task.state is S.PROCESSING
     assert [type(e) for e in d.effects] == [SyncBranch, StartAgent]
     run = d.task.pending_run
-    assert run is not None and run.role is Role.CODEWEAVER and run.kind == "review_fix"
+    assert run is not None
+    assert run.role is Role.CODEWEAVER
+    assert run.kind == "review_fix"
     assert run.resume_session == "s-cw"
     for text in (
         "@ann asks for changes",
@@ -86,19 +88,27 @@ def test_changes_requested_resumes_the_builder_with_every_comment() -> None:
     ):
         assert text in run.context
     assert d.task.stage is Stage.IMPLEMENT  # the validators run again
-    assert d.task.review_rounds == 1 and d.task.seen_feedback == ("review:1",)
-    assert d.task.rounds[-1].number == 1 and d.task.rounds[-1].answered_at is None
-    assert d.task.pr is not None and d.task.pr.approved_by is None  # a new head, a new approval
+    assert d.task.review_rounds == 1
+    assert d.task.seen_feedback == ("review:1",)
+    assert d.task.rounds[-1].number == 1
+    assert d.task.rounds[-1].answered_at is None
+    assert d.task.pr is not None
+    assert d.task.pr.approved_by is None
     assert review.headline(d.task, 5, 2) == "changes requested by @ann, round 1 of 5"
 
 
 def test_a_failed_check_goes_to_spiritmender_and_then_to_ward() -> None:
     d = decide(at_pr(), ev(E.CI_FAILED, failure("check:test@abc")))
     run = d.task.pending_run
-    assert run is not None and run.role is Role.SPIRITMENDER and run.kind == "ci_fix"
+    assert run is not None
+    assert run.role is Role.SPIRITMENDER
+    assert run.kind == "ci_fix"
     assert "`test (3.12)` concluded failure" in run.context
-    assert "tests/test_app.py:4" in run.context and "assert 1 == 2" in run.context
-    assert d.task.stage is Stage.REVIEW and d.task.ci_fixes == 1 and d.task.review_rounds == 0
+    assert "tests/test_app.py:4" in run.context
+    assert "assert 1 == 2" in run.context
+    assert d.task.stage is Stage.REVIEW
+    assert d.task.ci_fixes == 1
+    assert d.task.review_rounds == 0
     assert review.headline(d.task, 5, 2) == "fixing CI `test (3.12)`, 1 of 2"
 
 
@@ -106,7 +116,8 @@ def test_feedback_during_a_round_waits_for_the_next_one() -> None:
     first = decide(at_pr(), ev(E.CHANGES_REQUESTED, changes("review:1"))).task
     # The agent is at work: the second review is kept, nothing is started or stopped.
     kept = decide(first, ev(E.CHANGES_REQUESTED, changes("review:2", by="bob")))
-    assert kept.effects == () and kept.task.state is S.PROCESSING
+    assert kept.effects == ()
+    assert kept.task.state is S.PROCESSING
     assert kept.task.pending_run == first.pending_run
     assert [f.key for f in kept.task.feedback] == ["review:2"]
     # The same review delivered again is kept once.
@@ -118,7 +129,8 @@ def test_feedback_during_a_round_waits_for_the_next_one() -> None:
         update={"state": S.PR_CREATED, "rounds": (answered,), "pending_run": None}
     )
     second = decide(back, Event(E.CHANGES_REQUESTED, at=NOW))
-    assert second.task.state is S.PROCESSING and second.task.feedback == ()
+    assert second.task.state is S.PROCESSING
+    assert second.task.feedback == ()
     assert second.task.rounds[-1].number == 2
     assert [f.by for f in second.task.rounds[-1].feedback] == ["bob"]
     assert second.task.seen_feedback == ("review:1", "review:2")
@@ -137,13 +149,17 @@ def test_past_the_round_bound_the_task_is_blocked_and_a_retry_starts_again() -> 
     d = decide(t, ev(E.CHANGES_REQUESTED, changes("review:6")), Limits(max_review_rounds=5))
     assert d.task.state is S.BLOCKED
     assert isinstance(d.effects[0], ReportBlocked)
-    assert "review.max_rounds is 5" in d.effects[0].reason and "@ann" in d.effects[0].reason
+    assert "review.max_rounds is 5" in d.effects[0].reason
+    assert "@ann" in d.effects[0].reason
     assert [f.key for f in d.task.feedback] == ["review:6"]  # kept for the retry
     retried = decide(d.task, Event(E.RETRY_REQUESTED, at=NOW))
     assert retried.task.state is S.PROCESSING
-    assert retried.task.review_rounds == 1 and retried.task.feedback == ()
+    assert retried.task.review_rounds == 1
+    assert retried.task.feedback == ()
     run = retried.task.pending_run
-    assert run is not None and run.kind == "review_fix" and "Rename x" in run.context
+    assert run is not None
+    assert run.kind == "review_fix"
+    assert "Rename x" in run.context
 
 
 def test_ci_fixes_are_bounded_apart_from_review_rounds() -> None:
@@ -162,7 +178,8 @@ def test_a_round_whose_fix_needed_a_merge_carries_its_feedback_on() -> None:
     back = started.model_copy(update={"state": S.PR_CREATED, "pending_run": None})
     merge = Feedback(key="merge:abc", kind="fix", by=review.SCAFFOLD, at=NOW, body="merge abc")
     d = decide(back, ev(E.CHANGES_REQUESTED, merge))
-    assert len(d.task.rounds) == 1 and d.task.rounds[0].number == 1
+    assert len(d.task.rounds) == 1
+    assert d.task.rounds[0].number == 1
     assert [f.key for f in d.task.rounds[0].feedback] == ["review:1", "merge:abc"]
     assert review.reviewers(d.task.rounds[0].feedback) == ("ann",)
 
@@ -179,5 +196,6 @@ def test_a_validator_blocked_task_retries_its_validator_even_with_feedback_waiti
     )
     d = decide(t, Event(E.RETRY_REQUESTED, at=NOW))
     assert d.task.state is S.TEST_VALIDATION
-    assert d.task.pending_run is not None and d.task.pending_run.role is Role.SIEGEMASTER
+    assert d.task.pending_run is not None
+    assert d.task.pending_run.role is Role.SIEGEMASTER
     assert [f.key for f in d.task.feedback] == ["review:1"]  # still waiting

@@ -48,7 +48,8 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
     first = project.run()
     assert first.exit_code == 3, first.output  # waiting for approval
     task = project.task("TASK-1")
-    assert task.state is Lifecycle.PR_CREATED and task.pr is not None
+    assert task.state is Lifecycle.PR_CREATED
+    assert task.pr is not None
     worktree = task.worktree
     assert worktree is not None
 
@@ -68,7 +69,9 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
 
     # A person commits on the task's branch (its worktree) before the round.
     (project.repo.parent / "person.txt").write_text("mine\n")
-    subprocess.run(["cp", str(project.repo.parent / "person.txt"), f"{worktree}/notes/"], check=True)
+    subprocess.run(
+        ["cp", str(project.repo.parent / "person.txt"), f"{worktree}/notes/"], check=True
+    )
     subprocess.run(["git", "-C", worktree, "add", "notes/person.txt"], check=True)
     subprocess.run(
         ["git", "-C", worktree, *GIT_IDENTITY, "commit", "-q", "-m", "a person's fix"], check=True
@@ -90,16 +93,20 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
     assert second.exit_code == 3, second.output
     task = project.task("TASK-1")
     assert task.state is Lifecycle.PR_CREATED
-    assert task.review_rounds == 1 and len(task.rounds) == 1
+    assert task.review_rounds == 1
+    assert len(task.rounds) == 1
     done = task.rounds[0]
     head = project.git("rev-parse", "scaffold/task-1").strip()
-    assert done.commit == head and done.answered_at is not None
+    assert done.commit == head
+    assert done.answered_at is not None
     assert project.git("merge-base", "--is-ancestor", person_head, head) == ""
     assert project.git("show", f"{head}:notes/greeting.txt") == "hello world\n"
     [comment] = done.feedback[0].comments
-    assert comment.path == "notes/greeting.txt" and comment.line == 1
+    assert comment.path == "notes/greeting.txt"
+    assert comment.line == 1
     assert "+hello" in comment.diff_hunk
-    assert "round 1" in second.output and "fixed in" in second.output
+    assert "round 1" in second.output
+    assert "fixed in" in second.output
 
     status = project.status_json()
     [entry] = [t for t in status["tasks"] if t["id"] == "TASK-1"]
@@ -107,7 +114,8 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
     assert "round 1 of 5, fixed in" in entry["review"]["round"]
     story = project.cli("quest", "show", "backlog")
     assert story.returncode == 0, story.stderr
-    assert "round 1 (review)" in story.stdout and INLINE in story.stdout
+    assert "round 1 (review)" in story.stdout
+    assert INLINE in story.stdout
 
     # The same round is not run twice: a second run with nothing new waits again.
     again = project.run()
