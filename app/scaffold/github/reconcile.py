@@ -3,7 +3,9 @@
 GitHub does not retry a failed delivery, so a timer (and the Action's scheduled run)
 re-reads every open quest: its pull requests (merged; closed by a writer; approved by a
 writer at the head they have now: an approval of an earlier commit does not count, and
-a later request for changes or dismissal by the same reviewer cancels theirs), answers
+a later request for changes or dismissal by the same reviewer cancels theirs; a writer's
+newest review requesting changes, and merge-blocking checks failed on the head, that the
+task has not taken yet: feedback for a round), answers
 to its open questions among the issue's comments, and whether the trigger label is
 still there. It posts the same inbox messages the deliveries would have, and wakes the
 quest. Level-triggered: a second pass changes nothing (a message for something already
@@ -15,13 +17,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scaffold.core import review
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github import feedback as fb
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
 from scaffold.github.trust import approver_of, same_repository
-from scaffold.quest.model import Quest, QuestPhase
+from scaffold.quest.model import Feedback, Quest, QuestPhase, TaskRecord
 from scaffold.runtime import inbox
 
 if TYPE_CHECKING:
@@ -65,7 +69,8 @@ async def _pull_requests(
     service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
 ) -> None:
     for task in quest.tasks.values():
-        if task.state is not Lifecycle.PR_CREATED or task.pr is None or task.pr.number is None:
+        at_pr = task.state in (Lifecycle.PR_CREATED, Lifecycle.MERGING)
+        if not at_pr or task.pr is None or task.pr.number is None:
             continue
         where = _repo_vars(ctx, number=task.pr.number)
         pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
@@ -88,12 +93,58 @@ async def _pull_requests(
                 )
             continue
         reviews = await ctx.client.get_all("/repos/{owner}/{repo}/pulls/{number}/reviews", where)
+        if await _missed_feedback(service, ctx, link, task, pr, reviews):
+            continue  # a round comes first; an approval of this head would not hold after it
         approver = await approver_of(reviews, str(pr["head"]["sha"]), ctx.permissions)
         if approver is not None:
             message = inbox.make(
                 "approve", link.quest_id, task_id=task.id, text=approver, by=approver
             )
             service.post(ctx, link, message)
+
+
+async def _missed_feedback(
+    service: AppService,
+    ctx: RepoContext,
+    link: QuestLink,
+    task: TaskRecord,
+    pr: dict[str, Any],
+    reviews: list[Any],
+) -> bool:
+    """Feedback whose delivery was lost: each writer's newest review when it requests
+    changes, and merge-blocking checks failed on the head. True when any was posted."""
+    found: list[Feedback] = []
+    newest: dict[str, Any] = {}
+    for r in sorted(reviews, key=lambda r: int(r.get("id") or 0)):
+        if r.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            newest[str((r.get("user") or {}).get("login"))] = r
+    bot = await service.bot_login()
+    for login, r in newest.items():
+        if r.get("state") != "CHANGES_REQUESTED" or login == bot:
+            continue
+        if f"review:{r['id']}" in task.seen_feedback or not await service.is_writer(
+            ctx, r.get("user") or {}
+        ):
+            continue
+        found.append(await fb.from_review(ctx.client, _repo_vars(ctx), int(pr["number"]), r))
+    head = str(pr["head"]["sha"])
+    runs = await ctx.client.get_all(
+        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
+        _repo_vars(ctx, ref=head, filter="latest"),
+        key="check_runs",
+    )
+    failed = [r for r in runs if r.get("conclusion") in fb.FAILED]
+    if failed:
+        required = await fb.required_checks(ctx.client, _repo_vars(ctx), str(pr["base"]["ref"]))
+        for run in failed:
+            item = await fb.from_check_run(ctx.client, _repo_vars(ctx), run, ctx.app, required)
+            if item is not None:
+                found.append(item)
+    posted = False
+    for item in review.fresh(task, found):
+        service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
+        posted = True
+    return posted
 
 
 def closed_message(
