@@ -148,11 +148,13 @@ class GitHubForge:
 
         await asyncio.to_thread(work)
 
-    def _publish(self, task: TaskRecord, token: str) -> tuple[str, Feedback | None]:
+    def _publish(self, task: TaskRecord, token: str) -> tuple[str, bool, Feedback | None]:
         """Push the task's branch over the remote tip, after taking that tip in: a person's
-        commits are built on, never overwritten. A tip that conflicts with scaffold's
-        work comes back as feedback: a round that merges it."""
+        commits are built on, never overwritten. Returns the head, whether it holds commits
+        scaffold's checks did not see, and, for a tip that conflicts with scaffold's work,
+        feedback: a round that merges it."""
         branch = task.branch or ""
+        built = self.checkout.head_of(branch)
         for _ in range(3):
             remote = self.checkout.fetch_branch(branch, token)
             if remote is not None:
@@ -161,7 +163,7 @@ class GitHubForge:
                 )
                 if not taken.merged:
                     paths = ", ".join(taken.conflict_files or taken.blocked_paths)
-                    return self.checkout.head_of(branch), Feedback(
+                    return self.checkout.head_of(branch), False, Feedback(
                         key=f"merge:{remote}",
                         kind="fix",
                         by=review.SCAFFOLD,
@@ -174,18 +176,19 @@ class GitHubForge:
                         ),
                     )
             if self.checkout.push_branch(branch, token, lease=remote):
-                return self.checkout.head_of(branch), None
+                head = self.checkout.head_of(branch)
+                return head, head != built, None
         raise ScaffoldError(f"{branch} kept moving while scaffold pushed it; trying again later")
 
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         branch = task.branch or ""
         token = await self.gh.token()
 
-        def push() -> tuple[str, Feedback | None]:
+        def push() -> tuple[str, bool, Feedback | None]:
             self._mark_done_on_branch(task)
             return self._publish(task, token)
 
-        head_sha, conflict = await asyncio.to_thread(push)
+        head_sha, people_commits, conflict = await asyncio.to_thread(push)
         if conflict is not None:
             event = Event(EventName.CHANGES_REQUESTED, at=self.clock(), feedback=(conflict,))
             return Opened(
@@ -204,8 +207,11 @@ class GitHubForge:
             return Opened(task.pr.model_copy(update={"state": "closed"}), None, event)
         number = int(pr["number"])
         self._remember_pr(quest, task, number)
-        await self._post_review(number, head_sha, task)
-        await self.report_diagram_check(head_sha, task)
+        if not people_commits:
+            # Lawbringer's review and DiagramCheck's verdict are of what scaffold checked;
+            # a head with people's commits taken in is DiagramChecked as any push is.
+            await self._post_review(number, head_sha, task)
+            await self.report_diagram_check(head_sha, task)
         current = review.current_round(task)
         if current is not None:
             await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
