@@ -35,6 +35,7 @@ class WorkflowDispatch:
 class WorkflowOutcome:
     conclusion: str
     artifacts: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    log: str = ""  # the job's log, as its log download serves it
 
 
 def zip_files(files: dict[str, bytes]) -> bytes:
@@ -77,10 +78,11 @@ def run_workflow(sim: GitHubSimulator, repo: RepoState, run: WorkflowRun) -> Non
         except Exception:  # a crashing runner is a failed job, as a crashing step would be
             outcome = WorkflowOutcome("failure")
     if outcome.conclusion not in CONCLUSIONS:
-        outcome = WorkflowOutcome("failure", outcome.artifacts)
+        outcome = WorkflowOutcome("failure", outcome.artifacts, outcome.log)
     with sim.lock:
         if run.status == "completed":  # cancelled meanwhile
             return
+        run.log = outcome.log
         for name, files in outcome.artifacts.items():
             run.artifacts.append(Artifact(sim.ids.next(), name, run.id, zip_files(files)))
         finish(sim, repo, run, outcome.conclusion)

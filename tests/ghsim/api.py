@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -44,12 +45,16 @@ def make_app(sim: GitHubSimulator) -> web.Application:
     async def artifact_route(request: web.Request) -> web.StreamResponse:
         return await artifact_zip(sim, request)
 
+    async def job_log_route(request: web.Request) -> web.StreamResponse:
+        return await job_log(sim, request)
+
     async def api_route(request: web.Request) -> web.StreamResponse:
         return await handle_api(sim, request)
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_route("*", "/git/{tail:.*}", git_route)
     app.router.add_get("/_artifacts/{artifact_id}.zip", artifact_route)
+    app.router.add_get("/_logs/jobs/{job_id}", job_log_route)
     app.router.add_get("/_web/{tail:.*}", web_page)
     app.router.add_route("*", "/{tail:.*}", api_route)
     return app
@@ -69,6 +74,21 @@ async def artifact_zip(sim: GitHubSimulator, request: web.Request) -> web.Respon
                 for art in run.artifacts:
                     if str(art.id) == wanted:
                         return web.Response(body=art.data, content_type="application/zip")
+    return web.Response(status=404, text="Not Found")
+
+
+async def job_log(sim: GitHubSimulator, request: web.Request) -> web.Response:
+    """An Actions job's log, at the signed URL its log download redirected to (no token
+    needed, as GitHub's; a wrong signature is refused as blob storage refuses it)."""
+    wanted = request.match_info["job_id"]
+    signature = request.query.get("sig", "")
+    with sim.lock:
+        for repo in sim.repos.values():
+            for run in repo.workflow_runs.values():
+                if str(run.job_id) == wanted:
+                    if not run.log_key or not secrets.compare_digest(signature, run.log_key):
+                        return web.Response(status=403, text="AuthenticationFailed")
+                    return web.Response(text=run.log, content_type="text/plain")
     return web.Response(status=404, text="Not Found")
 
 

@@ -20,7 +20,7 @@ class ApiError(Exception):
         self,
         status: int,
         message: str,
-        errors: list[dict[str, Any]] | None = None,
+        errors: list[dict[str, Any]] | list[str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)

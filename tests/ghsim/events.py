@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from . import objects as ob
 from .gitrepo import ZERO, BareRepo
 from .state import CheckRun, CheckSuite, Pull, RepoState, WorkflowRun, now_iso
-from .webhooks import DROP
+from .webhooks import DROP, Exact
 
 if TYPE_CHECKING:
     from .server import GitHubSimulator
@@ -47,7 +47,11 @@ def issue_comment(
     comment = repo.comments[comment_id]
     payload = base(sim, repo, sender)
     payload["action"] = action
-    payload["issue"] = ob.issue_obj(sim.urls, repo, repo.issues[comment.issue_number], sim.users)
+    issue = ob.issue_obj(sim.urls, repo, repo.issues[comment.issue_number], sim.users)
+    if "pull_request" in issue:
+        # A comment on a pull request: its issue says so (the examples show issues only).
+        issue = {**issue, "pull_request": Exact(issue["pull_request"])}
+    payload["issue"] = issue
     payload["comment"] = ob.comment_obj(
         sim.urls, repo, comment, sim.users, sim.app_json(webhook=True)
     )
@@ -59,7 +63,30 @@ def pull_request(
 ) -> None:
     payload = base(sim, repo, sender)
     payload.update(action=action, number=pr.number, pull_request=sim.pull_json(repo, pr), **extra)
+    sim.note_pull_event(repo, pr, action, sender, extra)
     sim.emit("pull_request", action, payload)
+
+
+def review_comment(
+    sim: GitHubSimulator,
+    repo: RepoState,
+    comment_id: int,
+    action: str,
+    sender: str,
+    **extra: Any,
+) -> None:
+    """``pull_request_review_comment``: the comment whole (a reply's ``in_reply_to_id`` is
+    a key no example has), the pull request in the example's shape."""
+    comment = repo.review_comments[comment_id]
+    pr = repo.pulls[comment.pr_number]
+    payload = base(sim, repo, sender)
+    payload.update(
+        action=action,
+        comment=Exact(sim.review_comment_json(repo, comment, webhook=True)),
+        pull_request=sim.pull_json(repo, pr),
+        **extra,
+    )
+    sim.emit("pull_request_review_comment", action, payload)
 
 
 def review_submitted(sim: GitHubSimulator, repo: RepoState, review_id: int, sender: str) -> None:
@@ -191,7 +218,7 @@ def workflow(
     payload = base(sim, repo, run.actor)
     git = sim.git_of(repo)
     if event == "workflow_run":
-        obj = ob.workflow_run_obj(sim.urls, repo, run, sim.users, git)
+        obj = sim.workflow_run_json(repo, run, git)
         payload.update(
             action=action,
             workflow_run=obj,

@@ -19,6 +19,7 @@ from .state import (
     Reaction,
     RepoState,
     Review,
+    ReviewComment,
     User,
     WorkflowRun,
     now_iso,
@@ -364,7 +365,7 @@ def pull_obj(
         "merge_commit_sha": pr.merge_commit_sha,
         "assignee": None,
         "assignees": [],
-        "requested_reviewers": [],
+        "requested_reviewers": [user_obj(u, users[login]) for login in pr.requested_reviewers],
         "requested_teams": [],
         "head": branch_ref_obj(u, head_repo, users[head_repo.owner], pr.head, pr.head_sha),
         "base": branch_ref_obj(u, repo, owner, pr.base, pr.base_sha),
@@ -387,7 +388,9 @@ def pull_obj(
         "mergeable_state": mergeable_state,
         "merged_by": user_obj(u, users[pr.merged_by]) if pr.merged_by else None,
         "comments": n_comments,
-        "review_comments": 0,
+        "review_comments": sum(
+            1 for c in repo.review_comments.values() if c.pr_number == pr.number
+        ),
         "maintainer_can_modify": pr.maintainer_can_modify,
         "commits": stats.get("commits", 0),
         "additions": stats.get("additions", 0),
@@ -412,6 +415,70 @@ def review_obj(u: Urls, repo: RepoState, review: Review, users: dict[str, User])
         "commit_id": review.commit_id,
         "author_association": association(repo, review.user),
     }
+
+
+def review_comment_obj(
+    u: Urls,
+    repo: RepoState,
+    comment: ReviewComment,
+    users: dict[str, User],
+    *,
+    commit_id: str,
+    line: int | None,
+    start_line: int | None,
+    position: int | None,
+    webhook: bool = False,
+) -> dict[str, Any]:
+    """A review comment where it is now (``commit_id``, ``line``, ``position``: None when
+    outdated) and where it was made (``original_*``). GitHub answers null for an outdated
+    comment's ``line``/``position``; the REST description types them non-null, so the REST
+    form leaves them out then (the webhook form has them null, as its schema says)."""
+    api = f"{u.repo(repo.full_name)}/pulls/comments/{comment.id}"
+    pr_api = f"{u.repo(repo.full_name)}/pulls/{comment.pr_number}"
+    html = f"{u.web}/{repo.full_name}/pull/{comment.pr_number}#discussion_r{comment.id}"
+    obj: dict[str, Any] = {
+        "url": api,
+        "pull_request_review_id": comment.review_id,
+        "id": comment.id,
+        "node_id": node_id("PullRequestReviewComment", comment.id),
+        "diff_hunk": comment.diff_hunk,
+        "path": comment.path,
+        "position": position,
+        "original_position": comment.original_position,
+        "commit_id": commit_id,
+        "original_commit_id": comment.original_commit_id,
+        "user": user_obj(u, users[comment.user]),
+        "body": comment.body,
+        "created_at": comment.created_at,
+        "updated_at": comment.updated_at,
+        "html_url": html,
+        "pull_request_url": pr_api,
+        "author_association": association(repo, comment.user),
+        "_links": {
+            "self": {"href": api},
+            "html": {"href": html},
+            "pull_request": {"href": pr_api},
+        },
+        "reactions": reactions_rollup(u, repo, ("review_comment", comment.id), api),
+        "start_line": start_line,
+        "original_start_line": comment.original_start_line,
+        "start_side": comment.start_side,
+        "line": line,
+        "original_line": comment.original_line,
+        "side": comment.side,
+        "subject_type": "line",
+    }
+    if comment.in_reply_to_id is not None:
+        obj["in_reply_to_id"] = comment.in_reply_to_id
+    if not webhook:
+        for key in ("line", "position"):
+            if obj[key] is None:
+                del obj[key]
+    return obj
+
+
+def review_request_obj(u: Urls, users: dict[str, User], logins: list[str]) -> dict[str, Any]:
+    return {"users": [user_obj(u, users[login]) for login in logins], "teams": []}
 
 
 def app_obj(u: Urls, app_id: int, slug: str, owner: User) -> dict[str, Any]:
@@ -513,7 +580,7 @@ def check_run_obj(
         "node_id": node_id("CheckRun", run.id),
         "external_id": run.external_id,
         "url": api,
-        "html_url": f"{u.web}/{repo.full_name}/runs/{run.id}",
+        "html_url": run.html_url or f"{u.web}/{repo.full_name}/runs/{run.id}",
         "details_url": run.details_url or f"{u.web}/{repo.full_name}/runs/{run.id}",
         "status": run.status,
         "conclusion": run.conclusion,
@@ -628,11 +695,17 @@ def ref_obj(u: Urls, repo: RepoState, ref: str, sha: str) -> dict[str, Any]:
 
 
 def workflow_run_obj(
-    u: Urls, repo: RepoState, run: WorkflowRun, users: dict[str, User], git: BareRepo
+    u: Urls,
+    repo: RepoState,
+    run: WorkflowRun,
+    users: dict[str, User],
+    git: BareRepo,
+    pulls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     api = f"{u.repo(repo.full_name)}/actions/runs/{run.id}"
     owner = users[repo.owner]
     info = git.commit_info(run.head_sha)
+    suite_id = run.check_suite_id if run.check_suite_id is not None else run.id + 1
     return {
         "id": run.id,
         "name": run.name,
@@ -643,15 +716,15 @@ def workflow_run_obj(
         "display_title": run.name,
         "run_number": run.run_number,
         "run_attempt": 1,
-        "event": "workflow_dispatch",
+        "event": run.event,
         "status": run.status,
         "conclusion": run.conclusion,
         "workflow_id": abs(hash(run.workflow_id)) % 10**8,
-        "check_suite_id": run.id + 1,
-        "check_suite_node_id": node_id("CheckSuite", run.id + 1),
+        "check_suite_id": suite_id,
+        "check_suite_node_id": node_id("CheckSuite", suite_id),
         "url": api,
         "html_url": f"{u.web}/{repo.full_name}/actions/runs/{run.id}",
-        "pull_requests": [],
+        "pull_requests": list(pulls or []),
         "created_at": run.created_at,
         "updated_at": run.updated_at,
         "actor": user_obj(u, users[run.actor]),
@@ -659,7 +732,7 @@ def workflow_run_obj(
         "run_started_at": run.run_started_at,
         "jobs_url": f"{api}/jobs",
         "logs_url": f"{api}/logs",
-        "check_suite_url": f"{u.repo(repo.full_name)}/check-suites/{run.id + 1}",
+        "check_suite_url": f"{u.repo(repo.full_name)}/check-suites/{suite_id}",
         "artifacts_url": f"{api}/artifacts",
         "cancel_url": f"{api}/cancel",
         "rerun_url": f"{api}/rerun",
@@ -696,7 +769,7 @@ def job_obj(u: Urls, repo: RepoState, run: WorkflowRun) -> dict[str, Any]:
         "created_at": run.created_at,
         "started_at": run.job_started_at or run.created_at,
         "completed_at": run.job_completed_at if status == "completed" else None,
-        "name": run.workflow_id.rsplit(".", 1)[0],
+        "name": run.job_name or run.workflow_id.rsplit(".", 1)[0],
         "steps": [],
         "check_run_url": f"{api}/check-runs/{run.job_id}",
         "labels": ["ubuntu-latest"],

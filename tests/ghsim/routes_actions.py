@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any
 
 from . import events
@@ -22,7 +23,7 @@ def _run(ctx: Ctx, repo: RepoState) -> WorkflowRun:
 
 
 def _run_json(ctx: Ctx, repo: RepoState, run: WorkflowRun) -> dict[str, Any]:
-    return ob.workflow_run_obj(ctx.sim.urls, repo, run, ctx.sim.users, ctx.sim.git_of(repo))
+    return ctx.sim.workflow_run_json(repo, run)
 
 
 @route("actions/create-workflow-dispatch")
@@ -161,3 +162,30 @@ async def download(ctx: Ctx) -> Reply:
                 if art.id == wanted:
                     return Reply(302, None, {"Location": f"{ctx.sim.url}/_artifacts/{art.id}.zip"})
     raise not_found()
+
+
+def _job(ctx: Ctx, repo: RepoState) -> WorkflowRun:
+    run = ctx.sim.job_run(repo, ctx.int_param("job_id"))
+    if run is None:
+        raise not_found()
+    return run
+
+
+@route("actions/get-job-for-workflow-run")
+async def get_job(ctx: Ctx) -> Reply:
+    with ctx.sim.lock:
+        repo = ctx.repo()
+        return Reply(200, ob.job_obj(ctx.sim.urls, repo, _job(ctx, repo)))
+
+
+@route("actions/download-job-logs-for-workflow-run")
+async def job_logs(ctx: Ctx) -> Reply:
+    """GitHub answers 302 with a short-lived signed URL on another host, which needs no
+    token; here it is a path of the simulator carrying a per-job signature."""
+    with ctx.sim.lock:
+        repo = ctx.repo()
+        run = _job(ctx, repo)
+        if not run.log_key:
+            run.log_key = secrets.token_urlsafe(18)
+        location = f"{ctx.sim.url}/_logs/jobs/{run.job_id}?sig={run.log_key}"
+    return Reply(302, None, {"Location": location})

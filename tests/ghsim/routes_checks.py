@@ -213,3 +213,35 @@ async def list_suites(ctx: Ctx) -> Reply:
         ]
     chunk, headers = paginate(ctx, items)
     return Reply(200, {"total_count": len(items), "check_suites": chunk}, headers)
+
+
+@route("checks/list-for-suite")
+async def list_for_suite(ctx: Ctx) -> Reply:
+    """The runs of one check suite (``filter=latest``, the default: the newest run of each
+    name), newest first."""
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        suite = repo.check_suites.get(ctx.int_param("check_suite_id"))
+        if suite is None:
+            raise not_found()
+        name = ctx.query.get("check_name")
+        status = ctx.query.get("status")
+        runs = sorted(
+            (r for r in repo.check_runs.values() if r.suite_id == suite.id), key=lambda r: -r.id
+        )
+        if ctx.query.get("filter", "latest") == "latest":
+            seen: set[str] = set()
+            latest = []
+            for r in runs:
+                if r.name not in seen:
+                    seen.add(r.name)
+                    latest.append(r)
+            runs = latest
+        items = [
+            sim.check_run_json(repo, r)
+            for r in runs
+            if (name is None or r.name == name) and (status is None or r.status == status)
+        ]
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, {"total_count": len(items), "check_runs": chunk}, headers)

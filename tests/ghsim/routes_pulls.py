@@ -7,7 +7,8 @@ from . import objects as ob
 from .context import ApiError, Ctx, Reply, invalid, not_found, paginate, route
 from .gitrepo import valid_branch
 from .merging import merge_commit, mergeability
-from .state import Pull, RepoState, Review, now_iso
+from .reviews import AnchorError
+from .state import Pull, RepoState, Review, ReviewComment, now_iso
 
 
 def _pull(ctx: Ctx, repo: RepoState) -> Pull:
@@ -317,22 +318,268 @@ async def create_review(ctx: Ctx) -> Reply:
         if event is not None and event not in states:
             raise invalid("PullRequestReview", "event")
         if event in ("REQUEST_CHANGES", "COMMENT") and not text:
-            raise ApiError(422, "Unprocessable Entity", [f"Review body is required for {event}"])  # type: ignore[list-item]
+            raise ApiError(422, "Unprocessable Entity", [f"Review body is required for {event}"])
         if event in ("APPROVE", "REQUEST_CHANGES") and pr.issue.user == ctx.actor_login:
             verb = "approve" if event == "APPROVE" else "request changes on"
-            raise ApiError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])  # type: ignore[list-item]
+            raise ApiError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])
         commit_id = ctx.field(
             "commit_id", str, required=False, default=pr.head_sha, resource="PullRequestReview"
         )
-        review = Review(
-            sim.ids.next(),
-            pr.number,
+        if not sim.commit_in_pull(repo, pr, commit_id):
+            raise ApiError(422, "Unprocessable Entity", ["Commit must be part of the pull request"])
+        items = ctx.field(
+            "comments", list, required=False, default=[], resource="PullRequestReview"
+        )
+        try:
+            placed = sim.place_comments(repo, pr, commit_id, items)
+        except AnchorError as exc:
+            raise ApiError(422, "Unprocessable Entity", [str(exc)]) from None
+        except NotImplementedError as exc:
+            raise _not_simulated(ctx, exc) from None
+        review = sim.record_review(
+            repo,
+            pr,
             ctx.actor_login,
             states[event] if event else "PENDING",
             text,
             commit_id,
+            placed,
         )
-        repo.reviews[review.id] = review
-        if event:
-            events.review_submitted(sim, repo, review.id, ctx.actor_login)
         return Reply(200, ob.review_obj(sim.urls, repo, review, sim.users))
+
+
+def _not_simulated(ctx: Ctx, exc: NotImplementedError) -> ApiError:
+    """Something GitHub does that the simulator does not: the test fails (a violation)."""
+    ctx.sim.violation(f"{ctx.request.method} {ctx.request.path}: not simulated: {exc}")
+    return ApiError(501, f"not simulated: {exc}")
+
+
+@route("pulls/get-review")
+async def get_review(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        return Reply(200, ob.review_obj(sim.urls, repo, _review(ctx, repo, pr), sim.users))
+
+
+def _review(ctx: Ctx, repo: RepoState, pr: Pull) -> Review:
+    review = repo.reviews.get(ctx.int_param("review_id"))
+    if review is None or review.pr_number != pr.number:
+        raise not_found()
+    return review
+
+
+def _visible(repo: RepoState, comment: ReviewComment) -> bool:
+    """A pending review's comments are its author's draft: not listed until submitted."""
+    return repo.reviews[comment.review_id].state != "PENDING"
+
+
+@route("pulls/list-comments-for-review")
+async def list_comments_for_review(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        review = _review(ctx, repo, _pull(ctx, repo))
+        items = []
+        for comment in sorted(repo.review_comments.values(), key=lambda c: c.id):
+            if comment.review_id == review.id:
+                obj = sim.review_comment_json(repo, comment)
+                obj.setdefault("position", None)  # this form has it, null when outdated
+                items.append(obj)
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, chunk, headers)
+
+
+def _review_comment(ctx: Ctx, repo: RepoState) -> ReviewComment:
+    comment = repo.review_comments.get(ctx.int_param("comment_id"))
+    if comment is None or not _visible(repo, comment):
+        raise not_found()
+    return comment
+
+
+@route("pulls/list-review-comments")
+async def list_review_comments(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        since = ctx.query.get("since")
+        key = "updated_at" if ctx.query.get("sort") == "updated" else "created_at"
+        comments = [
+            c
+            for c in repo.review_comments.values()
+            if c.pr_number == pr.number
+            and _visible(repo, c)
+            and (since is None or c.updated_at >= since)
+        ]
+        comments.sort(key=lambda c: (getattr(c, key), c.id))
+        if ctx.query.get("direction") == "desc":
+            comments.reverse()
+        items = [sim.review_comment_json(repo, c) for c in comments]
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, chunk, headers)
+
+
+@route("pulls/create-review-comment")
+async def create_review_comment(ctx: Ctx) -> Reply:
+    """One inline comment (a review of its own, COMMENTED), or with ``in_reply_to`` a reply
+    (every other field is then ignored, as GitHub documents)."""
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        sim.refresh_pull(repo, pr)
+        text = ctx.field("body", str, resource="PullRequestReviewComment")
+        reply_to = ctx.field(
+            "in_reply_to", int, required=False, resource="PullRequestReviewComment"
+        )
+        if reply_to is not None:
+            top = repo.review_comments.get(reply_to)
+            if top is None or top.pr_number != pr.number:
+                raise not_found()
+            comment = sim.record_reply(repo, pr, reply_to, ctx.actor_login, text)
+        else:
+            commit_id = ctx.field("commit_id", str, resource="PullRequestReviewComment")
+            ctx.field("path", str, resource="PullRequestReviewComment")
+            if not sim.commit_in_pull(repo, pr, commit_id):
+                raise invalid(
+                    "PullRequestReviewComment",
+                    "commit_id",
+                    "custom",
+                    "commit_id is not part of the pull request",
+                )
+            body = dict(ctx.body) if isinstance(ctx.body, dict) else {}
+            if body.get("line") is None and body.get("position") is None:
+                raise invalid(
+                    "PullRequestReviewComment", "line", "missing_field", "line is missing"
+                )
+            try:
+                placed = sim.place_comments(repo, pr, commit_id, [body])
+            except NotImplementedError as exc:
+                raise _not_simulated(ctx, exc) from None
+            except AnchorError as exc:
+                raise ApiError(
+                    422,
+                    "Validation Failed",
+                    [
+                        {
+                            "resource": "PullRequestReviewComment",
+                            "code": "custom",
+                            "field": "pull_request_review_thread."
+                            + ("start_line" if "start line" in reason else "line"),
+                            "message": reason,
+                        }
+                        for reason in exc.reasons
+                    ],
+                ) from None
+            review = sim.record_review(
+                repo, pr, ctx.actor_login, "COMMENTED", "", commit_id, placed
+            )
+            comment = next(c for c in repo.review_comments.values() if c.review_id == review.id)
+        obj = sim.review_comment_json(repo, comment)
+    return Reply(201, obj, {"Location": obj["url"]})
+
+
+@route("pulls/create-reply-for-review-comment")
+async def create_reply(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        text = ctx.field("body", str, resource="PullRequestReviewComment")
+        top = repo.review_comments.get(ctx.int_param("comment_id"))
+        if top is None or top.pr_number != pr.number or not _visible(repo, top):
+            raise not_found()
+        comment = sim.record_reply(repo, pr, top.id, ctx.actor_login, text)
+        obj = sim.review_comment_json(repo, comment)
+    return Reply(201, obj, {"Location": obj["url"]})
+
+
+@route("pulls/get-review-comment")
+async def get_review_comment(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        return Reply(200, sim.review_comment_json(repo, _review_comment(ctx, repo)))
+
+
+@route("pulls/update-review-comment")
+async def update_review_comment(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        comment = _review_comment(ctx, repo)
+        text = ctx.field("body", str, resource="PullRequestReviewComment")
+        old = comment.body
+        comment.body = text
+        comment.updated_at = now_iso()
+        if old != text:
+            events.review_comment(
+                sim, repo, comment.id, "edited", ctx.actor_login, changes={"body": {"from": old}}
+            )
+        return Reply(200, sim.review_comment_json(repo, comment))
+
+
+def _logins(ctx: Ctx, name: str, *, required: bool) -> list[str]:
+    value = ctx.field(name, list, required=required, default=[], resource="PullRequest")
+    if not all(isinstance(v, str) for v in value):
+        raise invalid("PullRequest", name)
+    return list(dict.fromkeys(value))
+
+
+@route("pulls/list-requested-reviewers")
+async def list_requested_reviewers(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        return Reply(200, ob.review_request_obj(sim.urls, sim.users, pr.requested_reviewers))
+
+
+@route("pulls/request-reviewers")
+async def request_reviewers(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        logins = _logins(ctx, "reviewers", required=False)
+        if _logins(ctx, "team_reviewers", required=False):  # the simulator has no teams
+            raise ApiError(
+                422,
+                "Reviews may only be requested from collaborators. One or more of the users "
+                f"or teams you specified is not a collaborator of the {repo.full_name} "
+                "repository.",
+            )
+        try:
+            sim.request_reviews(repo, pr, logins, ctx.actor_login)
+        except ValueError as exc:
+            raise ApiError(422, str(exc)) from None
+        return Reply(201, sim.pull_json(repo, pr))
+
+
+@route("pulls/remove-requested-reviewers")
+async def remove_requested_reviewers(ctx: Ctx) -> Reply:
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        logins = _logins(ctx, "reviewers", required=True)
+        _logins(ctx, "team_reviewers", required=False)
+        sim.unrequest_reviews(repo, pr, logins, ctx.actor_login)
+        return Reply(200, sim.pull_json(repo, pr))
+
+
+@route("pulls/list-commits")
+async def list_commits(ctx: Ctx) -> Reply:
+    """The pull request's commits, oldest first (GitHub lists at most 250)."""
+    sim = ctx.sim
+    with sim.lock:
+        repo = ctx.repo()
+        pr = _pull(ctx, repo)
+        sim.refresh_pull(repo, pr)
+        git = sim.git_of(repo)
+        shas = git.rev_list(f"{pr.base_sha}..{pr.head_sha}", "--reverse")[:250]
+        items = [ob.commit_obj(sim.urls, repo, git.commit_info(sha)) for sha in shas]
+    chunk, headers = paginate(ctx, items)
+    return Reply(200, chunk, headers)

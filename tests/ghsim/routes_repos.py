@@ -106,8 +106,10 @@ async def get_branch(ctx: Ctx) -> Reply:
                         "contexts": list(rule.required_checks) if rule else [],
                         "checks": [
                             {"context": c, "app_id": rule.check_apps.get(c)}
-                            for c in (rule.required_checks if rule else [])
-                        ],
+                            for c in rule.required_checks
+                        ]
+                        if rule
+                        else [],
                     },
                 },
                 "protection_url": f"{api}/branches/{branch}/protection",

@@ -24,6 +24,7 @@ from .actions import WorkflowDispatch, WorkflowOutcome
 from .deliveries import DeliveryRecord, Sender
 from .gitrepo import ZERO, BareRepo, valid_branch
 from .merging import mergeability
+from .reviews import anchor, comment_spec, current_place, file_diff, thread_top
 from .state import (
     PERMISSION_LEVELS,
     App,
@@ -36,15 +37,30 @@ from .state import (
     Label,
     Protection,
     Pull,
+    PullEvent,
+    RefChange,
     RepoState,
     Review,
+    ReviewComment,
+    TimelineEntry,
     Token,
     User,
+    WorkflowRun,
     now_iso,
 )
 from .webhooks import DeliverySchemaError, build_delivery
 
 log = logging.getLogger("ghsim")
+# What a completed check run may end as (GitHub sets ``stale`` itself, never an App).
+CHECK_CONCLUSIONS = (
+    "action_required",
+    "cancelled",
+    "failure",
+    "neutral",
+    "skipped",
+    "success",
+    "timed_out",
+)
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98})(?:\[bot\])?$")
 
 
@@ -106,6 +122,10 @@ class Repo:
     @property
     def reviews(self) -> dict[int, Review]:
         return self.state.reviews
+
+    @property
+    def review_comments(self) -> dict[int, ReviewComment]:
+        return self.state.review_comments
 
     @property
     def labels(self) -> dict[str, Label]:
@@ -711,6 +731,242 @@ class GitHubSimulator:
         repo.check_suites[suite.id] = suite
         return suite
 
+    def review_comment_json(
+        self, repo: RepoState, comment: ReviewComment, *, webhook: bool = False
+    ) -> dict[str, Any]:
+        """A review comment where it sits on the pull request now (GitHub moves it along
+        with later pushes until its lines change, then it is outdated)."""
+        pr = repo.pulls[comment.pr_number]
+        self.refresh_pull(repo, pr)
+        place = current_place(self.git_of(repo), pr.base_sha, pr.head_sha, comment)
+        return ob.review_comment_obj(
+            self.urls,
+            repo,
+            comment,
+            self.users,
+            commit_id=place.commit_id,
+            line=place.line,
+            start_line=place.start_line,
+            position=place.position,
+            webhook=webhook,
+        )
+
+    def workflow_run_json(
+        self, repo: RepoState, run: WorkflowRun, git: BareRepo | None = None
+    ) -> dict[str, Any]:
+        pulls = (
+            [ob.pr_mini(self.urls, repo, p, h) for p, h in self.pulls_for_sha(repo, run.head_sha)]
+            if run.event == "pull_request"
+            else []
+        )
+        return ob.workflow_run_obj(
+            self.urls, repo, run, self.users, git or self.git_of(repo), pulls
+        )
+
+    # ------------------------------------------------------------------ reviews (core)
+    def note_pull_event(
+        self, repo: RepoState, pr: Pull, action: str, sender: str, extra: dict[str, Any]
+    ) -> None:
+        """Keep what happened to a pull request, for ``timeline`` (called as its
+        ``pull_request`` delivery goes out)."""
+        detail = ""
+        if action == "opened":
+            detail = pr.issue.title
+        elif action == "closed" and pr.merged:
+            action, detail = "merged", f"{pr.merge_commit_sha or ''} into {pr.base}"
+        elif action in ("review_requested", "review_request_removed"):
+            detail = str((extra.get("requested_reviewer") or {}).get("login", ""))
+        elif action in ("labeled", "unlabeled"):
+            detail = str((extra.get("label") or {}).get("name", ""))
+        elif action in ("synchronize", "edited"):
+            return  # a push is in the ref log; an edit is not a happening worth a line
+        repo.pull_events.append(PullEvent(self.ids.next(), pr.number, action, sender, detail))
+
+    def commit_in_pull(self, repo: RepoState, pr: Pull, sha: str) -> bool:
+        """Whether ``sha`` is one of the pull request's commits (a review or a comment of
+        another commit is refused: "commit_id is not part of the pull request")."""
+        git = self.git_of(repo)
+        if len(sha) != 40 or not git.object_exists(sha):
+            return False
+        return git.is_ancestor(sha, pr.head_sha) and not git.is_ancestor(sha, pr.base_sha)
+
+    def place_comments(
+        self, repo: RepoState, pr: Pull, commit_id: str, items: list[Any]
+    ) -> list[tuple[dict[str, Any], Any]]:
+        """Each asked-for comment with its place on ``git diff base...commit_id``; raises
+        AnchorError (GitHub's reasons) when any cannot be placed: nothing is stored then.
+        File-level comments (``subject_type: file``) are not simulated: NotImplementedError."""
+        git = self.git_of(repo)
+        rows: dict[str, Any] = {}
+        placed = []
+        for item in items:
+            spec = comment_spec(item)
+            if spec.get("subject_type") == "file":
+                raise NotImplementedError("file-level review comments (subject_type: file)")
+            path = spec["path"]
+            if path not in rows:
+                rows[path] = file_diff(git, pr.base_sha, commit_id, path)
+            side = spec.get("side") or "RIGHT"
+            start_side = spec.get("start_side")
+            placed.append(
+                (
+                    spec,
+                    anchor(
+                        rows[path],
+                        line=spec.get("line"),
+                        side=side,
+                        start_line=spec.get("start_line"),
+                        start_side=side if start_side == "side" else start_side,
+                        position=spec.get("position"),
+                    ),
+                )
+            )
+        return placed
+
+    def record_review(
+        self,
+        repo: RepoState,
+        pr: Pull,
+        user: str,
+        state: str,
+        body: str,
+        commit_id: str,
+        placed: list[tuple[dict[str, Any], Any]],
+    ) -> Review:
+        """A review with its inline comments (placed by ``place_comments``), delivered as
+        GitHub does once it is submitted: one ``pull_request_review_comment.created`` per
+        comment, then ``pull_request_review.submitted``. Submitting it answers a request
+        for the reviewer's review (they leave ``requested_reviewers``)."""
+        review = Review(self.ids.next(), pr.number, user, state, body, commit_id)
+        repo.reviews[review.id] = review
+        comments = []
+        for spec, where in placed:
+            comment = ReviewComment(
+                self.ids.next(),
+                pr.number,
+                review.id,
+                user,
+                spec["body"],
+                spec["path"],
+                where.side,
+                where.line,
+                where.start_line,
+                where.start_side,
+                where.position,
+                where.diff_hunk,
+                commit_id,
+            )
+            repo.review_comments[comment.id] = comment
+            comments.append(comment)
+        if state != "PENDING":
+            self._submitted(repo, pr, review, comments)
+        return review
+
+    def record_reply(
+        self, repo: RepoState, pr: Pull, comment_id: int, user: str, body: str
+    ) -> ReviewComment:
+        """A reply in the thread of ``comment_id``: ``in_reply_to_id`` is the thread's first
+        comment, and it sits where that one does. As on GitHub, a reply on its own is a
+        review too (COMMENTED, no body), with the same two deliveries."""
+        top = thread_top(repo.review_comments, comment_id)
+        self.refresh_pull(repo, pr)
+        review = Review(self.ids.next(), pr.number, user, "COMMENTED", "", pr.head_sha)
+        repo.reviews[review.id] = review
+        reply = ReviewComment(
+            self.ids.next(),
+            pr.number,
+            review.id,
+            user,
+            body,
+            top.path,
+            top.side,
+            top.original_line,
+            top.original_start_line,
+            top.start_side,
+            top.original_position,
+            top.diff_hunk,
+            top.original_commit_id,
+            in_reply_to_id=top.id,
+        )
+        repo.review_comments[reply.id] = reply
+        self._submitted(repo, pr, review, [reply])
+        return reply
+
+    def _submitted(
+        self, repo: RepoState, pr: Pull, review: Review, comments: list[ReviewComment]
+    ) -> None:
+        review.submitted_at = now_iso()
+        if review.user in pr.requested_reviewers:
+            pr.requested_reviewers.remove(review.user)
+        pr.issue.updated_at = now_iso()
+        for comment in comments:
+            events.review_comment(self, repo, comment.id, "created", review.user)
+        events.review_submitted(self, repo, review.id, review.user)
+
+    def is_collaborator(self, repo: RepoState, login: str) -> bool:
+        return login == repo.owner or repo.permissions.get(login, "none") != "none"
+
+    def request_reviews(self, repo: RepoState, pr: Pull, logins: list[str], sender: str) -> None:
+        """Ask ``logins`` for their review: each a collaborator, none the author (raises
+        ValueError with GitHub's message, before anything changed); one
+        ``pull_request.review_requested`` per newly requested reviewer."""
+        for login in logins:
+            if login == pr.issue.user:
+                raise ValueError("Review cannot be requested from pull request author.")
+            if login not in self.users or not self.is_collaborator(repo, login):
+                raise ValueError(
+                    "Reviews may only be requested from collaborators. One or more of the "
+                    "users or teams you specified is not a collaborator of the "
+                    f"{repo.full_name} repository."
+                )
+        for login in logins:
+            if login in pr.requested_reviewers:
+                continue
+            pr.requested_reviewers.append(login)
+            pr.issue.updated_at = now_iso()
+            events.pull_request(
+                self,
+                repo,
+                pr,
+                "review_requested",
+                sender,
+                requested_reviewer=ob.user_obj(self.urls, self.users[login]),
+            )
+
+    def unrequest_reviews(self, repo: RepoState, pr: Pull, logins: list[str], sender: str) -> None:
+        """Withdraw requests (one ``pull_request.review_request_removed`` each); a login
+        that was not requested is passed over, as GitHub does."""
+        for login in logins:
+            if login not in pr.requested_reviewers:
+                continue
+            pr.requested_reviewers.remove(login)
+            pr.issue.updated_at = now_iso()
+            events.pull_request(
+                self,
+                repo,
+                pr,
+                "review_request_removed",
+                sender,
+                requested_reviewer=ob.user_obj(self.urls, self.users[login]),
+            )
+
+    # ------------------------------------------------------------------ GitHub Actions
+    ACTIONS_APP_ID = 15368  # github-actions' id on github.com
+
+    def actions_app_id(self) -> int:
+        """The ``github-actions`` App (its bot included), made when first needed."""
+        with self.lock:
+            if self.ACTIONS_APP_ID not in self.apps:
+                self.add_user("github", type="Organization")
+                self.add_user("github-actions[bot]", type="Bot")
+                self.apps[self.ACTIONS_APP_ID] = App(
+                    self.ACTIONS_APP_ID, "github-actions", "github"
+                )
+            return self.ACTIONS_APP_ID
+
+    def job_run(self, repo: RepoState, job_id: int) -> WorkflowRun | None:
+        return next((r for r in repo.workflow_runs.values() if r.job_id == job_id), None)
+
     # ------------------------------------------------------------------ reactions to ref changes
     def on_ref_changes(
         self, repo: RepoState, changes: dict[str, tuple[str, str]], sender: str
@@ -720,6 +976,7 @@ class GitHubSimulator:
         git = self.git_of(repo)
         installed = self.installation_for(repo.full_name) is not None
         for ref, (before, after) in sorted(changes.items()):
+            repo.ref_log.append(RefChange(self.ids.next(), ref, before, after, sender))
             if not ref.startswith("refs/heads/"):
                 continue
             branch = ref.removeprefix("refs/heads/")
@@ -827,20 +1084,55 @@ class GitHubSimulator:
         by: str,
         body: str = "",
         commit_id: str | None = None,
+        comments: list[dict[str, Any]] | None = None,
     ) -> int:
-        """A review of the PR's head as it is now (``commit_id``: of another commit)."""
+        """A review of the PR's head as it is now (``commit_id``: of another commit of it),
+        with inline ``comments`` (``{"path", "line", "side", "body"}``, and ``start_line``/
+        ``start_side`` for a range) placed on the pull request's diff; raises ValueError
+        with GitHub's reason when one is not on it. Deliveries: one
+        ``pull_request_review_comment.created`` per comment, then
+        ``pull_request_review.submitted``. Returns the review's id."""
         if state not in ("APPROVED", "CHANGES_REQUESTED", "COMMENTED"):
             raise ValueError(state)
         with self.lock:
             repo = self.repo_state(full_name)
             pr = repo.pulls[pr_number]
             self.refresh_pull(repo, pr)
-            review = Review(
-                self.ids.next(), pr_number, self._person(by), state, body, commit_id or pr.head_sha
-            )
-            repo.reviews[review.id] = review
-            events.review_submitted(self, repo, review.id, by)
+            sha = commit_id or pr.head_sha
+            placed = self.place_comments(repo, pr, sha, list(comments or []))
+            review = self.record_review(repo, pr, self._person(by), state, body, sha, placed)
             return review.id
+
+    def review_comments_of(self, full_name: str, review_id: int) -> list[int]:
+        """The ids of a review's inline comments, in order."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            return sorted(c.id for c in repo.review_comments.values() if c.review_id == review_id)
+
+    def reply_review_comment(
+        self, full_name: str, pr_number: int, comment_id: int, body: str, *, by: str
+    ) -> int:
+        """``by`` replies in the thread of review comment ``comment_id`` (GitHub files a
+        reply under the thread's first comment). As on GitHub a reply is also a review
+        (COMMENTED): deliveries ``pull_request_review_comment.created``, then
+        ``pull_request_review.submitted``. Returns the reply's id."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            pr = repo.pulls[pr_number]
+            if repo.review_comments.get(comment_id, None) is None or (
+                repo.review_comments[comment_id].pr_number != pr_number
+            ):
+                raise KeyError(comment_id)
+            return self.record_reply(repo, pr, comment_id, self._person(by), body).id
+
+    def request_review(
+        self, full_name: str, pr_number: int, reviewers: list[str], *, by: str
+    ) -> None:
+        """``by`` asks ``reviewers`` (collaborators, not the author: else ValueError) for a
+        review: one ``pull_request.review_requested`` per reviewer newly asked."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            self.request_reviews(repo, repo.pulls[pr_number], list(reviewers), self._person(by))
 
     def dismiss_review(self, full_name: str, review_id: int, by: str) -> None:
         """A maintainer dismisses a review: its state becomes DISMISSED."""
@@ -888,11 +1180,28 @@ class GitHubSimulator:
         app_id: int,
         conclusion: str = "success",
         summary: str = "",
+        title: str | None = None,
+        text: str | None = None,
+        annotations: list[dict[str, Any]] | None = None,
+        details_url: str | None = None,
     ) -> int:
-        """A completed check run created by another App (``add_app``) on ``head_sha``."""
+        """A check run of another App (``add_app``) on ``head_sha``, as such an App makes
+        one: created in progress, then completed with ``conclusion`` and its output
+        (``title``, ``summary``, ``text``, ``annotations`` of ``{"path", "start_line",
+        "end_line", "annotation_level", "message", "title"}``). Deliveries:
+        ``check_run.created``, ``check_run.completed``, then ``check_suite.completed``
+        once every run of the App's suite for the commit is complete. Returns its id."""
+        if conclusion not in CHECK_CONCLUSIONS:
+            raise ValueError(f"conclusion {conclusion!r} is none of {CHECK_CONCLUSIONS}")
+        notes = [dict(a) for a in annotations or []]
+        for note in notes:
+            missing = {"path", "start_line", "end_line", "annotation_level", "message"} - set(note)
+            if missing or note["annotation_level"] not in ("notice", "warning", "failure"):
+                raise ValueError(f"bad annotation {note!r}")
         with self.lock:
             repo = self.repo_state(full_name)
             app = self.apps[app_id]
+            bot = f"{app.slug}[bot]"
             branch = next((p.head for p in repo.pulls.values() if p.head_sha == head_sha), None)
             suite = self.suite_for(repo, head_sha, branch, app_id=app_id)
             run = CheckRun(
@@ -900,15 +1209,114 @@ class GitHubSimulator:
                 name,
                 head_sha,
                 suite.id,
-                status="completed",
-                conclusion=conclusion,
-                completed_at=now_iso(),
-                output={"title": name, "summary": summary or conclusion},
+                status="in_progress",
+                details_url=details_url,
+                output={"title": None, "summary": None},
             )
             repo.check_runs[run.id] = run
-            events.check_run(self, repo, run, "created", f"{app.slug}[bot]")
-            events.settle_suite(self, repo, suite, f"{app.slug}[bot]")
+            events.settle_suite(self, repo, suite, bot)
+            events.check_run(self, repo, run, "created", bot)
+            run.status, run.conclusion, run.completed_at = "completed", conclusion, now_iso()
+            run.output = {"title": title or name, "summary": summary or conclusion}
+            if text is not None:
+                run.output["text"] = text
+            run.annotations.extend(notes)
+            events.check_run(self, repo, run, "completed", bot)
+            events.settle_suite(self, repo, suite, bot)
             return run.id
+
+    def add_actions_job(
+        self,
+        full_name: str,
+        head_sha: str,
+        name: str,
+        *,
+        conclusion: str,
+        log: str,
+        workflow: str = "ci.yml",
+        by: str | None = None,
+    ) -> int:
+        """A GitHub Actions workflow run of ``workflow`` on ``head_sha`` with one job
+        ``name`` that ends with ``conclusion``; its log download (a redirect, as GitHub's)
+        serves ``log``. The job's check run is ``github-actions``' (``actions_app_id``),
+        has the job's id and ``details_url`` ``.../actions/runs/{run_id}/job/{job_id}``,
+        in a check suite of its own (one per workflow run, as on GitHub). ``by``: who
+        triggered it (default: the author of the pull request whose head it is, else the
+        owner). Deliveries, in order: ``workflow_run.requested``, ``workflow_job.queued``,
+        ``check_run.created``, ``workflow_job.in_progress``, ``workflow_run.in_progress``,
+        ``workflow_job.completed``, ``check_run.completed``, ``check_suite.completed``,
+        ``workflow_run.completed``. Returns the job's id (= its check run's id)."""
+        if conclusion not in CHECK_CONCLUSIONS:
+            raise ValueError(f"conclusion {conclusion!r} is none of {CHECK_CONCLUSIONS}")
+        app_id = self.actions_app_id()
+        with self.lock:
+            repo = self.repo_state(full_name)
+            git = self.git_of(repo)
+            if not git.object_exists(head_sha):
+                raise ValueError(f"no commit {head_sha} in {full_name}")
+            pulls = self.pulls_for_sha(repo, head_sha)
+            actor = by or (pulls[0][0].issue.user if pulls else repo.owner)
+            self._person(actor)
+            branch = (
+                pulls[0][0].head
+                if pulls
+                else next(
+                    (
+                        ref.removeprefix("refs/heads/")
+                        for ref, sha in git.refs().items()
+                        if sha == head_sha and ref.startswith("refs/heads/")
+                    ),
+                    repo.default_branch,
+                )
+            )
+            suite = CheckSuite(self.ids.next(), head_sha, branch, app_id, after=head_sha)
+            repo.check_suites[suite.id] = suite
+            number = 1 + sum(1 for r in repo.workflow_runs.values() if r.workflow_id == workflow)
+            run = WorkflowRun(
+                self.ids.next(),
+                workflow,
+                workflow.rsplit(".", 1)[0],
+                branch,
+                head_sha,
+                number,
+                {},
+                actor,
+                self.ids.next(),
+                event="pull_request" if pulls else "push",
+                job_name=name,
+                check_suite_id=suite.id,
+                log=log,
+            )
+            repo.workflow_runs[run.id] = run
+            web = f"{self.urls.web}/{repo.full_name}/actions/runs/{run.id}/job/{run.job_id}"
+            check = CheckRun(
+                run.job_id,
+                name,
+                head_sha,
+                suite.id,
+                status="queued",
+                details_url=web,
+                html_url=web,
+                output={"title": None, "summary": None},
+            )
+            repo.check_runs[check.id] = check
+            events.workflow(self, repo, run, "workflow_run", "requested")
+            events.workflow(self, repo, run, "workflow_job", "queued")
+            events.settle_suite(self, repo, suite, actor)
+            events.check_run(self, repo, check, "created", actor)
+            run.status = check.status = "in_progress"
+            run.job_started_at = check.started_at = run.updated_at = now_iso()
+            events.workflow(self, repo, run, "workflow_job", "in_progress")
+            events.workflow(self, repo, run, "workflow_run", "in_progress")
+            run.status, run.conclusion = "completed", conclusion
+            run.job_completed_at = run.updated_at = now_iso()
+            check.status, check.conclusion, check.completed_at = "completed", conclusion, now_iso()
+            check.output = {"title": None, "summary": None}
+            events.workflow(self, repo, run, "workflow_job", "completed")
+            events.check_run(self, repo, check, "completed", actor)
+            events.settle_suite(self, repo, suite, actor)
+            events.workflow(self, repo, run, "workflow_run", "completed")
+            return run.job_id
 
     def close_pr(self, full_name: str, number: int, by: str) -> None:
         with self.lock:
@@ -964,8 +1372,104 @@ class GitHubSimulator:
                 self, repo, repo.check_suites[check_suite_id], "rerequested", self._person(by)
             )
 
+    # ------------------------------------------------------------------ a pull request's story
+    def timeline(self, full_name: str, pr_number: int) -> list[TimelineEntry]:
+        """What happened to a pull request, in order: opened, pushes to its head (from the
+        record of ref moves), reviews, review comments and replies, issue comments, review
+        requests and their withdrawal, labels, closing, reopening, merging. Each entry is
+        ``(kind, when, who, summary)``."""
+        with self.lock:
+            repo = self.repo_state(full_name)
+            pr = repo.pulls[pr_number]
+            head_repo = self.head_repo_of(repo, pr)
+            items: list[tuple[int, TimelineEntry]] = []
+
+            def add(seq: int, kind: str, when: str, who: str, summary: str) -> None:
+                items.append((seq, TimelineEntry(kind, when, who, _one_line(summary))))
+
+            events_of = [e for e in repo.pull_events if e.pr_number == pr_number]
+            for ev in events_of:
+                add(ev.seq, ev.action, ev.at, ev.sender, ev.detail)
+            opened = next((e.seq for e in events_of if e.action == "opened"), pr.id)
+            ends = [e.seq for e in events_of if e.action in ("closed", "merged")]
+            closed = ends[-1] if ends and pr.issue.state == "closed" else None
+            head_git = self.git_of(head_repo)
+            for change in head_repo.ref_log:
+                if change.ref != f"refs/heads/{pr.head}" or change.seq < opened:
+                    continue
+                if closed is not None and change.seq > closed:
+                    continue
+                add(
+                    change.seq,
+                    "pushed",
+                    change.at,
+                    change.sender,
+                    _push_summary(head_git, change.before, change.after),
+                )
+            carried = {c.review_id for c in repo.review_comments.values()}
+            for review in repo.reviews.values():
+                if review.pr_number != pr_number or review.state == "PENDING":
+                    continue
+                if review.state == "COMMENTED" and not review.body and review.id in carried:
+                    continue  # a lone comment or reply: its comment tells it
+                add(
+                    review.id,
+                    "review",
+                    review.submitted_at,
+                    review.user,
+                    f"{review.state} at {review.commit_id[:7]}"
+                    + (f": {review.body}" if review.body else ""),
+                )
+            for c in repo.review_comments.values():
+                if c.pr_number != pr_number or repo.reviews[c.review_id].state == "PENDING":
+                    continue
+                lines = f"{c.original_start_line}-" if c.original_start_line else ""
+                where = f"{c.path}:{lines}{c.original_line}"
+                if c.in_reply_to_id is None:
+                    add(c.id, "review_comment", c.created_at, c.user, f"#{c.id} {where}: {c.body}")
+                else:
+                    add(
+                        c.id,
+                        "reply",
+                        c.created_at,
+                        c.user,
+                        f"#{c.id} to #{c.in_reply_to_id} ({where}): {c.body}",
+                    )
+            for comment in repo.comments.values():
+                if comment.issue_number == pr_number:
+                    add(comment.id, "comment", comment.created_at, comment.user, comment.body)
+            return [entry for _, entry in sorted(items, key=lambda item: item[0])]
+
+    def timeline_text(self, full_name: str, pr_number: int) -> str:
+        """``timeline`` as lines to print: when, who, what, summary."""
+        return "\n".join(
+            f"{e.when}  {e.who:<22} {e.kind:<22} {e.summary}"
+            for e in self.timeline(full_name, pr_number)
+        )
+
     # ------------------------------------------------------------------ workers
     def spawn(self, target: Callable[[], None], name: str) -> None:
         worker = threading.Thread(target=target, name=name, daemon=True)
         self._workers.append(worker)
         worker.start()
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _push_summary(git: BareRepo, before: str, after: str) -> str:
+    if after == ZERO:
+        return "deleted the branch"
+    if before == ZERO:
+        return f"created at {after[:7]}"
+    forced = not git.is_ancestor(before, after)
+    shas = git.rev_list(f"{before}..{after}", "--reverse")
+    subjects = "; ".join(
+        (git.commit_info(sha).message.splitlines() or [""])[0] for sha in shas[:10]
+    )
+    word = "commit" if len(shas) == 1 else "commits"
+    return (
+        f"{before[:7]}..{after[:7]}{' (forced)' if forced else ''}: {len(shas)} {word}: {subjects}"
+    )

@@ -6,7 +6,7 @@ import datetime as dt
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
 
@@ -94,6 +94,8 @@ class Pull:
     merge_commit_sha: str | None = None
     # The repository the head branch lives in, when it is not the base one (a fork).
     head_repo: str | None = None
+    # Logins whose review is requested (in the order asked), until they review.
+    requested_reviewers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +107,56 @@ class Review:
     body: str
     commit_id: str
     submitted_at: str = field(default_factory=now_iso)
+
+
+@dataclass
+class ReviewComment:
+    """An inline comment on a pull request's diff (``pulls/comments/{id}``): the top of a
+    thread, or a reply (``in_reply_to_id``) that shares its place. What is stored is where
+    it was made (the ``original_*`` of GitHub's object); where it is now on the pull
+    request's current diff is worked out when it is shown (``reviews.current_place``)."""
+
+    id: int
+    pr_number: int
+    review_id: int
+    user: str
+    body: str
+    path: str
+    side: str
+    original_line: int
+    original_start_line: int | None
+    start_side: str | None
+    original_position: int
+    diff_hunk: str
+    original_commit_id: str
+    in_reply_to_id: int | None = None
+    created_at: str = field(default_factory=now_iso)
+    updated_at: str = field(default_factory=now_iso)
+
+
+@dataclass
+class RefChange:
+    """One move of a ref, as the simulator saw it (git push, API write, merge)."""
+
+    seq: int
+    ref: str
+    before: str
+    after: str
+    sender: str
+    at: str = field(default_factory=now_iso)
+
+
+@dataclass
+class PullEvent:
+    """A pull request's own happenings (opened, closed, merged, review requested...),
+    recorded as their deliveries go out; ``seq`` orders them among ids."""
+
+    seq: int
+    pr_number: int
+    action: str
+    sender: str
+    detail: str = ""
+    at: str = field(default_factory=now_iso)
 
 
 @dataclass
@@ -135,6 +187,8 @@ class CheckRun:
     details_url: str | None = None
     output: dict[str, Any] = field(default_factory=dict)
     annotations: list[dict[str, Any]] = field(default_factory=list)
+    # Where GitHub's page of the run is (an Actions job's is under its workflow run).
+    html_url: str | None = None
 
 
 @dataclass
@@ -179,6 +233,13 @@ class WorkflowRun:
     job_completed_at: str | None = None
     artifacts: list[Artifact] = field(default_factory=list)
     cancel_requested: bool = False
+    # What triggered it, its job's own name (default: the workflow's), the check suite
+    # GitHub made for it (its job's check run lives there), and the job's log.
+    event: str = "workflow_dispatch"
+    job_name: str | None = None
+    check_suite_id: int | None = None
+    log: str = ""
+    log_key: str = ""
 
 
 @dataclass
@@ -206,6 +267,9 @@ class RepoState:
     reactions: list[Reaction] = field(default_factory=list)
     labels: dict[str, Label] = field(default_factory=dict)
     reviews: dict[int, Review] = field(default_factory=dict)
+    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
+    ref_log: list[RefChange] = field(default_factory=list)
+    pull_events: list[PullEvent] = field(default_factory=list)
     check_suites: dict[int, CheckSuite] = field(default_factory=dict)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
@@ -248,3 +312,12 @@ class Token:
     permissions: dict[str, str]
     # The GITHUB_TOKEN of a workflow run for a pull request from a fork: reads only.
     read_only: bool = False
+
+
+class TimelineEntry(NamedTuple):
+    """One happening of a pull request, for a test to print or assert on."""
+
+    kind: str  # opened, pushed, review, review_comment, reply, comment, review_requested...
+    when: str
+    who: str
+    summary: str

@@ -21,6 +21,15 @@ EXAMPLES = FIXTURES / "webhook-examples"
 SCHEMA_PATH = FIXTURES / "webhooks.schema.json"
 DROP = object()  # an override value that removes the key from the template
 
+
+class Exact:
+    """An override taken as it is, not fitted into the example's shape: for objects with
+    keys no example has (a review comment's ``in_reply_to_id``); the schema still checks it."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 # Actions with no example of their own borrow another example of the same event.
 _BORROW = {("workflow_run", "in_progress"): "requested", ("issues", "closed"): "reopened"}
 
@@ -114,6 +123,8 @@ def template(event: str, action: str | None, api: str = "http://127.0.0.1") -> d
 
 def fit(shape: Any, mine: Any) -> Any:
     """``mine`` in ``shape``'s form: the keys of the example, values from the simulator."""
+    if isinstance(mine, Exact):
+        return copy.deepcopy(mine.value)
     if isinstance(shape, dict) and isinstance(mine, dict):
         out = {}
         for key, value in shape.items():
@@ -123,6 +134,9 @@ def fit(shape: Any, mine: Any) -> Any:
                 out[key] = fit(value, mine[key])
             else:
                 out[key] = value
+        for key, value in mine.items():
+            if key not in shape and isinstance(value, Exact):
+                out[key] = copy.deepcopy(value.value)  # a key the example lacks, on purpose
         return out
     if isinstance(shape, list) and isinstance(mine, list):
         if shape and isinstance(shape[0], dict):
@@ -148,7 +162,7 @@ def build_delivery(
         elif key in payload:
             payload[key] = fit(payload[key], value)
         else:
-            payload[key] = copy.deepcopy(value)
+            payload[key] = copy.deepcopy(value.value if isinstance(value, Exact) else value)
     if check:
         validate(event, action, payload)
     return payload

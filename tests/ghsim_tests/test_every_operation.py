@@ -10,8 +10,23 @@ from gidgethub.apps import get_jwt
 
 from ghsim import GitHubSimulator, WorkflowOutcome
 from ghsim import openapi as oa
+from ghsim.context import HANDLERS
 
 REPO = "octo/demo"
+# Operations of the slice the simulator does not answer yet (501): issue creation and
+# listing, sub-issues and issue dependencies.
+NOT_SIMULATED = {
+    "issues/create",
+    "issues/list-for-repo",
+    "issues/add-sub-issue",
+    "issues/list-sub-issues",
+    "issues/remove-sub-issue",
+    "issues/get-parent",
+    "issues/add-blocked-by-dependency",
+    "issues/list-dependencies-blocked-by",
+    "issues/remove-dependency-blocked-by",
+    "issues/list-dependencies-blocking",
+}
 
 
 async def test_each_operation_once(github_sim: GitHubSimulator) -> None:
@@ -118,6 +133,33 @@ async def test_each_operation_once(github_sim: GitHubSimulator) -> None:
         await req("GET", f"/repos/{REPO}/pulls/{n}/files")
         await req("POST", f"/repos/{REPO}/pulls/{n}/reviews", {"event": "COMMENT", "body": "hm"})
         await req("GET", f"/repos/{REPO}/pulls/{n}/reviews")
+        await req("GET", f"/repos/{REPO}/pulls/{n}/commits")
+        inline = await req(
+            "POST",
+            f"/repos/{REPO}/pulls/{n}/comments",
+            {"body": "here", "commit_id": pr_head, "path": "f.txt", "line": 1, "side": "RIGHT"},
+            expect=201,
+        )
+        icid = inline["id"]  # type: ignore[index]
+        review_id = inline["pull_request_review_id"]  # type: ignore[index]
+        await req("GET", f"/repos/{REPO}/pulls/{n}/comments")
+        await req("GET", f"/repos/{REPO}/pulls/comments/{icid}")
+        await req("PATCH", f"/repos/{REPO}/pulls/comments/{icid}", {"body": "there"})
+        await req(
+            "POST", f"/repos/{REPO}/pulls/{n}/comments/{icid}/replies", {"body": "ok"}, expect=201
+        )
+        await req("GET", f"/repos/{REPO}/pulls/{n}/reviews/{review_id}")
+        await req("GET", f"/repos/{REPO}/pulls/{n}/reviews/{review_id}/comments")
+        await req(
+            "POST",
+            f"/repos/{REPO}/pulls/{n}/requested_reviewers",
+            {"reviewers": ["alice"]},
+            expect=201,
+        )
+        await req("GET", f"/repos/{REPO}/pulls/{n}/requested_reviewers")
+        await req(
+            "DELETE", f"/repos/{REPO}/pulls/{n}/requested_reviewers", {"reviewers": ["alice"]}
+        )
         run = await req(
             "POST", f"/repos/{REPO}/check-runs", {"name": "ci", "head_sha": pr_head}, expect=201
         )
@@ -133,6 +175,7 @@ async def test_each_operation_once(github_sim: GitHubSimulator) -> None:
         suites = await req("GET", f"/repos/{REPO}/commits/{pr_head}/check-suites")
         sid = suites["check_suites"][0]["id"]  # type: ignore[index]
         await req("POST", f"/repos/{REPO}/check-suites/{sid}/rerequest", expect=201)
+        await req("GET", f"/repos/{REPO}/check-suites/{sid}/check-runs")
         await req("GET", f"/repos/{REPO}/commits/{pr_head}/check-runs")
         await req(
             "POST",
@@ -153,7 +196,10 @@ async def test_each_operation_once(github_sim: GitHubSimulator) -> None:
         runs = await req("GET", f"/repos/{REPO}/actions/runs")
         wid = runs["workflow_runs"][0]["id"]  # type: ignore[index]
         await req("GET", f"/repos/{REPO}/actions/runs/{wid}")
-        await req("GET", f"/repos/{REPO}/actions/runs/{wid}/jobs")
+        jobs = await req("GET", f"/repos/{REPO}/actions/runs/{wid}/jobs")
+        jid = jobs["jobs"][0]["id"]  # type: ignore[index]
+        await req("GET", f"/repos/{REPO}/actions/jobs/{jid}")
+        await req("GET", f"/repos/{REPO}/actions/jobs/{jid}/logs", expect=302)
         arts = await req("GET", f"/repos/{REPO}/actions/runs/{wid}/artifacts")
         aid = arts["artifacts"][0]["id"]  # type: ignore[index]
         await req("GET", f"/repos/{REPO}/actions/artifacts/{aid}/zip", expect=302)
@@ -161,5 +207,6 @@ async def test_each_operation_once(github_sim: GitHubSimulator) -> None:
 
     listed = Path(oa.FIXTURES / "OPERATIONS.txt").read_text()
     everything = set(re.findall(r"^\S+\s+\S+\s+(\S+)$", listed, re.M))
-    assert everything - called == set()
+    assert everything - called == NOT_SIMULATED
+    assert NOT_SIMULATED.isdisjoint(HANDLERS)  # once one is, call it above
     assert sim.violations == []

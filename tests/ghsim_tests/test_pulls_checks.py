@@ -134,6 +134,7 @@ async def test_mergeable_states_and_merge_methods(github_sim: GitHubSimulator) -
         assert stale.value.status_code == 422
         await gh.put(f"/repos/{REPO}/pulls/{n}/update-branch", data={"expected_head_sha": head})
         new_head = sim.repo(REPO).branch_sha("scaffold/task-1")
+        assert new_head is not None
         assert new_head != head
         assert sim.repo(REPO).file_at(new_head, "other.txt") == b"o\n"
         # The new head has no successful check yet.

@@ -213,3 +213,167 @@ def test_changes_requested_come_back_on_the_same_pr_and_people_keep_their_commit
     calls = _invocations(tmp_path)
     assert [c["attempt"] for c in calls] == [1, 2, 3]
     assert calls[1]["session_id"] == calls[0]["session_id"]  # the builder's session resumed
+
+
+def test_a_failing_check_goes_to_spiritmender_and_the_fix_lands_on_the_same_pr(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    _setup(sim, {"ci": {"max_fixes": 1}})
+    ci = sim.add_app("acme-ci")
+    sim.protect_branch(REPO, "main", required_checks=["scaffold/diagram-check", "test (3.12)"])
+    write_script(
+        tmp_path,
+        [
+            *_planning(),
+            _weave(1, [{"write": "notes/greeting.txt", "content": "hello\n"}, complete("ok")]),
+            {
+                "role": "spiritmender",
+                "step": "TASK-1",
+                "actions": [
+                    {"expect_prompt_contains": "`test (3.12)` concluded failure"},
+                    {"expect_prompt_contains": "tests/test_greet.py:3: failure"},
+                    {"expect_prompt_contains": "assert 'hello' == 'Hello'"},
+                    {"write": "notes/greeting.txt", "content": "Hello\n"},
+                    complete("the greeting is capitalised, as the test wants"),
+                ],
+            },
+            *VALIDATORS,
+        ],
+    )
+    with app_process(sim, tmp_path) as app:
+        issue = sim.open_issue(REPO, "Greeting", "Write a greeting.", by="alice")
+        sim.label_issue(REPO, issue, "scaffold", by="alice")
+        pr = wait_for("the PR of task-1", lambda: _pr(sim))
+        number, head = pr.number, pr.head_sha
+        # CI that is not a failure changes nothing: cancelled, neutral, skipped.
+        for conclusion in ("cancelled", "neutral", "skipped"):
+            sim.add_check_run(REPO, head, "lint", app_id=ci, conclusion=conclusion)
+        # A failure of a check that does not block the merge (not required) neither.
+        sim.add_check_run(REPO, head, "docs", app_id=ci, conclusion="failure")
+        settle(sim, app, REPO, issue)
+        assert _invocations(tmp_path, "spiritmender") == []
+
+        run_id = sim.add_check_run(
+            REPO,
+            head,
+            "test (3.12)",
+            app_id=ci,
+            conclusion="failure",
+            title="1 test failed",
+            summary="tests/test_greet.py::test_greeting failed",
+            annotations=[
+                {
+                    "path": "tests/test_greet.py",
+                    "start_line": 3,
+                    "end_line": 3,
+                    "annotation_level": "failure",
+                    "message": "assert 'hello' == 'Hello'",
+                }
+            ],
+        )
+
+        def fixed() -> bool:
+            return sim.repo(REPO).file_at("scaffold/task-1", "notes/greeting.txt") == b"Hello\n"
+
+        wait_for("the fix pushed", fixed)
+        new_head = sim.repo(REPO).branch_sha("scaffold/task-1")
+        assert new_head is not None and new_head != head
+        wait_for(
+            "the round answered",
+            lambda: any(
+                "round 1" in c.body and "test (3.12)" in c.body
+                for c in sim.repo(REPO).comments.values()
+                if c.issue_number == number
+            ),
+        )
+        # The same failure delivered again is not fixed twice for one head.
+        sim.rerequest_check_run(REPO, run_id, by="alice")
+        settle(sim, app, REPO, issue)
+        assert len(_invocations(tmp_path, "spiritmender")) == 1
+        # Green on the new head, approved: merged.
+        sim.add_check_run(REPO, str(new_head), "test (3.12)", app_id=ci, conclusion="success")
+        sim.submit_review(REPO, number, "APPROVED", by="alice")
+        wait_for("the PR merged", lambda: sim.repo(REPO).pulls[number].merged)
+    assert sim.repo(REPO).file_at("main", "notes/greeting.txt") == b"Hello\n"
+
+
+def test_rounds_are_bounded_and_a_retry_starts_again(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    _setup(sim, {"review": {"max_rounds": 1}})
+    write_script(
+        tmp_path,
+        [
+            *_planning(),
+            _weave(1, [{"write": "notes/a.txt", "content": "a\n"}, complete("a")]),
+            _weave(
+                2,
+                [
+                    {"expect_prompt_contains": "use b"},
+                    {"write": "notes/a.txt", "content": "b\n"},
+                    complete("b"),
+                ],
+            ),
+            _weave(
+                3,
+                [
+                    {"expect_prompt_contains": "use c"},
+                    {"write": "notes/a.txt", "content": "c\n"},
+                    complete("c"),
+                ],
+            ),
+            *VALIDATORS,
+        ],
+    )
+    with app_process(sim, tmp_path) as app:
+        issue = sim.open_issue(REPO, "Letters", "Write a letter.", by="alice")
+        sim.label_issue(REPO, issue, "scaffold", by="alice")
+        pr = wait_for("the PR of task-1", lambda: _pr(sim))
+        number = pr.number
+        # `/scaffold fix` on the pull request by a writer is a round like a review.
+        sim.comment(REPO, number, "/scaffold fix use b", by="alice")
+        wait_for(
+            "round 1 pushed",
+            lambda: sim.repo(REPO).file_at("scaffold/task-1", "notes/a.txt") == b"b\n",
+        )
+        wait_for(
+            "round 1 answered",
+            lambda: any("round 1" in c.body for c in sim.repo(REPO).comments.values()),
+        )
+        # Past review.max_rounds: Blocked, said on the issue.
+        sim.submit_review(REPO, number, "CHANGES_REQUESTED", by="alice", body="use c")
+
+        def blocked() -> Any:
+            return next(
+                (
+                    c
+                    for c in sim.repo(REPO).comments.values()
+                    if c.issue_number == issue and "is blocked" in c.body
+                ),
+                None,
+            )
+
+        note = wait_for("the blocked comment", blocked)
+        assert "review.max_rounds is 1" in note.body
+        settle(sim, app, REPO, issue)
+        assert len(_invocations(tmp_path)) == 2
+        # A writer's retry starts the round with the feedback that was over the bound.
+        sim.comment(REPO, issue, "/scaffold retry task-1", by="alice")
+        wait_for(
+            "round 2 pushed",
+            lambda: sim.repo(REPO).file_at("scaffold/task-1", "notes/a.txt") == b"c\n",
+        )
+        # A `/scaffold` command with a problem on the PR is answered there, as on the issue.
+        sim.comment(REPO, number, "/scaffold fix", by="alice")
+        wait_for(
+            "the usage answer on the PR",
+            lambda: any(
+                c.issue_number == number and "say what to fix" in c.body
+                for c in sim.repo(REPO).comments.values()
+            ),
+        )
+        sim.submit_review(REPO, number, "APPROVED", by="alice")
+        wait_for("the PR merged", lambda: sim.repo(REPO).pulls[number].merged)
+    assert sim.repo(REPO).file_at("main", "notes/a.txt") == b"c\n"

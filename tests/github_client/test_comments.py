@@ -43,8 +43,13 @@ T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
         ("/scaffold status", Command("status")),
         ("  /scaffold   STATUS  ", Command("status")),
         ("/scaffold abort", Command("abort")),
-        ("/scaffold retry task-3", Command("retry", task_id="task-3")),
-        ("/scaffold retry TASK-3.1", Command("retry", task_id="task-3.1")),
+        ("/scaffold retry task-3", Command("retry", task_id="TASK-3")),
+        ("/scaffold retry TASK-3.1", Command("retry", task_id="TASK-3.1")),
+        (
+            "/scaffold fix  rename x to count\nplease",
+            Command("fix", text="rename x to count\nplease"),
+        ),
+        ("thanks!\n/scaffold FIX the typo", Command("fix", text="the typo")),
     ],
 )
 def test_commands_are_parsed(body: str, expected: Command) -> None:
@@ -59,6 +64,14 @@ def test_retry_without_a_task_says_which_task() -> None:
         assert command.task_id is None
         assert command.problem is not None
         assert "task-3" in command.problem
+
+
+def test_fix_without_text_says_what_to_write() -> None:
+    command = parse_command("/scaffold fix   ")
+    assert command is not None
+    assert command.verb == "fix"
+    assert command.problem is not None
+    assert "/scaffold fix <what to change>" in command.problem
 
 
 def test_an_unknown_verb_is_a_help_with_the_problem() -> None:

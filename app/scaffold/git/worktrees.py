@@ -1016,10 +1016,11 @@ class Workspace:
         adds to the branch, else a merge commit. Nothing is written on a conflict."""
         branch = branch_for_task(task_id)
         for _ in range(_CAS_ATTEMPTS):
+            tip = self._require_rev(f"refs/heads/{branch}")
+            if self._is_ancestor(commit, tip):
+                return MergeResult(merged=True, sha=tip, already_merged=True)
             wt = self._checked_worktree(task_id, branch)
             old = wt.tip
-            if self._is_ancestor(commit, old):
-                return MergeResult(merged=True, sha=old, already_merged=True)
             if self._is_ancestor(old, commit):
                 new = commit
             else:

@@ -22,6 +22,7 @@ from typing import Literal
 from scaffold.core import review
 from scaffold.core.quest_flow import shown_phase
 from scaffold.core.states import IN_FLIGHT, Lifecycle
+from scaffold.ids import normalize_task_id
 from scaffold.quest.model import Quest, Question, TaskRecord
 
 # The check run DiagramCheck reports as (the name a branch protection rule requires).
@@ -254,7 +255,7 @@ def parse_command(body: str) -> Command | None:
     if verb == "retry":
         if arg is None or not _TASK_ID.match(arg):
             return Command("retry", problem="say which task: `/scaffold retry task-3`")
-        return Command("retry", task_id=arg.lower())
+        return Command("retry", task_id=normalize_task_id(arg))
     return Command("help", problem=f"unknown command {verb!r}")
 
 

@@ -167,10 +167,11 @@ async def from_check_run(
         annotations=tuple(annotations),
         log_tail=await _job_log_tail(gh, repo_vars, newest),
     )
+    by = str((newest.get("app") or {}).get("slug") or "ci")
     return Feedback(
-        key=f"check:{name}@{head_sha}",
+        key=f"check:{by}/{name}@{head_sha}"[:200],
         kind="ci",
-        by=str((newest.get("app") or {}).get("slug") or "ci"),
+        by=by,
         at=_when(newest.get("completed_at")),
         check=check,
         url=check.url,

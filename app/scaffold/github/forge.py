@@ -163,16 +163,20 @@ class GitHubForge:
                 )
                 if not taken.merged:
                     paths = ", ".join(taken.conflict_files or taken.blocked_paths)
-                    return self.checkout.head_of(branch), False, Feedback(
-                        key=f"merge:{remote}",
-                        kind="fix",
-                        by=review.SCAFFOLD,
-                        at=self.clock(),
-                        body=(
-                            f"Commits pushed to {branch} (its tip is {remote}) conflict with "
-                            f"this task's work in: {paths}. Merge that commit into the "
-                            f"branch (`git merge {remote}`), resolve the conflicts keeping "
-                            "what both sides meant, and finish the merge."
+                    return (
+                        self.checkout.head_of(branch),
+                        False,
+                        Feedback(
+                            key=f"merge:{remote}",
+                            kind="fix",
+                            by=review.SCAFFOLD,
+                            at=self.clock(),
+                            body=(
+                                f"Commits pushed to {branch} (its tip is {remote}) conflict with "
+                                f"this task's work in: {paths}. Merge that commit into the "
+                                f"branch (`git merge {remote}`), resolve the conflicts keeping "
+                                "what both sides meant, and finish the merge."
+                            ),
                         ),
                     )
             if self.checkout.push_branch(branch, token, lease=remote):

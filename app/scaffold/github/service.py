@@ -454,9 +454,15 @@ class AppService:
         number: int,
         comment_id: int,
         *,
-        reaction: str = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+        react: bool = True,
     ) -> None:
-        await self._react(ctx, reaction, "eyes", comment_id=comment_id)
+        if react:
+            await self._react(
+                ctx,
+                "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+                "eyes",
+                comment_id=comment_id,
+            )
         if command.problem or command.verb == "fix":
             problem = command.problem or "`/scaffold fix` works on a task's pull request"
             await self._comment(
@@ -521,15 +527,20 @@ class AppService:
         link, task_id = found
         by = str(sender["login"])
         comment_id = int(comment["id"])
-        reaction = (
-            "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions"
-            if in_thread
-            else "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+        log.info(
+            "command on a task's pull request",
+            extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
         )
         if command.verb != "fix" or command.problem:
-            await self._command(ctx, link, command, by, number, comment_id, reaction=reaction)
+            await self._command(ctx, link, command, by, number, comment_id, react=not in_thread)
             return
-        await self._react(ctx, reaction, "eyes", comment_id=comment_id)
+        if not in_thread:  # in a thread, the reply after the round answers it
+            await self._react(
+                ctx,
+                "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+                "eyes",
+                comment_id=comment_id,
+            )
         item = fb.from_fix(comment, command.text, in_thread=in_thread)
         self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
 

@@ -273,7 +273,10 @@ class Orchestrator:
                         self.queue.get(), timeout=max(0.0, next_look - loop.time())
                     )
                 except TimeoutError:
-                    continue
+                    # An event may have come in the same instant (a job that ended: it is
+                    # no longer in ``jobs``): it is applied before the next tick looks at
+                    # the state, or the tick would start that job's run again.
+                    item = None
                 self._apply_queued(item)
                 await self._durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)

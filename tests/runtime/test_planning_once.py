@@ -1,0 +1,90 @@
+"""An agent run whose end has come in is never started again.
+
+The main loop waits for events with a timeout (its inbox timer). When the timeout and
+a finished job's event come in the same instant, the job is already gone from the
+running jobs while its event still waits in the queue; a tick that looked at the state
+then would start that run again (planning ran twice, PathSeeker's tasks were created
+twice, under load). Here every wait times out, whatever is queued: the loop must still
+apply each event before it ticks, so each planning role runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+from repo_builder import MakeProject, codeweaver_done, quick_complete
+
+from harness import plan, relay_call, requirements
+from scaffold.config import load_config
+from scaffold.runtime import orchestrator as orchestrator_module
+from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.session import open_or_create_quest
+from scaffold.runtime.view import Reporter
+
+HANG_GUARD_S = 300.0
+
+
+async def _always_times_out(aw: Awaitable[Any], timeout: float | None = None) -> Any:
+    """``asyncio.wait_for`` as it behaves when its timer wins every race: the awaited
+    ``queue.get()`` never delivers (its item stays queued), TimeoutError instead."""
+    coro = aw
+    if asyncio.iscoroutine(coro):
+        coro.close()  # never started: nothing taken from the queue
+    await asyncio.sleep(min(timeout or 0.0, 0.02))
+    raise TimeoutError
+
+
+def test_a_run_whose_end_is_queued_is_not_started_again(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(
+        [],
+        [
+            {
+                "role": "chaoswhisperer",
+                "actions": [
+                    relay_call("write-requirements", requirements("A greeting")),
+                    quick_complete("requirements written"),
+                ],
+            },
+            {
+                "role": "pathseeker",
+                "actions": [
+                    relay_call("create-tasks", plan(("a", "Write the greeting", []))),
+                    quick_complete("one task"),
+                ],
+            },
+            codeweaver_done("TASK-1", quick=True),
+        ],
+    )
+    monkeypatch.setattr(orchestrator_module.asyncio, "wait_for", _always_times_out)
+    writer = open_or_create_quest(project.repo, None, request="Add a greeting")
+    orchestrator = Orchestrator(
+        project.repo,
+        load_config(project.repo),
+        writer,
+        Reporter(io.StringIO(), color=False),
+        poll_s=0.05,
+    )
+
+    async def main() -> Any:
+        # The guard is real asyncio's (the module attribute patched is the same module).
+        return await asyncio.tasks.wait_for(orchestrator.run(), HANG_GUARD_S)
+
+    try:
+        report = asyncio.run(main())
+    finally:
+        writer.close()
+
+    assert report.exit_code == 0
+    roles = [i["role"] for i in project.invocations()]
+    assert roles.count("chaoswhisperer") == 1
+    assert roles.count("pathseeker") == 1
+    assert roles.count("codeweaver") == 1
+    quest = project.quest(writer.quest.id)
+    assert sorted(quest.tasks) == ["TASK-1"]
+    assert quest.tasks["TASK-1"].outcome == "merged"
