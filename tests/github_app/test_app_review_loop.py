@@ -189,10 +189,11 @@ def test_changes_requested_come_back_on_the_same_pr_and_people_keep_their_commit
 
         wait_for("round 2 pushed and answered", round_two_pushed)
         head = sim.repo(REPO).branch_sha("scaffold/task-1")
-        assert head is not None and head != first_head
+        assert head is not None
+        assert head != first_head
         pulls = [p for p in sim.repo(REPO).pulls.values() if p.head == "scaffold/task-1"]
         assert [p.number for p in pulls] == [number]  # the same pull request, never a second
-        assert "alice" in [r for r in sim.repo(REPO).pulls[number].requested_reviewers]
+        assert "alice" in list(sim.repo(REPO).pulls[number].requested_reviewers)
 
         # The new head needs a fresh approval: then it merges.
         sim.submit_review(REPO, number, "APPROVED", by="alice")
@@ -278,7 +279,8 @@ def test_a_failing_check_goes_to_spiritmender_and_the_fix_lands_on_the_same_pr(
 
         wait_for("the fix pushed", fixed)
         new_head = sim.repo(REPO).branch_sha("scaffold/task-1")
-        assert new_head is not None and new_head != head
+        assert new_head is not None
+        assert new_head != head
         wait_for(
             "the round answered",
             lambda: any(
