@@ -236,3 +236,63 @@ def test_an_evicted_cache_continues_from_the_state_branch(
     doc = json.loads(repo.file_at("scaffold/state", "quests/done/issue-1.json") or b"{}")
     assert doc["quest"]["phase"] == "done"
     assert sum("scaffold:status" in c.body for c in repo.comments.values()) == 1
+
+
+def test_a_review_round_in_event_mode(github_sim: GitHubSimulator, tmp_path: Path) -> None:
+    """Changes requested, one workflow run per event: the round's fix is pushed to the same
+    pull request and answered in the review's thread; the approval of the new head merges."""
+    sim = github_sim
+    writer_repo(sim, repo_files())
+    write_script(
+        tmp_path,
+        [
+            *planned(("a", "One", [])),
+            {
+                "role": "codeweaver",
+                "step": "TASK-1",
+                "attempt": 1,
+                "actions": [{"write": "one.txt", "content": "1\n"}, complete("one")],
+            },
+            {
+                "role": "codeweaver",
+                "step": "TASK-1",
+                "attempt": 2,
+                "actions": [
+                    {"expect_prompt_contains": "spell it out"},
+                    {"expect_prompt_contains": "one.txt, line 1"},
+                    {"write": "one.txt", "content": "one\n"},
+                    complete("spelt out"),
+                ],
+            },
+            *VALIDATORS,
+        ],
+    )
+    wf = Workflow(sim, tmp_path)
+    number = sim.open_issue(REPO, "One", "Add one.txt.", by="alice")
+    sim.label_issue(REPO, number, "scaffold", by="alice")
+    wf.deliver(_last(sim, "issues", "labeled"))
+    [pr] = sim.repo(REPO).pulls.values()
+    review = sim.submit_review(
+        REPO,
+        pr.number,
+        "CHANGES_REQUESTED",
+        by="alice",
+        body="Numbers in words, please.",
+        comments=[{"path": "one.txt", "line": 1, "side": "RIGHT", "body": "spell it out"}],
+    )
+    [comment_id] = sim.review_comments_of(REPO, review)
+    # The inline comment's own event comes first and asks nothing of scaffold.
+    head = sim.repo(REPO).branch_sha("scaffold/task-1")
+    wf.deliver(_last(sim, "pull_request_review_comment", "created"))
+    assert sim.repo(REPO).branch_sha("scaffold/task-1") == head
+    wf.deliver(_last(sim, "pull_request_review", "submitted"))
+    assert sim.repo(REPO).file_at("scaffold/task-1", "one.txt") == b"one\n"
+    assert len(sim.repo(REPO).pulls) == 1
+    replies = [c for c in sim.repo(REPO).review_comments.values() if c.in_reply_to_id == comment_id]
+    assert len(replies) == 1
+    assert "Addressed in" in replies[0].body
+    assert "alice" in sim.repo(REPO).pulls[pr.number].requested_reviewers
+    sim.submit_review(REPO, pr.number, "APPROVED", by="alice")
+    wf.deliver(_last(sim, "pull_request_review", "submitted"))
+    assert sim.repo(REPO).pulls[pr.number].merged
+    assert sim.repo(REPO).file_at("main", "one.txt") == b"one\n"
