@@ -10,6 +10,7 @@ from typing import Any
 
 from app_harness import (
     VALIDATORS,
+    agent_env,
     app_process,
     complete,
     plan,
@@ -174,7 +175,7 @@ def test_changes_requested_come_back_on_the_same_pr_and_people_keep_their_commit
 
         # Round 1 answered: a reply in both threads, the review re-requested.
         for comment_id in (first_comment, second_comment):
-            wait_for("a reply in the thread", lambda c=comment_id: _replies(sim, c))
+            wait_for("a reply in the thread", lambda c=comment_id: _replies(sim, c) or None)
         # Round 2 (the review that came during round 1) runs, and is answered too.
         wait_for("round 2", lambda: len(_invocations(tmp_path)) >= 3)
 
@@ -379,3 +380,62 @@ def test_rounds_are_bounded_and_a_retry_starts_again(
         sim.submit_review(REPO, number, "APPROVED", by="alice")
         wait_for("the PR merged", lambda: sim.repo(REPO).pulls[number].merged)
     assert sim.repo(REPO).file_at("main", "notes/a.txt") == b"c\n"
+
+
+def test_kill_9_in_the_middle_of_a_round_repeats_nothing(
+    github_sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    sim = github_sim
+    _setup(sim)
+    started = tmp_path / "agent-state" / "round-started"
+    fix = [{"expect_prompt_contains": REVIEW}, {"expect_prompt_contains": FIRST}]
+    write_script(
+        tmp_path,
+        [
+            *_planning(),
+            _weave(1, [{"write": "notes/greeting.txt", "content": "hello\n"}, complete("written")]),
+            # The round's run that is going when the server dies.
+            _weave(2, [*fix, {"run": ["touch", str(started)]}, _gate(tmp_path, "never")]),
+            # The same round, run again by the next server.
+            _weave(
+                3,
+                [*fix, {"write": "notes/greeting.txt", "content": "Hello\n"}, complete("Hello")],
+            ),
+            *VALIDATORS,
+        ],
+    )
+    state = tmp_path / "state"
+    env = agent_env(tmp_path)
+    with app_process(sim, tmp_path / "first", state=state, extra_env=env) as app:
+        issue = sim.open_issue(REPO, "Greeting", "Write a greeting.", by="alice")
+        sim.label_issue(REPO, issue, "scaffold", by="alice")
+        pr = wait_for("the PR of task-1", lambda: _pr(sim))
+        review = sim.submit_review(
+            REPO,
+            pr.number,
+            "CHANGES_REQUESTED",
+            by="alice",
+            body=REVIEW,
+            comments=[{"path": "notes/greeting.txt", "line": 1, "side": "RIGHT", "body": FIRST}],
+        )
+        [comment_id] = sim.review_comments_of(REPO, review)
+        wait_for("the round's agent", started.exists)
+        app.proc.kill()  # kill -9: no shutdown of any kind
+        app.proc.wait()
+    with app_process(sim, tmp_path / "second", state=state, extra_env=env):
+        # The review's delivery comes again (a redelivery from the App's settings page).
+        sim.redeliver(sim.deliveries_of("pull_request_review", "submitted")[-1].delivery_id)
+        wait_for("the reply", lambda: _replies(sim, comment_id) or None)
+        sim.submit_review(REPO, pr.number, "APPROVED", by="alice")
+        wait_for("the PR merged", lambda: sim.repo(REPO).pulls[pr.number].merged)
+    assert len(_replies(sim, comment_id)) == 1  # no second reply
+    rounds = [
+        c
+        for c in sim.repo(REPO).comments.values()
+        if c.issue_number == pr.number and "scaffold:round" in c.body
+    ]
+    assert len(rounds) == 1
+    log = sim.repo(REPO).git("log", "--format=%s", "main")
+    assert log.count("codeweaver: Hello") == 1  # one fix commit for the review
+    assert len(_invocations(tmp_path)) == 3
+    assert sim.repo(REPO).file_at("main", "notes/greeting.txt") == b"Hello\n"

@@ -211,12 +211,14 @@ class GitHubForge:
             return Opened(task.pr.model_copy(update={"state": "closed"}), None, event)
         number = int(pr["number"])
         self._remember_pr(quest, task, number)
+        current = review.current_round(task)
         if not people_commits:
             # Lawbringer's review and DiagramCheck's verdict are of what scaffold checked;
-            # a head with people's commits taken in is DiagramChecked as any push is.
-            await self._post_review(number, head_sha, task)
+            # a head with people's commits taken in is DiagramChecked as any push is. A CI
+            # fix goes to Ward, not to Lawbringer: no review of it is claimed.
+            if current is None or current.kind != "ci":
+                await self._post_review(number, head_sha, task)
             await self.report_diagram_check(head_sha, task)
-        current = review.current_round(task)
         if current is not None:
             await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
         record = PullRequest(

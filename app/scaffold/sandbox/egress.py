@@ -157,6 +157,11 @@ class EgressGate:
                 await asyncio.gather(_copy(reader, up_w), _copy(up_r, writer))
             finally:
                 up_w.close()
+        except asyncio.CancelledError:
+            # The run is over (``__aexit__``): the connection ends here. Python 3.11's
+            # stream protocol asks a cancelled handler for its exception and logs an
+            # error; a handler that returns is simply done.
+            return
         finally:
             writer.close()
             if task is not None:
