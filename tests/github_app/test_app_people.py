@@ -129,7 +129,7 @@ def test_questions_commands_rejection_and_abort(
         sim.comment(REPO, number, "/scaffold retry task-9", by="alice")
         wait_for(
             "the unknown-task notice",
-            lambda: any("no task `task-9`" in b for b in _comments(sim)) or None,
+            lambda: any("no task `TASK-9`" in b for b in _comments(sim)) or None,
         )
         sim.submit_review(REPO, pr2.number, "APPROVED", by="helper-bot")  # a bot's approval
         sim.close_pr(REPO, pr1.number, by="alice")  # rejected: back to To Do

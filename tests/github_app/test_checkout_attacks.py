@@ -98,7 +98,8 @@ def test_hooks_planted_in_the_shared_git_never_run(app: AppClone) -> None:
     app.remote_change()
 
     app.checkout.update(app.token)  # fetch, checkout, merge
-    head = app.checkout.push_branch(BRANCH, app.token)
+    assert app.checkout.push_branch(BRANCH, app.token)
+    head = app.checkout.head_of(BRANCH)
 
     assert app.sim.repo(REPO).branch_sha(BRANCH) == head
     assert (app.checkout.path / "NEWS.md").read_text() == "news\n"
@@ -208,8 +209,33 @@ def test_origin_rewritten_by_an_agent_is_not_where_the_token_goes(app: AppClone)
         app.plant("remote.origin.url", f"{trap.url}/git/evil/widgets.git")
         app.remote_change()
         app.checkout.update(app.token)
-        head = app.checkout.push_branch(BRANCH, app.token)
+        assert app.checkout.push_branch(BRANCH, app.token)
+        head = app.checkout.head_of(BRANCH)
         assert trap.connections == 0
         assert app.sim.repo(REPO).branch_sha(BRANCH) == head
         assert (app.checkout.path / "NEWS.md").read_text() == "news\n"
         assert app.leaks(trap.received) == []
+
+
+def test_a_push_never_overwrites_a_commit_scaffold_has_not_seen(app: AppClone) -> None:
+    """The task branch is pushed only over the remote tip scaffold fetched (its lease): a
+    writer's commit pushed meanwhile is never overwritten, whatever the local branch says."""
+    assert app.checkout.fetch_branch(BRANCH, app.token) is None  # not on the remote yet
+    assert app.checkout.push_branch(BRANCH, app.token)  # lease: the branch is absent
+    first = app.checkout.head_of(BRANCH)
+    theirs = app.sim.push_files(REPO, BRANCH, {"fix.txt": "mine\n"}, by="alice", message="fix")
+    git(app.worktree, "commit", "-q", "--allow-empty", "-m", "more agent work")
+    # A lease on the old tip, or on no branch at all, is lost: nothing is written.
+    assert not app.checkout.push_branch(BRANCH, app.token, lease=first)
+    assert not app.checkout.push_branch(BRANCH, app.token)
+    assert app.sim.repo(REPO).branch_sha(BRANCH) == theirs
+    # Fetched, the writer's commit is what a push must build on; a push that does not
+    # contain it is refused too, even with the fresh lease (not a fast-forward).
+    assert app.checkout.fetch_branch(BRANCH, app.token) == theirs
+    assert not app.checkout.contains(app.checkout.head_of(BRANCH), theirs)
+    assert not app.checkout.push_branch(BRANCH, app.token, lease=theirs)
+    assert app.sim.repo(REPO).branch_sha(BRANCH) == theirs
+    git(app.worktree, "merge", "-q", "--no-edit", theirs)  # built on it: pushed
+    assert app.checkout.push_branch(BRANCH, app.token, lease=theirs)
+    assert app.sim.repo(REPO).branch_sha(BRANCH) == app.checkout.head_of(BRANCH)
+    assert app.leaks() == []

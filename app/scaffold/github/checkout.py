@@ -184,10 +184,13 @@ class Checkout:
 
     def push_branch(self, branch: str, token: str, *, lease: str | None = None) -> bool:
         """Push a scaffold branch, only over the remote tip ``lease`` (None: only where the
-        remote has no such branch): never over a commit scaffold has not seen. False when
-        the lease is lost (someone pushed meanwhile: fetch and build on it)."""
+        remote has no such branch), and only a head that contains it: never over a commit
+        scaffold has not seen. False when the lease is lost (someone pushed meanwhile) or
+        the head lacks it: fetch, build on it, push again."""
         _owned(branch)
         head = self.head_of(branch)
+        if lease is not None and not self.contains(head, lease):
+            return False  # the remote tip is not in the branch: build on it first
         with self.remote_lock:
             out = run_remote_git(
                 [
