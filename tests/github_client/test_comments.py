@@ -356,3 +356,41 @@ def test_a_bare_command_asks_what_to_do() -> None:
 
 def test_a_reply_that_only_quotes_the_question_is_not_an_answer() -> None:
     assert match_answer("> **Question `q-1-1`**\n> How red?", ["q-1-1", "q-2-1"]) is None
+
+
+def test_status_comment_shows_each_tasks_round() -> None:
+    from scaffold.quest.model import CheckFailure, Feedback, ReviewRound
+
+    ann = Feedback(key="review:1", kind="review", by="ann", at=T0, body="rename")
+    check = CheckFailure(name="test (3.12)", conclusion="failure", head_sha="abc")
+    ci = Feedback(key="check:ci/test@abc", kind="ci", by="ci", at=T0, check=check)
+    base = quest()
+    tasks = dict(base.tasks)
+    tasks["task-2"] = tasks["task-2"].model_copy(
+        update={
+            "question_id": None,
+            "state": Lifecycle.PROCESSING,
+            "review_rounds": 2,
+            "rounds": (
+                ReviewRound(
+                    number=1, kind="review", feedback=(ann,), commit="f" * 40, answered_at=T0
+                ),
+                ReviewRound(number=2, kind="review", feedback=(ann,)),
+            ),
+        }
+    )
+    tasks["task-3"] = tasks["task-3"].model_copy(
+        update={"ci_fixes": 1, "rounds": (ReviewRound(number=1, kind="ci", feedback=(ci,)),)}
+    )
+    text = render_status(
+        base.model_copy(update={"tasks": tasks}),
+        now=T0 + timedelta(minutes=30),
+        max_cost_usd=10.0,
+        max_hours=4,
+        slots=3,
+        max_rounds=5,
+        max_ci_fixes=2,
+    )
+    assert "- task-2: changes requested by @ann, round 2 of 5" in text
+    assert "- task-3: fixing CI `test (3.12)`, 1 of 2" in text
+    assert "task-1:" not in text.split("Review:", 1)[1].split("```", 1)[0]  # merged: no round
