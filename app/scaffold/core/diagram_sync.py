@@ -84,7 +84,7 @@ def _type_name(annotation: Any) -> str:
         inner = "_or_".join(_type_name(a) for a in present)
         return inner + "?" if len(present) < len(args) else inner
     if origin is Literal:
-        return type(args[0]).__name__
+        return "Literal~" + ",".join(str(a) for a in args) + "~"
     if origin is tuple:
         return f"tuple~{_type_name(args[0])}~"
     if origin is dict:
