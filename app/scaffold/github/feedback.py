@@ -26,9 +26,11 @@ from scaffold.quest.model import CheckFailure, Feedback, ReviewComment, utcnow
 from scaffold.sanitize import clean
 
 FAILED = ("failure", "timed_out")
-BODY_LIMIT = 8_000
-COMMENT_LIMIT = 4_000
-HUNK_LIMIT = 3_000
+# Bounds that keep a round's record (and the quest file) small; an agent reads the code.
+BODY_LIMIT = 6_000
+COMMENT_LIMIT = 2_000
+HUNK_LIMIT = 1_500
+COMMENTS_KEPT = 50
 LOG_LIMIT = 6_000
 ANNOTATIONS_KEPT = 30
 _ACTIONS_JOB = re.compile(r"/actions/runs/\d+/job(?:s)?/(\d+)")
@@ -74,7 +76,7 @@ async def from_review(
         by=str((review.get("user") or {}).get("login") or "?"),
         at=_when(review.get("submitted_at")),
         body=clean(str(review.get("body") or ""), BODY_LIMIT),
-        comments=tuple(review_comment(c) for c in comments),
+        comments=tuple(review_comment(c) for c in comments[:COMMENTS_KEPT]),
         url=str(review.get("html_url") or "") or None,
     )
 

@@ -39,6 +39,8 @@ MAX_BYTES = 64 * 1024
 RECENT_KEPT = 200  # newest history entries kept whole (fewer when the file would be too big)
 RECENT_MIN = 10
 SIGNALS_KEPT = 3
+# The review rounds of each task the file keeps (the newest).
+ROUNDS_KEPT = 3
 OPEN_DIR = "quests"
 DONE_DIR = "quests/done"
 FINISHED = frozenset({QuestPhase.DONE, QuestPhase.FAILED})
@@ -183,6 +185,9 @@ def portable(quest: Quest) -> Quest:
             update["run_dir"] = None
         if len(task.signals) > SIGNALS_KEPT:
             update["signals"] = task.signals[-SIGNALS_KEPT:]
+        if len(task.rounds) > ROUNDS_KEPT:
+            # Older rounds are in the branch's log (and the journal); the newest say enough.
+            update["rounds"] = task.rounds[-ROUNDS_KEPT:]
         tasks[task_id] = task.model_copy(update=update) if update else task
     planning = quest.planning
     if planning.run_dir is not None:
