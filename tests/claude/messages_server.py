@@ -423,6 +423,10 @@ class Turn:
       ``stall_after`` SSE frames (0: before any byte, not even the status line), then go on.
     - ``delay``: sleep between SSE frames; ``chunk`` splits text and tool input into deltas
       of that many characters (a slow, many-delta stream).
+
+    ``hold_until``: before answering at all, wait until this path exists (a request the test
+    holds while it acts, then releases by creating the file); if the server closes first,
+    the request gets a 503.
     """
 
     when: When = field(default_factory=When)
@@ -438,6 +442,7 @@ class Turn:
     chunk: int | None = None
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
+    hold_until: Path | None = None
     seen: int = field(default=0, compare=False)
     fired: int = field(default=0, compare=False)
 
@@ -830,7 +835,16 @@ class MessagesServer:
             await asyncio.wait_for(self._closing.wait(), timeout)
         return self._closing.is_set()
 
+    async def _held(self, path: Path) -> bool:
+        """Wait until ``path`` exists; True if the server closed first."""
+        while not path.exists():
+            if await self._sleep(0.05):
+                return True
+        return False
+
     async def _play(self, turn: Turn, request: Request, http: web.Request) -> web.StreamResponse:
+        if turn.hold_until is not None and await self._held(turn.hold_until):
+            return web.Response(status=503)
         if turn.stall is not None and turn.stall_after == 0 and await self._sleep(turn.stall):
             return web.Response(status=503)
         if turn.http_status is not None:

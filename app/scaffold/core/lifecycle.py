@@ -41,7 +41,14 @@ from scaffold.core.states import EventName as E
 from scaffold.core.states import Lifecycle as S
 from scaffold.core.states import Stage
 from scaffold.errors import IllegalTransition, ScaffoldError
-from scaffold.quest.model import AgentRun, ReviewRound, RoleFrame, SignalEntry, TaskRecord
+from scaffold.quest.model import (
+    AgentRun,
+    Feedback,
+    ReviewRound,
+    RoleFrame,
+    SignalEntry,
+    TaskRecord,
+)
 from scaffold.roles import BUILDING_ROLES, Role
 from scaffold.signals import NeedsRoleFollowup, NeedsUserInput, PartiallyComplete
 
@@ -162,7 +169,7 @@ AWAITING_ANSWER = Guard(
 
 # A round of the review loop: a reviewer's feedback counts against review.max_rounds, a
 # failed check's alone against ci.max_fixes (the waiting feedback and the event's together).
-def _round_items(t: TaskRecord, e: Event) -> tuple[Any, ...]:
+def _round_items(t: TaskRecord, e: Event) -> tuple[Feedback, ...]:
     return review.waiting(t, e.feedback)
 
 

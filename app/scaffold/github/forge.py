@@ -146,7 +146,14 @@ class GitHubForge:
                     extra={"task": task.id, "paths": taken.conflict_files or taken.blocked_paths},
                 )
 
-        await asyncio.to_thread(work)
+        try:
+            await asyncio.to_thread(work)
+        except (GitHubError, ScaffoldError) as exc:
+            # The round goes on from scaffold's own tip; the push after it takes them in.
+            log.warning(
+                "could not take in the branch before the round",
+                extra={"task": task.id, "error": str(exc)},
+            )
 
     def _publish(self, task: TaskRecord, token: str) -> tuple[str, bool, Feedback | None]:
         """Push the task's branch over the remote tip, after taking that tip in: a person's
