@@ -1127,8 +1127,11 @@ class Orchestrator:
         opened = await self.forge.open_pull_request(self.quest, task)
         if opened.pr != task.pr:
             self._update_task(task_id, opened.note, pr=opened.pr)
+        # An approval the forge gives at once (``approval: auto``) waits for any feedback
+        # that came meanwhile: that feedback's round comes first.
+        settled = opened.event is None or opened.event.name is EventName.PR_APPROVED
         current = review.current_round(self.quest.tasks[task_id])
-        if current is not None and opened.event is None:
+        if current is not None and settled:
             # The round's fix is on the pull request and answered: recorded once.
             task = self.quest.tasks[task_id]
             done = current.model_copy(
@@ -1138,7 +1141,7 @@ class Orchestrator:
             note = f"round {done.number} pushed as {(done.commit or '?')[:12]} and answered"
             self._update_task(task_id, note, rounds=rounds)
         task = self.quest.tasks[task_id]
-        if opened.event is None and task.feedback:
+        if settled and task.feedback:
             # Feedback that came while the round ran: the next round starts now.
             kind = review.round_kind(task.feedback)
             name = EventName.CI_FAILED if kind == "ci" else EventName.CHANGES_REQUESTED
