@@ -339,3 +339,25 @@ def test_transports_credentials_may_use(url: str, transport: str) -> None:
 def test_other_transports_are_refused(url: str) -> None:
     with pytest.raises(GitError, match="refusing"):
         transport_of(url)
+
+
+def test_a_worktree_removed_while_the_audit_runs_is_no_error(
+    repos: Repos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another task's worktree may be removed between listing its ``config.worktree`` and
+    reading it: the file that is gone sets nothing; one that is there is still read."""
+    from scaffold.git import runner
+
+    git(repos.worktree, "config", "extensions.worktreeConfig", "true")
+    git(repos.worktree, "config", "--worktree", "gc.auto", "0")
+    [planted] = repos.common.glob("worktrees/*/config.worktree")
+    listed = runner.repo_config_files
+
+    def listed_then_removed(repo: Path) -> list[Path]:
+        files = listed(repo)
+        git(repos.clone, "worktree", "remove", "--force", str(repos.worktree))
+        return files
+
+    monkeypatch.setattr(runner, "repo_config_files", listed_then_removed)
+    audit_repo_config(repos.clone)  # no "No such file or directory"
+    assert not planted.exists()

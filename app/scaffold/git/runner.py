@@ -222,6 +222,10 @@ def config_keys(path: Path, cwd: Path) -> list[str]:
         check=False,
     )
     if out.returncode != 0:
+        if not path.exists():
+            # Gone since it was listed (a task's worktree removed meanwhile): a file
+            # that is not there sets nothing git could read.
+            return []
         raise GitError(["config", "--file", str(path), "--list"], out.returncode, out.stderr)
     return [key for key in out.stdout.split("\0") if key]
 
