@@ -255,3 +255,32 @@ async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_ne
     assert fresh.event is None
     assert fresh.pr.number != first.pr.number
     assert len(sim.repo(REPO).pulls) == 2
+
+
+async def test_a_pr_merged_on_github_is_not_opened_again(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    """A task still waiting at its pull request that a person merged on GitHub (the merge's
+    delivery not seen yet): nothing is pushed or opened again (GitHub would refuse a new
+    pull request: no commits between the branches), and the merge is finished."""
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    _link_issue(sim, ctx, "Merged", "merged by a person")
+    sim.push_files(REPO, "scaffold/task-1", {"a.txt": "a\n"}, "alice", "a")
+    number = sim.open_pull(REPO, "scaffold/task-1", by="sim-app-owner")
+    where = {"owner": "acme", "repo": "widgets", "number": number}
+    await ctx.client.put("/repos/{owner}/{repo}/pulls/{number}/merge", where, data={})
+    assert sim.repo(REPO).pulls[number].merged
+    task = TaskRecord(
+        id="task-1",
+        state=Lifecycle.PR_CREATED,
+        branch="scaffold/task-1",
+        worktree=str(ctx.checkout.path),
+        pr=PullRequest(branch="scaffold/task-1", base="main", number=number),
+    )
+    quest = Quest(id="issue-1", tasks={"task-1": task})
+    opened = await forge_of(ctx).open_pull_request(quest, task)
+    assert opened.merged
+    assert opened.event is not None
+    assert opened.event.name is EventName.PR_APPROVED
+    assert len(sim.repo(REPO).pulls) == 1

@@ -191,8 +191,31 @@ class GitHubForge:
                 return head, head != built, None
         raise ScaffoldError(f"{branch} kept moving while scaffold pushed it; trying again later")
 
+    async def _merged_already(self, quest: Quest, task: TaskRecord) -> Opened | None:
+        """The task's pull request, merged on GitHub meanwhile (a person pressed the button,
+        or scaffold's own merge whose end this run has not seen): nothing to push or open
+        (a new pull request would be refused: no commits between the branches); the merge
+        is finished the way a merged delivery finishes it."""
+        number = task.pr.number if task.pr is not None else None
+        link = self.links.get(quest.id)
+        number = number or (link.pull_requests.get(task.id) if link is not None else None)
+        if number is None:
+            return None
+        pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
+        if not pr.get("merged") or not same_repository(pr, self.checkout.full_name):
+            return None
+        by = str((pr.get("merged_by") or {}).get("login") or "github")
+        record = task.pr or PullRequest(
+            branch=task.branch or "", base=self.checkout.default_branch, number=number
+        )
+        event = Event(EventName.PR_APPROVED, at=self.clock(), detail=by)
+        return Opened(record, None, event, merged=True)
+
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         branch = task.branch or ""
+        merged = await self._merged_already(quest, task)
+        if merged is not None:
+            return merged
         token = await self.gh.token()
 
         def push() -> tuple[str, bool, Feedback | None]:

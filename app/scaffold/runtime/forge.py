@@ -34,6 +34,7 @@ class Opened:
     pr: PullRequest
     note: str | None = None
     event: Event | None = None
+    merged: bool = False  # merged already (a person merged it on the forge)
 
 
 class Forge(Protocol):

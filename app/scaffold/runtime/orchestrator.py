@@ -1129,7 +1129,9 @@ class Orchestrator:
             self._update_task(task_id, opened.note, pr=opened.pr)
         # An approval the forge gives at once (``approval: auto``) waits for any feedback
         # that came meanwhile: that feedback's round comes first.
-        settled = opened.event is None or opened.event.name is EventName.PR_APPROVED
+        settled = opened.event is None or (
+            opened.event.name is EventName.PR_APPROVED and not opened.merged
+        )
         current = review.current_round(self.quest.tasks[task_id])
         if current is not None and settled:
             # The round's fix is on the pull request and answered: recorded once.
