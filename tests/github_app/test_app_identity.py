@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 from datetime import UTC, datetime
+from pathlib import Path
 
 from app_harness import forge_of, repo_files, writer_repo
 
@@ -284,3 +285,31 @@ async def test_a_pr_merged_on_github_is_not_opened_again(
     assert opened.event is not None
     assert opened.event.name is EventName.PR_APPROVED
     assert len(sim.repo(REPO).pulls) == 1
+
+
+async def test_a_check_suite_for_a_push_that_is_no_pull_request_costs_nothing(
+    github_sim: GitHubSimulator, service: AppService, tmp_path: Path
+) -> None:
+    """scaffold's own state-branch pushes each bring a ``check_suite.requested``: with no
+    pull request to check, it is handled without a call to GitHub or a fetch."""
+    import time
+
+    from scaffold.server.delivery import Delivery
+
+    sim = github_sim
+    writer_repo(sim, repo_files())
+    inst = sim.installation_for(REPO)
+    assert inst is not None
+    sha = sim.push_files(REPO, "scaffold/state", {"quests/x.json": "{}"}, "alice", "state")
+    [record] = [
+        d
+        for d in sim.deliveries_of("check_suite", "requested")
+        if d.payload["check_suite"]["head_sha"] == sha
+    ]
+    assert record.payload["check_suite"]["pull_requests"] == []
+    before = len(sim.requests)
+    await service.handle(
+        Delivery("d-1", "check_suite", "requested", record.payload, inst.id, time.time())
+    )
+    assert len(sim.requests) == before
+    assert not (tmp_path / "state" / "repos").exists()

@@ -636,13 +636,18 @@ class AppService:
         if run and run.get("name") != CHECK_NAME:
             return
         suite = p.get("check_suite") or run.get("check_suite") or {}
+        refs = run.get("pull_requests") or suite.get("pull_requests") or []
+        if not refs:
+            # A push that is no pull request's head (scaffold's own state-branch pushes
+            # among them): nothing to check, and no clone to bring up to date for it.
+            return
         ctx = await self._context(p, d.installation_id)
         if run and not ctx.app.owns(run):
             return  # a check of the same name from another App or workflow
         await self._ensure_clone(ctx)
         force = d.action == "rerequested"
         owner, _, name = ctx.full_name.partition("/")
-        for ref in run.get("pull_requests") or suite.get("pull_requests") or []:
+        for ref in refs:
             pr = await ctx.client.get(
                 "/repos/{owner}/{repo}/pulls/{number}",
                 {"owner": owner, "repo": name, "number": int(ref["number"])},
