@@ -379,6 +379,10 @@ def test_rounds_are_bounded_and_a_retry_starts_again(
         )
         sim.submit_review(REPO, number, "APPROVED", by="alice")
         wait_for("the PR merged", lambda: sim.repo(REPO).pulls[number].merged)
+        # Every line of the quest's story names its repository (one server, many).
+        quest_lines = [r for r in app.log_records() if r.get("quest") == "issue-1"]
+        assert quest_lines
+        assert {r.get("repo") for r in quest_lines} == {REPO}
     assert sim.repo(REPO).file_at("main", "notes/a.txt") == b"c\n"
 
 

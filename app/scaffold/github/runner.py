@@ -46,13 +46,13 @@ log = logging.getLogger("scaffold.app")
 class _LogStream(io.TextIOBase):
     """The orchestrator's report lines, as log records of the quest."""
 
-    def __init__(self, quest_id: str) -> None:
-        self.quest_id = quest_id
+    def __init__(self, repo: str, quest_id: str) -> None:
+        self.where = {"repo": repo, "quest": quest_id}
 
     def write(self, text: str) -> int:
         for line in text.splitlines():
             if line.strip():
-                log.info(line.strip(), extra={"quest": self.quest_id})
+                log.info(line.strip(), extra=self.where)
         return len(text)
 
     def isatty(self) -> bool:
@@ -128,9 +128,12 @@ class QuestRunner:
             try:
                 await self._run_once(ctx, quest_id)
             except ScaffoldError as exc:
-                log.error("quest run failed", extra={"quest": quest_id, "error": str(exc)})
+                log.error(
+                    "quest run failed",
+                    extra={"repo": ctx.full_name, "quest": quest_id, "error": str(exc)},
+                )
             except Exception:
-                log.exception("quest run crashed", extra={"quest": quest_id})
+                log.exception("quest run crashed", extra={"repo": ctx.full_name, "quest": quest_id})
             self.runs_finished += 1
 
     def _stopped_by_a_person(self, ctx: RepoContext, quest_id: str) -> bool:
@@ -148,7 +151,10 @@ class QuestRunner:
 
     async def _run_once(self, ctx: RepoContext, quest_id: str) -> None:
         if self._stopped_by_a_person(ctx, quest_id):
-            log.info("quest stopped by a person; not run", extra={"quest": quest_id})
+            log.info(
+                "quest stopped by a person; not run",
+                extra={"repo": ctx.full_name, "quest": quest_id},
+            )
             return
         token = await ctx.client.token()
 
@@ -207,7 +213,7 @@ class QuestRunner:
                 ctx.checkout.path,
                 config,
                 writer,
-                Reporter(_LogStream(quest_id), color=False),  # type: ignore[arg-type]
+                Reporter(_LogStream(ctx.full_name, quest_id), color=False),  # type: ignore[arg-type]
                 python=self.python,
                 clock=self.clock,
                 forge=make_forge,
@@ -235,7 +241,12 @@ class QuestRunner:
             await orch.publish_state()
             log.info(
                 "quest run ended",
-                extra={"quest": quest_id, "exit": report.exit_code, "reason": report.reason},
+                extra={
+                    "repo": ctx.full_name,
+                    "quest": quest_id,
+                    "exit": report.exit_code,
+                    "reason": report.reason,
+                },
             )
         finally:
             writer.close()
