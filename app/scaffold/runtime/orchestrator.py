@@ -406,7 +406,10 @@ class Orchestrator:
         old = self.jobs.get(key)
         if old is not None and not old.done() and stop:
             old.cancel()
-        job = asyncio.create_task(self._execute(key, list(effects), old if stop else None))
+        # A round of the review loop waits for the task's job still at work on the branch
+        # (its pull request being pushed and answered) before it takes the branch in.
+        after = stop or any(isinstance(e, SyncBranch) for e in effects)
+        job = asyncio.create_task(self._execute(key, list(effects), old if after else None))
         self.jobs[key] = job
         job.add_done_callback(functools.partial(self._job_done, key))
 
@@ -1124,7 +1127,13 @@ class Orchestrator:
             # message (reject, abort) moved on before this job ran. Reopening would
             # resurrect a closed pull request.
             return None
+        answering = review.current_round(task)
         opened = await self.forge.open_pull_request(self.quest, task)
+        task = self.quest.tasks[task_id]
+        if task.state is not Lifecycle.PR_CREATED:
+            # The task moved on while the forge worked (feedback started a round): what
+            # was pushed and answered is that of the state it was called in, nothing newer.
+            return None
         if opened.pr != task.pr:
             self._update_task(task_id, opened.note, pr=opened.pr)
         # An approval the forge gives at once (``approval: auto``) waits for any feedback
@@ -1133,7 +1142,7 @@ class Orchestrator:
             opened.event.name is EventName.PR_APPROVED and not opened.merged
         )
         current = review.current_round(self.quest.tasks[task_id])
-        if current is not None and settled:
+        if current is not None and current == answering and settled:
             # The round's fix is on the pull request and answered: recorded once.
             task = self.quest.tasks[task_id]
             done = current.model_copy(
