@@ -43,6 +43,12 @@ from scaffold.state.publisher import StatePublisher
 log = logging.getLogger("scaffold.app")
 
 
+def repo_vars(ctx: RepoContext) -> dict[str, str | int]:
+    """The ``owner`` and ``repo`` URL variables of the context's repository."""
+    owner, _, name = ctx.full_name.partition("/")
+    return {"owner": owner, "repo": name}
+
+
 class _LogStream(io.TextIOBase):
     """The orchestrator's report lines, as log records of the quest."""
 

@@ -37,6 +37,7 @@ from typing import Any
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
+from scaffold.github import review_routes
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.comments import (
@@ -49,7 +50,7 @@ from scaffold.github.comments import (
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import closed_message, reconcile_all
-from scaffold.github.runner import QuestRunner, RepoContext
+from scaffold.github.runner import QuestRunner, RepoContext, repo_vars
 from scaffold.github.state_sync import restore_repository
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource, utcnow
@@ -407,7 +408,7 @@ class AppService:
         ctx = await self._context(p, d.installation_id)
         number = int(p["issue"]["number"])
         if p["issue"].get("pull_request") is not None:
-            await self._pr_comment(d, ctx, number, comment, in_thread=False)
+            await review_routes.pr_comment(self, d, ctx, number, comment, in_thread=False)
             return
         link = ctx.links.for_issue(ctx.full_name, number)
         command = parse_command(body)
@@ -493,56 +494,8 @@ class AppService:
         pr = p.get("pull_request") or {}
         if not same_repository(pr, ctx.full_name):
             return
-        await self._pr_comment(d, ctx, int(pr["number"]), p.get("comment") or {}, in_thread=True)
-
-    async def _pr_comment(
-        self,
-        d: Delivery,
-        ctx: RepoContext,
-        number: int,
-        comment: dict[str, Any],
-        *,
-        in_thread: bool,
-    ) -> None:
-        """A comment on a task's pull request: `/scaffold fix <text>` sends the task back to
-        work with it; the other commands do what they do on the issue; the rest is people
-        talking to each other."""
-        sender = comment.get("user") or (d.payload.get("sender") or {})
-        command = parse_command(str(comment.get("body") or ""))
-        if (
-            command is None
-            or sender.get("type") == "Bot"
-            or str(sender.get("login", "")).endswith("[bot]")
-        ):
-            return
-        found = self._task_of_pr(ctx, number)
-        if found is None:
-            return
-        if not await self.is_writer(ctx, sender):
-            log.info(
-                "command ignored: the sender lacks write access",
-                extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
-            )
-            return
-        link, task_id = found
-        by = str(sender["login"])
-        comment_id = int(comment["id"])
-        log.info(
-            "command on a task's pull request",
-            extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
-        )
-        if command.verb != "fix" or command.problem:
-            await self._command(ctx, link, command, by, number, comment_id, react=not in_thread)
-            return
-        if not in_thread:  # in a thread, the reply after the round answers it
-            await self._react(
-                ctx,
-                "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
-                "eyes",
-                comment_id=comment_id,
-            )
-        item = fb.from_fix(comment, command.text, in_thread=in_thread)
-        self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
+        comment = p.get("comment") or {}
+        await review_routes.pr_comment(self, d, ctx, int(pr["number"]), comment, in_thread=True)
 
     # ------------------------------------------------------------------ pull requests
 
@@ -574,7 +527,7 @@ class AppService:
             return
         if state == "changes_requested":
             link, task_id = found
-            item = await fb.from_review(ctx.client, _repo_vars(ctx), int(pr["number"]), review)
+            item = await fb.from_review(ctx.client, repo_vars(ctx), int(pr["number"]), review)
             self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
             return
         if review.get("commit_id") != (pr.get("head") or {}).get("sha"):
@@ -666,7 +619,7 @@ class AppService:
 
     async def on_check_done(self, d: Delivery) -> None:
         """A check finished: a task waiting to merge looks again, and a merge-blocking
-        failure on the head of a task's pull request goes back to the task (feedback.py)."""
+        failure on the head of a task's pull request goes back to the task."""
         p = d.payload
         ctx = await self._context(p, d.installation_id)
         run = p.get("check_run") or p.get("check_suite") or {}
@@ -676,63 +629,13 @@ class AppService:
                 continue
             link, task_id = found
             if run.get("conclusion") in fb.FAILED:
-                for item in await self._check_failures(ctx, d, int(ref["number"])):
+                for item in await review_routes.check_failures(ctx, d, int(ref["number"])):
                     self.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
             self.runner.poke(ctx, link.quest_id)
 
-    async def _check_failures(self, ctx: RepoContext, d: Delivery, number: int) -> list[Any]:
-        """The merge-blocking failures a check delivery tells of, on the PR's current head."""
-        repo_vars = _repo_vars(ctx)
-        pr = await ctx.client.get(
-            "/repos/{owner}/{repo}/pulls/{number}", {**repo_vars, "number": number}
-        )
-        if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
-            return []
-        head = str((pr.get("head") or {}).get("sha") or "")
-        required = await fb.required_checks(ctx.client, repo_vars, str(pr["base"]["ref"]))
-        if d.event == "check_run":
-            runs = [d.payload["check_run"]]
-        else:
-            suite = d.payload["check_suite"]
-            runs = await ctx.client.get_all(
-                "/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs",
-                {**repo_vars, "check_suite_id": int(suite["id"])},
-                key="check_runs",
-            )
-        out = []
-        for run in runs:
-            if run.get("head_sha") != head or run.get("conclusion") not in fb.FAILED:
-                continue  # an earlier head's, or no failure
-            item = await fb.from_check_run(ctx.client, repo_vars, run, ctx.app, required)
-            if item is not None:
-                out.append(item)
-        return out
-
     async def on_status(self, d: Delivery) -> None:
         """A commit status: one that fails a task's PR head and blocks the merge is CI feedback."""
-        p = d.payload
-        if p.get("state") not in ("failure", "error"):
-            return
-        ctx = await self._context(p, d.installation_id)
-        sha = str(p.get("sha") or "")
-        for link in ctx.links.all():
-            with contextlib.suppress(ScaffoldError, OSError):
-                quest = self.quest_of(ctx, link.quest_id)
-                for task in quest.tasks.values():
-                    if task.pr is None or task.pr.head_sha != sha or task.pr.number is None:
-                        continue
-                    pr = await ctx.client.get(
-                        "/repos/{owner}/{repo}/pulls/{number}",
-                        {**_repo_vars(ctx), "number": task.pr.number},
-                    )
-                    if (pr.get("head") or {}).get("sha") != sha or pr.get("state") != "open":
-                        continue
-                    required = await fb.required_checks(
-                        ctx.client, _repo_vars(ctx), str(pr["base"]["ref"])
-                    )
-                    item = fb.from_status(p, required)
-                    if item is not None:
-                        self.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
+        await review_routes.status_failed(self, d)
 
     async def on_workflow_run(self, d: Delivery) -> None:
         """A slot run finished on GitHub Actions (``executor: actions``)."""
@@ -771,11 +674,6 @@ class AppService:
                     for link in ctx.links.all():
                         if link.active:
                             self.runner.poke(ctx, link.quest_id)
-
-
-def _repo_vars(ctx: RepoContext) -> dict[str, str | int]:
-    owner, _, name = ctx.full_name.partition("/")
-    return {"owner": owner, "repo": name}
 
 
 __all__ = ["ROUTES", "AppOptions", "AppService"]

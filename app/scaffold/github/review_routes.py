@@ -1,0 +1,123 @@
+"""The App's routes of the review loop: what a delivery about a task's pull request means
+for its next round (``core/review.py`` holds the rounds; ``feedback.py`` reads GitHub).
+
+- A comment on a task's pull request or in one of its review threads that starts with
+  ``/scaffold fix <text>``, from a writer: feedback for a round. Other ``/scaffold``
+  commands do what they do on the issue; other comments are people talking.
+- A check run or suite that failed on the pull request's current head and blocks its merge,
+  and a commit status that did: CI feedback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scaffold.errors import ScaffoldError
+from scaffold.github import feedback as fb
+from scaffold.github.comments import parse_command
+from scaffold.github.runner import RepoContext, repo_vars
+from scaffold.github.trust import same_repository
+from scaffold.quest.model import Feedback
+from scaffold.runtime import inbox
+from scaffold.server.delivery import Delivery
+
+if TYPE_CHECKING:
+    from scaffold.github.service import AppService
+
+log = logging.getLogger("scaffold.app")
+
+ISSUE_COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+
+
+async def pr_comment(
+    service: AppService,
+    d: Delivery,
+    ctx: RepoContext,
+    number: int,
+    comment: dict[str, Any],
+    *,
+    in_thread: bool,
+) -> None:
+    """A comment on pull request ``number``: `/scaffold fix <text>` sends its task back to
+    work with it; the other commands do what they do on the issue; the rest is ignored."""
+    sender = comment.get("user") or (d.payload.get("sender") or {})
+    command = parse_command(str(comment.get("body") or ""))
+    bot = sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
+    if command is None or bot:
+        return
+    found = service._task_of_pr(ctx, number)
+    if found is None:
+        return
+    if not await service.is_writer(ctx, sender):
+        log.info(
+            "command ignored: the sender lacks write access",
+            extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
+        )
+        return
+    link, task_id = found
+    by = str(sender["login"])
+    comment_id = int(comment["id"])
+    log.info(
+        "command on a task's pull request",
+        extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
+    )
+    if command.verb != "fix" or command.problem:
+        await service._command(ctx, link, command, by, number, comment_id, react=not in_thread)
+        return
+    if not in_thread:  # in a thread, the reply after the round answers it
+        await service._react(ctx, ISSUE_COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+    item = fb.from_fix(comment, command.text, in_thread=in_thread)
+    service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
+
+
+async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Feedback]:
+    """The merge-blocking failures a check delivery tells of, on the PR's current head."""
+    where = repo_vars(ctx)
+    pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": number})
+    if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
+        return []
+    head = str((pr.get("head") or {}).get("sha") or "")
+    required = await fb.required_checks(ctx.client, where, str(pr["base"]["ref"]))
+    if d.event == "check_run":
+        runs = [d.payload["check_run"]]
+    else:
+        runs = await ctx.client.get_all(
+            "/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs",
+            {**where, "check_suite_id": int(d.payload["check_suite"]["id"])},
+            key="check_runs",
+        )
+    out = []
+    for run in runs:
+        if run.get("head_sha") != head or run.get("conclusion") not in fb.FAILED:
+            continue  # an earlier head's, or no failure
+        item = await fb.from_check_run(ctx.client, where, run, ctx.app, required)
+        if item is not None:
+            out.append(item)
+    return out
+
+
+async def status_failed(service: AppService, d: Delivery) -> None:
+    """A commit status that fails a task's pull request head and blocks its merge."""
+    p = d.payload
+    if p.get("state") not in ("failure", "error"):
+        return
+    ctx = await service._context(p, d.installation_id)
+    sha = str(p.get("sha") or "")
+    where = repo_vars(ctx)
+    for link in ctx.links.all():
+        with contextlib.suppress(ScaffoldError, OSError):
+            quest = service.quest_of(ctx, link.quest_id)
+            for task in quest.tasks.values():
+                if task.pr is None or task.pr.head_sha != sha or task.pr.number is None:
+                    continue
+                pr = await ctx.client.get(
+                    "/repos/{owner}/{repo}/pulls/{number}", {**where, "number": task.pr.number}
+                )
+                if (pr.get("head") or {}).get("sha") != sha or pr.get("state") != "open":
+                    continue
+                required = await fb.required_checks(ctx.client, where, str(pr["base"]["ref"]))
+                item = fb.from_status(p, required)
+                if item is not None:
+                    service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
