@@ -9,11 +9,15 @@ Routers by feature, each a method taking a ``Delivery``:
   them) and read-only users never reach an agent.
 - ``pull_request_review.submitted`` approved by a writer who is not a bot, of the head
   the PR had then (the review's ``commit_id``): approval. The merge checks again that a
-  writer approved the head as it is when merging, and merges that very commit.
+  writer approved the head as it is when merging, and merges that very commit. A writer's
+  review requesting changes is feedback: a round of the review loop (``review_routes.py``
+  holds the loop's other routes: `/scaffold fix` in PR comments and review threads,
+  failing checks and commit statuses).
 - ``pull_request.closed``: merged -> the merge is finished (cleanup); unmerged, by a
   writer -> rejected. Closed by anyone else: the task goes on (its run reopens the PR).
 - ``pull_request.synchronize``, ``check_run``/``check_suite`` completed: a quest waiting
-  to merge looks again (``reopened`` too, by a writer).
+  to merge looks again (``reopened`` too, by a writer); a completed check that failed and
+  blocks the merge of a task's pull request is feedback for the task.
 
 A pull request is a task's only by identity (trust.py): the number scaffold opened for
 the task, with its head in this repository; never by its branch name, which a fork may
