@@ -19,9 +19,11 @@ import click
 from scaffold import __version__
 from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams
+from scaffold.cli.review_cmd import TAKES_FEEDBACK, read_body, request_changes
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id, validate_quest_id, validate_question_id
+from scaffold.quest.model import Quest, TaskRecord
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import (
     NO_COMMITS,
@@ -226,7 +228,7 @@ def _find_question(repo: Path, question_id: str, quest_id: str | None = None) ->
     return waiting[0]
 
 
-def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
+def _task_of(repo: Path, task_id: str, states: tuple[str, ...]) -> tuple[Quest, TaskRecord]:
     tid = normalize_task_id(task_id)
     for q in read_all_quests(repo):
         task = q.tasks.get(tid)
@@ -235,8 +237,12 @@ def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
                 raise UsageError(f"{tid} is Done (its pull request was merged); nothing to do")
             if states and task.state.value not in states:
                 raise UsageError(f"{tid} is {task.state.value}, not {' or '.join(states)}")
-            return q.id
+            return q, task
     raise UnknownTask(tid)
+
+
+def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
+    return _task_of(repo, task_id, states)[0].id
 
 
 @cli.command()
@@ -273,6 +279,38 @@ def _task_message(
 def approve(repo_path: str | None, task_id: str) -> None:
     """Approve a task's pull request (local forge): it is merged on the next run."""
     _task_message("approve", repo_path, task_id, ("PR_Created",), "cli")
+
+
+@cli.command()
+@repo_option
+@click.argument("task_id")
+@click.option("--request-changes", "text", default=None, help="What to change (the review body).")
+@click.option(
+    "--file",
+    "text_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Read the review body from this file.",
+)
+@click.option(
+    "--comment",
+    "comments",
+    multiple=True,
+    metavar="PATH:LINE:TEXT",
+    help="An inline comment on a line of the task's diff (repeatable).",
+)
+def review(
+    repo_path: str | None,
+    task_id: str,
+    text: str | None,
+    text_file: str | None,
+    comments: tuple[str, ...],
+) -> None:
+    """Request changes on a task's pull request: its agent resumes with them."""
+    repo = _repo(repo_path)
+    body = read_body(text, text_file)
+    quest, task = _task_of(repo, task_id, TAKES_FEEDBACK)
+    click.echo(request_changes(repo, quest.id, task, body, comments))
 
 
 @cli.command()
@@ -417,11 +455,9 @@ def doctor(repo_path: str | None) -> None:
     sys.exit(1 if problems else 0)
 
 
-from scaffold.cli.review_cmd import review as _review  # noqa: E402
 from scaffold.cli.serve_cmd import serve as _serve  # noqa: E402
 
 cli.add_command(_serve)
-cli.add_command(_review)
 
 
 cli.add_command(diagram_check)

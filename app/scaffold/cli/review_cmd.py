@@ -1,5 +1,7 @@
 """``scaffold review``: request changes on a task's pull request with the local forge.
 
+The command (``cli/main.py``) finds the task; this module makes the review of it.
+
 The same round a reviewer on GitHub starts: the body, and inline comments on lines of
 the task's diff (``--comment PATH:LINE:TEXT``, with the diff hunk each points at), go to
 the task's builder, whose fix is checked as the first round was and committed to the
@@ -11,16 +13,14 @@ from __future__ import annotations
 import getpass
 import re
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
-import click
-
-from scaffold.errors import ScaffoldError, UnknownTask, UsageError
+from scaffold.errors import ScaffoldError, UsageError
 from scaffold.git.runner import SAFE_LOCAL, run_git
-from scaffold.ids import normalize_task_id
-from scaffold.quest.model import Feedback, ReviewComment, utcnow
+from scaffold.quest.model import Feedback, ReviewComment, TaskRecord, utcnow
 from scaffold.runtime import inbox
-from scaffold.runtime.session import find_repo, read_all_quests, state_root
+from scaffold.runtime.session import state_root
 from scaffold.sanitize import clean
 
 # States a task takes feedback in: at its pull request (a round starts), or at work
@@ -71,85 +71,52 @@ def diff_hunk(repo: Path, base: str, head: str, path: str, line: int) -> str | N
     return None
 
 
-@click.command()
-@click.option(
-    "--repo",
-    "repo_path",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The git repository (default: the one around the current directory).",
-)
-@click.argument("task_id")
-@click.option("--request-changes", "text", default=None, help="What to change (the review body).")
-@click.option(
-    "--file",
-    "text_file",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Read the review body from this file.",
-)
-@click.option(
-    "--comment",
-    "comments",
-    multiple=True,
-    metavar="PATH:LINE:TEXT",
-    help="An inline comment on a line of the task's diff (repeatable).",
-)
-def review(
-    repo_path: str | None,
-    task_id: str,
-    text: str | None,
-    text_file: str | None,
-    comments: tuple[str, ...],
-) -> None:
-    """Request changes on a task's pull request: its agent resumes with them."""
-    repo = find_repo(Path(repo_path) if repo_path else Path.cwd())
+def read_body(text: str | None, text_file: str | None) -> str:
+    """The review's body: ``--request-changes TEXT`` or the file ``--file FILE`` names."""
     if text is not None and text_file is not None:
         raise UsageError("give the review as --request-changes TEXT or --file FILE, not both")
-    body = text if text is not None else ""
-    if text_file is not None:
-        try:
-            body = Path(text_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {text_file}: {exc}") from None
+    if text_file is None:
+        return text or ""
+    try:
+        return Path(text_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {text_file}: {exc}") from None
+
+
+def request_changes(
+    repo: Path, quest_id: str, task: TaskRecord, body: str, comments: Sequence[str]
+) -> str:
+    """Post the review to the inbox for the task's next round; what to tell the person."""
     if not body.strip() and not comments:
         raise UsageError("say what to change: --request-changes TEXT, --file FILE or --comment")
-    tid = normalize_task_id(task_id)
-    quest = next((q for q in read_all_quests(repo) if tid in q.tasks), None)
-    if quest is None:
-        raise UnknownTask(tid)
-    task = quest.tasks[tid]
-    if task.outcome == "merged":
-        raise UsageError(f"{tid} is Done (its pull request was merged); nothing to review")
-    if task.state.value not in TAKES_FEEDBACK or task.pr is None or not task.branch:
-        raise UsageError(f"{tid} has no open pull request to review (it is {task.state.value})")
+    if task.pr is None or not task.branch:
+        raise UsageError(f"{task.id} has no open pull request to review (it is {task.state.value})")
     head = run_git([*SAFE_LOCAL, "rev-parse", f"refs/heads/{task.branch}"], cwd=repo).stdout.strip()
     inline: list[ReviewComment] = []
     for spec in comments:
         path, line, note = _parse_comment(spec)
         hunk = diff_hunk(repo, task.pr.base, head, path, line)
         if hunk is None:
-            raise UsageError(f"{path}:{line} is not a line the pull request of {tid} changes")
+            raise UsageError(f"{path}:{line} is not a line the pull request of {task.id} changes")
         inline.append(
             ReviewComment(
                 path=path, line=line, side="RIGHT", diff_hunk=hunk, commit_id=head, body=clean(note)
             )
         )
-    by = _who()
     item = Feedback(
         key=f"cli:{uuid.uuid4().hex[:12]}",
         kind="review",
-        by=by,
+        by=_who(),
         at=utcnow(),
         body=clean(body),
         comments=tuple(inline),
     )
     try:
-        inbox.post(state_root(repo), inbox.feedback(quest.id, tid, item))
+        inbox.post(state_root(repo), inbox.feedback(quest_id, task.id, item))
     except OSError as exc:
         raise ScaffoldError(f"cannot record the review: {exc}") from None
-    click.echo(
-        f"changes requested on {tid} ({len(inline)} inline comment(s)); "
+    return (
+        f"changes requested on {task.id} ({len(inline)} inline comment(s)); "
         "`scaffold run` sends them to its agent"
     )
 
