@@ -136,11 +136,11 @@ class ActionsExecutor:
         remote tip they contain; a remote that has commits of a person's is left as it is
         (the runner builds on them; never overwritten)."""
         remote = self.checkout.fetch_branch(branch, token)
-        if remote is not None and not self.checkout.contains(self.checkout.head_of(branch), remote):
-            log.warning("not pushing over commits scaffold has not seen", extra={"branch": branch})
-            return
         if not self.checkout.push_branch(branch, token, lease=remote):
-            log.warning("the branch moved while pushing; the runner takes it as it is")
+            log.warning(
+                "not pushed over commits scaffold has not seen; the runner takes the branch as is",
+                extra={"branch": branch},
+            )
 
     async def run_agent(
         self, quest: Quest, task: TaskRecord, run: AgentRun, run_dir: Path, signal_dir: Path
