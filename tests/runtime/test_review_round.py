@@ -4,6 +4,7 @@ the same branch, a person's own commit there survives, and the round is on recor
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from repo_builder import GIT_IDENTITY, MakeProject, quick_complete, write
 
@@ -68,10 +69,7 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
     assert not list((project.repo / ".scaffold" / "inbox").glob("*.json"))
 
     # A person commits on the task's branch (its worktree) before the round.
-    (project.repo.parent / "person.txt").write_text("mine\n")
-    subprocess.run(
-        ["cp", str(project.repo.parent / "person.txt"), f"{worktree}/notes/"], check=True
-    )
+    (Path(worktree) / "notes" / "person.txt").write_text("mine\n")
     subprocess.run(["git", "-C", worktree, "add", "notes/person.txt"], check=True)
     subprocess.run(
         ["git", "-C", worktree, *GIT_IDENTITY, "commit", "-q", "-m", "a person's fix"], check=True
