@@ -25,7 +25,7 @@ def start(aiohttp_client: MakeClient) -> Callable[..., Awaitable[TestClient[Any,
     async def make(
         settings: ServerSettings,
         handler: DeliveryHandler,
-        gauges: Callable[[], AppGauges] | None = None,
+        gauges: Callable[[], Awaitable[AppGauges]] | None = None,
     ) -> TestClient[Any, Any]:
         return await aiohttp_client(create_app(settings, handler, gauges=gauges))
 
@@ -309,7 +309,11 @@ async def test_healthz(start, settings) -> None:
 async def test_metrics_text(start, settings, labeled) -> None:
     rec = Recorder()
     gauges = AppGauges(quests_by_state={"Running": 2, "Done": 5}, busy_slots=3, cost_usd_total=1.25)
-    client = await start(settings, rec, gauges=lambda: gauges)
+
+    async def read() -> AppGauges:
+        return gauges
+
+    client = await start(settings, rec, gauges=read)
     headers = signed_headers(labeled, delivery="m-1")
     await post(client, labeled, headers)
     await post(client, labeled, headers)

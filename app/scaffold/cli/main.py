@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -430,6 +431,10 @@ def doctor(repo_path: str | None) -> None:
         )
     except ScaffoldError as exc:
         report(False, "sandbox", str(exc))
+    from scaffold.runtime.agent_limit import describe_max_agents
+
+    limited, limit = describe_max_agents(os.environ)
+    report(limited, "scaffold serve agents", limit)
     branch = state_branch(repo)
     try:
         docs = branch.read()

@@ -3,7 +3,9 @@
 The server listens with only what ingest needs imported (aiohttp, the server package):
 the App's GitHub side (the GitHub client, the quest runner, the orchestration and the
 models they use) is imported and started by :class:`LazyApp` once the server listens,
-or by the first delivery handed to it if that comes sooner.
+or by the first delivery handed to it if that comes sooner. The App runs on its own
+event loop in a thread of its own (``server/app_thread.py``): nothing a quest does
+holds up an acknowledgement.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from scaffold.errors import ScaffoldError
+from scaffold.server.app_thread import AppThread
 
 if TYPE_CHECKING:
     from scaffold.github.service import AppService
@@ -84,17 +87,25 @@ class LazyApp:
         hidden: tuple[Path, ...],
         status_interval_s: float,
         reconcile_interval_s: float,
+        max_agents: int | None = None,
     ) -> None:
         self._settings = settings
+        self._max_agents = max_agents
         self._root = root
         self._hidden = hidden
         self._status_interval_s = status_interval_s
         self._reconcile_interval_s = reconcile_interval_s
         self._service: AppService | None = None
         self._ready = asyncio.Event()
+        self._thread = AppThread()
 
     async def start(self) -> None:
-        """Import and build the service, then start it (resume open quests, reconcile)."""
+        """Start the App's thread; import, build and start the service there."""
+        self._thread.start()
+        await self._thread.call(self._start())
+        self._ready.set()
+
+    async def _start(self) -> None:
         from scaffold.github.auth import AppCredentials
         from scaffold.github.client import GitHubApp
         from scaffold.github.service import AppOptions, AppService
@@ -108,24 +119,27 @@ class LazyApp:
             hidden=self._hidden,
             status_interval_s=self._status_interval_s,
             reconcile_interval_s=self._reconcile_interval_s,
+            max_agents=self._max_agents,
         )
         self._service = AppService(github, options)
         await self._service.start()
-        self._ready.set()
 
     async def handle(self, delivery: Delivery) -> None:
         await self._ready.wait()
         assert self._service is not None
-        await self._service.handle(delivery)
+        await self._thread.call(self._service.handle(delivery))
 
-    def gauges(self) -> AppGauges:
+    async def gauges(self) -> AppGauges:
         from scaffold.server.metrics import AppGauges
 
-        return self._service.gauges() if self._service is not None else AppGauges()
+        if self._service is None:
+            return AppGauges()
+        return await self._thread.call(self._service.gauges())
 
     async def stop(self) -> None:
         if self._service is not None:
-            await self._service.stop()
+            await self._thread.call(self._service.stop())
+        await asyncio.to_thread(self._thread.close)
 
 
 @click.command()
@@ -138,8 +152,16 @@ class LazyApp:
     show_default=True,
     help="Clones, quests and the delivery log (env SCAFFOLD_STATE_DIR).",
 )
+@click.option(
+    "--max-agents",
+    envvar="SCAFFOLD_MAX_AGENTS",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Agents at once across every repository (env SCAFFOLD_MAX_AGENTS; default: two "
+    "per core). Each repository's `slots` still applies within it.",
+)
 @click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning"]))
-def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
+def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_level: str) -> None:
     """Run the GitHub App: POST /webhook, GET /healthz, GET /metrics.
 
     Credentials come from the environment: SCAFFOLD_APP_ID, SCAFFOLD_PRIVATE_KEY or
@@ -167,6 +189,7 @@ def serve(host: str, port: int, state_dir: str, log_level: str) -> None:
         hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
         reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
+        max_agents=max_agents,
     )
     app = create_app(settings, lazy.handle, gauges=lazy.gauges)
 

@@ -73,11 +73,19 @@ async def _fetch_head(ctx: RepoContext, pr: dict[str, Any], head_sha: str) -> No
     # The branch itself only when it is this repository's (a fork's may share its name).
     if same_repository(pr, ctx.full_name) and _safe_branch(ctx, head_ref):
         refspecs.append(f"+refs/heads/{head_ref}:refs/scaffold/pr/{number}")
+    # The base branch as it is now, in the same fetch: the diff is taken against it
+    # (and the config read from the default branch), with no fetch of everything else.
+    base_ref = str(pr["base"]["ref"])
+    base = (
+        [f"+refs/heads/{base_ref}:refs/remotes/origin/{base_ref}"]
+        if _safe_branch(ctx, base_ref)
+        else []
+    )
 
     def work() -> None:
         with ctx.default_branch_lock:
             for refspec in refspecs:
-                if ctx.checkout.fetch_refspecs(token, refspec, check=False):
+                if ctx.checkout.fetch_refspecs(token, refspec, *base, check=False):
                     break
             have = run_git(
                 ["cat-file", "-e", f"{head_sha}^{{commit}}"], cwd=ctx.checkout.path, check=False

@@ -90,6 +90,7 @@ class GitHubForge:
         self._status_dirty = False
         self._last_status_at = 0.0
         self._status_lock = asyncio.Lock()
+        self._status_body: str | None = None  # what this run last wrote there
         self._latest: Quest | None = None
 
     # ------------------------------------------------------------- helpers
@@ -618,12 +619,16 @@ class GitHubForge:
         if link.status_comment_id is None:
             comment_id = await self.comment(link.issue_number, body)
             self.links.update(quest.id, status_comment_id=comment_id)
+            self._status_body = body
             return
+        if body == self._status_body:
+            return  # nothing new to say: no edit (each edit is a delivery back to us)
         await self.gh.patch(
             "/repos/{owner}/{repo}/issues/comments/{comment_id}",
             self._vars(comment_id=link.status_comment_id),
             data={"body": body},
         )
+        self._status_body = body
 
     async def flush(self, quest: Quest) -> None:
         if self._status_task is not None and not self._status_task.done():

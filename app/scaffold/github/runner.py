@@ -5,7 +5,9 @@ exactly like ``scaffold run``; a delivery that changes something (an answer, an
 approval, a merge) pokes the quest, and a poke either reaches the run in progress
 (through the inbox, which the orchestrator reads every turn) or starts a new run. Runs
 of one quest are serialised; quests of one repository run side by side, sharing the
-repository's slots fairly (``runtime/slot_pool.py``) and its clone: every change to the
+repository's slots fairly (``runtime/slot_pool.py``), and every repository's agents
+share the server's cap on agents at once (``runtime/agent_limit.py``); the quests of
+one repository share its clone: every change to the
 default branch holds the repository's default-branch lock, and a task another quest
 planned is never adopted (its ``quest:<id>`` label).
 """
@@ -32,6 +34,7 @@ from scaffold.github.links import LinkStore
 from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
 from scaffold.quest.model import QuestPhase, utcnow
 from scaffold.runtime import inbox
+from scaffold.runtime.agent_limit import AgentLimit, RepoAgents, default_max_agents
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.session import quest_store
@@ -101,8 +104,11 @@ class QuestRunner:
         status_interval_s: float = 10.0,
         python: str | None = None,
         hidden: tuple[Path, ...] = (),
+        max_agents: int | None = None,
     ) -> None:
         self.clock = clock
+        # Agents at once across every repository this server runs quests in.
+        self.agents = AgentLimit(max_agents or default_max_agents())
         self.status_interval_s = status_interval_s
         self.python = python
         # What agents must never see besides each clone's own state (state dir, key file).
@@ -233,6 +239,7 @@ class QuestRunner:
                 publisher=publisher,
                 before_publish=fresh_token,
                 slot_pool=ctx.slots,
+                agent_limit=RepoAgents(self.agents, ctx.full_name),
             )
             forge = forges[0]
             self.running[(ctx.full_name, quest_id)] = orch

@@ -63,7 +63,7 @@ from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
 from scaffold.sandbox.settings import find_bwrap, probe_bwrap
 from scaffold.sanitize import clean
-from scaffold.server.delivery import Delivery
+from scaffold.server.delivery import Delivery, by_a_person
 from scaffold.server.metrics import AppGauges
 
 log = logging.getLogger("scaffold.app")
@@ -89,12 +89,17 @@ ROUTES: dict[str, str] = {
 }
 
 
+FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
+
+
 @dataclass(frozen=True)
 class AppOptions:
     state_dir: Path
     status_interval_s: float = 10.0
     reconcile_interval_s: float = 300.0
     python: str | None = None
+    # Agents at once across every repository (None: two per core).
+    max_agents: int | None = None
     # Besides the state dir: what no agent may see (the App's key file).
     hidden: tuple[Path, ...] = ()
 
@@ -115,11 +120,12 @@ class AppService:
             status_interval_s=options.status_interval_s,
             python=options.python,
             hidden=(options.state_dir, *options.hidden),
+            max_agents=options.max_agents,
         )
         self.repos: dict[str, RepoContext] = {}
         self._reconciler: asyncio.Task[None] | None = None
         self.handled: dict[str, int] = {}
-        self._delivery_locks: dict[str, asyncio.Lock] = {}
+        self._delivery_locks: dict[tuple[str, bool], asyncio.Lock] = {}
         self._repo_locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -144,11 +150,17 @@ class AppService:
         await self.runner.stop()
         await self.github.close()
 
-    def gauges(self) -> AppGauges:
+    async def gauges(self) -> AppGauges:
+        """What ``/metrics`` shows of the App (quest files are read off the loop)."""
+        return await asyncio.to_thread(self._read_gauges)
+
+    def _read_gauges(self) -> AppGauges:
         states: dict[str, int] = {}
+        active: dict[str, int] = {}
+        agents: dict[str, int] = {}
         busy = 0
         cost = 0.0
-        for ctx in self.repos.values():
+        for ctx in list(self.repos.values()):
             store = quest_store(ctx.checkout.path)
             for link in ctx.links.all():
                 with contextlib.suppress(ScaffoldError, OSError):
@@ -156,8 +168,11 @@ class AppService:
                     states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
                     cost += quest.cost_usd
                     busy += sum(1 for t in quest.tasks.values() if t.agent_running)
+                    if quest.phase not in FINISHED:
+                        active[ctx.full_name] = active.get(ctx.full_name, 0) + 1
+            agents[ctx.full_name] = self.runner.agents.running_in(ctx.full_name)
         modes: dict[str, int] = {}
-        for mode in self.runner.sandbox_modes.values():
+        for mode in list(self.runner.sandbox_modes.values()):
             modes[mode] = modes.get(mode, 0) + 1
         bwrap = find_bwrap()
         return AppGauges(
@@ -166,6 +181,10 @@ class AppService:
             cost_usd_total=cost,
             sandbox_modes=modes,
             sandbox_available=int(bwrap is not None and probe_bwrap(bwrap) is None),
+            agents_running=self.runner.agents.running,
+            max_agents=self.runner.agents.limit,
+            active_quests_by_repo=active,
+            agents_by_repo=agents,
         )
 
     # ------------------------------------------------------------------ routing
@@ -174,10 +193,13 @@ class AppService:
         name = ROUTES.get(f"{delivery.event}.{delivery.action}")
         route: Callable[[Delivery], Awaitable[None]] | None = getattr(self, name) if name else None
         outcome = "ignored"
+        repo = str((delivery.payload.get("repository") or {}).get("full_name", ""))
         if route is not None:
-            # One repository's deliveries are handled one at a time, in arrival order.
-            name = str((delivery.payload.get("repository") or {}).get("full_name", ""))
-            async with self._delivery_locks.setdefault(name, asyncio.Lock()):
+            # One repository's deliveries are handled one at a time, in arrival order:
+            # a person's among a person's, scaffold's echoes among echoes (a person's
+            # never waits for an echo's fetch).
+            lane = (repo, by_a_person(delivery))
+            async with self._delivery_locks.setdefault(lane, asyncio.Lock()):
                 await route(delivery)
             outcome = "handled"
         key = f"{delivery.event}.{delivery.action}:{outcome}"
@@ -189,6 +211,7 @@ class AppService:
                 "event": delivery.event,
                 "action": delivery.action,
                 "outcome": outcome,
+                "repo": repo,
             },
         )
 
@@ -333,7 +356,7 @@ class AppService:
         existing = ctx.links.for_issue(ctx.full_name, number)
         if existing is not None:
             quest = self.quest_of(ctx, existing.quest_id)
-            if quest.phase not in (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED):
+            if quest.phase not in FINISHED:
                 # The label put back on a quest someone stopped: it goes on.
                 self.runner.poke(ctx, existing.quest_id, resume=True)
                 return
@@ -574,10 +597,12 @@ class AppService:
             self.runner.poke(ctx, link.quest_id)  # our own merge: the quest finishes it
 
     async def on_pr_changed(self, d: Delivery) -> None:
-        """A new head: DiagramCheck it (any PR of the repository), then wake its quest."""
+        """A new head: DiagramCheck it (any PR of the repository), then wake its quest.
+
+        The check fetches the head and the base branch itself: no fetch of the whole
+        clone for it (most new heads are scaffold's own pushes)."""
         ctx = await self._context(d.payload, d.installation_id)
         pr = d.payload["pull_request"]
-        await self._ensure_clone(ctx)
         await self._diagram_check(ctx, pr, force=False)
         found = self._pr_task(ctx, pr)
         if found is None:
@@ -601,7 +626,6 @@ class AppService:
         ctx = await self._context(p, d.installation_id)
         if run and not ctx.app.owns(run):
             return  # a check of the same name from another App or workflow
-        await self._ensure_clone(ctx)
         force = d.action == "rerequested"
         owner, _, name = ctx.full_name.partition("/")
         for ref in refs:

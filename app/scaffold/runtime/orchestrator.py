@@ -75,6 +75,7 @@ from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
 from scaffold.roles import Role
 from scaffold.runtime import inbox
+from scaffold.runtime.agent_limit import RepoAgents
 from scaffold.runtime.agent_runs import (
     build_invocation,
     describe_failure,
@@ -132,6 +133,7 @@ class Orchestrator:
         publisher: StatePublisher | None = None,
         before_publish: Callable[[], Awaitable[None]] | None = None,
         slot_pool: SlotPool | None = None,
+        agent_limit: RepoAgents | None = None,
     ) -> None:
         self.repo = repo
         self.cfg = config
@@ -185,6 +187,8 @@ class Orchestrator:
         self._publish_error_said: str | None = None
         # The repository's slots when other quests run beside this one (the App).
         self.slot_pool = slot_pool
+        # The server-wide cap on agents at once (the App's), taken right before a run.
+        self.agent_limit = agent_limit
         self.children = LiveChildren()
         # At most ``slots`` task agents at work at once: a task's first agent takes a
         # permit (its lease on a slot) and the task keeps it between its agents, until
@@ -890,10 +894,13 @@ class Orchestrator:
             # The journal on disk and the last agent's work committed, then the agent
             # runs: in a sandbox, made meanwhile and let through its start gate; without
             # one, spawned then.
-            if start_on_slot is None:
-                ready = asyncio.ensure_future(self._ready_to_run(key))
-            else:
-                ready = asyncio.ensure_future(self._ready_on_slot(key, start_on_slot))
+            before = (
+                functools.partial(self._ready_to_run, key)
+                if start_on_slot is None
+                else functools.partial(self._ready_on_slot, key, start_on_slot)
+            )
+            permitted: list[bool] = []
+            ready = asyncio.ensure_future(self._then_permitted(before, permitted))
             released = asyncio.Event()
             if not channel.gated:
                 try:
@@ -921,6 +928,8 @@ class Orchestrator:
                 watcher.cancel()
                 opener.cancel()
                 ready.cancel()
+                if permitted and self.agent_limit is not None:
+                    self.agent_limit.release(self.quest.id)
             if ready.done() and not ready.cancelled() and (problem := ready.exception()):
                 if isinstance(problem, _Withdrawn):
                     return self._stopped_before_start()  # the agent never ran
@@ -936,6 +945,15 @@ class Orchestrator:
         before it) on disk, and the commit of the task's last agent's work."""
         await self._durable()
         await self.unsettled.settle(key)
+
+    async def _then_permitted(
+        self, before: Callable[[], Awaitable[None]], permitted: list[bool]
+    ) -> None:
+        """``before()``, then a permit of the server-wide agent limit (noted in ``permitted``)."""
+        await before()
+        if self.agent_limit is not None:
+            await self.agent_limit.acquire(self.quest.id)
+            permitted.append(True)
 
     async def _ready_on_slot(self, key: str, start: Callable[[], None]) -> None:
         """``_ready_to_run`` for a sandbox made before its task had a slot."""
@@ -1066,7 +1084,24 @@ class Orchestrator:
                     EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
                 )
             if name is EventName.CODE_COMPLETE:
-                self._take_planning_output(Path(self.quest.planning.run_dir or "") / "signals")
+                phase = self.quest.phase
+                planned = self._take_planning_output(
+                    Path(self.quest.planning.run_dir or "") / "signals"
+                )
+                if phase is QuestPhase.PLANNING and not planned:
+                    # Its create-tasks refused (or never called): a failed run, retried
+                    # with the reason, never a quest that executes nothing.
+                    failure = (
+                        "PathSeeker signalled complete but planned no task: create-tasks "
+                        "was refused or not called"
+                    )
+                    return Event(
+                        EventName.AGENT_FAILED,
+                        at=now,
+                        role=role,
+                        session_id=session,
+                        detail=failure,
+                    )
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
             )
@@ -1094,8 +1129,9 @@ class Orchestrator:
         n = sum(1 for q in self.quest.questions.values() if q.id.startswith(f"q-{base}-"))
         return f"q-{base}-{n + 1}"
 
-    def _take_planning_output(self, signal_dir: Path) -> None:
-        """ChaosWhisperer's requirements and PathSeeker's file map go into the quest."""
+    def _take_planning_output(self, signal_dir: Path) -> int:
+        """ChaosWhisperer's requirements and PathSeeker's file map go into the quest;
+        the number of tasks PathSeeker planned for this quest."""
         try:
             if self.quest.phase is QuestPhase.REQUIREMENTS:
                 req = read_requirements(signal_dir)
@@ -1103,17 +1139,22 @@ class Orchestrator:
                     locked = req.model_copy(update={"locked": True})
                     self._commit(self.quest.model_copy(update={"requirements": locked}))
                     self.out.line(f"requirements locked: {len(req.contexts)} context(s)")
-                return
+                return 0
             plan = read_plan(signal_dir)
         except ScaffoldError as exc:
             self.out.warn(f"planning output unreadable: {exc}")
-            return
+            return 0
         if plan is not None:
             self._update_planning(file_map=tuple(plan.file_map))
         snapshot = self.backlog.get()
         known = set(self.quest.planning.known_before)
-        new = [t.id for t in snapshot.tasks if t.id not in known]
+        new = [
+            t.id
+            for t in snapshot.tasks
+            if t.id not in known and not self._planned_elsewhere(t.labels)
+        ]
         self.out.line(f"PathSeeker planned {len(new)} task(s): {', '.join(new) or '-'}")
+        return len(new)
 
     def _worktree(self, task_id: str) -> Path:
         return Path(self.quest.tasks[task_id].worktree or self.repo)

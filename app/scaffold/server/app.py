@@ -1,6 +1,6 @@
 """The aiohttp adapter: routes, and the ingest's start and stop tied to the app's lifecycle.
 
-app = create_app(settings, handler, gauges=lambda: AppGauges(...))
+app = create_app(settings, handler, gauges=read_gauges)  # async () -> AppGauges
 app.on_shutdown.append(stop_agents)   # runs after the queue has drained
 serve(app, "0.0.0.0", 8080, drain_timeout_s=settings.drain_timeout_s)
 """
@@ -8,7 +8,7 @@ serve(app, "0.0.0.0", 8080, drain_timeout_s=settings.drain_timeout_s)
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import StreamReader, web
 
@@ -26,7 +26,7 @@ def create_app(
     settings: ServerSettings,
     handler: DeliveryHandler,
     *,
-    gauges: Callable[[], AppGauges] | None = None,
+    gauges: Callable[[], Awaitable[AppGauges]] | None = None,
 ) -> web.Application:
     app = web.Application(client_max_size=settings.max_body_bytes)
     app[INGEST] = Ingest(settings, handler, gauges=gauges)
@@ -91,5 +91,5 @@ async def _healthz(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    body = request.app[INGEST].metrics.render()
+    body = await request.app[INGEST].metrics.render()
     return web.Response(body=body, headers={"Content-Type": _PROMETHEUS_TEXT})

@@ -41,6 +41,29 @@ class Delivery:
 
 DeliveryHandler = Callable[[Delivery], Awaitable[None]]
 
+# What a person does that scaffold answers: handled before scaffold's own echoes
+# (check suites and runs, statuses, pushes and PR heads of its own, its comments' edits).
+PERSON_ACTIONS = frozenset(
+    {
+        "issues.labeled",
+        "issues.unlabeled",
+        "issue_comment.created",
+        "pull_request_review.submitted",
+        "pull_request_review_comment.created",
+        "pull_request.closed",
+        "pull_request.reopened",
+    }
+)
+PERSON_EVENTS = frozenset(key.partition(".")[0] for key in PERSON_ACTIONS) - {"pull_request"}
+
+
+def by_a_person(delivery: Delivery) -> bool:
+    """Whether a person (no bot, scaffold's own App among them) caused ``delivery``."""
+    if f"{delivery.event}.{delivery.action}" not in PERSON_ACTIONS:
+        return False
+    sender = delivery.payload.get("sender") or {}
+    return sender.get("type") != "Bot" and not str(sender.get("login", "")).endswith("[bot]")
+
 
 @dataclass(frozen=True, slots=True)
 class Rejection:

@@ -9,7 +9,8 @@ the write or the fsync fails none of them is (503, GitHub delivers again). A sec
 copy of a delivery that arrives while the first is being stored waits for it and is
 answered as a duplicate; it is written once. At most ``settings.max_parsed_in_queue``
 deliveries wait in memory parsed; beyond that the queue holds only where they lie in
-the spool, so a burst costs little memory.
+the spool, so a burst costs little memory. What a person did (``by_a_person``) goes
+to the queue's urgent lane: it never waits behind scaffold's own echoes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scaffold.errors import StoreLocked
@@ -28,9 +29,11 @@ from scaffold.server.dedupe import SeenIds
 from scaffold.server.delivery import (
     EVENT_HEADER,
     EVENT_NAME,
+    PERSON_EVENTS,
     Delivery,
     DeliveryHandler,
     Rejection,
+    by_a_person,
     delivery_from,
     parse_payload,
     verify_and_parse,
@@ -88,7 +91,7 @@ class Ingest:
         settings: ServerSettings,
         handler: DeliveryHandler,
         *,
-        gauges: Callable[[], AppGauges] | None = None,
+        gauges: Callable[[], Awaitable[AppGauges]] | None = None,
         sync: Sync | None = None,
     ) -> None:
         """``sync`` makes a written batch durable (default: fdatasync if ``settings.fsync``)."""
@@ -121,7 +124,8 @@ class Ingest:
         left = self.spool.open()
         for ref in left:
             self.seen.add(ref.id)
-            self.queue.put(ref)
+            # Not parsed again here: by its event alone (a bot's comment goes early too).
+            self.queue.put(ref, urgent=ref.event in PERSON_EVENTS)
         if left:
             _log.info("re-queued deliveries left by an earlier run", extra={"count": len(left)})
         self.queue.start()
@@ -277,11 +281,12 @@ class Ingest:
         queue = self.queue
         for p, ref in zip(batch, spooled.refs, strict=True):
             del self._storing[p.delivery.id]
+            urgent = by_a_person(p.delivery)
             if self._parsed_in_queue < self.settings.max_parsed_in_queue:
                 self._parsed_in_queue += 1
-                queue.put(p.delivery)
+                queue.put(p.delivery, urgent=urgent)
             else:
-                queue.put(ref)
+                queue.put(ref, urgent=urgent)
             if not p.done.done():
                 p.done.set_result(None)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,12 @@ class AppGauges:
     sandbox_modes: dict[str, int] = field(default_factory=dict)
     # 1 when bubblewrap can sandbox agents on this machine.
     sandbox_available: int = 0
+    # Agents running now across every repository, and the server-wide cap on them.
+    agents_running: int = 0
+    max_agents: int = 0
+    # Per repository: its quests not yet finished, and its agents running now.
+    active_quests_by_repo: dict[str, int] = field(default_factory=dict)
+    agents_by_repo: dict[str, int] = field(default_factory=dict)
 
 
 class IngestMetrics:
@@ -48,8 +54,9 @@ class IngestMetrics:
         self,
         queue_depth: Callable[[], int],
         in_flight: Callable[[], int],
-        gauges: Callable[[], AppGauges] | None = None,
+        gauges: Callable[[], Awaitable[AppGauges]] | None = None,
     ) -> None:
+        """``gauges`` reads the App's state (on the App's loop, off this one) per scrape."""
         self._queue_depth = queue_depth
         self._in_flight = in_flight
         self._gauges = gauges
@@ -66,14 +73,20 @@ class IngestMetrics:
         self._buckets[bisect.bisect_left(self._bounds, seconds)] += 1
         self._handle_sum += seconds
 
-    def render(self) -> bytes:
+    async def render(self) -> bytes:
         from prometheus_client import CollectorRegistry, generate_latest
 
+        gauges: AppGauges | None = None
+        if self._gauges is not None:
+            try:
+                gauges = await self._gauges()
+            except Exception:
+                _log.exception("the app's gauges could not be read")
         registry = CollectorRegistry(auto_describe=True)
-        registry.register(_Collector(self))
+        registry.register(_Collector(self, gauges))
         return bytes(generate_latest(registry))
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self, g: AppGauges | None) -> Iterator[Metric]:
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
@@ -104,12 +117,7 @@ class IngestMetrics:
         yield GaugeMetricFamily(
             "scaffold_webhook_in_flight", "Deliveries being handled now", self._in_flight()
         )
-        if self._gauges is None:
-            return
-        try:
-            g = self._gauges()
-        except Exception:
-            _log.exception("the app's gauges could not be read")
+        if g is None:
             return
         quests = GaugeMetricFamily("scaffold_quests", "Quests by state", labels=["state"])
         for state, n in sorted(g.quests_by_state.items()):
@@ -132,13 +140,32 @@ class IngestMetrics:
             "1 when bubblewrap can sandbox agents on this machine",
             g.sandbox_available,
         )
+        yield GaugeMetricFamily(
+            "scaffold_agents_running", "Agents running now, every repository", g.agents_running
+        )
+        yield GaugeMetricFamily(
+            "scaffold_max_agents", "The server-wide cap on agents at once", g.max_agents
+        )
+        active = GaugeMetricFamily(
+            "scaffold_repo_active_quests", "Quests not yet finished, by repository", labels=["repo"]
+        )
+        for repo, n in sorted(g.active_quests_by_repo.items()):
+            active.add_metric([repo], n)
+        yield active
+        agents = GaugeMetricFamily(
+            "scaffold_repo_agents_running", "Agents running now, by repository", labels=["repo"]
+        )
+        for repo, n in sorted(g.agents_by_repo.items()):
+            agents.add_metric([repo], n)
+        yield agents
 
 
 class _Collector:
     """What the registry asks: the metrics of one IngestMetrics, read when scraped."""
 
-    def __init__(self, metrics: IngestMetrics) -> None:
+    def __init__(self, metrics: IngestMetrics, gauges: AppGauges | None) -> None:
         self._metrics = metrics
+        self._gauges = gauges
 
     def collect(self) -> Iterator[Metric]:
-        return self._metrics.collect()
+        return self._metrics.collect(self._gauges)

@@ -1,4 +1,4 @@
-"""A FIFO of work items served by a fixed pool of asyncio worker tasks.
+"""Two FIFOs of work items (urgent first) served by a fixed pool of asyncio worker tasks.
 
 Lighter than ``asyncio.Queue`` on the hot path: ``put`` appends to a deque and wakes
 one idle worker only if there is one; a busy worker keeps taking items without
@@ -19,22 +19,33 @@ T = TypeVar("T")
 
 
 class WorkQueue(Generic[T]):
-    """``run`` is called for each item by one of ``workers`` tasks; it should not raise."""
+    """``run`` is called for each item by one of ``workers`` tasks; it should not raise.
 
-    def __init__(self, run: Callable[[T], Awaitable[None]], workers: int = 4) -> None:
+    Two lanes: an urgent item (one a person caused: a label, a comment, a review) is
+    taken before every other, and ``reserved`` workers are kept for urgent items, so
+    however many others are being handled (scaffold's own echoes: check suites, pushes)
+    a person's delivery starts at once.
+    """
+
+    def __init__(
+        self, run: Callable[[T], Awaitable[None]], workers: int = 4, *, reserved: int = 1
+    ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self._run = run
         self._size = workers
+        self._reserved = max(0, min(reserved, workers - 1))  # one worker serves all
+        self._urgent: deque[T] = deque()
         self._items: deque[T] = deque()
         self._idle: deque[asyncio.Future[None]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
         self._in_flight = 0
+        self._others_in_flight = 0
         self._settled: asyncio.Event | None = None
 
     @property
     def depth(self) -> int:
-        return len(self._items)
+        return len(self._urgent) + len(self._items)
 
     @property
     def in_flight(self) -> int:
@@ -47,17 +58,27 @@ class WorkQueue(Generic[T]):
                 for i in range(self._size)
             ]
 
-    def put(self, item: T) -> None:
-        self._items.append(item)
+    def put(self, item: T, *, urgent: bool = False) -> None:
+        (self._urgent if urgent else self._items).append(item)
+        self._wake()
+
+    def _wake(self) -> None:
         while self._idle:
             waiter = self._idle.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 break
 
+    def _take(self) -> tuple[T, bool] | None:
+        if self._urgent:
+            return self._urgent.popleft(), True
+        if self._items and self._others_in_flight < self._size - self._reserved:
+            return self._items.popleft(), False
+        return None
+
     async def drain(self, timeout: float) -> bool:
         """Wait until every queued item has been run; False if ``timeout`` came first."""
-        if not self._items and not self._in_flight:
+        if not self.depth and not self._in_flight:
             return True
         self._settled = asyncio.Event()
         try:
@@ -78,20 +99,26 @@ class WorkQueue(Generic[T]):
                 await task
 
     async def _work(self) -> None:
-        items = self._items
         loop = asyncio.get_running_loop()
         while True:
-            if not items:
-                if self._settled is not None and not self._in_flight:
+            taken = self._take()
+            if taken is None:
+                if self._settled is not None and not self._in_flight and not self.depth:
                     self._settled.set()
                 waiter = loop.create_future()
                 self._idle.append(waiter)
                 await waiter
                 continue
+            item, urgent = taken
             self._in_flight += 1
-            try:  # the item is not kept in this frame: an idle worker holds no payload
-                await self._run(items.popleft())
+            self._others_in_flight += not urgent
+            try:
+                await self._run(item)
             except Exception:
                 _log.exception("a work item raised")
             finally:
+                del item  # an idle worker holds no payload
                 self._in_flight -= 1
+                if not urgent:
+                    self._others_in_flight -= 1
+                    self._wake()  # an item held back by the reserve may go now

@@ -1,0 +1,59 @@
+"""The App's own event loop, in a thread of its own.
+
+The loop that answers webhooks must only wait: verify, store, acknowledge. Quest runs
+are not like that: spawning an agent (fork and exec), a journal's fsync, git and file
+work all hold the thread that does them, and twenty quests at once hold it often. So
+the App (its delivery handlers and every quest run) lives on a second loop, in this
+thread; the ingest's workers hand each delivery over with :meth:`AppThread.call` and
+wait for its end without blocking their loop. A cancelled call cancels the coroutine
+on the App's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import uvloop
+
+T = TypeVar("T")
+
+
+class AppThread:
+    def __init__(self, name: str = "scaffold-app") -> None:
+        self.loop = uvloop.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the App's loop and wait for its result on the caller's loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel what the loop still runs, stop it and join the thread (a daemon: a
+        task that ignores its cancellation cannot keep the process alive)."""
+        if not self._thread.is_alive():
+            self.loop.close()
+            return
+
+        async def cancel_rest() -> None:
+            here = asyncio.current_task()
+            rest = [t for t in asyncio.all_tasks() if t is not here]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
+            self.loop.stop()
+
+        self.loop.call_soon_threadsafe(lambda: self.loop.create_task(cancel_rest()))
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
