@@ -88,3 +88,90 @@ def test_a_run_whose_end_is_queued_is_not_started_again(
     quest = project.quest(writer.quest.id)
     assert sorted(quest.tasks) == ["TASK-1"]
     assert quest.tasks["TASK-1"].outcome == "merged"
+
+
+def test_a_pathseeker_that_plans_nothing_is_a_failed_run_retried_with_the_reason(
+    make_project: MakeProject,
+) -> None:
+    """Its create-tasks refused (a dependency cycle) and a complete signal anyway: never a
+    quest that executes no task, run again on every poke; the retry is told why."""
+    project = make_project(
+        [],
+        [
+            {
+                "role": "chaoswhisperer",
+                "actions": [
+                    relay_call("write-requirements", requirements("A greeting")),
+                    quick_complete("requirements written"),
+                ],
+            },
+            {
+                "role": "pathseeker",
+                "attempt": 1,
+                "actions": [
+                    relay_call(
+                        "create-tasks",
+                        plan(("a", "Write the greeting", ["b"]), ("b", "Say it", ["a"])),
+                    ),
+                    quick_complete("planned (so it says)"),
+                ],
+            },
+            {
+                "role": "pathseeker",
+                "attempt": 2,
+                "actions": [
+                    {"expect_prompt_contains": "planned no task"},
+                    relay_call("create-tasks", plan(("a", "Write the greeting", []))),
+                    quick_complete("one task"),
+                ],
+            },
+            codeweaver_done("TASK-1", quick=True),
+        ],
+        {"agent": {"max_attempts": 2}},
+    )
+    writer = open_or_create_quest(project.repo, None, request="Add a greeting")
+    orchestrator = Orchestrator(
+        project.repo, load_config(project.repo), writer, Reporter(io.StringIO(), color=False)
+    )
+    try:
+        report = asyncio.run(asyncio.wait_for(orchestrator.run(), HANG_GUARD_S))
+    finally:
+        writer.close()
+
+    assert report.exit_code == 0
+    roles = [i["role"] for i in project.invocations()]
+    assert roles.count("pathseeker") == 2
+    quest = project.quest(writer.quest.id)
+    assert sorted(quest.tasks) == ["TASK-1"]
+    assert quest.tasks["TASK-1"].outcome == "merged"
+
+
+def test_a_pathseeker_that_never_plans_fails_the_quest(make_project: MakeProject) -> None:
+    project = make_project(
+        [],
+        [
+            {
+                "role": "chaoswhisperer",
+                "actions": [
+                    relay_call("write-requirements", requirements("A greeting")),
+                    quick_complete("requirements written"),
+                ],
+            },
+            {"role": "pathseeker", "actions": [quick_complete("nothing to do, I think")]},
+        ],
+        {"agent": {"max_attempts": 2}},
+    )
+    writer = open_or_create_quest(project.repo, None, request="Add a greeting")
+    orchestrator = Orchestrator(
+        project.repo, load_config(project.repo), writer, Reporter(io.StringIO(), color=False)
+    )
+    try:
+        asyncio.run(asyncio.wait_for(orchestrator.run(), HANG_GUARD_S))
+    finally:
+        writer.close()
+
+    quest = project.quest(writer.quest.id)
+    assert quest.phase.value == "failed"
+    assert quest.tasks == {}
+    # its first run and max_attempts retries, then the quest fails: it is not run again
+    assert [i["role"] for i in project.invocations()].count("pathseeker") == 3
