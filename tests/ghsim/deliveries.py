@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +31,29 @@ class DeliveryRecord:
     held: bool = False
     redelivery: bool = False
     posted: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Timing (wall clock, ``time.time()``): when the simulator recorded the delivery, when
+    # its POST started, and how long the receiver took to answer (POST start to the whole
+    # response read), for benchmarks of a receiver's ack latency.
+    queued_at: float = field(default_factory=time.time)
+    sent_at: float | None = None
+    elapsed_s: float | None = None
+    # The same for the copy posted to ``Sender.mirror_url``, when one is set.
+    mirror_status: int | None = None
+    mirror_elapsed_s: float | None = None
+    mirror_error: str | None = None
 
 
 class Sender:
-    """Posts deliveries one after another on the simulator's loop; never blocks the API."""
+    """Posts deliveries one after another on the simulator's loop; never blocks the API.
+
+    ``mirror_url`` (opt-in, for benchmarks): each delivery is also posted there, at the
+    same moment as to ``url`` (both at once; the next waits for both), with the same
+    headers and body; its answer is kept apart (``mirror_*``) and changes nothing else.
+    """
 
     def __init__(self) -> None:
         self.url: str | None = None
+        self.mirror_url: str | None = None
         self.secret: str = ""
         self.target_id: int = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,6 +123,19 @@ class Sender:
         url = self.url
         if url is None:
             return
+        mirror = self.mirror_url
+        if mirror is None:
+            await self._post_main(session, url, record)
+        else:
+            await asyncio.gather(
+                self._post_main(session, url, record), self._post_mirror(session, mirror, record)
+            )
+
+    async def _post_main(
+        self, session: aiohttp.ClientSession, url: str, record: DeliveryRecord
+    ) -> None:
+        record.sent_at = time.time()
+        started = time.perf_counter()
         try:
             async with session.post(url, data=record.body, headers=record.headers) as resp:
                 record.status_code = resp.status
@@ -113,3 +143,18 @@ class Sender:
         except Exception as exc:  # a refused connection is a failed delivery, as on GitHub
             record.error = f"{type(exc).__name__}: {exc}"
             log.info("delivery %s to %s failed: %s", record.delivery_id, url, record.error)
+        finally:
+            record.elapsed_s = time.perf_counter() - started
+
+    async def _post_mirror(
+        self, session: aiohttp.ClientSession, url: str, record: DeliveryRecord
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            async with session.post(url, data=record.body, headers=record.headers) as resp:
+                record.mirror_status = resp.status
+                await resp.read()
+        except Exception as exc:
+            record.mirror_error = f"{type(exc).__name__}: {exc}"
+        finally:
+            record.mirror_elapsed_s = time.perf_counter() - started

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -217,8 +217,10 @@ def app_process(
     *,
     extra_env: Mapping[str, str] | None = None,
     state: Path | None = None,
+    serve_args: Sequence[str] = (),
 ) -> Iterator[AppProcess]:
-    """``scaffold serve`` on a free port, wired to ``sim`` (webhook included)."""
+    """``scaffold serve`` on a free port, wired to ``sim`` (webhook included);
+    ``serve_args`` are added to its command line."""
     root.mkdir(parents=True, exist_ok=True)
     state = state or root / "state"
     port = free_port()
@@ -238,7 +240,17 @@ def app_process(
     }
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [PYTHON, "-m", "scaffold", "serve", "--port", str(port), "--state-dir", str(state)],
+            [
+                PYTHON,
+                "-m",
+                "scaffold",
+                "serve",
+                "--port",
+                str(port),
+                "--state-dir",
+                str(state),
+                *serve_args,
+            ],
             cwd=root,
             env=env,
             stdout=out,

@@ -148,25 +148,33 @@ class QuestRunner:
                 log.exception("quest run crashed", extra={"repo": ctx.full_name, "quest": quest_id})
             self.runs_finished += 1
 
-    def _stopped_by_a_person(self, ctx: RepoContext, quest_id: str) -> bool:
+    def _nothing_to_run(self, ctx: RepoContext, quest_id: str) -> str | None:
+        """Why a poke of the quest starts no run: stopped by a person (unless resumed or
+        a retry waits), or finished with no message waiting for it (the echoes of its
+        last merges: a run would fetch and publish for nothing)."""
         key = (ctx.full_name, quest_id)
         if key in self._resume:
             self._resume.discard(key)
-            return False
+            return None
         quest = quest_store(ctx.checkout.path).read(quest_id)
-        if quest.stop_limit != "abort":
-            return False
-        waiting = inbox.pending(ctx.checkout.path / ".scaffold")
-        return not any(
-            m is not None and m.quest_id == quest_id and m.kind == "retry" for _, m, _ in waiting
-        )
+        finished = quest.phase in (QuestPhase.DONE, QuestPhase.FAILED)
+        if quest.stop_limit != "abort" and not finished:
+            return None
+        waiting = [
+            m
+            for _, m, _ in inbox.pending(ctx.checkout.path / ".scaffold")
+            if m is not None and m.quest_id == quest_id
+        ]
+        if finished:
+            return None if waiting else "quest finished; not run"
+        if any(m.kind == "retry" for m in waiting):
+            return None
+        return "quest stopped by a person; not run"
 
     async def _run_once(self, ctx: RepoContext, quest_id: str) -> None:
-        if self._stopped_by_a_person(ctx, quest_id):
-            log.info(
-                "quest stopped by a person; not run",
-                extra={"repo": ctx.full_name, "quest": quest_id},
-            )
+        why = await asyncio.to_thread(self._nothing_to_run, ctx, quest_id)
+        if why is not None:
+            log.info(why, extra={"repo": ctx.full_name, "quest": quest_id})
             return
         token = await ctx.client.token()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import uvloop
@@ -21,9 +22,18 @@ import uvloop
 T = TypeVar("T")
 
 
+# Threads for the App's blocking work (``asyncio.to_thread``): git, the analyzer, file
+# writes. They mostly wait for a git process; the default pool (cores + 4) would queue
+# twenty repositories' fetches behind each other.
+BLOCKING_THREADS = 32
+
+
 class AppThread:
     def __init__(self, name: str = "scaffold-app") -> None:
         self.loop = uvloop.new_event_loop()
+        self.loop.set_default_executor(
+            ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix=f"{name}-blocking")
+        )
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
