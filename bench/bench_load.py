@@ -53,12 +53,13 @@ Measured per round:
 
     .venv/bin/python bench/bench_load.py [--repos 1,20] [--runs 1] [--deadline 300]
         [--quick] [--no-save] [--keep DIR] [--env SCAFFOLD_MAX_AGENTS=4]
-        [--serve-args "--log-level info"] [--sandbox-off] [--base /tmp/base]
+        [--serve-args "--log-level info"] [--sandbox-off] [--base ../base]
 
 ``--quick`` is ``--repos 1,4``. Results go to stdout and, as JSON, to
 ``bench/results/load.json`` (``load-quick.json`` with ``--quick``; ``--no-save`` to
 skip). R=1 runs first as the baseline. ``--base DIR`` (a checkout of other code, e.g.
-``git worktree add /tmp/base <commit>``) runs every round twice, side by side: with
+``git worktree add ../base <commit>``; not under /tmp, which the sandbox shows agents
+empty) runs every round twice, side by side: with
 DIR's ``app/`` first on serve's ``PYTHONPATH`` (columns "base"), then with this tree's
 (columns "head"). ``--sandbox-off`` makes each repository's config
 say ``sandbox: {mode: off}`` (only for a host that refuses bubblewrap; the table says
@@ -717,6 +718,11 @@ def simulator_figures(sim: GitHubSimulator, names: list[str]) -> dict[str, Any]:
         "mirror_failed": sum(d.mirror_status != 202 for d in posted),
         "ack_ms": spread(ack),
         "ack_nothing_ms": spread(mirror),
+        # How long each delivery waited in the simulator before its POST (its sender
+        # posts one after another, on the loop that also serves the API and git).
+        "sim_send_lag_s": spread(
+            [d.sent_at - d.queued_at for d in posted if d.sent_at is not None]
+        ),
         "api_calls": len(sim.requests),
         "api_errors": sum(errors.values()),
         "api_errors_by_route": [f"{n}x {m} {p} -> {s}" for (m, p, s), n in errors.most_common(10)],
@@ -949,6 +955,8 @@ ROWS: list[tuple[str, str]] = [
     ("ack do-nothing p99 ms", "ack_nothing_ms.p99"),
     ("ack do-nothing max ms", "ack_nothing_ms.max"),
     ("ack p99 scaffold/do-nothing", "ack_p99_ratio"),
+    ("simulator queue -> POST p50 s", "sim_send_lag_s.p50"),
+    ("simulator queue -> POST p99 s", "sim_send_lag_s.p99"),
     ("delivery -> handled p50 s", "handled_after_s.p50"),
     ("delivery -> handled p99 s", "handled_after_s.p99"),
     ("delivery -> handled max s", "handled_after_s.max"),
