@@ -26,6 +26,13 @@ from scaffold.runtime.session import open_or_create_quest
 from scaffold.runtime.view import Reporter
 
 HANG_GUARD_S = 300.0
+REQUIREMENTS_WRITTEN = {
+    "role": "chaoswhisperer",
+    "actions": [
+        relay_call("write-requirements", requirements("A greeting")),
+        quick_complete("requirements written"),
+    ],
+}
 
 
 async def _always_times_out(aw: Awaitable[Any], timeout: float | None = None) -> Any:
@@ -44,13 +51,7 @@ def test_a_run_whose_end_is_queued_is_not_started_again(
     project = make_project(
         [],
         [
-            {
-                "role": "chaoswhisperer",
-                "actions": [
-                    relay_call("write-requirements", requirements("A greeting")),
-                    quick_complete("requirements written"),
-                ],
-            },
+            REQUIREMENTS_WRITTEN,
             {
                 "role": "pathseeker",
                 "actions": [
@@ -98,13 +99,7 @@ def test_a_pathseeker_that_plans_nothing_is_a_failed_run_retried_with_the_reason
     project = make_project(
         [],
         [
-            {
-                "role": "chaoswhisperer",
-                "actions": [
-                    relay_call("write-requirements", requirements("A greeting")),
-                    quick_complete("requirements written"),
-                ],
-            },
+            REQUIREMENTS_WRITTEN,
             {
                 "role": "pathseeker",
                 "attempt": 1,
@@ -150,13 +145,7 @@ def test_a_pathseeker_that_never_plans_fails_the_quest(make_project: MakeProject
     project = make_project(
         [],
         [
-            {
-                "role": "chaoswhisperer",
-                "actions": [
-                    relay_call("write-requirements", requirements("A greeting")),
-                    quick_complete("requirements written"),
-                ],
-            },
+            REQUIREMENTS_WRITTEN,
             {"role": "pathseeker", "actions": [quick_complete("nothing to do, I think")]},
         ],
         {"agent": {"max_attempts": 2}},
