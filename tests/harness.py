@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,8 @@ from typing import Any
 import pytest
 
 from scaffold.runtime.report import RunReport
+from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.records import Binding
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS_BIN = REPO / ".tools" / "node_modules" / ".bin"
@@ -151,34 +157,32 @@ def scaffold_popen(
 # Runs as a ``run`` action inside the agent, so it sees the agent's environment
 # (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
 # Runs inside a scripted agent (a ``run`` action): one tool of the run, called on the
-# run's endpoint without the MCP transport (the scripted agent exports its MCP config).
+# run's endpoint through the SDK's client (the scripted agent exports its MCP config).
 _RELAY_CALL = """\
-import json, os, sys
+import anyio, json, os, sys
+from scaffold.signal_back.client import call_tool, connect
 name, payload = sys.argv[1], json.loads(sys.argv[2])
 if name == "signal-back":
     payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
 server = json.loads(os.environ["SCAFFOLD_MCP_SERVERS"])["scaffold"]
-if server.get("type") == "http":
-    from scaffold.agent.mcp_http_client import McpHttpClient
-    client = McpHttpClient(server["url"], server.get("headers"))
-    text, is_error = client.call_tool(name, payload)
-else:
-    from scaffold.agent.signal_relay import relay_request
-    socket = next(a.split("=", 1)[1] for a in server["args"] if a.startswith("--relay="))
-    reply = relay_request(socket, {"op": "call", "name": name, "arguments": payload})
-    text, is_error = reply["text"], reply["is_error"]
+
+async def main():
+    async with connect(server) as client:
+        return await call_tool(client, name, payload)
+
+text, is_error = anyio.run(main)
 print(text)
 sys.exit(1 if is_error else 0)
 """
 
 
 def relay_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that calls the run's tool ``name`` on its endpoint, without MCP."""
+    """A ``run`` action that calls the run's tool ``name`` on its endpoint."""
     return {"run": [sys.executable, "-P", "-c", _RELAY_CALL, name, json.dumps(dict(arguments))]}
 
 
 def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that signals through the run's endpoint without MCP (fast)."""
+    """A ``run`` action that signals through the run's endpoint (not a scripted ``signal``)."""
     return relay_call("signal-back", payload)
 
 
@@ -215,3 +219,35 @@ def plan(*tasks: tuple[str, str, list[str]]) -> dict[str, Any]:
             for key, title, deps in tasks
         ],
     }
+
+
+# --------------------------------------------------------------------------- signal-back
+
+
+@contextmanager
+def served_tools(binding: Binding) -> Iterator[dict[str, Any]]:
+    """``binding``'s tools served on loopback from a thread of their own, for tests whose
+    agent is a subprocess and who have no event loop; yields the ``--mcp-config``."""
+    ready: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with SignalEndpoint(binding) as endpoint:
+                ready.put(mcp_config(endpoint.url, endpoint.secret))
+                await stop.wait()
+        except BaseException as exc:
+            ready.put(exc)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    config = ready.get(timeout=60)
+    if isinstance(config, BaseException):
+        raise config
+    try:
+        yield config
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=60)
+        loop.close()

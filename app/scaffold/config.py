@@ -37,10 +37,6 @@ class AgentConfig(_Section):
     max_turns: PositiveInt | None = None
     # Extra arguments appended to every agent invocation (argv, never a shell string).
     extra_args: tuple[str, ...] = ()
-    # How the agent reaches its signal-back tool: "http" = MCP Streamable HTTP served by
-    # scaffold itself (a URL and a per-run secret in --mcp-config); "stdio" = a
-    # `scaffold signal-server --relay` process the agent starts (for agents without HTTP).
-    signal_transport: Literal["http", "stdio"] = "http"
 
     @field_validator("command", mode="before")
     @classmethod
@@ -310,7 +306,6 @@ agent:
   command: [claude]          # argv of the agent program (Claude Code by default)
   stuck_timeout_s: 600       # no output for this long -> the agent is stuck and killed
   max_attempts: 3            # crashes/stalls retried (resuming the session) before Blocked
-  signal_transport: http     # signal-back: http (served by scaffold) | stdio (a relay process)
 ward: []                     # checks run in the task's worktree, e.g. [[ruff, check, .], [pytest, -q]]
 safety:
   max_cost_usd: 5.0

@@ -1,7 +1,7 @@
 """The scripted agent, run as a subprocess exactly as the orchestrator runs an agent.
 
-Only one test starts the real MCP signal server (through the agent's own mcp stdio
-client); the others exercise the stream, the state dir and the failure modes.
+Only one test serves the run's real tools (the agent reaches them through the mcp SDK's
+HTTP client); the others exercise the stream, the state dir and the failure modes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness import served_tools
 from scaffold.agent.scripted import (
     SIGNAL_TOOL,
     ScriptError,
@@ -24,7 +25,8 @@ from scaffold.agent.scripted import (
     load_script,
     parse_argv,
 )
-from scaffold.agent.signal_server import latest_signal, mcp_config, read_signals
+from scaffold.roles import Role
+from scaffold.signal_back.records import Binding, latest_signal, read_signals
 
 AGENT = agent_command()
 
@@ -41,7 +43,10 @@ class Agent:
         self.signals = tmp / "signals"
         self.config = tmp / "mcp.json"
         self.step, self.role = step, role
-        self.config.write_text(json.dumps(mcp_config(self.signals, step, role, "q-1")))
+        self.config.write_text(json.dumps({"mcpServers": {}}))
+
+    def binding(self) -> Binding:
+        return Binding(self.signals, self.step, Role(self.role), "q-1", self.work)
 
     def env(self, **over: str) -> dict[str, str]:
         env = {
@@ -186,7 +191,9 @@ def test_full_run_edits_files_and_signals_through_the_real_server(tmp_path: Path
             ]
         )
     )
-    out = agent.run("Implement TASK-3 please")
+    with served_tools(agent.binding()) as config:
+        agent.config.write_text(json.dumps(config))
+        out = agent.run("Implement TASK-3 please")
     assert out.code == 0, out.stderr
 
     assert (agent.work / "src" / "app.py").read_text() == "x = 1\ny = 2\n"
@@ -229,7 +236,6 @@ def test_full_run_edits_files_and_signals_through_the_real_server(tmp_path: Path
     assert last is not None
     assert last.seq == 2
     assert last.quest_id == "q-1"
-    assert (agent.state.path / "mcp-server.log").exists()
 
 
 def test_attempt_counter_crash_then_success(tmp_path: Path) -> None:
@@ -346,7 +352,6 @@ def test_expectations_and_refusals_fail_loudly(tmp_path: Path) -> None:
 
 def test_signal_without_an_mcp_server_is_a_tool_error(tmp_path: Path) -> None:
     agent = Agent(tmp_path, [{"actions": [{"signal": {"signal": "complete", "summary": "x"}}]}])
-    agent.config.write_text(json.dumps({"mcpServers": {}}))
     out = agent.run()
     assert out.code == 0
     assert out.init["mcp_servers"] == []

@@ -33,8 +33,10 @@ from messages_server import (
     write_mcp_config,
 )
 
-from scaffold.agent.signal_server import latest_signal, mcp_config
+from harness import served_tools
 from scaffold.agent.stream import Event, ResultEvent, SystemInit, UserMessage, parse_line
+from scaffold.roles import Role
+from scaffold.signal_back.records import Binding, latest_signal
 from scaffold.signals import Complete, NeedsUserInput
 
 ALLOWED = "Write Edit Bash mcp__scaffold__signal-back"
@@ -101,13 +103,14 @@ class Workspace:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
     work, home, signals = tmp_path / "work", tmp_path / "home", tmp_path / "signals"
     work.mkdir()
     home.mkdir()
     subprocess.run(["git", "init", "-q", str(work)], check=True)
-    config = mcp_config(signals, "TASK-3", "codeweaver", "q-1")
-    return Workspace(tmp_path, work, home, signals, write_mcp_config(tmp_path / "mcp.json", config))
+    with served_tools(Binding(signals, "TASK-3", Role.CODEWEAVER, "q-1")) as config:
+        mcp = write_mcp_config(tmp_path / "mcp.json", config)
+        yield Workspace(tmp_path, work, home, signals, mcp)
 
 
 @dataclass

@@ -38,20 +38,9 @@ def _invocation(command: str, run: AgentRun, tmp_path: Path, **cfg: object) -> l
         quest_id="backlog",
         signal_dir=tmp_path / "signals",
         config_path=tmp_path / "mcp.json",
-        relay_socket=tmp_path / "signal.sock",
-        python="/usr/bin/python3",
     )
     assert inv.env["SCAFFOLD_STEP_ID"] == "TASK-4"
     assert inv.env["SCAFFOLD_ROLE"] == run.role.value
-    server = inv.mcp_config["mcpServers"]["scaffold"]
-    # The agent's MCP server only relays to the run's endpoint, which holds the binding.
-    assert server["command"] == "/usr/bin/python3"
-    assert server["args"] == [
-        "-I",
-        "-m",
-        "scaffold.agent.signal_server",
-        f"--relay={tmp_path}/signal.sock",
-    ]
     return inv.argv
 
 

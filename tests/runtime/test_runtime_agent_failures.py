@@ -13,8 +13,8 @@ from repo_builder import (
     write,
 )
 
-from scaffold.agent.signal_server import read_signals
 from scaffold.core.states import Lifecycle
+from scaffold.signal_back.records import read_signals
 
 # Leaves a grandchild behind in the agent's process group (and with its environment).
 SPAWN_SLEEPER = [

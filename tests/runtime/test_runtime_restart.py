@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from repo_builder import MakeProject, quick_complete, wait_until, write
 
-from scaffold.agent.signal_server import read_signals
 from scaffold.errors import StoreError
 from scaffold.runtime.session import quest_store
+from scaffold.signal_back.records import read_signals
 
 
 def _codeweaver(step: str, before: float, after: float = 0.0) -> dict[str, Any]:

@@ -16,12 +16,12 @@ import sys
 import pytest
 from repo_builder import MakeProject, complete, write
 
-from scaffold.agent.signal_server import read_signals
+from scaffold.signal_back.records import read_signals
 
 # ``python -m scaffold run`` whose endpoint dies between the durable write and the answer.
 _DIE_AFTER_DURABLE = """
 import os, signal
-import scaffold.agent.run_tools as run_tools
+import scaffold.signal_back.tools as run_tools
 real = run_tools.handle_call
 def durable_then_killed(*args):
     outcome = real(*args)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.agent.signal_server import Binding, read_signals
 from scaffold.config import SandboxConfig
 from scaffold.roles import Role
 from scaffold.runtime.run_channel import RunChannel
 from scaffold.sandbox.confinement import Confinement
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.signal_back.records import Binding, read_signals
 
 # Runs inside the sandbox: standard library only, one JSON result per line.
 _AGENT = r"""
@@ -27,7 +27,8 @@ url, mine = entry["url"], entry["headers"]["Authorization"]
 def post(target, auth, method, params=None):
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
     req = urllib.request.Request(target, data=json.dumps(body).encode(), method="POST",
-        headers={"Authorization": auth, "Content-Type": "application/json"})
+        headers={"Authorization": auth, "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"})
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             reply = json.loads(resp.read())
@@ -42,7 +43,8 @@ def signal(step):
             "arguments": {"signal": "complete", "stepId": step, "summary": "from inside"}}
 
 print(json.dumps({"url": url}))
-print(json.dumps(post(url, mine, "initialize", {"protocolVersion": "2025-06-18"})))
+init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+print(json.dumps(post(url, mine, "initialize", init)))
 print(json.dumps(post(url, "Bearer " + other_secret, "tools/call", signal(other_step))))
 print(json.dumps(post(url, mine, "tools/call", signal(other_step))))
 print(json.dumps(post(other_url, "Bearer " + other_secret, "tools/call", signal(other_step))))

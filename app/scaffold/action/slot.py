@@ -44,7 +44,6 @@ from scaffold.action.claude_sessions import (
 )
 from scaffold.action.env import SLOT_OUTPUT_DIR
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
-from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.backlog.repository import load_backlog
 from scaffold.config import ScaffoldConfig, load_config
@@ -65,6 +64,7 @@ from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.run_channel import RunChannel
 from scaffold.sandbox.confinement import Confinement
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.signal_back.records import Binding, SignalRecord, latest_signal
 
 SIGNAL_FILE = "signal.json"
 OUTCOME_FILE = "outcome.json"
@@ -355,10 +355,7 @@ def run_slot(
     confinement = Confinement(
         repo=workspace, cwd=workspace, private=private, worktree=workspace, extra_hidden=(out,)
     )
-    # The Action keeps the stdio relay: its config is known before the loop starts.
-    channel = RunChannel(
-        sandbox, binding, confinement, python=python, env=base_env, transport="stdio"
-    )
+    channel = RunChannel(sandbox, binding, confinement, python=python, env=base_env)
     inv = build_invocation(
         cfg,
         run,
@@ -366,8 +363,6 @@ def run_slot(
         quest_id=request.quest_id,
         signal_dir=signal_dir,
         config_path=channel.config_path,
-        relay_socket=channel.inside / "signal.sock",
-        python=python,
     )
     with (
         (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,

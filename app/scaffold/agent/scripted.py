@@ -16,10 +16,9 @@ crashes, the 2nd succeeds" is two runs with ``"attempt": 1`` and ``"attempt": 2`
 A run's ``actions`` are played in order: ``write``/``append``/``delete`` a file (inside
 the cwd), ``run`` an argv, ``say`` a text, ``sleep``, ``print_garbage``,
 ``print_long_line``, ``hang``, ``crash`` (exit without a signal), ``signal`` (a real
-``signal-back`` call to the ``scaffold`` MCP server of ``--mcp-config``: a ``"type":
-"http"`` server through a plain HTTP client (:mod:`scaffold.agent.mcp_http_client`), a
-stdio one through the mcp SDK's stdio client) and ``expect_prompt_contains``. The stream-json it prints has the
-shapes Claude Code prints (system/init, assistant, user tool_result, result).
+``signal-back`` call to the ``scaffold`` HTTP MCP server of ``--mcp-config``, through
+the mcp SDK's client, :mod:`scaffold.signal_back.client`) and
+``expect_prompt_contains``. The stream-json it prints has the shapes Claude Code prints (system/init, assistant, user tool_result, result).
 
 Exit codes: 0 played to the end; 2 no run matches (an error result is printed first);
 3 the script failed (an expectation, a bad action or script): a crash to the orchestrator;
@@ -54,8 +53,6 @@ from scaffold.ids import normalize_task_id
 
 if TYPE_CHECKING:
     from mcp import Client
-
-    from scaffold.agent.mcp_http_client import McpHttpClient
 
 ENV_SCRIPT = "SCAFFOLD_AGENT_SCRIPT"
 ENV_STATE = "SCAFFOLD_AGENT_STATE"
@@ -549,62 +546,30 @@ class Player:
         prompt: str,
         servers: Mapping[str, dict[str, Any]],
         step_id: str,
-        server_log: Path,
     ) -> None:
         self.stream = stream
         self.cwd = cwd
         self.prompt = prompt
         self.servers = servers
         self.step_id = step_id
-        self.server_log = server_log
         self.stack = AsyncExitStack()
         self.client: Client | None = None
-        self.http: McpHttpClient | None = None
         self.connect_error: str | None = None
 
     async def connect(self) -> str:
-        """Start and initialise the ``scaffold`` server; return its init status."""
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        """Connect to the ``scaffold`` server and initialise; return its init status."""
+        from scaffold.signal_back.client import connect
 
         entry = self.servers.get(MCP_SERVER)
-        if entry is None:
-            self.connect_error = f"no MCP server named {MCP_SERVER!r} configured"
+        if entry is None or entry.get("type") != "http":
+            self.connect_error = f"no HTTP MCP server named {MCP_SERVER!r} configured"
             return "failed"
-        if entry.get("type") == "http":
-            return await self._connect_http(entry)
-        env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
-        params = StdioServerParameters(
-            command=entry["command"],
-            args=[str(a) for a in entry.get("args") or []],
-            env={**os.environ, **env},  # Claude Code gives servers its whole environment
-            cwd=self.cwd,
-        )
-        errlog = self.stack.enter_context(self.server_log.open("a", encoding="utf-8"))
         try:
-            client = Client(stdio_client(params, errlog=errlog), mode="legacy")
-            self.client = await self.stack.enter_async_context(client)
-        except Exception as exc:  # any failure to start is a "failed" server, as in Claude
-            self.connect_error = f"MCP server {MCP_SERVER!r} failed to start: {exc!r}"
-            print(f"scripted agent: {self.connect_error}", file=sys.stderr)
-            return "failed"
-        return "connected"
-
-    async def _connect_http(self, entry: Mapping[str, Any]) -> str:
-        import anyio
-
-        from scaffold.agent.mcp_http_client import McpHttpClient, McpHttpError
-
-        headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
-        try:
-            client = McpHttpClient(str(entry["url"]), headers)
-            await anyio.to_thread.run_sync(client.initialize, "scripted-agent")
-        except (OSError, ValueError, McpHttpError) as exc:
+            self.client = await self.stack.enter_async_context(connect(entry))
+        except Exception as exc:  # any failure to connect is a "failed" server, as in Claude
             self.connect_error = f"MCP server {MCP_SERVER!r} failed to connect: {exc!r}"
             print(f"scripted agent: {self.connect_error}", file=sys.stderr)
             return "failed"
-        self.http = client
-        self.stack.push_async_callback(anyio.to_thread.run_sync, client.close)
         return "connected"
 
     async def play(self, actions: list[Action]) -> None:
@@ -689,35 +654,19 @@ class Player:
         self.stream.tool("Bash", {"command": shlex.join(argv)}, text, done.returncode != 0)
 
     async def _signal(self, payload: dict[str, Any]) -> None:
-        from mcp import types
+        from scaffold.signal_back.client import call_tool
 
         arguments = dict(payload)
         arguments.setdefault("stepId", self.step_id)
-        if self.client is None and self.http is None and self.connect_error is None:
+        if self.client is None and self.connect_error is None:
             await self.connect()
-        if self.http is not None:
-            await self._signal_http(self.http, arguments)
-            return
         if self.client is None:
             text = f"No such tool available: {SIGNAL_TOOL} ({self.connect_error})"
             self.stream.tool(SIGNAL_TOOL, arguments, text, True)
             return
         try:
-            result = await self.client.call_tool(MCP_TOOL, arguments, read_timeout_seconds=60)
+            text, is_error = await call_tool(self.client, MCP_TOOL, arguments)
         except Exception as exc:  # a protocol error reaches the model as a tool error
-            self.stream.tool(SIGNAL_TOOL, arguments, f"MCP error: {exc}", True)
-            return
-        texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
-        self.stream.tool(SIGNAL_TOOL, arguments, "\n".join(texts), result.is_error)
-
-    async def _signal_http(self, client: McpHttpClient, arguments: dict[str, Any]) -> None:
-        import anyio
-
-        from scaffold.agent.mcp_http_client import McpHttpError
-
-        try:
-            text, is_error = await anyio.to_thread.run_sync(client.call_tool, MCP_TOOL, arguments)
-        except (OSError, ValueError, McpHttpError) as exc:
             self.stream.tool(SIGNAL_TOOL, arguments, f"MCP error: {exc}", True)
             return
         self.stream.tool(SIGNAL_TOOL, arguments, text, is_error)
@@ -803,7 +752,7 @@ async def _main(argv: list[str]) -> int:
     stream = Stream(sys.stdout, session_id, inv.output_format)
     run = script.runs[index] if index is not None else None
     actions = run.parsed_actions() if run is not None else []
-    player = Player(stream, cwd, prompt, servers, step, state.path / "mcp-server.log")
+    player = Player(stream, cwd, prompt, servers, step)
     async with player.stack:
         status = dict.fromkeys(servers, "connected")
         if MCP_SERVER in servers and any(isinstance(a, SendSignal) for a in actions):

@@ -361,8 +361,8 @@ def _is_running(repo: Path, quest_id: str) -> bool:
 @cli.command(name="signal-server", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def signal_server(args: tuple[str, ...]) -> None:
-    """The stdio MCP server (tool signal-back) an agent launches from its MCP config."""
-    from scaffold.agent.signal_server import main as serve_signals
+    """Serve one step's signal-back over MCP Streamable HTTP, for an agent run by hand."""
+    from scaffold.signal_back.cli import main as serve_signals
 
     sys.exit(serve_signals(list(args)))
 

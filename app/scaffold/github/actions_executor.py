@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.agent.process import AgentRunOutcome
-from scaffold.agent.signal_server import SignalRecord
 from scaffold.agent.stream import ResultEvent, StreamSummary
 from scaffold.config import ActionsConfig
 from scaffold.errors import GitHubError, ScaffoldError
@@ -32,6 +31,7 @@ from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient
 from scaffold.quest.model import AgentRun, Quest, TaskRecord
+from scaffold.signal_back.records import SignalRecord
 
 log = logging.getLogger("scaffold.app")
 

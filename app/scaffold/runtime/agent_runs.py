@@ -10,22 +10,20 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from scaffold.agent import claude
 from scaffold.agent.process import AgentRunOutcome
-from scaffold.agent.signal_server import SERVER_NAME, relay_mcp_config
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
+from scaffold.signal_back.tools import SERVER_NAME
 
 
 @dataclass(frozen=True)
 class Invocation:
     argv: list[str]
     env: dict[str, str]
-    mcp_config: dict[str, Any]
 
 
 def build_invocation(
@@ -36,12 +34,8 @@ def build_invocation(
     quest_id: str,
     signal_dir: Path,
     config_path: Path,
-    relay_socket: Path,
-    python: str,
-    mcp_config: dict[str, Any] | None = None,
 ) -> Invocation:
-    """The agent's argv and environment; ``mcp_config`` is what ``config_path`` holds
-    (the run channel's), else the stdio relay's to ``relay_socket``."""
+    """The agent's argv and environment; ``config_path`` is the run channel's MCP config."""
     role = run.role
     command = list(cfg.agent.command)
     env = {
@@ -73,7 +67,7 @@ def build_invocation(
         )
         env.update(claude.claude_env())
     argv += list(cfg.agent.extra_args)
-    return Invocation(argv, env, mcp_config or relay_mcp_config(relay_socket, python))
+    return Invocation(argv, env)
 
 
 def init_problem(event: SystemInit) -> str | None:

@@ -34,7 +34,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from scaffold import backlog as bl
-from scaffold.agent.planning_tools import QUEST_LABEL_PREFIX
 from scaffold.core.estimates import (
     SCAFFOLD_ROLE,
     DurationModel,
@@ -47,6 +46,7 @@ from scaffold.core.states import HOLDS_SLOT, EventName, Lifecycle
 from scaffold.errors import ScaffoldError
 from scaffold.quest.model import HistoryEntry
 from scaffold.quest.store import JOURNAL_NAME, QuestStore
+from scaffold.signal_back.planning import QUEST_LABEL_PREFIX
 from scaffold.state.branch import StateBranch
 
 __all__ = ["LearnedEstimates", "slot_seconds", "task_features"]

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent.planning_tools import QUEST_LABEL_PREFIX, read_plan, read_requirements
 from scaffold.agent.process import (
     AgentRunOutcome,
     AgentSpec,
@@ -42,7 +41,6 @@ from scaffold.agent.process import (
     agent_environment,
     run_agent,
 )
-from scaffold.agent.signal_server import Binding, SignalRecord, latest_signal
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.core import quest_flow as qf
@@ -98,6 +96,8 @@ from scaffold.runtime.unsettled import Unsettled
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
+from scaffold.signal_back.planning import QUEST_LABEL_PREFIX, read_plan, read_requirements
+from scaffold.signal_back.records import Binding, SignalRecord, latest_signal
 from scaffold.state.publisher import StatePublisher
 
 PLAN_KEY = "plan"
@@ -849,7 +849,6 @@ class Orchestrator:
             confinement,
             python=self.python,
             env=agent_environment(os.environ, {}),
-            transport=self.cfg.agent.signal_transport,
             # In a sandbox every agent is made at once and waits at its start gate for
             # the journal's fsync and the last agent's commit: its sandbox starts
             # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
@@ -863,9 +862,6 @@ class Orchestrator:
                 quest_id=self.quest.id,
                 signal_dir=signal_dir,
                 config_path=channel.config_path,
-                relay_socket=channel.inside / "signal.sock",
-                python=self.python,
-                mcp_config=channel.mcp_config,
             )
             # The sandbox's command line (private folders checked, programs' roots
             # found): file system work, done off the event loop.

@@ -3,12 +3,9 @@
 - a short-lived folder (a short path: unix socket names are limited to 108 bytes)
   holding the run's MCP config, its ``signal-back`` socket and its egress sockets;
 - the endpoint that answers the run's tools, bound to its quest, step and role, storing
-  signals where no agent can see: with ``transport="http"`` (the default) the
-  :class:`~scaffold.agent.signal_http.SignalHttpEndpoint` on this event loop, which the
-  agent reaches at a loopback URL with the run's secret (inside a sandbox through the
-  bridge and ``signal-http.sock``); with ``"stdio"`` the
-  :class:`~scaffold.agent.signal_relay.SignalEndpoint` at ``signal.sock``, reached
-  through a ``scaffold signal-server --relay`` process the agent starts;
+  signals where no agent can see: the :class:`~scaffold.signal_back.endpoint.SignalEndpoint`
+  on this event loop, which the agent reaches at a loopback URL with the run's secret
+  (inside a sandbox through the bridge and ``signal-http.sock``);
 - with a sandbox: the :class:`~scaffold.sandbox.egress.EgressGate` (the model API and
   ``sandbox.allow_domains``, nothing else) and the bwrap command line;
 - with a sandbox and ``gated=True``: the start gate, a pipe the sandbox's bridge waits
@@ -29,14 +26,13 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from scaffold.agent.signal_http import MCP_PATH, SignalHttpEndpoint, http_mcp_config
-from scaffold.agent.signal_relay import SignalEndpoint
-from scaffold.agent.signal_server import Binding, relay_mcp_config
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
 from scaffold.sandbox.egress import EgressGate, Route, model_endpoint, plan_egress
 from scaffold.sandbox.settings import Sandbox
+from scaffold.signal_back.endpoint import MCP_PATH, SignalEndpoint, mcp_config
+from scaffold.signal_back.records import Binding
 
 __all__ = ["SIGNAL_INSIDE", "RunChannel", "private_dir", "sweep_stale_channels"]
 
@@ -76,7 +72,6 @@ class RunChannel:
         *,
         python: str,
         env: Mapping[str, str],
-        transport: Literal["http", "stdio"] = "http",
         gated: bool = False,
     ) -> None:
         self.sandbox = sandbox
@@ -84,14 +79,9 @@ class RunChannel:
         self.confinement = confinement
         self.python = python
         self.env = env
-        self.transport = transport
         self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
-        self.endpoint: SignalEndpoint | SignalHttpEndpoint
-        if transport == "stdio":
-            self.endpoint = SignalEndpoint(binding, self.dir / "signal.sock")
-        else:
-            unix = self.dir / _HTTP_SOCKET if sandbox.active else None
-            self.endpoint = SignalHttpEndpoint(binding, unix_path=unix)
+        unix = self.dir / _HTTP_SOCKET if sandbox.active else None
+        self.endpoint = SignalEndpoint(binding, unix_path=unix)
         self.mcp_config: dict[str, Any] = {}
         self.routes = (
             plan_egress(model_endpoint(env), sandbox.allow_domains) if sandbox.active else []
@@ -172,19 +162,15 @@ class RunChannel:
 
     def _config(self) -> dict[str, Any]:
         endpoint = self.endpoint
-        if not isinstance(endpoint, SignalHttpEndpoint):
-            return relay_mcp_config(self.inside / "signal.sock", self.python)
         if self.sandbox.active:
             host, port = SIGNAL_INSIDE
-            return http_mcp_config(f"http://{host}:{port}{MCP_PATH}", endpoint.secret)
-        return http_mcp_config(endpoint.url, endpoint.secret)
+            return mcp_config(f"http://{host}:{port}{MCP_PATH}", endpoint.secret)
+        return mcp_config(endpoint.url, endpoint.secret)
 
-    def _signal_route(self) -> list[Route]:
-        """The bridge's forward of the HTTP endpoint into the sandbox, if it has one."""
-        if not isinstance(self.endpoint, SignalHttpEndpoint):
-            return []
+    def _signal_route(self) -> Route:
+        """The bridge's forward of the endpoint into the sandbox."""
         host, port = SIGNAL_INSIDE
-        return [Route("scaffold-signal", port, host, _HTTP_SOCKET)]
+        return Route("scaffold-signal", port, host, _HTTP_SOCKET)
 
     async def __aexit__(self, *exc: object) -> None:
         try:
@@ -204,7 +190,7 @@ class RunChannel:
             private=c.private,
             worktree=c.worktree,
             channel=self.dir,
-            routes=[*self.routes, *self._signal_route()],
+            routes=[*self.routes, self._signal_route()],
             programs=(self.python, *c.programs),
             extra_hidden=c.extra_hidden,
         )

@@ -1,8 +1,7 @@
 """The planning tools ``write-requirements`` and ``create-tasks`` of the scaffold MCP server.
 
-Three sessions go through the real MCP stdio client against the real server process
-(one per role: ChaosWhisperer, PathSeeker, Codeweaver); starting the server costs
-seconds on a busy machine, so each session makes many calls. The finer validation
+Three sessions go through the mcp SDK's client against the run's real endpoint (one per
+role: ChaosWhisperer, PathSeeker, Codeweaver), each making many calls. The finer validation
 cases call the tools' handlers directly (same code, no transport). Tasks are created
 in a real git repository with a Backlog.md backlog and read back with load_backlog.
 """
@@ -10,19 +9,21 @@ in a real git repository with a Backlog.md backlog and read back with load_backl
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from scaffold import backlog as bl
-from scaffold.agent.planning_tools import (
+from scaffold.errors import StoreError
+from scaffold.quest.model import Requirements
+from scaffold.roles import Role
+from scaffold.signal_back.cli import resolve_binding
+from scaffold.signal_back.client import call_tool, connect
+from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.planning import (
     CREATE_TASKS_TOOL,
     PLAN_FILE,
     REQUIREMENTS_FILE,
@@ -37,17 +38,8 @@ from scaffold.agent.planning_tools import (
     validate_plan,
     write_requirements_tool,
 )
-from scaffold.agent.signal_server import (
-    Binding,
-    SignalWriter,
-    handle_call,
-    mcp_config,
-    read_signals,
-    resolve_binding,
-)
-from scaffold.errors import StoreError
-from scaffold.quest.model import Requirements
-from scaffold.roles import Role
+from scaffold.signal_back.records import Binding, SignalWriter, read_signals
+from scaffold.signal_back.tools import handle_call
 
 GIT_IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@localhost")
 BACKLOG_CONFIG = (
@@ -152,35 +144,27 @@ def _ids(root: Path) -> list[str]:
 # --------------------------------------------------------------------------- MCP plumbing
 
 
-def _entry(sig_dir: Path, role: Role, repo_root: Path | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = mcp_config(sig_dir, "planning", role, "q-plan", repo_root=repo_root)[
-        "mcpServers"
-    ]["scaffold"]
-    return entry
-
-
-def _text(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+def _binding(sig_dir: Path, role: Role, repo_root: Path | None = None) -> Binding:
+    return Binding(sig_dir, "planning", role, "q-plan", repo_root)
 
 
 Call = tuple[str, dict[str, Any] | None]
 
 
 def _session(
-    entry: Mapping[str, Any], calls: list[Call], log: Path
+    binding: Binding, calls: list[Call]
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[bool, str]]]:
-    """Start the server, list its tools, make the calls in order; (schemas by name, answers)."""
-    env = {**os.environ, **entry["env"]}
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    """Serve the run's tools, list them, make the calls in order; (schemas by name, answers)."""
     answers: list[tuple[bool, str]] = []
 
     async def scenario() -> dict[str, dict[str, Any]]:
-        with log.open("w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+        async with SignalEndpoint(binding) as endpoint:
+            entry = mcp_config(endpoint.url, endpoint.secret)["mcpServers"]["scaffold"]
+            async with connect(entry) as client:
                 tools = (await client.list_tools()).tools
                 for name, arguments in calls:
-                    result = await client.call_tool(name, arguments)
-                    answers.append((bool(result.is_error), _text(result)))
+                    text, is_error = await call_tool(client, name, arguments or {})
+                    answers.append((is_error, text))
                 return {t.name: dict(t.input_schema) for t in tools}
 
     return anyio.run(scenario), answers
@@ -201,7 +185,7 @@ def test_chaoswhisperer_writes_requirements_through_mcp(tmp_path: Path) -> None:
         (CREATE_TASKS_TOOL, _plan(_task("parser"))),
         ("signal-back", {"signal": "complete", "stepId": "planning", "summary": "requirements"}),
     ]
-    schemas, answers = _session(_entry(sig, Role.CHAOSWHISPERER), calls, tmp_path / "s.log")
+    schemas, answers = _session(_binding(sig, Role.CHAOSWHISPERER), calls)
 
     assert list(schemas) == ["signal-back", REQUIREMENTS_TOOL]
     schema = schemas[REQUIREMENTS_TOOL]
@@ -255,8 +239,7 @@ def test_pathseeker_creates_tasks_through_mcp(tmp_path: Path, repo: Path) -> Non
         (CREATE_TASKS_TOOL, plan),
         (REQUIREMENTS_TOOL, REQUIREMENTS),
     ]
-    entry = _entry(sig, Role.PATHSEEKER, repo)
-    schemas, answers = _session(entry, calls, tmp_path / "s.log")
+    schemas, answers = _session(_binding(sig, Role.PATHSEEKER, repo), calls)
 
     assert list(schemas) == ["signal-back", CREATE_TASKS_TOOL]
     task_schema = schemas[CREATE_TASKS_TOOL]["properties"]["tasks"]["items"]
@@ -322,8 +305,7 @@ def test_other_roles_neither_see_nor_use_planning_tools(tmp_path: Path, repo: Pa
         (CREATE_TASKS_TOOL, _plan(_task("parser"))),
         ("write-plan", {}),
     ]
-    entry = _entry(sig, Role.CODEWEAVER, repo)
-    schemas, answers = _session(entry, calls, tmp_path / "s.log")
+    schemas, answers = _session(_binding(sig, Role.CODEWEAVER, repo), calls)
     assert list(schemas) == ["signal-back"]
     assert answers == [
         (
@@ -346,16 +328,10 @@ def test_other_roles_neither_see_nor_use_planning_tools(tmp_path: Path, repo: Pa
 
 
 def test_repo_root_reaches_the_binding(tmp_path: Path) -> None:
-    entry = _entry(tmp_path / "sig", Role.PATHSEEKER, tmp_path / "repo")
-    assert f"--repo-root={tmp_path / 'repo'}" in entry["args"]
-    assert entry["env"]["SCAFFOLD_REPO_ROOT"] == str(tmp_path / "repo")
-    argv = entry["args"][entry["args"].index("-m") + 2 :]
-    assert resolve_binding(argv, {}) == Binding(
-        tmp_path / "sig", "planning", Role.PATHSEEKER, "q-plan", tmp_path / "repo"
+    argv = [f"--signal-dir={tmp_path / 'sig'}", "--step-id=planning", "--role=pathseeker"]
+    assert resolve_binding([*argv, f"--repo-root={tmp_path / 'repo'}"], {}) == Binding(
+        tmp_path / "sig", "planning", Role.PATHSEEKER, None, tmp_path / "repo"
     )
-    without = _entry(tmp_path / "sig", Role.PATHSEEKER)
-    assert not any(a.startswith("--repo-root") for a in without["args"])
-    assert "SCAFFOLD_REPO_ROOT" not in without["env"]
     env = {"SCAFFOLD_REPO_ROOT": "rel/repo"}
     bound = resolve_binding(["--signal-dir=s", "--step-id=T", "--role=pathseeker"], env)
     assert bound.repo_root == Path("rel/repo").absolute()

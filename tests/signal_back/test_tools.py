@@ -1,4 +1,4 @@
-"""The scaffold MCP server, driven through the real MCP stdio client in a subprocess.
+"""The tools of a run (signal-back): the checks, the records, and the real server and client.
 
 Also: the pure parts (binding, config, schema, the tool's decision, the record readers)
 and one interop test where the real ``claude`` CLI calls ``signal-back`` against a
@@ -20,27 +20,23 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
-from harness import require_tool
-from scaffold.agent.signal_server import (
-    MODULE,
+from harness import require_tool, served_tools
+from scaffold.errors import UsageError
+from scaffold.roles import Role
+from scaffold.signal_back.cli import resolve_binding
+from scaffold.signal_back.client import call_tool, connect
+from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.records import (
     Binding,
     CorruptSignalFile,
     SignalRecord,
     SignalWriter,
-    handle_signal,
     latest_signal,
-    mcp_config,
     read_signals,
-    resolve_binding,
     scan_signals,
-    tool_description,
-    tool_input_schema,
 )
-from scaffold.errors import UsageError
-from scaffold.roles import Role
+from scaffold.signal_back.tools import handle_signal, tool_description, tool_input_schema
 from scaffold.signals import Complete, NeedsRoleFollowup
 
 FOUR: list[dict[str, Any]] = [
@@ -58,45 +54,11 @@ FOUR: list[dict[str, Any]] = [
 ]
 
 
-def _params(entry: dict[str, Any], *, env: dict[str, str] | None = None) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=entry["command"], args=entry["args"], env=entry["env"] if env is None else env
-    )
-
-
 def _text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 # --------------------------------------------------------------------------- pure parts
-
-
-def test_mcp_config_runs_the_module_with_the_binding(tmp_path: Path) -> None:
-    cfg = mcp_config(tmp_path / "sig", "TASK-3", Role.CODEWEAVER, "q-1", python="/py")
-    entry = cfg["mcpServers"]["scaffold"]
-    assert entry["type"] == "stdio"
-    assert entry["command"] == "/py"
-    assert entry["alwaysLoad"] is True
-    args = entry["args"]
-    assert args[args.index("-m") + 1] == MODULE
-    assert resolve_binding(args[args.index("-m") + 2 :], {}) == Binding(
-        tmp_path / "sig", "TASK-3", Role.CODEWEAVER, "q-1"
-    )
-    assert f"--signal-dir={tmp_path / 'sig'}" in args
-    assert entry["env"] == {
-        "SCAFFOLD_SIGNAL_DIR": str(tmp_path / "sig"),
-        "SCAFFOLD_STEP_ID": "TASK-3",
-        "SCAFFOLD_ROLE": "codeweaver",
-        "SCAFFOLD_QUEST_ID": "q-1",
-    }
-    json.dumps(cfg)  # it is the file the agent gets
-    no_quest = mcp_config("rel", "TASK-3", "lawbringer", None)["mcpServers"]["scaffold"]
-    assert not any(a.startswith("--quest-id") for a in no_quest["args"])
-    odd = mcp_config(tmp_path, "-x", "codeweaver", None)["mcpServers"]["scaffold"]["args"]
-    assert resolve_binding(odd[3:], {}).step_id == "-x"
-    assert Path(no_quest["env"]["SCAFFOLD_SIGNAL_DIR"]).is_absolute()
-    with pytest.raises(ValueError, match="wizard"):
-        mcp_config(tmp_path, "TASK-3", "wizard", None)
 
 
 def test_binding_options_win_over_environment(tmp_path: Path) -> None:
@@ -201,16 +163,15 @@ def test_record_file_format(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real server
 
 
-def test_real_server_accepts_refuses_and_stores(tmp_path: Path) -> None:
+async def test_real_server_accepts_refuses_and_stores(tmp_path: Path) -> None:
     sig_dir = tmp_path / "signals"
-    entry = mcp_config(sig_dir, "TASK-3", "codeweaver", "q-1")["mcpServers"]["scaffold"]
     outcomes: list[tuple[bool, str]] = []
-
-    async def scenario() -> list[str]:
-        async with Client(_params(entry), mode="legacy") as client:
+    async with SignalEndpoint(Binding(sig_dir, "TASK-3", Role.CODEWEAVER, "q-1")) as endpoint:
+        entry = mcp_config(endpoint.url, endpoint.secret)["mcpServers"]["scaffold"]
+        async with connect(entry) as client:
             assert client.server_info is not None
             assert client.server_info.name == "scaffold"
-            tools = (await client.list_tools()).tools
+            names = [t.name for t in (await client.list_tools()).tools]
             for payload in [
                 {"signal": "complete", "stepId": "TASK-3"},  # missing summary
                 {"signal": "finished", "stepId": "TASK-3"},  # unknown kind
@@ -218,11 +179,8 @@ def test_real_server_accepts_refuses_and_stores(tmp_path: Path) -> None:
                 {**FOUR[1], "resume": True},  # field of another signal
                 *FOUR,
             ]:
-                result = await client.call_tool("signal-back", payload)
-                outcomes.append((result.is_error, _text(result)))
-            return [t.name for t in tools]
-
-    names = anyio.run(scenario)
+                text, is_error = await call_tool(client, "signal-back", payload)
+                outcomes.append((is_error, text))
     assert names == ["signal-back"]
     refusals, accepted = outcomes[:4], outcomes[4:]
     assert all(is_error for is_error, _ in refusals)
@@ -249,9 +207,8 @@ def test_real_server_accepts_refuses_and_stores(tmp_path: Path) -> None:
     assert last.signal.signal == "complete"
 
 
-def test_real_server_bound_by_environment_refuses_a_signal_the_role_may_not_send(
-    tmp_path: Path,
-) -> None:
+def test_signal_server_verb_serves_a_binding_from_the_environment(tmp_path: Path) -> None:
+    """``scaffold signal-server`` prints the agent's MCP config, then serves until SIGTERM."""
     sig_dir = tmp_path / "signals"
     env = {
         "SCAFFOLD_SIGNAL_DIR": str(sig_dir),
@@ -259,28 +216,41 @@ def test_real_server_bound_by_environment_refuses_a_signal_the_role_may_not_send
         "SCAFFOLD_ROLE": "lawbringer",
         "PATH": os.environ.get("PATH", ""),
     }
-    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", MODULE], env=env)
     texts: list[tuple[bool, str]] = []
+    with (tmp_path / "server.log").open("w") as errlog:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "scaffold", "signal-server"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            entry = json.loads(proc.stdout.readline())["mcpServers"]["scaffold"]
 
-    async def scenario() -> dict[str, Any]:
-        errlog = (tmp_path / "server.log").open("w")
-        with errlog:
-            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
-                tool = (await client.list_tools()).tools[0]
-                for payload in [
-                    {
-                        "signal": "needs-user-input",
-                        "stepId": "TASK-7",
-                        "question": "?",
-                        "context": "c",
-                    },
-                    {"signal": "complete", "stepId": "TASK-7", "summary": "reviewed"},
-                ]:
-                    result = await client.call_tool("signal-back", payload)
-                    texts.append((result.is_error, _text(result)))
-                return tool.input_schema
+            async def scenario() -> dict[str, Any]:
+                async with connect(entry) as client:
+                    tool = (await client.list_tools()).tools[0]
+                    for payload in [
+                        {
+                            "signal": "needs-user-input",
+                            "stepId": "TASK-7",
+                            "question": "?",
+                            "context": "c",
+                        },
+                        {"signal": "complete", "stepId": "TASK-7", "summary": "reviewed"},
+                    ]:
+                        text, is_error = await call_tool(client, "signal-back", payload)
+                        texts.append((is_error, text))
+                    return tool.input_schema
 
-    schema = anyio.run(scenario)
+            schema = anyio.run(scenario)
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=60) == 0
+    assert entry["url"].startswith("http://127.0.0.1:")
     assert schema["properties"]["signal"]["enum"] == ["complete", "needs-role-followup"]
     assert texts[0][0] is True
     assert "Lawbringer may not signal 'needs-user-input'" in texts[0][1]
@@ -295,7 +265,7 @@ def test_real_server_bound_by_environment_refuses_a_signal_the_role_may_not_send
 def test_server_without_a_binding_exits_2() -> None:
     env = {"PATH": os.environ.get("PATH", "")}
     done = subprocess.run(
-        [sys.executable, "-m", MODULE, "--step-id", "TASK-1"],
+        [sys.executable, "-m", "scaffold", "signal-server", "--step-id", "TASK-1"],
         env=env,
         capture_output=True,
         text=True,
@@ -399,7 +369,6 @@ def test_real_claude_signals_through_the_server(
     url, requests = scripted_api
     sig_dir = tmp_path / "signals"
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps(mcp_config(sig_dir, "TASK-3", "codeweaver", "q-1")))
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     home.mkdir()
@@ -418,16 +387,18 @@ def test_real_claude_signals_through_the_server(
     argv = [claude, "-p", "Implement TASK-3 and report back.", "--output-format", "stream-json"]
     argv += ["--verbose", "--mcp-config", str(config), "--strict-mcp-config"]
     argv += ["--allowedTools", "mcp__scaffold"]
-    done = subprocess.run(
-        argv,
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    with served_tools(Binding(sig_dir, "TASK-3", Role.CODEWEAVER, "q-1")) as served:
+        config.write_text(json.dumps(served))
+        done = subprocess.run(
+            argv,
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert done.returncode == 0, done.stderr
     init = events[0]

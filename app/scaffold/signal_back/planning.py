@@ -15,7 +15,7 @@ half-way -- is refused instead of creating duplicates; ``complete`` is false whi
 (or if) the creation did not finish. The orchestrator reads both files with
 :func:`read_requirements` and :func:`read_plan`.
 
-No MCP types here: the server in :mod:`scaffold.agent.signal_server` wraps these.
+No MCP types here: :mod:`scaffold.signal_back.tools` serves these.
 """
 
 from __future__ import annotations

@@ -1,0 +1,168 @@
+"""Where one agent run's signals go, and how they are read back.
+
+:class:`Binding` says who may signal (quest, step, role) and where an accepted signal
+is stored: ``signal-<seq>.json`` in the run's signal folder, written, fsynced and
+atomically named by :class:`SignalWriter` *before* the agent hears back, so a signal
+the agent saw acknowledged survives a crash of anything afterwards. The orchestrator
+reads the files with :func:`read_signals` / :func:`latest_signal`; the last one wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scaffold.fsutil import fsync_dir
+from scaffold.roles import Role
+from scaffold.signal_back.planning import claim_durably
+from scaffold.signals import AnySignal, Signal
+
+_SIGNAL_FILE = re.compile(r"^signal-(\d{1,9})\.json$")
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Who may signal through this server, and where accepted signals go.
+
+    ``repo_root`` is the repository whose backlog ``create-tasks`` writes to; without
+    it that tool refuses.
+    """
+
+    signal_dir: Path
+    step_id: str
+    role: Role
+    quest_id: str | None = None
+    repo_root: Path | None = None
+
+
+# --------------------------------------------------------------------------- records
+
+
+class SignalRecord(BaseModel):
+    """One accepted signal as stored in ``signal-<seq>.json``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    quest_id: str | None
+    step_id: str
+    role: Role
+    received_at: datetime
+    seq: int
+    signal: Signal
+
+
+@dataclass(frozen=True)
+class CorruptSignalFile:
+    """A file in the signal dir that could not be read as a :class:`SignalRecord`."""
+
+    path: Path
+    reason: str
+
+
+def scan_signals(signal_dir: Path | str) -> tuple[list[SignalRecord], list[CorruptSignalFile]]:
+    """Every readable record in ``seq`` order, and every file that is not one.
+
+    A missing directory is an empty result: the agent never signalled.
+    """
+    directory = Path(signal_dir)
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return [], []
+    found: list[tuple[int, Path]] = []
+    for name in names:
+        m = _SIGNAL_FILE.match(name)
+        if m:
+            found.append((int(m.group(1)), directory / name))
+    found.sort()
+    records: list[SignalRecord] = []
+    corrupt: list[CorruptSignalFile] = []
+    for seq, path in found:
+        try:
+            record = SignalRecord.model_validate_json(path.read_bytes())
+        except OSError as exc:
+            corrupt.append(CorruptSignalFile(path, f"unreadable: {exc.strerror or exc}"))
+            continue
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "file"
+            corrupt.append(CorruptSignalFile(path, f"not a signal record: {where}: {err['msg']}"))
+            continue
+        if record.seq != seq:
+            corrupt.append(CorruptSignalFile(path, f"seq {record.seq} does not match file name"))
+            continue
+        records.append(record)
+    return records, corrupt
+
+
+def _log_corrupt(problem: CorruptSignalFile) -> None:
+    _log.warning("skipping corrupt signal file %s: %s", problem.path, problem.reason)
+
+
+def read_signals(
+    signal_dir: Path | str,
+    on_corrupt: Callable[[CorruptSignalFile], None] | None = None,
+) -> list[SignalRecord]:
+    """Accepted signals in the order they arrived; corrupt files are reported, then skipped.
+
+    ``on_corrupt`` receives each bad file (default: a logged warning).
+    """
+    records, corrupt = scan_signals(signal_dir)
+    report = on_corrupt or _log_corrupt
+    for problem in corrupt:
+        report(problem)
+    return records
+
+
+def latest_signal(
+    signal_dir: Path | str,
+    on_corrupt: Callable[[CorruptSignalFile], None] | None = None,
+) -> SignalRecord | None:
+    """The signal that counts: the last accepted one, or ``None``."""
+    records = read_signals(signal_dir, on_corrupt)
+    return records[-1] if records else None
+
+
+class SignalWriter:
+    """Stores accepted signals durably, numbering them 1, 2, 3... in arrival order."""
+
+    def __init__(self, binding: Binding) -> None:
+        self.binding = binding
+        self._lock = threading.Lock()
+
+    def write(self, signal: AnySignal) -> SignalRecord:
+        """Write one record; return only once the file and its name are on disk."""
+        directory = self.binding.signal_dir
+        with self._lock:
+            if not directory.is_dir():
+                directory.mkdir(parents=True, exist_ok=True)
+                fsync_dir(directory.parent)  # the new directory's own name must survive too
+            seq = _next_seq(directory)
+            while True:
+                record = SignalRecord(
+                    quest_id=self.binding.quest_id,
+                    step_id=self.binding.step_id,
+                    role=self.binding.role,
+                    received_at=datetime.now(UTC),
+                    seq=seq,
+                    signal=signal,
+                )
+                if claim_durably(
+                    directory, f"signal-{seq}.json", record.model_dump_json().encode()
+                ):
+                    return record
+                seq += 1  # another writer took this number; never overwrite a signal
+
+
+def _next_seq(directory: Path) -> int:
+    seqs = [int(m.group(1)) for n in os.listdir(directory) if (m := _SIGNAL_FILE.match(n))]
+    return max(seqs, default=0) + 1

@@ -1,0 +1,270 @@
+"""The tools of one agent run: ``signal-back`` and the role's planning tool, bound and checked.
+
+``signal-back`` is the agent's one way to report (``complete``, ``partially-complete``,
+``needs-user-input``, ``needs-role-followup``). A payload is checked with
+:func:`scaffold.signals.parse_signal`; a bad one, a foreign ``stepId`` or a signal the
+role may not send comes back as a tool error the agent can read and correct. The
+planning roles get one more tool each (:mod:`scaffold.signal_back.planning`):
+ChaosWhisperer ``write-requirements`` and PathSeeker ``create-tasks``; other roles are
+neither offered nor served them.
+
+:class:`RunTools` serves one run's calls one at a time; :func:`build_server` wraps it in
+the ``mcp`` SDK's server. A retried ``signal-back`` (the same arguments as the last
+accepted one, e.g. after the answer was lost on the way back) is answered again without
+a second write: the run still holds one signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+
+from scaffold.errors import InvalidIdError, SignalError
+from scaffold.ids import normalize_task_id
+from scaffold.roles import ALLOWED_SIGNALS
+from scaffold.signal_back.planning import TOOL_ROLES, PlanningTool, planning_tools
+from scaffold.signal_back.records import Binding, SignalRecord, SignalWriter
+from scaffold.signals import SIGNAL_TYPES, AnySignal, NeedsRoleFollowup, parse_signal
+
+__all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "ToolOutcome", "build_server"]
+
+SERVER_NAME = "scaffold"
+TOOL_NAME = "signal-back"
+_log = logging.getLogger(__name__)
+
+
+_FIELD_HELP = {
+    "summary": "complete: what was accomplished.",
+    "progress": "partially-complete: what was done so far.",
+    "continuationPoint": "partially-complete: exactly where the next session should pick up.",
+    "question": "needs-user-input: the question only a person can answer.",
+    "context": "needs-user-input / needs-role-followup: what the reader needs to know.",
+    "reason": "needs-role-followup: why the other role must act first.",
+    "resume": "needs-role-followup: true = resume this session after the target role is done.",
+}
+_TARGET_ROLES = ["pathseeker", "codeweaver", "siegemaster", "lawbringer", "spiritmender"]
+
+
+def tool_input_schema(binding: Binding) -> dict[str, Any]:
+    """A flat object schema (the Messages API refuses a top-level ``oneOf``).
+
+    Which fields each signal needs is stated in the descriptions and enforced by
+    :func:`parse_signal`, whose refusal names the field.
+    """
+    allowed = [s for s in SIGNAL_TYPES if s in ALLOWED_SIGNALS[binding.role]]
+    props: dict[str, Any] = {
+        "signal": {"type": "string", "enum": allowed, "description": "Which signal this is."},
+        "stepId": {
+            "type": "string",
+            "description": f"The step you are working on: {binding.step_id!r}.",
+        },
+    }
+    for name, text in _FIELD_HELP.items():
+        props[name] = {"type": "boolean" if name == "resume" else "string", "description": text}
+    props["targetRole"] = {
+        "type": "string",
+        "enum": _TARGET_ROLES,
+        "description": "needs-role-followup: the role that must act next.",
+    }
+    return {
+        "type": "object",
+        "properties": props,
+        "required": ["signal", "stepId"],
+        "additionalProperties": False,
+    }
+
+
+def tool_description(binding: Binding) -> str:
+    allowed = [s for s in SIGNAL_TYPES if s in ALLOWED_SIGNALS[binding.role]]
+    needs = {
+        "complete": "summary",
+        "partially-complete": "progress, continuationPoint",
+        "needs-user-input": "question, context",
+        "needs-role-followup": "targetRole, reason, context, resume",
+    }
+    lines = [
+        f"Report the outcome of step {binding.step_id!r} to the scaffold orchestrator, "
+        "then stop working. Call it exactly once when you are done or blocked.",
+        f"As {binding.role.display} you may send: {', '.join(allowed)}.",
+    ]
+    lines += [f"- {s}: stepId, {needs[s]}" for s in allowed]
+    return "\n".join(lines)
+
+
+def _same_step(sent: str, bound: str) -> bool:
+    if sent == bound:
+        return True
+    try:
+        return normalize_task_id(sent) == normalize_task_id(bound)
+    except InvalidIdError:
+        return False
+
+
+def _acknowledgement(sig: AnySignal) -> str:
+    head = f"signal received: {sig.signal}. Stop working now"
+    if sig.signal == "complete":
+        return head + "."
+    if sig.signal == "partially-complete":
+        return head + "; a new session continues from your continuation point."
+    if sig.signal == "needs-user-input":
+        return head + "; this session resumes with the person's answer."
+    assert isinstance(sig, NeedsRoleFollowup)
+    after = "; this session resumes afterwards." if sig.resume else "."
+    return head + f"; {sig.target.display} acts next{after}"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What the tool answers: text for the agent, and whether it is an error."""
+
+    text: str
+    is_error: bool
+    record: SignalRecord | None = None
+
+
+def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+    """Check one ``signal-back`` call and store it if it is acceptable (no MCP types here)."""
+    binding = writer.binding
+    retry = "Fix it and call signal-back again."
+    try:
+        sig = parse_signal(dict(arguments or {}), role=binding.role)
+    except SignalError as exc:
+        return ToolOutcome(f"signal refused: {exc}. {retry}", True)
+    if not _same_step(sig.stepId, binding.step_id):
+        text = (
+            f"signal refused: stepId: {sig.stepId!r} is not your step; you are working on "
+            f"{binding.step_id!r}. Call signal-back again with stepId {binding.step_id!r}."
+        )
+        return ToolOutcome(text, True)
+    try:
+        record = writer.write(sig)
+    except OSError as exc:
+        _log.error("could not store signal in %s: %s", binding.signal_dir, exc)
+        text = (
+            f"signal NOT recorded (storage error: {exc.strerror or exc}). Call signal-back again."
+        )
+        return ToolOutcome(text, True)
+    _log.info("accepted signal %s #%d for %s", sig.signal, record.seq, binding.step_id)
+    return ToolOutcome(_acknowledgement(sig), False, record)
+
+
+def handle_call(
+    binding: Binding,
+    writer: SignalWriter,
+    planning: Mapping[str, PlanningTool],
+    name: str,
+    arguments: Mapping[str, Any] | None,
+) -> ToolOutcome:
+    """Route one tool call: ``signal-back``, the role's planning tool, or a refusal."""
+    if name == TOOL_NAME:
+        return handle_signal(writer, arguments)
+    tool = planning.get(name)
+    if tool is not None:
+        reply = tool.handle(arguments)
+        if not reply.is_error:
+            _log.info("accepted %s for %s", name, binding.step_id)
+        return ToolOutcome(reply.text, reply.is_error)
+    owner = TOOL_ROLES.get(name)
+    if owner is not None:
+        text = (
+            f"tool {name!r} is only for {owner.display}; you are {binding.role.display}. "
+            f"Nothing was done. Report with {TOOL_NAME}."
+        )
+        return ToolOutcome(text, True)
+    if not planning:
+        return ToolOutcome(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
+    names = ", ".join([TOOL_NAME, *planning])
+    return ToolOutcome(f"unknown tool {name!r}; your tools are {names}", True)
+
+
+def tool_specs(binding: Binding) -> list[dict[str, Any]]:
+    """The tools of this run: ``signal-back`` and the role's planning tool, if any."""
+    specs = [
+        {
+            "name": TOOL_NAME,
+            "description": tool_description(binding),
+            "inputSchema": tool_input_schema(binding),
+        }
+    ]
+    for tool in planning_tools(
+        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+    ):
+        specs.append(
+            {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+        )
+    return specs
+
+
+def _digest(arguments: Mapping[str, Any] | None) -> str:
+    canonical = json.dumps(dict(arguments or {}), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class RunTools:
+    """One run's tools; ``signalled`` is set once a signal is on disk."""
+
+    def __init__(self, binding: Binding) -> None:
+        self.binding = binding
+        self.writer = SignalWriter(binding)
+        self.planning = {
+            t.name: t
+            for t in planning_tools(
+                binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+            )
+        }
+        self.specs = tool_specs(binding)
+        self.signalled = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._last: tuple[str, ToolOutcome] | None = None  # the last accepted signal-back
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+        """Answer one call; an accepted signal is durable before this returns."""
+        # One call at a time: the durable write and the planning tools are not reentrant.
+        async with self._lock:
+            digest = _digest(arguments) if name == TOOL_NAME else None
+            if digest is not None and self._last is not None and self._last[0] == digest:
+                return self._last[1]  # a retry of the accepted call: answered, not rewritten
+            outcome = await asyncio.to_thread(
+                handle_call, self.binding, self.writer, self.planning, name, arguments
+            )
+            if outcome.record is not None and digest is not None:
+                self._last = (digest, outcome)
+        if outcome.record is not None:
+            self.signalled.set()
+        return outcome
+
+
+def build_server(tools: RunTools) -> Server[Any]:
+    """The ``mcp`` SDK's server answering ``tools/list`` and ``tools/call`` with ``tools``."""
+    listed = [
+        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
+        for s in tools.specs
+    ]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        outcome = await tools.call(params.name, params.arguments)
+        content = [types.TextContent(type="text", text=outcome.text)]
+        return types.CallToolResult(content=content, is_error=outcome.is_error)
+
+    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _version() -> str:
+    from scaffold import __version__
+
+    return __version__
