@@ -3,27 +3,24 @@
 Every run talks to the same scripted Messages API (``tests/claude/messages_server.py``) on
 loopback: the first request of a run is answered with a ``signal-back complete`` tool call,
 the second (the tool result) with end_turn text, so a run is the real CLI start-up, two
-API round trips through scaffold's real MCP signal server, and the CLI's shutdown.
+API round trips through scaffold's real MCP signal endpoint, and the CLI's shutdown.
 
 Variants, interleaved round by round (the order rotates each round, after one unrecorded
 warm-up run of each):
 
 - **no-mcp** (reference): ``claude -p <prompt> --output-format stream-json --verbose``
   without any MCP server, answered with end_turn text at once: the CLI's own floor, so
-  that bare - no-mcp is what scaffold's signal server costs a run.
+  that bare - no-mcp is what scaffold's signal endpoint costs a run.
 - **bare**: ``claude -p <prompt> --output-format stream-json --verbose --mcp-config <cfg>
   --strict-mcp-config --allowedTools mcp__scaffold__signal-back`` with
-  :class:`subprocess.Popen`, reading stdout line by line.
+  :class:`subprocess.Popen`, reading stdout line by line; the run's signal endpoint is
+  served by this process (a thread of its own), as scaffold serves it.
 - **bare+argv**: the same, but with the exact argv and environment scaffold builds
   (:func:`scaffold.runtime.agent_runs.build_invocation`: role tools, system prompt,
   retries): separates what scaffold's *arguments* cost the CLI from what its *runner* costs.
 - **scaffold**: that invocation through :func:`scaffold.agent.process.run_agent` exactly
   as the orchestrator does it (``AgentSpec``, an ``on_event`` that checks the init event,
   ``watch_signal`` beside it, a ``LiveChildren``).
-- **scaffold-stdio** / **scaffold-nosbx-stdio**: the same two with
-  ``agent.signal_transport: stdio`` (the ``scaffold signal-server --relay`` process the
-  CLI starts), side by side with the default HTTP endpoint scaffold serves itself
-  (``--transport http|stdio`` keeps only one of them).
 - **orchestrator** (one per round): one Backlog.md task through ``scaffold run``
   in-process (``open_or_create_quest`` + ``run_quest``), one slot, Ward empty, approval
   auto, where Codeweaver, Siegemaster and Lawbringer are real ``claude`` runs.
@@ -50,19 +47,12 @@ next spawn). It is cross-checked without the shim from the request log alone: ne
 agent's first request - previous agent's last request, minus the bare medians of
 spawn -> first request and last request -> result.
 
-``--what-if-sigint`` adds *scaffold+fix* and *orchestrator+fix*: the same, but with the
-signal server started through a one-line launcher that restores the default SIGINT action
-before calling its ``main`` (Claude Code stops its MCP servers with SIGINT and escalates
-to SIGTERM only after ~100 ms; the shipped server ignores SIGINT). Not the shipped code:
-an estimate of what that fix buys, recorded under its own key.
-
 Usage::
 
     .venv/bin/python bench/bench_agent_overhead.py              # 5 rounds
     .venv/bin/python bench/bench_agent_overhead.py --quick      # 2 rounds
     .venv/bin/python bench/bench_agent_overhead.py --rounds 9
-    .venv/bin/python bench/bench_agent_overhead.py --what-if-sigint   # + the experiment
-    .venv/bin/python bench/bench_agent_overhead.py --quick --no-orchestrator --transport http
+    .venv/bin/python bench/bench_agent_overhead.py --quick --no-orchestrator
 
 Results go to ``bench/results/agent_overhead.json``, one entry per configuration
 (``rounds N``; ``quick`` for ``--quick``): a new run replaces its entry. A busy machine
@@ -91,11 +81,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from scaffold import backlog as bl
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, OnEvent, run_agent
-from scaffold.agent.signal_server import Binding, latest_signal, mcp_config
 from scaffold.agent.stream import Event, ResultEvent, SystemInit
 from scaffold.config import SandboxConfig, ScaffoldConfig, load_config, parse_config
 from scaffold.quest.model import AgentRun
@@ -107,12 +96,14 @@ from scaffold.runtime.run_channel import RunChannel
 from scaffold.runtime.session import open_or_create_quest, run_quest
 from scaffold.sandbox.confinement import Confinement
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.signal_back.records import Binding, latest_signal
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 # The scripted Messages API is test support, not part of the package: this script is run,
 # never imported, so it takes it straight from tests/claude.
 sys.path.insert(0, str(REPO / "tests" / "claude"))
+sys.path.insert(0, str(REPO / "tests"))
 from bench_orchestrator import TimedReporter  # noqa: E402  (the same stage marks)
 from messages_server import (  # noqa: E402
     SIGNAL_TOOL,
@@ -127,6 +118,8 @@ from messages_server import (  # noqa: E402
     tool,
 )
 
+from harness import served_tools  # noqa: E402
+
 CLAUDE_DIRS = (REPO / ".tools" / "node_modules" / ".bin",)
 STEP = "TASK-900"  # the step of the single runs; the orchestrator's task is TASK-1
 PROMPT = PromptData(
@@ -137,12 +130,9 @@ PROMPT = PromptData(
 )
 NO_MCP = "no-mcp"  # reference: the CLI alone, without scaffold's signal server
 UNSANDBOXED = "scaffold-nosbx"  # scaffold's run without the sandbox: the sandbox's baseline
-# The same two with agent.signal_transport: stdio (the MCP relay process the agent starts).
-STDIO, UNSANDBOXED_STDIO = "scaffold-stdio", "scaffold-nosbx-stdio"
-VARIANTS = (NO_MCP, "bare", "bare+argv", UNSANDBOXED_STDIO, STDIO, UNSANDBOXED, "scaffold")
-SCAFFOLD_VARIANTS = ("scaffold", UNSANDBOXED, STDIO, UNSANDBOXED_STDIO)
-FIXED = "scaffold+fix"  # --what-if-sigint
-ORCH, ORCH_FIXED = "orchestrator", "orchestrator+fix"
+VARIANTS = (NO_MCP, "bare", "bare+argv", UNSANDBOXED, "scaffold")
+SCAFFOLD_VARIANTS = ("scaffold", UNSANDBOXED)
+ORCH = "orchestrator"
 ORCH_ROLES = ("codeweaver", "siegemaster", "lawbringer")
 _CWD = re.compile(r"Primary working directory: (\S+)")
 
@@ -195,28 +185,6 @@ def script() -> list[Turn]:
         ),
         *chain(signal_back("complete", summary="bench run done"), final="Done.", name="run"),
     ]
-
-
-# --------------------------------------------------------------------------- what-if
-
-# The signal server as shipped, but dying at once on SIGINT (the default action) instead of
-# ignoring it: Claude Code stops its stdio MCP servers with SIGINT, polls every ~50 ms,
-# and sends SIGTERM only after ~100 ms, all before it exits.
-SIGINT_FIX = (
-    "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "from scaffold.agent.signal_server import main; sys.exit(main())"
-)
-
-
-def with_sigint_fix(config: dict[str, Any]) -> dict[str, Any]:
-    """What-if (``--what-if-sigint``), not the shipped code: the ``--mcp-config`` with
-    the server started through `SIGINT_FIX` (``-P -c ...`` instead of ``-P -m module``)."""
-    fixed: dict[str, Any] = json.loads(json.dumps(config))
-    for entry in fixed["mcpServers"].values():
-        args = list(entry["args"])
-        if args[:2] == ["-P", "-m"]:
-            entry["args"] = ["-P", "-c", SIGINT_FIX, *args[3:]]
-    return fixed
 
 
 # --------------------------------------------------------------------------- timing parts
@@ -316,11 +284,11 @@ class Bench:
     def env(self) -> dict[str, str]:
         return claude_env(self.server.base_url, self.home)
 
-    def invocation(self, label: str, fix: bool = False) -> tuple[Invocation, Path]:
+    def invocation(self, label: str) -> tuple[Invocation, Path]:
         """scaffold's invocation of a fresh Codeweaver run on STEP, in its own run dir.
 
-        The bare variants get scaffold's stdio signal server writing the signal itself;
-        the scaffold variant replaces it with its run channel (see ``_scaffold``).
+        The bare variants get the run's signal endpoint served from a thread (see ``run``);
+        the scaffold variant gets its run channel (see ``_scaffold``).
         """
         run_dir = self.root / "runs" / label
         signal_dir = run_dir / "signals"
@@ -333,17 +301,12 @@ class Bench:
             quest_id="bench",
             signal_dir=signal_dir,
             config_path=config_path,
-            relay_socket=run_dir / "unused.sock",
-            python=sys.executable,
         )
-        config = mcp_config(signal_dir, STEP, Role.CODEWEAVER, "bench", sys.executable, self.work)
-        config = with_sigint_fix(config) if fix else config
-        config_path.write_text(json.dumps(config), encoding="utf-8")
         return inv, signal_dir
 
     def run(self, variant: str, round_no: int) -> RunTimes:
-        inv, signal_dir = self.invocation(f"{round_no:03d}-{variant}", variant == FIXED)
-        if variant in (*SCAFFOLD_VARIANTS, FIXED):
+        inv, signal_dir = self.invocation(f"{round_no:03d}-{variant}")
+        if variant in SCAFFOLD_VARIANTS:
             times = asyncio.run(self._scaffold(variant, inv, signal_dir, round_no))
         else:
             if variant in ("bare", NO_MCP):
@@ -356,7 +319,11 @@ class Bench:
                 env = self.env()
             else:
                 argv, env = list(inv.argv), {**self.env(), **inv.env}
-            times = self._bare(variant, argv, env, round_no)
+            binding = Binding(signal_dir, STEP, Role.CODEWEAVER, "bench", self.work)
+            with served_tools(binding) as config:
+                config_path = Path(inv.argv[inv.argv.index("--mcp-config") + 1])
+                config_path.write_text(json.dumps(config), encoding="utf-8")
+                times = self._bare(variant, argv, env, round_no)
         times.signalled = latest_signal(signal_dir) is not None
         times.ok = times.ok and (times.signalled or variant == NO_MCP)
         return times
@@ -436,10 +403,7 @@ class Bench:
         confinement = Confinement(
             repo=self.work, cwd=self.work, private=self.root / "private", worktree=tree
         )
-        mode = "off" if variant in (UNSANDBOXED, UNSANDBOXED_STDIO) else "bwrap"
-        transport: Literal["http", "stdio"] = (
-            "stdio" if variant in (STDIO, UNSANDBOXED_STDIO, FIXED) else "http"
-        )
+        mode = "off" if variant == UNSANDBOXED else "bwrap"
         sandbox = resolve_sandbox(SandboxConfig(mode=mode), strict=False)
         channel = RunChannel(
             sandbox,
@@ -447,7 +411,6 @@ class Bench:
             confinement,
             python=sys.executable,
             env=self.env(),
-            transport=transport,
         )
         async with channel:
             inv = build_invocation(
@@ -457,9 +420,6 @@ class Bench:
                 quest_id="bench",
                 signal_dir=signal_dir,
                 config_path=channel.config_path,
-                relay_socket=channel.inside / "signal.sock",
-                python=sys.executable,
-                mcp_config=channel.mcp_config,
             )
             argv, env = channel.wrap(inv.argv, {**self.env(), **inv.env})
             spec = AgentSpec(
@@ -493,11 +453,10 @@ RunAgent = Callable[..., Awaitable[AgentRunOutcome]]
 
 
 @contextlib.contextmanager
-def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
+def timed_run_agent(round_no: int) -> Iterator[list[RunTimes]]:
     """Instrumentation, not a change: the orchestrator's ``run_agent`` wrapped to stamp
     the call (spawn; for an agent whose sandbox waits at its start gate, the moment it
-    is let through), every event, the CLI's exit and the return. Put back on exit.
-    With ``fix`` (what-if), it also rewrites the run's ``--mcp-config`` file first."""
+    is let through), every event, the CLI's exit and the return. Put back on exit."""
     original: RunAgent = getattr(orchestrator_module, "run_agent")  # noqa: B009
     runs: list[RunTimes] = []
 
@@ -510,10 +469,7 @@ def timed_run_agent(round_no: int, fix: bool) -> Iterator[list[RunTimes]]:
         **more: Any,  # e.g. ``released`` (checkouts with the start gate)
     ) -> AgentRunOutcome:
         config = spec.argv[list(spec.argv).index("--mcp-config") + 1]
-        if fix:
-            fixed = with_sigint_fix(json.loads(Path(config).read_text("utf-8")))
-            Path(config).write_text(json.dumps(fixed), encoding="utf-8")
-        times = RunTimes(ORCH_FIXED if fix else ORCH, round_no, spawn=time.time())
+        times = RunTimes(ORCH, round_no, spawn=time.time())
         # The orchestrator hands the whole environment over as ``base_env``.
         env = {**(spec.base_env or {}), **spec.env}
         times.role = str(env.get("SCAFFOLD_ROLE", "?"))
@@ -613,8 +569,8 @@ class OrchRound:
     marks: list[tuple[float, str, str]]
 
 
-def run_orchestrator(bench: Bench, round_no: int, fix: bool = False) -> OrchRound:
-    repo = bench.root / f"orch-{round_no:03d}{'-fix' if fix else ''}"
+def run_orchestrator(bench: Bench, round_no: int) -> OrchRound:
+    repo = bench.root / f"orch-{round_no:03d}"
     build_repo(repo, bench.claude)
     config = load_config(repo)
     reporter = TimedReporter()
@@ -629,7 +585,7 @@ def run_orchestrator(bench: Bench, round_no: int, fix: bool = False) -> OrchRoun
         return report.exit_code, merged
 
     try:
-        with timed_run_agent(round_no, fix) as runs:
+        with timed_run_agent(round_no) as runs:
             t0 = time.perf_counter()
             code, merged = asyncio.run(go())
             wall = time.perf_counter() - t0
@@ -639,8 +595,7 @@ def run_orchestrator(bench: Bench, round_no: int, fix: bool = False) -> OrchRoun
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    variant = ORCH_FIXED if fix else ORCH
-    return OrchRound(variant, round_no, wall, code, merged, runs, reporter.marks)
+    return OrchRound(ORCH, round_no, wall, code, merged, runs, reporter.marks)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -770,7 +725,7 @@ def orchestrator_summary(
 
 
 def analyse(singles: list[RunTimes], rounds: list[OrchRound]) -> dict[str, Any]:
-    variants = [v for v in (*VARIANTS, FIXED) if any(r.variant == v for r in singles)]
+    variants = [v for v in VARIANTS if any(r.variant == v for r in singles)]
     by_variant = {v: [r for r in singles if r.variant == v and r.ok] for v in variants}
     spans: dict[str, dict[str, Any]] = {}
     for key, _, a, b in SPANS:
@@ -815,11 +770,9 @@ def analyse(singles: list[RunTimes], rounds: list[OrchRound]) -> dict[str, Any]:
         }
     bare_tail = spans["result_to_exit"]["bare"]["median_ms"]
     bare_total = spans["spawn_to_exit"]["bare"]["median_ms"]
-    for variant in (ORCH, ORCH_FIXED):
-        these = [rnd for rnd in rounds if rnd.variant == variant]
-        if these:
-            single = by_variant.get("scaffold") or by_variant["bare"]
-            result[variant] = orchestrator_summary(these, single, bare_tail, bare_total)
+    if rounds:
+        single = by_variant.get("scaffold") or by_variant["bare"]
+        result[ORCH] = orchestrator_summary(rounds, single, bare_tail, bare_total)
     return result
 
 
@@ -838,26 +791,21 @@ def report(r: dict[str, Any]) -> None:
     analysis = r["analysis"]
     spans = analysis["single_run"]
     variants = list(spans["spawn_to_end"].keys() - {"ratio_to_bare", "ratio_to_no_mcp"})
-    variants.sort(key=[*VARIANTS, FIXED].index)
+    variants.sort(key=VARIANTS.index)
     print()
     print(
         f"one claude run, {r['rounds']} rounds: medians in ms (claude {r['claude_version']}, "
         f"{r['machine']['cpus']} CPUs)"
     )
     head = f"{'':<52}" + "".join(f" {v:>12}" for v in variants) + f" {'scaffold/bare':>14}"
-    head += f" {'http/no-mcp':>12} {'stdio/no-mcp':>13}"
-    if FIXED in variants:
-        head += f" {'fix/bare':>9}"
+    head += f" {'scaffold/no-mcp':>16}"
     print(head)
     print("-" * len(head))
     for key, label, _, _ in SPANS:
         row = spans[key]
         line = f"{label:<52}" + "".join(f" {_ms(row[v]['median_ms']):>12}" for v in variants)
         line += f" {_ratio(row['ratio_to_bare'].get('scaffold')):>14}"
-        line += f" {_ratio(row['ratio_to_no_mcp'].get('scaffold')):>12}"
-        line += f" {_ratio(row['ratio_to_no_mcp'].get(STDIO)):>13}"
-        if FIXED in variants:
-            line += f" {_ratio(row['ratio_to_bare'].get(FIXED)):>9}"
+        line += f" {_ratio(row['ratio_to_no_mcp'].get('scaffold')):>16}"
         print(line)
     if "sandbox_ratio" in analysis:
         ratio = analysis["sandbox_ratio"]
@@ -869,14 +817,14 @@ def report(r: dict[str, Any]) -> None:
     cost = analysis.get("signal_server_cost_ms")
     if cost:
         print(
-            f"scaffold's signal server (bare - {NO_MCP}): start-up {_ms(cost['start_up'])} ms, "
+            f"scaffold's signal endpoint (bare - {NO_MCP}): start-up {_ms(cost['start_up'])} ms, "
             f"shutdown {_ms(cost['shutdown'])} ms, total {_ms(cost['total'])} ms per run"
         )
     print(
         f"bare runs whose process group outlived the CLI: {r['bare_leftover_at_exit']}; "
         f"how run_agent stopped the group: {r['scaffold_group_stops']} (None: gone by itself)"
     )
-    orch = [(v, analysis[v]) for v in (ORCH, ORCH_FIXED) if v in analysis]
+    orch = [(ORCH, analysis[ORCH])] if ORCH in analysis else []
     if not orch:
         return
     print()
@@ -886,8 +834,6 @@ def report(r: dict[str, Any]) -> None:
         f"slot 1, {first['rounds']} rounds, {first['rounds_merged']} merged"
     )
     head = f"{'(ms)':<58} {'n':>3} {'median':>7} {'min':>7} {'max':>7}"
-    if len(orch) > 1:
-        head += f" {'fix: median':>12}"
     print(head)
     print("-" * len(head))
     rows: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
@@ -915,8 +861,6 @@ def report(r: dict[str, Any]) -> None:
             f"{label:<58} {s['n']:>3} {_ms(s['median_ms']):>7} {_ms(s['min_ms']):>7} "
             f"{_ms(s['max_ms']):>7}"
         )
-        if len(orch) > 1:
-            line += f" {_ms(pick(orch[1][1])['median_ms']):>12}"
         print(line)
     for name, o in orch:
         wall = o["wall_s"]
@@ -948,15 +892,13 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     singles: list[RunTimes] = []
     rounds: list[OrchRound] = []
     failures: list[str] = []
-    skip = {"http": (STDIO, UNSANDBOXED_STDIO), "stdio": ("scaffold", UNSANDBOXED)}
-    variants = [v for v in VARIANTS if v not in skip.get(args.transport, ())]
-    order = [*variants, *((FIXED,) if args.what_if_sigint else ())]
+    order = list(VARIANTS)
     if not args.no_orchestrator:
-        order += [ORCH, *((ORCH_FIXED,) if args.what_if_sigint else ())]
+        order.append(ORCH)
     with MessagesServer(script()) as server:
         bench = Bench(claude, server, home, work, tmp, config)
         print(f"claude: {claude}; server {server.base_url}; warm-up ...", flush=True)
-        for variant in (v for v in order if v not in (ORCH, ORCH_FIXED)):
+        for variant in (v for v in order if v != ORCH):
             warm = bench.run(variant, 0)
             if not warm.ok:
                 raise SystemExit(f"warm-up {variant} run failed: {warm.detail}")
@@ -964,8 +906,8 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             shift = (n - 1) % len(order)
             line = []
             for variant in order[shift:] + order[:shift]:
-                if variant in (ORCH, ORCH_FIXED):
-                    rnd = run_orchestrator(bench, n, variant == ORCH_FIXED)
+                if variant == ORCH:
+                    rnd = run_orchestrator(bench, n)
                     rounds.append(rnd)
                     line.append(f"{variant} {rnd.wall_s:.2f}s")
                     if not rnd.merged or len(rnd.runs) != len(ORCH_ROLES):
@@ -987,8 +929,6 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         print(f"WARNING: {f}")
     return {
         "rounds": args.rounds,
-        "transport": args.transport,
-        "what_if_sigint": args.what_if_sigint,
         "claude_version": claude_version(claude),
         "failures": failures,
         "bare_leftover_at_exit": sum(
@@ -1038,18 +978,6 @@ def main() -> None:
     parser.add_argument(
         "--no-orchestrator", action="store_true", help="single runs only (no `scaffold run`)"
     )
-    parser.add_argument(
-        "--what-if-sigint",
-        action="store_true",
-        help="experiment: also run scaffold with a signal server that dies on SIGINT "
-        "(not the shipped code; recorded under its own key)",
-    )
-    parser.add_argument(
-        "--transport",
-        choices=("both", "http", "stdio"),
-        default="both",
-        help="which signal transports the scaffold variants use (default both, side by side)",
-    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     args = parser.parse_args()
     if args.rounds is None:
@@ -1078,10 +1006,6 @@ def main() -> None:
     key = ("quick, " if args.quick else "") + f"rounds {args.rounds}"
     if args.no_orchestrator:
         key += ", no orchestrator"
-    if args.transport != "both":
-        key += f", {args.transport} transport only"
-    if args.what_if_sigint:
-        key += ", WHAT-IF SIGINT fix"
     data[key] = result
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")

@@ -28,10 +28,9 @@ One run measures, side by side:
 Agents (``--agent``):
 
 - ``direct`` (default): a tiny script written to the temp dir. Under scaffold it sends
-  ``signal-back`` straight to the run's endpoint: over HTTP MCP when its ``--mcp-config``
-  names a URL (``agent.signal_transport: http``, the default: it connects during its sleep
-  and calls the tool at the end, as Claude Code does), else to the ``--relay`` socket, as
-  the MCP relay would; in the pool it writes its signal to a file itself (plain JSON,
+  ``signal-back`` straight to the run's endpoint over HTTP MCP (it connects during its
+  sleep and calls the tool at the end, as Claude Code does); in the pool, whose
+  ``--mcp-config`` names no server, it writes its signal to a file itself (plain JSON,
   fsync'ed: no server, no import of scaffold, the least a bare pool's agent could do; an
   earlier pool imported scaffold's ``SignalWriter``, about 200 ms of CPU per invocation
   that scaffold's agents do not spend, which made the pool slower than it need be).
@@ -110,10 +109,12 @@ from typing import Any
 from results_file import stamp
 
 from scaffold import backlog as bl
-from scaffold.agent.signal_server import mcp_config, scan_signals
 from scaffold.config import load_config
+from scaffold.roles import Role
 from scaffold.runtime.session import open_or_create_quest, run_quest
 from scaffold.runtime.view import Reporter
+from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.records import Binding, scan_signals
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENV_LOG = "BENCH_AGENT_LOG"
@@ -192,12 +193,7 @@ class McpSession:
 def main():
     argv = sys.argv[1:]
     config = json.load(open(argv[argv.index("--mcp-config") + 1], encoding="utf-8"))
-    server = config["mcpServers"]["scaffold"]
-    opts = {}
-    for arg in server.get("args", []):
-        name, eq, value = arg.partition("=")
-        if eq:
-            opts[name] = value
+    server = config["mcpServers"].get("scaffold", {})
     step, role = os.environ["SCAFFOLD_STEP_ID"], os.environ["SCAFFOLD_ROLE"]
     log("start", T0, step=step, role=role)
     mods = {}
@@ -206,8 +202,7 @@ def main():
         if "url" in server:  # scaffold serves signal-back over HTTP MCP: connect, as
             mods["http"] = McpSession(server)  # Claude Code does before its first turn
             return
-        # Else: scaffold answers signal-back itself over the relay, or (the bare pool)
-        # the agent writes its signal file: nothing to import either way.
+        # Else (the bare pool) the agent writes its signal file: nothing to import.
 
     loader = threading.Thread(target=load)
     loader.start()
@@ -225,18 +220,9 @@ def main():
     if "http" in mods:  # the run's HTTP endpoint in scaffold, as Claude Code would call it
         mods["http"].call("tools/call", {"name": "signal-back", "arguments": payload})
         log("signal", time.time(), step=step, role=role)
-    elif "--relay" in opts:  # the run's endpoint in scaffold, as the MCP relay would call it
-        import socket
-
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.connect(opts["--relay"])
-            request = {"op": "call", "name": "signal-back", "arguments": payload}
-            sock.sendall(json.dumps(request).encode() + b"\\n")
-            sock.makefile().readline()
-        log("signal", time.time(), step=step, role=role)
     else:  # the bare pool: the signal straight to a file of its own, made durable
         received = time.time()
-        path = os.path.join(opts["--signal-dir"], "signal-%d.json" % os.getpid())
+        path = os.path.join(os.environ["SCAFFOLD_SIGNAL_DIR"], "signal-%d.json" % os.getpid())
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(fd, json.dumps({**payload, "role": role, "receivedAt": received}).encode())
         os.fsync(fd)
@@ -632,7 +618,7 @@ async def _pool(
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True)
         config = run_dir / "mcp.json"
-        config.write_text(json.dumps(mcp_config(signal_dir, step, role, "bench")), "utf-8")
+        config.write_text(json.dumps({"mcpServers": {}}), "utf-8")
         cwd = root / "work" / step
         cwd.mkdir(parents=True, exist_ok=True)
         step_env = {
@@ -651,10 +637,16 @@ async def _pool(
             "--mcp-config",
             str(config),
         ]
-        prepared.append((argv, cwd, step_env, signal_dir))
+        binding = Binding(signal_dir, step, Role(role), "bench", cwd)
+        prepared.append((argv, cwd, step_env, binding))
 
-    async def one(argv: list[str], cwd: Path, step_env: dict[str, str], sig: Path) -> None:
-        async with sem:
+    async def one(argv: list[str], cwd: Path, step_env: dict[str, str], binding: Binding) -> None:
+        sig = binding.signal_dir
+        async with sem, contextlib.AsyncExitStack() as stack:
+            if agent.kind != "direct":  # the scripted agent signals over MCP: serve its tools
+                ep = await stack.enter_async_context(SignalEndpoint(binding))
+                config = Path(argv[argv.index("--mcp-config") + 1])
+                config.write_text(json.dumps(mcp_config(ep.url, ep.secret)), "utf-8")
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=cwd,
