@@ -6,7 +6,7 @@ protected like ``tests/github_app/test_app_flow.py``: the diagram check and one
 approval), one installation covering all of them and ``alice`` with write access to
 each; ``scaffold serve`` started as a child process (``app_process``: the command a
 person deploys, with the sandbox the host allows) and the project's scripted agent
-(``scaffold.agent.scripted``) in place of Claude. Every repository gets the same work:
+(``scaffold.demo.scripted``) in place of Claude. Every repository gets the same work:
 ChaosWhisperer writes requirements, PathSeeker plans two independent tasks (both run at
 once), Codeweaver builds each, Siegemaster and Lawbringer pass. The script has one entry
 per (role, step) and no ``attempt``: the scripted agent counts attempts per (step, role)
@@ -274,7 +274,7 @@ def is_agent(pid: int) -> bool:
     argv name it too, after a ``--``."""
     argv = (_read(f"/proc/{pid}/cmdline") or "").split("\0")
     own = argv[: argv.index("--")] if "--" in argv else argv
-    return os.path.basename(own[0]).startswith("python") and "scaffold.agent.scripted" in own
+    return os.path.basename(own[0]).startswith("python") and "scaffold.demo.scripted" in own
 
 
 def cpu_of(who: int) -> float:

@@ -35,7 +35,7 @@ Agents (``--agent``):
   earlier pool imported scaffold's ``SignalWriter``, about 200 ms of CPU per invocation
   that scaffold's agents do not spend, which made the pool slower than it need be).
   Either way an agent costs about ``--sleep`` plus Python start-up.
-- ``scripted``: ``scaffold.agent.scripted`` (via a two-line launcher that logs the start
+- ``scripted``: ``scaffold.demo.scripted`` (via a two-line launcher that logs the start
   time), signalling through the real ``signal-back`` MCP server: about 1 s of imports and
   MCP start-up per invocation, in scaffold and in the pool alike.
 
@@ -238,7 +238,7 @@ sys.stdout.flush()
 os._exit(0)  # skip interpreter teardown (~50 ms with pydantic loaded): "end" is the exit
 """
 
-# The scripted agent, exactly as `python -m scaffold.agent.scripted`, plus start/end times.
+# The scripted agent, exactly as `python -m scaffold.demo.scripted`, plus start/end times.
 SCRIPTED_LAUNCHER = """\
 import time
 
@@ -264,7 +264,7 @@ def log(ev, t):
 log("start", T0)
 code = 0
 try:
-    runpy.run_module("scaffold.agent.scripted", run_name="__main__", alter_sys=True)
+    runpy.run_module("scaffold.demo.scripted", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     code = exc.code
 finally:

@@ -12,8 +12,8 @@ import pytest
 from actionkit import Repo, Step, example, git
 
 from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
-from scaffold.agent.scripted import agent_command
-from scaffold.agent.scripted import agent_env as scripted_agent_env
+from scaffold.demo.scripted import agent_command
+from scaffold.demo.scripted import agent_env as scripted_agent_env
 
 TOKEN = "ghs_" + "S3cr3tT0k3nValue" * 2
 HEADER = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0"

@@ -25,7 +25,7 @@ from actionkit import Step, example
 from credtrap import ENVIRON_PROBE, Trap, capless, evil_script, leaks
 from ghsim import GitHubSimulator
 from ghsim.fixture import github_sim  # noqa: F401
-from scaffold.agent.scripted import agent_command
+from scaffold.demo.scripted import agent_command
 
 REPO = "acme/widgets"
 COMPLETE = {"signal": {"signal": "complete", "summary": "did the work"}}

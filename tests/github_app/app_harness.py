@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
 from harness import plan, quick_signal, relay_call, requirements
-from scaffold.agent.scripted import agent_command
-from scaffold.agent.scripted import agent_env as scripted_agent_env
+from scaffold.demo.scripted import agent_command
+from scaffold.demo.scripted import agent_env as scripted_agent_env
 
 PYTHON = sys.executable
 T = TypeVar("T")

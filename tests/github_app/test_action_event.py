@@ -25,7 +25,7 @@ from app_harness import (
 
 from ghsim import DeliveryRecord, GitHubSimulator
 from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
-from scaffold.agent.scripted import agent_env as scripted_agent_env
+from scaffold.demo.scripted import agent_env as scripted_agent_env
 
 REPO = "acme/widgets"
 

@@ -26,8 +26,8 @@ from app_harness import (
 )
 
 from ghsim import GitHubSimulator, WorkflowDispatch, WorkflowOutcome
-from scaffold.agent.scripted import agent_command
-from scaffold.agent.scripted import agent_env as scripted_agent_env
+from scaffold.demo.scripted import agent_command
+from scaffold.demo.scripted import agent_env as scripted_agent_env
 
 REPO = "acme/widgets"
 WORKFLOW = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "scaffold-slot.yml"

@@ -2,7 +2,7 @@
 
 A :class:`Project` is a real git repository with a Backlog.md backlog and a
 ``.github/scaffold.yml`` whose ``agent.command`` runs the scripted agent
-(``python -m scaffold.agent.scripted``), plus the agent's script and state dir
+(``python -m scaffold.demo.scripted``), plus the agent's script and state dir
 beside it. Tests run the real orchestrator in-process (:meth:`Project.run`) or the
 real CLI as a subprocess (:meth:`Project.cli`), then look at what happened through
 the quest store, the Backlog.md files, git, the scripted agent's
@@ -33,9 +33,9 @@ from typing import Any
 
 from harness import RunResult, quest_pids, quick_signal, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
-from scaffold.agent.scripted import agent_command
-from scaffold.agent.scripted import agent_env as scripted_agent_env
 from scaffold.config import load_config
+from scaffold.demo.scripted import agent_command
+from scaffold.demo.scripted import agent_env as scripted_agent_env
 from scaffold.quest.model import HistoryEntry, Quest, TaskRecord, utcnow
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_store, run_quest

@@ -37,8 +37,8 @@ from repo_builder import Project, agent_pids, quick_complete
 
 from harness import plan, relay_call, requirements
 from scaffold import backlog as bl
-from scaffold.agent.scripted import agent_env
 from scaffold.config import load_config
+from scaffold.demo.scripted import agent_env
 from scaffold.quest.store import QuestWriter
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.report import RunReport

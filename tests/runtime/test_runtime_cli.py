@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from repo_builder import MakeProject, codeweaver_done, quick_complete, write
 
-from scaffold.agent.scripted import agent_command
 from scaffold.core.states import Lifecycle
+from scaffold.demo.scripted import agent_command
 
 ANSWER = "Use the blue greeting, please"
 

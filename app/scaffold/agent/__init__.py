@@ -3,5 +3,4 @@
 claude    Claude Code's options for a role
 process   run_agent: the process group, its stream, the stuck timer, the stop
 stream    stream-json lines parsed into typed events
-scripted  the scripted stand-in agent the tests and the demo run instead of claude
 """

@@ -377,7 +377,7 @@ def signal_server(args: tuple[str, ...]) -> None:
 )
 def demo(directory: str | None) -> None:
     """Run a small project end to end with scripted agents (under a minute)."""
-    from scaffold.runtime.demo import run_demo
+    from scaffold.demo.run import run_demo
 
     sys.exit(run_demo(Path(directory) if directory else None))
 

@@ -148,7 +148,7 @@ PACKAGE_ROLES = {
     "scaffold.quest": "the quest file and its journal",
     "scaffold.state": "the state branch: quests in the repository, rebuilt from it",
     "scaffold.backlog": "Backlog.md tasks, read and written like the backlog CLI",
-    "scaffold.agent": "agent processes, stream-json, the scripted stand-in agent",
+    "scaffold.agent": "agent processes and their stream-json",
     "scaffold.signal_back": "signal-back: the run's tools, served by the mcp SDK, and its records",
     "scaffold.sandbox": "the trust boundary: bubblewrap views, egress routes, the bridge",
     "scaffold.git": "git, worktrees, Ward",
@@ -158,6 +158,7 @@ PACKAGE_ROLES = {
     "scaffold.server": "the webhook server: verify, dedupe, spool, queue, metrics",
     "scaffold.github": "the GitHub App: auth, REST client, flows, forge, checks",
     "scaffold.action": "the GitHub Action's entry points",
+    "scaffold.demo": "scaffold demo, and the scripted stand-in agent it runs",
 }
 
 

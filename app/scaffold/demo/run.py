@@ -1,7 +1,7 @@
 """``scaffold demo``: a small project driven end to end by scripted agents.
 
 The demo builds a git repository with a Backlog.md backlog of six tasks, then runs
-the real orchestrator with three slots. The agent is ``python -m scaffold.agent.scripted``
+the real orchestrator with three slots. The agent is ``python -m scaffold.demo.scripted``
 (the same contract as Claude Code: stream-json out, ``signal-back`` through the real MCP
 server), so every path below goes through the code that drives ``claude``:
 
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent import scripted
 from scaffold.config import load_config
+from scaffold.demo import scripted
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import scaffold_command
 from scaffold.runtime.session import open_or_create_quest, run_quest, state_root
@@ -348,7 +348,7 @@ def build_demo_repo(repo: Path) -> Path:
     python = json.dumps(sys.executable)
     (repo / ".github" / "scaffold.yml").write_text(
         "slots: 3\n"
-        f"agent:\n  command: [{python}, -m, scaffold.agent.scripted]\n"
+        f"agent:\n  command: [{python}, -m, scaffold.demo.scripted]\n"
         "  stuck_timeout_s: 20\n  max_attempts: 3\n"
         f"ward:\n  - [{python}, check.py]\n"
         "approval: auto\n",

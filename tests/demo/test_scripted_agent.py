@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import served_tools
-from scaffold.agent.scripted import (
+from scaffold.demo.scripted import (
     SIGNAL_TOOL,
     ScriptError,
     StateDir,

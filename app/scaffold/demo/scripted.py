@@ -1,9 +1,9 @@
 """A scripted agent: a program that honours Claude Code's invocation contract, with no model.
 
-Tests and the demo put ``python -m scaffold.agent.scripted`` in ``agent.command`` so the
+Tests and the demo put ``python -m scaffold.demo.scripted`` in ``agent.command`` so the
 orchestrator drives it through the very code path it uses for ``claude``::
 
-    python -m scaffold.agent.scripted -p <prompt> --output-format stream-json --verbose \\
+    python -m scaffold.demo.scripted -p <prompt> --output-format stream-json --verbose \\
         --mcp-config <file> [--resume <session_id>] [other flags ignored]
 
 What it does comes from the JSON file named by ``SCAFFOLD_AGENT_SCRIPT``: a list of runs
@@ -391,7 +391,7 @@ class StateDir:
 
 def agent_command(python: str = sys.executable) -> list[str]:
     """The ``agent.command`` argv that runs this scripted agent (``-P``: cwd not on sys.path)."""
-    return [python, "-P", "-m", "scaffold.agent.scripted"]
+    return [python, "-P", "-m", "scaffold.demo.scripted"]
 
 
 def agent_env(script: Path, state: Path) -> dict[str, str]:
