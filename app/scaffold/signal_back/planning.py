@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from scaffold.backlog import (
     BacklogSnapshot,
@@ -44,7 +44,7 @@ from scaffold.backlog import (
 from scaffold.errors import BacklogError, InvalidIdError, StoreError
 from scaffold.fsutil import fsync_dir
 from scaffold.ids import normalize_task_id
-from scaffold.quest.model import Requirements
+from scaffold.quest.model import Context, Requirements
 from scaffold.roles import Role
 
 REQUIREMENTS_TOOL = "write-requirements"
@@ -321,22 +321,52 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_by_alias=True)
 
 
+def _hint(description: str, **schema: Any) -> Any:
+    """A field's description and schema keywords for the model, not checked by pydantic
+    (the checks below name each problem in the agent's terms)."""
+    return Field(description=description, json_schema_extra=schema or None)
+
+
 class TaskSpec(_Input):
     """One task as PathSeeker proposes it; ``key`` names it inside the plan."""
 
-    key: str
-    title: str
-    description: str = ""
-    acceptance_criteria: list[str] = Field(default_factory=list, alias="acceptanceCriteria")
-    depends_on: list[str] = Field(default_factory=list, alias="dependsOn")
-    priority: str | None = None
+    key: Annotated[
+        str,
+        _hint(
+            "Your name for the task inside this plan: 1-40 of a-z, 0-9, '-'.",
+            pattern="^[a-z0-9-]{1,40}$",
+        ),
+    ]
+    title: Annotated[str, _hint("One line, at most 200 characters.", maxLength=MAX_TITLE)]
+    description: Annotated[str, _hint("What the task is about and why.")] = ""
+    acceptance_criteria: list[str] = Field(
+        default_factory=list, alias="acceptanceCriteria", description="Checkable outcomes."
+    )
+    depends_on: list[str] = Field(
+        default_factory=list,
+        alias="dependsOn",
+        description="Keys of tasks in this plan, or ids of existing backlog tasks "
+        "(e.g. 'TASK-3'), that must be done first.",
+    )
+    priority: Annotated[
+        str | None, WithJsonSchema({"type": "string", "enum": list(PRIORITIES)})
+    ] = None
 
 
 class PlanInput(_Input):
     """The arguments of a ``create-tasks`` call."""
 
-    file_map: list[str] = Field(alias="fileMap")
+    file_map: list[str] = Field(
+        alias="fileMap",
+        description="Files the work touches, relative to the repository root (no '..').",
+    )
     tasks: Annotated[list[TaskSpec], Field(min_length=1)]
+
+
+class RequirementsInput(_Input):
+    """The arguments of a ``write-requirements`` call."""
+
+    contexts: Annotated[tuple[Context, ...], Field(min_length=1)]
 
 
 @dataclass(frozen=True)
@@ -732,72 +762,27 @@ def create_planned_tasks(
 # --------------------------------------------------------------------------- tool specs
 
 
-def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": props,
-        "required": required,
-        "additionalProperties": False,
-    }
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema as one self-contained object (``$defs`` inlined, titles
+    dropped): what a tool's ``inputSchema`` carries to the model."""
+    schema = model.model_json_schema(by_alias=True)
+    defs = schema.pop("$defs", {})
 
+    def inline(node: Any, properties: bool = False) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+        return {
+            key: inline(value, key == "properties")
+            for key, value in node.items()
+            if properties or key != "title"
+        }
 
-def _text(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
-
-
-def requirements_schema() -> dict[str, Any]:
-    observable = _obj(
-        {
-            "id": _text("Unique within its context, e.g. 'O1'.", maxLength=40),
-            "description": _text(
-                "What a person can observe when the context holds (the 'then').", maxLength=2000
-            ),
-        },
-        ["id", "description"],
-    )
-    context = _obj(
-        {
-            "id": _text("Unique among contexts, e.g. 'C1'.", maxLength=40),
-            "description": _text("The situation: given ... when ...", maxLength=2000),
-            "observables": {"type": "array", "minItems": 1, "items": observable},
-        },
-        ["id", "description", "observables"],
-    )
-    return _obj({"contexts": {"type": "array", "minItems": 1, "items": context}}, ["contexts"])
-
-
-def tasks_schema() -> dict[str, Any]:
-    task = _obj(
-        {
-            "key": _text(
-                "Your name for the task inside this plan: 1-40 of a-z, 0-9, '-'.",
-                pattern="^[a-z0-9-]{1,40}$",
-            ),
-            "title": _text("One line, at most 200 characters.", maxLength=MAX_TITLE),
-            "description": _text("What the task is about and why."),
-            "acceptanceCriteria": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Checkable outcomes.",
-            },
-            "dependsOn": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Keys of tasks in this plan, or ids of existing backlog tasks (e.g. 'TASK-3'), that must be done first.",
-            },
-            "priority": {"type": "string", "enum": list(PRIORITIES)},
-        },
-        ["key", "title"],
-    )
-    file_map = {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "Files the work touches, relative to the repository root (no '..').",
-    }
-    return _obj(
-        {"fileMap": file_map, "tasks": {"type": "array", "minItems": 1, "items": task}},
-        ["fileMap", "tasks"],
-    )
+    result: dict[str, Any] = inline(schema)
+    return result
 
 
 REQUIREMENTS_DESCRIPTION = (
@@ -834,12 +819,14 @@ def planning_tools(
             return write_requirements_tool(signal_dir, arguments)
 
         return [
-            PlanningTool(REQUIREMENTS_TOOL, REQUIREMENTS_DESCRIPTION, requirements_schema(), write)
+            PlanningTool(
+                REQUIREMENTS_TOOL, REQUIREMENTS_DESCRIPTION, input_schema(RequirementsInput), write
+            )
         ]
     if role is Role.PATHSEEKER:
 
         def create(arguments: Mapping[str, Any] | None) -> ToolReply:
             return create_tasks_tool(signal_dir, repo_root, arguments, quest_id=quest_id)
 
-        return [PlanningTool(CREATE_TASKS_TOOL, TASKS_DESCRIPTION, tasks_schema(), create)]
+        return [PlanningTool(CREATE_TASKS_TOOL, TASKS_DESCRIPTION, input_schema(PlanInput), create)]
     return []
