@@ -23,23 +23,23 @@ from scaffold.roles import Role
 from scaffold.signal_back.cli import resolve_binding
 from scaffold.signal_back.client import call_tool, connect
 from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
-from scaffold.signal_back.planning import (
-    CREATE_TASKS_TOOL,
+from scaffold.signal_back.plan import (
     PLAN_FILE,
-    REQUIREMENTS_FILE,
-    REQUIREMENTS_TOOL,
     PlanRecord,
     create_planned_tasks,
     create_tasks_tool,
-    parse_requirements,
-    planning_tools,
     read_plan,
-    read_requirements,
     validate_plan,
+)
+from scaffold.signal_back.planning import CREATE_TASKS_TOOL, REQUIREMENTS_TOOL
+from scaffold.signal_back.records import Binding, SignalWriter, read_signals
+from scaffold.signal_back.requirements import (
+    REQUIREMENTS_FILE,
+    parse_requirements,
+    read_requirements,
     write_requirements_tool,
 )
-from scaffold.signal_back.records import Binding, SignalWriter, read_signals
-from scaffold.signal_back.tools import handle_call
+from scaffold.signal_back.tools import handle_call, planning_tools
 
 GIT_IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@localhost")
 BACKLOG_CONFIG = (

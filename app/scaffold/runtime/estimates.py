@@ -46,7 +46,7 @@ from scaffold.core.states import HOLDS_SLOT, EventName, Lifecycle
 from scaffold.errors import ScaffoldError
 from scaffold.quest.model import HistoryEntry
 from scaffold.quest.store import JOURNAL_NAME, QuestStore
-from scaffold.signal_back.planning import QUEST_LABEL_PREFIX
+from scaffold.signal_back.plan import QUEST_LABEL_PREFIX
 from scaffold.state.branch import StateBranch
 
 __all__ = ["LearnedEstimates", "slot_seconds", "task_features"]

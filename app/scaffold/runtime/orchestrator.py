@@ -96,8 +96,9 @@ from scaffold.runtime.unsettled import Unsettled
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
-from scaffold.signal_back.planning import QUEST_LABEL_PREFIX, read_plan, read_requirements
+from scaffold.signal_back.plan import QUEST_LABEL_PREFIX, read_plan
 from scaffold.signal_back.records import Binding, SignalRecord, latest_signal
+from scaffold.signal_back.requirements import read_requirements
 from scaffold.state.publisher import StatePublisher
 
 PLAN_KEY = "plan"

@@ -4,9 +4,9 @@
 ``needs-user-input``, ``needs-role-followup``). A payload is checked with
 :func:`scaffold.signals.parse_signal`; a bad one, a foreign ``stepId`` or a signal the
 role may not send comes back as a tool error the agent can read and correct. The
-planning roles get one more tool each (:mod:`scaffold.signal_back.planning`):
-ChaosWhisperer ``write-requirements`` and PathSeeker ``create-tasks``; other roles are
-neither offered nor served them.
+planning roles get one more tool each (:func:`planning_tools`): ChaosWhisperer
+``write-requirements`` and PathSeeker ``create-tasks``; other roles are neither offered
+nor served them.
 
 :class:`RunTools` serves one run's calls one at a time; :func:`build_server` wraps it in
 the ``mcp`` SDK's server. A retried ``signal-back`` (the same arguments as the last
@@ -22,6 +22,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcp import types
@@ -29,8 +30,16 @@ from mcp.server import Server, ServerRequestContext
 
 from scaffold.errors import InvalidIdError, SignalError
 from scaffold.ids import normalize_task_id
-from scaffold.roles import ALLOWED_SIGNALS
-from scaffold.signal_back.planning import TOOL_ROLES, PlanningTool, planning_tools
+from scaffold.roles import ALLOWED_SIGNALS, Role
+from scaffold.signal_back import plan, requirements
+from scaffold.signal_back.planning import (
+    CREATE_TASKS_TOOL,
+    REQUIREMENTS_TOOL,
+    TOOL_ROLES,
+    PlanningTool,
+    ToolReply,
+    input_schema,
+)
 from scaffold.signal_back.records import Binding, SignalRecord, SignalWriter
 from scaffold.signals import SIGNAL_TYPES, AnySignal, NeedsRoleFollowup, parse_signal
 
@@ -183,6 +192,27 @@ def handle_call(
         return ToolOutcome(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
     names = ", ".join([TOOL_NAME, *planning])
     return ToolOutcome(f"unknown tool {name!r}; your tools are {names}", True)
+
+
+def planning_tools(
+    role: Role, signal_dir: Path, repo_root: Path | None, quest_id: str | None = None
+) -> list[PlanningTool]:
+    """The planning tools offered to ``role``: one for ChaosWhisperer and PathSeeker, else none."""
+    if role is Role.CHAOSWHISPERER:
+
+        def write(arguments: Mapping[str, Any] | None) -> ToolReply:
+            return requirements.write_requirements_tool(signal_dir, arguments)
+
+        schema = input_schema(requirements.RequirementsInput)
+        return [PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)]
+    if role is Role.PATHSEEKER:
+
+        def create(arguments: Mapping[str, Any] | None) -> ToolReply:
+            return plan.create_tasks_tool(signal_dir, repo_root, arguments, quest_id=quest_id)
+
+        schema = input_schema(plan.PlanInput)
+        return [PlanningTool(CREATE_TASKS_TOOL, plan.DESCRIPTION, schema, create)]
+    return []
 
 
 def tool_specs(binding: Binding) -> list[dict[str, Any]]:

@@ -1,0 +1,131 @@
+"""``write-requirements``: ChaosWhisperer's BDD requirements, checked and stored.
+
+Accepted requirements replace ``requirements.json`` in the run's signal dir; the
+orchestrator reads them with :func:`read_requirements`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+
+from scaffold.errors import StoreError
+from scaffold.quest.model import Context, Requirements
+from scaffold.signal_back.planning import (
+    REQUIREMENTS_TOOL,
+    Problem,
+    ToolReply,
+    _Input,
+    _read_bytes,
+    _refusal,
+    problems_from,
+    write_durably,
+)
+
+REQUIREMENTS_FILE = "requirements.json"
+DESCRIPTION = (
+    "Hand the BDD requirements of this quest to the scaffold orchestrator: contexts "
+    "(situations) each with at least one observable (what a person can see). Ids must be "
+    "unique (contexts among themselves, observables within their context). Calling it "
+    "again replaces the earlier requirements. Call it before signal-back complete."
+)
+
+
+class RequirementsInput(_Input):
+    """The arguments of a ``write-requirements`` call."""
+
+    contexts: Annotated[tuple[Context, ...], Field(min_length=1)]
+
+
+def requirements_problems(requirements: Requirements) -> list[Problem]:
+    """What the model's types do not say: at least one context, unique ids, no blank text."""
+    problems: list[Problem] = []
+    if not requirements.contexts:
+        problems.append(Problem("contexts", "at least one context"))
+    seen_contexts: dict[str, int] = {}
+    for i, ctx in enumerate(requirements.contexts):
+        where = f"contexts.{i}"
+        problems += _blank(where, ("id", ctx.id), ("description", ctx.description))
+        if ctx.id in seen_contexts:
+            first = seen_contexts[ctx.id]
+            problems.append(Problem(f"{where}.id", f"duplicate id {ctx.id!r} (contexts.{first})"))
+        seen_contexts.setdefault(ctx.id, i)
+        seen_observables: dict[str, int] = {}
+        for j, obs in enumerate(ctx.observables):
+            at = f"{where}.observables.{j}"
+            problems += _blank(at, ("id", obs.id), ("description", obs.description))
+            if obs.id in seen_observables:
+                first = seen_observables[obs.id]
+                reason = f"duplicate id {obs.id!r} in this context ({where}.observables.{first})"
+                problems.append(Problem(f"{at}.id", reason))
+            seen_observables.setdefault(obs.id, j)
+    return problems
+
+
+def _blank(where: str, *fields: tuple[str, str]) -> list[Problem]:
+    return [Problem(f"{where}.{name}", "must not be blank") for name, v in fields if not v.strip()]
+
+
+def parse_requirements(arguments: Mapping[str, Any] | None) -> Requirements | list[Problem]:
+    """The requirements in a ``write-requirements`` call, or every problem with it."""
+    args = dict(arguments or {})
+    extra = sorted(set(args) - {"contexts"})
+    if extra:
+        return [Problem(name, "unknown field (only 'contexts' is accepted)") for name in extra]
+    if "contexts" not in args:
+        return [Problem("contexts", "required")]
+    try:
+        requirements = Requirements.model_validate({"contexts": args["contexts"]})
+    except ValidationError as exc:
+        return problems_from(exc)
+    return requirements_problems(requirements) or requirements
+
+
+def write_requirements(signal_dir: Path | str, requirements: Requirements) -> Path:
+    """Store the requirements durably as ``requirements.json``, replacing earlier ones."""
+    data = requirements.model_dump_json(indent=2).encode()
+    return write_durably(Path(signal_dir), REQUIREMENTS_FILE, data)
+
+
+def read_requirements(signal_dir: Path | str) -> Requirements | None:
+    """The requirements ChaosWhisperer handed over, or None if it never did.
+
+    Raises :class:`StoreError` (with the path) for a file that is unreadable or not
+    valid requirements.
+    """
+    path = Path(signal_dir) / REQUIREMENTS_FILE
+    data = _read_bytes(path)
+    if data is None:
+        return None
+    try:
+        requirements = Requirements.model_validate_json(data)
+    except ValidationError as exc:
+        raise StoreError(path, f"not a requirements file: {problems_from(exc)[0]}") from None
+    problems = requirements_problems(requirements)
+    if problems:
+        raise StoreError(path, f"invalid requirements: {problems[0]}")
+    return requirements
+
+
+def write_requirements_tool(signal_dir: Path, arguments: Mapping[str, Any] | None) -> ToolReply:
+    """The ``write-requirements`` tool: check, store, confirm."""
+    parsed = parse_requirements(arguments)
+    if isinstance(parsed, list):
+        return _refusal(REQUIREMENTS_TOOL, parsed, "nothing was stored")
+    try:
+        write_requirements(signal_dir, parsed)
+    except OSError as exc:
+        reason = f"storage error: {exc.strerror or exc}"
+        return ToolReply(
+            f"requirements NOT recorded ({reason}). Call {REQUIREMENTS_TOOL} again.", True
+        )
+    contexts = len(parsed.contexts)
+    observables = sum(len(c.observables) for c in parsed.contexts)
+    text = (
+        f"requirements recorded: {contexts} context{'s' * (contexts != 1)}, "
+        f"{observables} observable{'s' * (observables != 1)} (replacing any earlier version)."
+    )
+    return ToolReply(text, False)
