@@ -84,7 +84,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent.process import AgentRunOutcome, AgentSpec, LiveChildren, OnEvent, run_agent
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, OnEvent, run_agent
+from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import Event, ResultEvent, SystemInit
 from scaffold.config import SandboxConfig, ScaffoldConfig, load_config, parse_config
 from scaffold.quest.model import AgentRun

@@ -4,7 +4,7 @@ A child writes ``time.time()`` to a file just before ``os._exit(0)``; the parent
 the time at which it learns of the exit. Three ways, interleaved run by run so a busy
 machine weighs on each alike:
 
-- ``watched``: what `run_agent` does now, :func:`scaffold.agent.process.spawn_watched`
+- ``watched``: what `run_agent` does now, :func:`scaffold.agent.process_group.spawn_watched`
   and ``_wait_exited`` (the protocol's ``process_exited`` resolves a future), then the
   group check (``killpg(pgid, 0)`` says the group is empty);
 - ``poll_25ms``: what it did before: ``asyncio.create_subprocess_exec`` and a loop that
@@ -34,7 +34,7 @@ from typing import Any
 
 from results_file import write_result
 
-from scaffold.agent import process
+from scaffold.agent import process_group as process
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHILD = "import os, sys, time\ntime.sleep(0.02)\nopen(sys.argv[1], 'w').write(repr(time.time()))\nos._exit(0)\n"

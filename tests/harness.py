@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,26 +228,27 @@ def plan(*tasks: tuple[str, str, list[str]]) -> dict[str, Any]:
 def served_tools(binding: Binding) -> Iterator[dict[str, Any]]:
     """``binding``'s tools served on loopback from a thread of their own, for tests whose
     agent is a subprocess and who have no event loop; yields the ``--mcp-config``."""
-    ready: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
+    ready: queue.Queue[tuple[dict[str, Any], Callable[[], None]] | BaseException] = queue.Queue()
 
     async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
         try:
             async with SignalEndpoint(binding) as endpoint:
-                ready.put(mcp_config(endpoint.url, endpoint.secret))
+                config = mcp_config(endpoint.url, endpoint.secret)
+                ready.put((config, lambda: loop.call_soon_threadsafe(stop.set)))
                 await stop.wait()
         except BaseException as exc:
             ready.put(exc)
 
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
     thread.start()
-    config = ready.get(timeout=60)
-    if isinstance(config, BaseException):
-        raise config
+    served = ready.get(timeout=60)
+    if isinstance(served, BaseException):
+        raise served
+    config, stop = served
     try:
         yield config
     finally:
-        loop.call_soon_threadsafe(stop.set)
+        stop()
         thread.join(timeout=60)
-        loop.close()

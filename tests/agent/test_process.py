@@ -18,11 +18,11 @@ from scaffold.agent.process import (
     STDERR_TAIL_BYTES,
     AgentRunOutcome,
     AgentSpec,
-    LiveChildren,
     agent_environment,
     is_credential_name,
     run_agent,
 )
+from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_LINE_BYTES,

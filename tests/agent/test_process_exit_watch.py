@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.agent import process
-from scaffold.agent.process import (
-    AgentRunOutcome,
-    AgentSpec,
+from scaffold.agent import process_group
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, run_agent
+from scaffold.agent.process_group import (
     LiveChildren,
     WatchedProcess,
-    run_agent,
     spawn_watched,
     stop_process_group,
 )
@@ -105,7 +103,7 @@ def test_exit_is_noticed_while_an_escaped_grandchild_holds_stdout(tmp_path: Path
         )
         assert proc.stdout is not None
         try:
-            await asyncio.wait_for(process._wait_exited(proc), HANG_GUARD_S)
+            await asyncio.wait_for(process_group._wait_exited(proc), HANG_GUARD_S)
             # Reaped, yet its stdout is still open: the grandchild holds it.
             await proc.stdout.readline()
             still_open = not proc.stdout.at_eof()
@@ -127,7 +125,7 @@ def test_a_process_that_exited_before_anyone_waited_is_seen(tmp_path: Path) -> N
         # watcher may), so the exit comes before the wait is armed.
         with contextlib.suppress(ChildProcessError):  # the watcher reaped it first
             os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-        await asyncio.wait_for(process._wait_exited(proc), HANG_GUARD_S)
+        await asyncio.wait_for(process_group._wait_exited(proc), HANG_GUARD_S)
         return proc.returncode
 
     assert asyncio.run(main()) == 0
@@ -148,7 +146,7 @@ def test_exit_of_a_process_not_spawned_watched_is_seen_through_a_pidfd(tmp_path:
         )
         assert not isinstance(proc, WatchedProcess)
         try:
-            await asyncio.wait_for(process._wait_exited(proc), HANG_GUARD_S)
+            await asyncio.wait_for(process_group._wait_exited(proc), HANG_GUARD_S)
             return alive(proc.pid) is False or _is_zombie(proc.pid)
         finally:
             if pidfile.exists():
@@ -223,8 +221,8 @@ def test_an_empty_group_is_seen_without_listing_proc(
     def no_scan(_: int) -> object:
         raise AssertionError("/proc was listed for an empty group")
 
-    monkeypatch.setattr(process, "_has_live_member", no_scan)
-    monkeypatch.setattr(process, "_live_members", no_scan)
+    monkeypatch.setattr(process_group, "_has_live_member", no_scan)
+    monkeypatch.setattr(process_group, "_live_members", no_scan)
     agent = script(tmp_path, "quick.py", 'print(\'{"type": "heartbeat"}\')\n')
     spec = AgentSpec(argv=[sys.executable, str(agent)], cwd=tmp_path)
 
@@ -266,7 +264,7 @@ def test_nothing_waits_on_a_poll_interval(tmp_path: Path, monkeypatch: pytest.Mo
     """With the fallback poll interval set to an hour, a run whose agent exits and
     leaves a process in its group still ends at once: the exit and the group's end
     are events."""
-    monkeypatch.setattr(process, "_POLL_S", 3600.0)
+    monkeypatch.setattr(process_group, "_POLL_S", 3600.0)
     agent = script(
         tmp_path,
         "leaver.py",

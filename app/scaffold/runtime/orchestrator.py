@@ -34,13 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
-from scaffold.agent.process import (
-    AgentRunOutcome,
-    AgentSpec,
-    LiveChildren,
-    agent_environment,
-    run_agent,
-)
+from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
+from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import SystemInit
 from scaffold.config import ScaffoldConfig
 from scaffold.core import quest_flow as qf
