@@ -17,14 +17,9 @@ from typing import Any
 import pytest
 
 from harness import served_tools
-from scaffold.demo.scripted import (
-    SIGNAL_TOOL,
-    ScriptError,
-    StateDir,
-    agent_command,
-    load_script,
-    parse_argv,
-)
+from scaffold.demo.script import ScriptError, load_script
+from scaffold.demo.scripted import StateDir, agent_command, parse_argv
+from scaffold.demo.stream_json import SIGNAL_TOOL
 from scaffold.roles import Role
 from scaffold.signal_back.records import Binding, latest_signal, read_signals
 

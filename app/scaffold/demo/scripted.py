@@ -44,194 +44,38 @@ from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from scaffold.errors import InvalidIdError
-from scaffold.ids import normalize_task_id
+from scaffold.demo.script import (
+    Action,
+    Append,
+    Crash,
+    Delete,
+    ExpectPromptContains,
+    Hang,
+    PrintGarbage,
+    PrintLongLine,
+    RunCommand,
+    Say,
+    ScriptError,
+    SendSignal,
+    Sleep,
+    Write,
+    load_script,
+)
+from scaffold.demo.stream_json import MCP_SERVER, MCP_TOOL, SIGNAL_TOOL, Stream
 
 if TYPE_CHECKING:
     from mcp import Client
 
 ENV_SCRIPT = "SCAFFOLD_AGENT_SCRIPT"
 ENV_STATE = "SCAFFOLD_AGENT_STATE"
-MCP_SERVER = "scaffold"
-MCP_TOOL = "signal-back"
-SIGNAL_TOOL = f"mcp__{MCP_SERVER}__{MCP_TOOL}"
-MODEL = "scripted"
 
 EXIT_CLAUDE_ERROR = 1
 EXIT_NO_MATCH = 2
 EXIT_SCRIPT_FAILED = 3
 
-_TOOLS = ["Bash", "Edit", "Read", "Write"]
 _MAX_TOOL_OUTPUT = 30_000
-
-
-# --------------------------------------------------------------------------- the script
-
-
-class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Write(_Action):
-    write: str
-    content: str
-
-
-class Append(_Action):
-    append: str
-    content: str
-
-
-class Delete(_Action):
-    delete: str
-
-
-class RunCommand(_Action):
-    run: Annotated[list[str], Field(min_length=1)]
-
-
-class Say(_Action):
-    say: str
-
-
-class Sleep(_Action):
-    sleep: Annotated[float, Field(ge=0)]
-
-
-class PrintGarbage(_Action):
-    print_garbage: str
-
-
-class PrintLongLine(_Action):
-    print_long_line: Annotated[int, Field(gt=0)]
-
-
-class Hang(_Action):
-    hang: Literal[True]
-
-
-class Crash(_Action):
-    crash: Annotated[int, Field(ge=0, le=255)]
-
-
-class SendSignal(_Action):
-    signal: dict[str, Any]
-
-
-class ExpectPromptContains(_Action):
-    expect_prompt_contains: str
-
-
-Action = (
-    Write
-    | Append
-    | Delete
-    | RunCommand
-    | Say
-    | Sleep
-    | PrintGarbage
-    | PrintLongLine
-    | Hang
-    | Crash
-    | SendSignal
-    | ExpectPromptContains
-)
-_ACTIONS: dict[str, type[Action]] = {
-    "write": Write,
-    "append": Append,
-    "delete": Delete,
-    "run": RunCommand,
-    "say": Say,
-    "sleep": Sleep,
-    "print_garbage": PrintGarbage,
-    "print_long_line": PrintLongLine,
-    "hang": Hang,
-    "crash": Crash,
-    "signal": SendSignal,
-    "expect_prompt_contains": ExpectPromptContains,
-}
-
-
-class Run(BaseModel):
-    """One scripted agent run and the invocations it answers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: str | None = None
-    step: str | None = None
-    attempt: Annotated[int, Field(ge=1)] | None = None
-    prompt_contains: str | None = None
-    resumed: bool | None = None
-    expect_resumed: bool | None = None
-    cost_usd: Annotated[float, Field(ge=0)] = 0.01
-    actions: list[dict[str, Any]] = Field(default_factory=list)
-
-    def matches(self, role: str, step: str, attempt: int, prompt: str, resumed: bool) -> bool:
-        return (
-            (self.role is None or self.role.lower() == role.lower())
-            and (self.step is None or _same_step(self.step, step))
-            and (self.attempt is None or self.attempt == attempt)
-            and (self.prompt_contains is None or self.prompt_contains in prompt)
-            and (self.resumed is None or self.resumed == resumed)
-        )
-
-    def parsed_actions(self) -> list[Action]:
-        return [parse_action(raw) for raw in self.actions]
-
-
-class Script(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    runs: list[Run]
-    strict_resume: bool = False
-    """Refuse ``--resume`` of a session this state dir never saw, as Claude does."""
-
-
-class ScriptError(Exception):
-    """The script is unusable or one of its expectations failed (exit 3)."""
-
-
-def parse_action(raw: Any) -> Action:
-    if not isinstance(raw, dict):
-        raise ScriptError(f"an action must be an object, got {raw!r}")
-    kinds = [k for k in raw if k in _ACTIONS]
-    if len(kinds) != 1:
-        raise ScriptError(f"an action needs exactly one of {sorted(_ACTIONS)}: {raw!r}")
-    try:
-        return _ACTIONS[kinds[0]].model_validate(raw)
-    except ValidationError as exc:
-        raise ScriptError(f"bad {kinds[0]} action {raw!r}: {exc.errors()[0]['msg']}") from None
-
-
-def load_script(path: Path) -> Script:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ScriptError(f"cannot read agent script {path}: {exc}") from None
-    if isinstance(data, list):
-        data = {"runs": data}
-    try:
-        script = Script.model_validate(data)
-        for run in script.runs:
-            run.parsed_actions()
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ScriptError(f"bad agent script {path}: {where}: {err['msg']}") from None
-    return script
-
-
-def _same_step(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    try:
-        return normalize_task_id(a) == normalize_task_id(b)
-    except InvalidIdError:
-        return False
 
 
 # --------------------------------------------------------------------------- command line
@@ -410,121 +254,6 @@ def agent_env(script: Path, state: Path) -> dict[str, str]:
 
 def default_state_dir(script: Path) -> Path:
     return script.with_name(script.name + ".state")
-
-
-# --------------------------------------------------------------------------- stream output
-
-
-class Stream:
-    """Prints stream-json events shaped like Claude Code's (``json``/``text``: the result only)."""
-
-    def __init__(self, out: IO[str], session_id: str, output_format: str = "stream-json") -> None:
-        self.out = out
-        self.output_format = output_format
-        self.session_id = session_id
-        self.turns = 1
-        self.last_text = ""
-        self._msg = 0
-        self._tool = 0
-
-    def emit(self, event: Mapping[str, Any]) -> None:
-        if self.output_format == "stream-json":
-            self.raw(json.dumps(event, separators=(",", ":")))
-        elif event.get("type") == "result":  # json: the result object; text: its text
-            text = event.get("result", "") if self.output_format == "text" else event
-            self.raw(text if isinstance(text, str) else json.dumps(text))
-
-    def raw(self, line: str) -> None:
-        self.out.write(line + "\n")
-        self.out.flush()
-
-    def init(self, cwd: Path, servers: Mapping[str, str]) -> None:
-        tools = _TOOLS + ([SIGNAL_TOOL] if servers.get(MCP_SERVER) == "connected" else [])
-        self.emit(
-            {
-                "type": "system",
-                "subtype": "init",
-                "cwd": str(cwd),
-                "session_id": self.session_id,
-                "tools": tools,
-                "mcp_servers": [{"name": n, "status": s} for n, s in servers.items()],
-                "model": MODEL,
-                "permissionMode": "default",
-                "apiKeySource": "none",
-                "claude_code_version": "scripted",
-                "uuid": str(uuid.uuid4()),
-            }
-        )
-
-    def _assistant(self, block: dict[str, Any]) -> dict[str, Any]:
-        self._msg += 1
-        return {
-            "type": "assistant",
-            "message": {
-                "id": f"msg_scripted{self._msg:04d}",
-                "type": "message",
-                "role": "assistant",
-                "model": MODEL,
-                "content": [block],
-                "stop_reason": None,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-            },
-            "parent_tool_use_id": None,
-            "session_id": self.session_id,
-            "uuid": str(uuid.uuid4()),
-        }
-
-    def text(self, text: str) -> None:
-        self.last_text = text
-        self.emit(self._assistant({"type": "text", "text": text}))
-
-    def long_line(self, n_bytes: int) -> None:
-        """One valid assistant text event exactly ``n_bytes`` long (when it can be)."""
-        event = self._assistant({"type": "text", "text": ""})
-        skeleton = len(json.dumps(event, separators=(",", ":")))
-        event["message"]["content"][0]["text"] = "x" * max(0, n_bytes - skeleton)
-        self.emit(event)
-
-    def tool(self, name: str, tool_input: dict[str, Any], result: str, is_error: bool) -> None:
-        """A tool_use block, then the user turn carrying its tool_result."""
-        self._tool += 1
-        self.turns += 1
-        tool_id = f"toolu_scripted{self._tool:04d}"
-        block = {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
-        self.emit(self._assistant(block))
-        tool_result: dict[str, Any] = {"tool_use_id": tool_id, "type": "tool_result"}
-        tool_result["content"] = result
-        if is_error:
-            tool_result["is_error"] = True
-        self.emit(
-            {
-                "type": "user",
-                "message": {"role": "user", "content": [tool_result]},
-                "parent_tool_use_id": None,
-                "session_id": self.session_id,
-                "uuid": str(uuid.uuid4()),
-                "tool_use_result": f"Error: {result}" if is_error else result,
-            }
-        )
-
-    def result(self, *, cost: float, started: float, is_error: bool, text: str) -> None:
-        self.emit(
-            {
-                "type": "result",
-                "subtype": "error_during_execution" if is_error else "success",
-                "is_error": is_error,
-                "duration_ms": int((time.monotonic() - started) * 1000),
-                "duration_api_ms": 0,
-                "num_turns": self.turns,
-                "result": text,
-                "stop_reason": "end_turn",
-                "session_id": self.session_id,
-                "total_cost_usd": cost,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-                "permission_denials": [],
-                "uuid": str(uuid.uuid4()),
-            }
-        )
 
 
 # --------------------------------------------------------------------------- playing a run
