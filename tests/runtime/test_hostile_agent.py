@@ -1,7 +1,7 @@
 """A hostile agent against the local runtime: every attack fails, the run still completes.
 
 The agent is real (the scripted agent, through the real orchestrator, the real
-bubblewrap sandbox and the real MCP relay); its attempts come from
+bubblewrap sandbox and the run's real signal endpoint); its attempts come from
 ``tests/fixtures/agent/hostile_probe.py``. After the run the test looks for effects
 outside the sandbox as well: planted commands that ran, a moved branch, a forged
 approval that merged, a daemon that outlived its run, a secret in the task's branch.

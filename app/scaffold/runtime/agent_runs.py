@@ -1,7 +1,7 @@
 """One agent run: the invocation scaffold builds, and what its outcome says.
 
-Pure helpers; the orchestrator does the I/O. Every agent gets the contract of
-DESIGN.md section 3; Claude Code also gets the options of :mod:`scaffold.agent.claude`,
+Pure helpers; the orchestrator does the I/O. Every agent gets the agent contract (the
+README's "The agent contract"); Claude Code also gets the options of :mod:`scaffold.agent.claude`,
 with the role's instructions as its system prompt and the run's data as the prompt.
 """
 
