@@ -358,7 +358,9 @@ def _is_running(repo: Path, quest_id: str) -> bool:
     return False
 
 
-@cli.command(name="signal-server", context_settings={"ignore_unknown_options": True})
+@cli.command(
+    name="signal-server", context_settings={"ignore_unknown_options": True}, add_help_option=False
+)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def signal_server(args: tuple[str, ...]) -> None:
     """Serve one step's signal-back over MCP Streamable HTTP, for an agent run by hand."""
