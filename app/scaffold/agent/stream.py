@@ -22,7 +22,6 @@ Field names follow what Claude Code 2.1.x prints (see tests/fixtures/agent/).
 from __future__ import annotations
 
 import json
-import json.scanner
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
@@ -333,26 +332,6 @@ _BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {
     "system": _system,
 }
 
-_decoder = json.JSONDecoder()
-_decode_json = _decoder.decode
-# typeshed wants a make_scanner as the context; any decoder-like object is what it reads.
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    _decoder  # type: ignore[arg-type]
-)
-
-
-def _loads(text: str) -> Any:
-    """`json.loads` minus the two whitespace regex matches on the common path (a line
-    that is exactly one JSON value); anything else takes the full decoder, which also
-    gives the proper error message."""
-    try:
-        value, end = _scan_json(text, 0)
-    except (StopIteration, ValueError):
-        return _decode_json(text)
-    if end != len(text):
-        return _decode_json(text)
-    return value
-
 
 def _excerpt(line: bytes | bytearray) -> str:
     return bytes(line[:EXCERPT_BYTES]).decode("utf-8", "replace")
@@ -367,7 +346,7 @@ def _head(first: bytes | bytearray, second: bytes) -> bytes:
 def parse_line(line: bytes, line_no: int = 0) -> Event:
     """Type one stream-json line (without its newline). Raises `StreamLineError`."""
     try:
-        data = _loads(line.decode("utf-8"))
+        data = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise StreamLineError(line_no, f"not UTF-8 ({exc.reason})", _excerpt(line)) from None
     except ValueError as exc:  # json.JSONDecodeError
