@@ -202,6 +202,7 @@ class Orchestrator:
         # The commits of agents' work still running after their end was applied.
         self.unsettled = Unsettled(reporter.warn, lambda: self.queue.put_nowait(None))
         self.jobs: dict[str, asyncio.Task[None]] = {}
+        self._live = False  # between recovery and the end of run(): jobs may start
         self.reported_problems: set[str] = set()
         # Steps whose agent run was started again after a restart of scaffold.
         self.restarted: set[str] = set()
@@ -260,6 +261,7 @@ class Orchestrator:
         self.workspace.ensure_excluded()
         self._begin_run()
         self._recover()
+        self._live = True
         next_look = loop.time()
         try:
             while True:
@@ -285,6 +287,7 @@ class Orchestrator:
                 await self._durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
+            self._live = False
             if self.slot_pool is not None:
                 self.slot_pool.leave(self.quest.id)
             await self._stop_all_jobs()
@@ -396,7 +399,24 @@ class Orchestrator:
             self._after_transition(key, event)
         self.forge.progress(self.quest)
 
+    def _merging(self, task_id: str | None) -> bool:
+        task = self.quest.tasks.get(task_id or "")
+        return task is not None and task.state is Lifecycle.MERGING
+
+    def merges_look_again(self) -> None:
+        """The forge changed (a merge, a new head, a finished check, an approval): each
+        task waiting to merge with no job at work tries now, not after this run ends.
+        A merge moves the base, so the quest's other approved pull requests are behind
+        from then on: they are brought up to date at once."""
+        if not self._live:
+            return  # not started (recovery starts them) or ending (the next run does)
+        for task in self.quest.tasks.values():
+            if task.state is Lifecycle.MERGING and task.id not in self.jobs:
+                self._start_job(task.id, [MergePullRequest(task.id)])
+
     def _after_transition(self, task_id: str, event: Event) -> None:
+        if event.name is EventName.MERGE_COMPLETE:
+            self.merges_look_again()
         task = self.quest.tasks[task_id]
         if (
             event.name is EventName.DIAGRAMS_MISSING
@@ -618,6 +638,10 @@ class Orchestrator:
                 self.apply(PLAN_KEY, Event(EventName.ABORT_SIGNAL, detail="aborted"))
         elif msg.kind == "feedback":
             self._take_feedback(msg, now)
+        elif msg.kind == "approve" and self._merging(msg.task_id):
+            # A fresh approval (of a head that moved after the first one): the merge
+            # that waits for it looks again now.
+            self.merges_look_again()
         else:
             assert msg.task_id is not None
             name = {
