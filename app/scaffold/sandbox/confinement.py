@@ -36,7 +36,7 @@ from pathlib import Path
 from scaffold.errors import SandboxError
 from scaffold.sandbox.egress import Route, hosts_file
 from scaffold.sandbox.mounts import View, mount_args
-from scaffold.sandbox.settings import Sandbox
+from scaffold.sandbox.settings import Sandbox, bwrap_base
 
 __all__ = [
     "CHANNEL_INSIDE",
@@ -301,23 +301,9 @@ def confine(
             forwards += ["--gate", str(gate_fd)]
         inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]
     command = [
-        str(sandbox.bwrap),
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
+        *bwrap_base(sandbox.bwrap),
         # Only for the bridge to listen on 443 in the sandbox's own network namespace.
         *(["--cap-add", "CAP_NET_BIND_SERVICE"] if c.routes else []),
-        "--hostname",
-        "scaffold-sandbox",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
         *mount_args(view, exists=os.path.lexists, is_dir=os.path.isdir),
         "--chdir",
         str(c.cwd),
