@@ -59,10 +59,8 @@ class Started:
 @pytest.fixture
 def started() -> Iterator[Started]:
     procs = Started()
-    try:
-        yield procs
-    finally:
-        procs.kill_all()
+    yield procs  # what follows runs however the test ends
+    procs.kill_all()
 
 
 def test_imports_only_modules_built_into_the_interpreter() -> None:
