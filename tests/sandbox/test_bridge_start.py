@@ -24,8 +24,9 @@ import pytest
 from scaffold.sandbox.confinement import BRIDGE
 
 
-def bridge(*argv: str, forwards: tuple[str, ...] = ()) -> list[str]:
+def bridge(*argv: str, forwards: tuple[str, ...] = (), gate: str | None = None) -> list[str]:
     opts = [part for spec in forwards for part in ("--forward", spec)]
+    opts += ["--gate", gate] if gate is not None else []
     return [sys.executable, "-I", "-S", str(BRIDGE), *opts, "--", *argv]
 
 
@@ -156,10 +157,7 @@ def gated(started: Started, *argv: str) -> tuple[subprocess.Popen[Any], int]:
     """The bridge started behind a start gate; returns it and the gate's write end."""
     read_end, write_end = os.pipe()
     try:
-        proc = started.start(
-            [sys.executable, "-I", "-S", str(BRIDGE), "--gate", str(read_end), "--", *argv],
-            pass_fds=(read_end,),
-        )
+        proc = started.start(bridge(*argv, gate=str(read_end)), pass_fds=(read_end,))
     finally:
         os.close(read_end)
     return proc, write_end
@@ -192,21 +190,21 @@ def test_a_start_withdrawn_at_the_gate_never_runs_the_agent(
 
 
 @pytest.mark.parametrize("gate", ["x", "-1", ""])
-def test_a_gate_that_is_no_descriptor_is_a_usage_error(tmp_path: Path, gate: str) -> None:
+def test_a_gate_that_is_no_descriptor_is_a_usage_error(
+    started: Started, tmp_path: Path, gate: str
+) -> None:
     marker = tmp_path / "ran"
-    argv = [sys.executable, "-I", "-S", str(BRIDGE), "--gate", gate, "--", "touch", str(marker)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = started.run(bridge("touch", str(marker), gate=gate))
     assert done.returncode == 2
     assert "usage" in done.stderr
     assert not marker.exists()
 
 
 def test_a_gate_descriptor_that_is_not_open_fails_without_starting_the_agent(
-    tmp_path: Path,
+    started: Started, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
-    argv = [sys.executable, "-I", "-S", str(BRIDGE), "--gate", "97", "--", "touch", str(marker)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = started.run(bridge("touch", str(marker), gate="97"))
     assert done.returncode == 125
     assert "cannot read the gate" in done.stderr
     assert not marker.exists()
