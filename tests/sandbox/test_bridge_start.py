@@ -42,8 +42,8 @@ class Started:
         self.procs.append(proc)
         return proc
 
-    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        proc = self.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        proc = self.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = proc.communicate()
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
