@@ -26,9 +26,9 @@ _SIZE_AT = 36  # the size field's offset in an entry
 _EXTENDED = 0x4000  # flags bit: version 3's second flags word follows
 
 
-def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], int] | None:
-    """``(version, [(offset, size)] of every entry, where the extensions begin)``, or
-    None for an index this cannot read (another version, a short or garbled file)."""
+def _entries(data: bytes, hash_len: int) -> list[int] | None:
+    """The offset of every entry, or None for an index this cannot read (another
+    version, a short or garbled file)."""
     if len(data) < 12 + hash_len or data[:4] != b"DIRC":
         return None
     version = int.from_bytes(data[4:8], "big")
@@ -37,7 +37,7 @@ def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], in
         return None
     body_end = len(data) - hash_len
     fixed = 40 + hash_len + 2
-    spans: list[tuple[int, int]] = []
+    starts: list[int] = []
     pos = 12
     for _ in range(count):
         if pos + fixed > body_end:
@@ -54,9 +54,9 @@ def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], in
         size = (nul - pos + 8) & ~7
         if pos + size > body_end:
             return None
-        spans.append((pos, size))
+        starts.append(pos)
         pos += size
-    return version, spans, pos
+    return starts
 
 
 def smudge_recent(data: bytes, since_s: int, hash_len: int) -> bytes | None:
@@ -71,29 +71,8 @@ def smudge_recent(data: bytes, since_s: int, hash_len: int) -> bytes | None:
     if walked is None or algo(data[:body_end]).digest() != data[body_end:]:
         return None
     buf = bytearray(data)
-    for pos, _ in walked[1]:
+    for pos in walked:
         if int.from_bytes(buf[pos : pos + 4], "big") >= since_s:
             buf[pos + _SIZE_AT : pos + _SIZE_AT + 4] = bytes(4)
     buf[body_end:] = algo(bytes(buf[:body_end])).digest()
     return bytes(buf)
-
-
-def content_key(data: bytes, hash_len: int) -> bytes | None:
-    """What ``git write-tree`` builds the tree from: each entry's mode, object id,
-    flags (stage, ...) and path, without its stat data. Two indexes with the same key
-    make the same tree. None for an index this cannot read, and for a split index
-    (``link`` extension: entries held in another file)."""
-    walked = _entries(data, hash_len)
-    if walked is None:
-        return None
-    _, spans, pos = walked
-    body_end = len(data) - hash_len
-    while pos + 8 <= body_end:  # extensions: 4-byte signature, 4-byte size
-        if data[pos : pos + 4] == b"link":
-            return None
-        pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "big")
-    mode_at = _SIZE_AT - 12
-    parts = [
-        data[at + mode_at : at + mode_at + 4] + data[at + 40 : at + size] for at, size in spans
-    ]
-    return b"".join(parts)

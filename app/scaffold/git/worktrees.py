@@ -9,8 +9,7 @@ Decisions worth knowing (the why is next to the code):
 
 * Merges never run ``git merge`` in a checkout. ``git merge-tree --write-tree``
   computes the result (and the conflicts) without touching any working tree;
-  the commit is written by scaffold (:mod:`scaffold.git.objects`, or ``git
-  commit-tree`` where only git may) and ``git update-ref <new> <old>`` moves
+  ``git commit-tree`` writes the commit and ``git update-ref <new> <old>`` moves
   the branch with a compare-and-swap.
 * If the target branch is checked out somewhere (normally the user's own
   checkout of the default branch), that checkout is brought forward with
@@ -30,7 +29,6 @@ Decisions worth knowing (the why is next to the code):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import shutil
@@ -43,18 +41,14 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.changes import parse_name_status_z
-from scaffold.git.index_file import content_key, smudge_recent
-from scaffold.git.objects import ObjectFormat, commit_object, read_object_format
+from scaffold.git.index_file import smudge_recent
 from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     SAFE_LOCAL,
-    SCAFFOLD_EMAIL,
-    SCAFFOLD_NAME,
     GitOutput,
     run_git,
 )
-from scaffold.git.worktree_snapshot import WorktreeSnapshot, take
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -208,9 +202,6 @@ class Workspace:
         self._configured_default = default_branch
         self._default: str | None = None
         self._common_dir: Path | None = None
-        self._objects: ObjectFormat | None = None
-        # Per task: its admin folder, and its worktree as the last commit_all found it.
-        self._settled: dict[str, tuple[Path, WorktreeSnapshot]] = {}
 
     def _default_root(self) -> Path:
         return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
@@ -264,12 +255,6 @@ class Workspace:
             out = self._git(["rev-parse", "--path-format=absolute", "--git-common-dir"])
             self._common_dir = Path(out.stdout.strip())
         return self._common_dir
-
-    def object_format(self) -> ObjectFormat:
-        """Whether (and how) scaffold writes this repository's commits itself; read once."""
-        if self._objects is None:
-            self._objects = read_object_format(self.repo_root, self.common_dir() / "objects")
-        return self._objects
 
     def _entries(self) -> list[_Entry]:
         return _parse_worktree_list(self._git(["worktree", "list", "--porcelain", "-z"]).stdout)
@@ -452,7 +437,6 @@ class Workspace:
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
-        self._settled.pop(task_id, None)
         self.ensure_excluded()
         try:
             default: str | None = self.default_branch()
@@ -526,7 +510,6 @@ class Workspace:
 
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
-        self._settled.pop(task_id, None)
         self._discard(self.worktree_path(task_id))
         self._forget_indexes(task_id)
 
@@ -598,29 +581,17 @@ class Workspace:
         (scaffold's index takes its place). Returns the new commit, or None when there
         was nothing to commit.
 
-        On the hand-off path between two agents, so it runs few git processes: one
-        ``rev-parse`` checks the worktree and reads the tip; ``add -A`` brings the index
-        up to date with the files; ``write-tree`` makes the tree; when something
-        changed, the commit object is written in-process and ``update-ref`` moves the
-        branch. With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A``
-        hashes only the files whose stat changed, and when it leaves the entries as they
-        were, the tree is the tip's and ``write-tree`` is skipped: 4 processes with a
-        change, 2 without. Without it, ``read-tree`` first fills the index from the tip
-        (5 and 4). A conflict merge being finished adds the checks of its ``MERGE_HEAD``
-        and a ``reset`` that ends it. When the worktree is still as the last commit
-        found it (its walk, :mod:`scaffold.git.worktree_snapshot`), no git process runs.
-        With ``unless_merging``, a worktree in the middle of a merge (conflict markers
-        an agent has yet to resolve) is left as it is.
+        With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A`` hashes
+        only the files whose stat changed; without it, ``read-tree`` fills the index from
+        the tip first. A conflict merge being finished gets its ``MERGE_HEAD`` as a second
+        parent and a ``reset`` that ends it. With ``unless_merging``, a worktree in the
+        middle of a merge (conflict markers an agent has yet to resolve) is left as it is.
         """
         branch = branch_for_task(task_id)
-        if self._still_settled(task_id, branch):
-            return None
         wt = self._checked_worktree(task_id, branch)
         path = wt.path
         if unless_merging and any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
             return None
-        # Walked before add -A reads the files: a change from now on is seen next time.
-        snapshot = take(path, [wt.admin / name for name in _ADMIN_POINTERS])
         try:
             tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=wt.admin)
         except OSError as exc:
@@ -628,24 +599,19 @@ class Workspace:
         try:
             index = Path(tmp) / "index"
             env = {"GIT_INDEX_FILE": str(index)}
-            saved = self._load_index(task_id, wt.tip, index)
-            loaded = saved is not None
+            loaded = self._load_index(task_id, wt.tip, index)
             # Entries whose ctime is this recent are hashed again next time (index_file).
             since_s = int(time.time()) - 1
             if not loaded:
                 self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
-            # -v: git names each path whose entry it changed ("add 'x'", "remove 'y'");
-            # an entry it only refreshed (same object, same mode) goes unnamed.
-            added = self._git([*_FULL_STAT, "add", "-A", "-v"], cwd=path, env=env, check=not loaded)
+            added = self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env, check=not loaded)
             if added.returncode != 0:
                 # A saved index git cannot use (e.g. a split index's half): start afresh.
                 self._forget_indexes(task_id)
                 index.unlink(missing_ok=True)
                 self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
                 self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
-                saved = None
-            unchanged = None if added.stdout.strip() else self._unchanged_tree(saved, index, wt)
-            tree = unchanged or self._git(["write-tree"], cwd=path, env=env).stdout.strip()
+            tree = self._git(["write-tree"], cwd=path, env=env).stdout.strip()
             new: str | None = None
             parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
             if len(parents) > 1 or tree != wt.tip_tree:
@@ -656,7 +622,6 @@ class Workspace:
             if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
                 # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
                 self._git(["reset", "-q"], cwd=path)
-                snapshot = None
             else:
                 # What ``reset -q`` would leave: the index of the branch's tip, whose
                 # entries ``add -A`` has just matched to the files.
@@ -666,45 +631,7 @@ class Workspace:
                     raise GitError(["reset", "-q"], -1, f"cannot update the index: {exc}") from exc
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        if snapshot is not None:
-            self._settled[task_id] = (wt.admin, dataclasses.replace(snapshot, tip=new or wt.tip))
         return new
-
-    def _still_settled(self, task_id: str, branch: str) -> bool:
-        """True when the task's worktree is as the last commit left it, told without git
-        (:mod:`scaffold.git.worktree_snapshot`): its files, git's pointers from it to the
-        repository, ``HEAD`` still the task branch, no merge or lock in its admin folder
-        and the branch still at that commit. The worktree's index is then made the
-        tip's again, as a commit would. False (and the snapshot dropped) otherwise: the
-        caller commits the git way, checks included.
-        """
-        settled = self._settled.pop(task_id, None)
-        if settled is None:
-            return False
-        admin, snapshot = settled
-        if (
-            _read_small_file(admin / "HEAD") != f"ref: refs/heads/{branch}\n"
-            or any(os.path.lexists(admin / name) for name in (*_BRANCH_STATE, "locked"))
-            or _read_small_file(self.common_dir() / "refs" / "heads" / branch).strip()
-            != snapshot.tip
-            or not snapshot.unchanged()
-        ):
-            return False
-        try:
-            tmp = tempfile.mkdtemp(prefix="scaffold-index-", dir=admin)
-        except OSError:
-            return False
-        try:
-            index = Path(tmp) / "index"
-            if self._load_index(task_id, snapshot.tip, index) is None:
-                return False
-            os.replace(index, admin / "index")
-        except OSError:
-            return False
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        self._settled[task_id] = settled
-        return True
 
     # ------------------------------------------------------- saved indexes
 
@@ -726,50 +653,28 @@ class Workspace:
         # A plain name from a validated id and a hex sha; opened without following links.
         return self._index_dir() / f"task-{task_number(task_id)}-{tip}.index"
 
-    def _load_index(self, task_id: str, tip: str, index: Path) -> bytes | None:
-        """Copy scaffold's saved index of ``tip`` to ``index``; its bytes, or None when
-        there is none.
+    def _load_index(self, task_id: str, tip: str, index: Path) -> bool:
+        """Copy scaffold's saved index of ``tip`` to ``index``; False when there is none.
 
         Only a regular file of scaffold's own is taken (never through a symlink)."""
         saved = self._saved_index(task_id, tip)
         if saved is None:
-            return None
+            return False
         try:
             fd = os.open(saved, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
-            return None
+            return False
         try:
             with os.fdopen(fd, "rb") as src:
                 if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
-                    return None
+                    return False
                 data = src.read()
             with open(index, "xb") as dst:
                 dst.write(data)
         except OSError:
             index.unlink(missing_ok=True)
-            return None
-        return data
-
-    @staticmethod
-    def _unchanged_tree(saved: bytes | None, index: Path, wt: _CheckedWorktree) -> str | None:
-        """The tip's tree when ``git add -A`` left the saved index of the tip with the
-        same entries (only stat data refreshed): ``write-tree`` would build that very
-        tree. None when something changed, or either index cannot be read so. Asked
-        only when git named no changed path, so a hand-off with changes pays nothing
-        for it (the entries are compared all the same: git's word is not the proof)."""
-        if saved is None:
-            return None
-        try:
-            data = index.read_bytes()
-        except OSError:
-            return None
-        if data == saved:  # not even written again: nothing was refreshed
-            return wt.tip_tree
-        hash_len = len(wt.tip) // 2
-        before = content_key(saved, hash_len)
-        if before is None or before != content_key(data, hash_len):
-            return None
-        return wt.tip_tree
+            return False
+        return True
 
     def _save_index(self, task_id: str, tip: str, index: Path, since_s: int) -> None:
         """Keep a copy of ``index`` (which matches ``tip``'s tree) for the next commit,
@@ -938,20 +843,6 @@ class Workspace:
         return rel.as_posix()
 
     def _commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
-        """The commit, written in-process (:mod:`scaffold.git.objects`) where the
-        repository allows, else by ``git commit-tree``."""
-        try:
-            sha = commit_object(
-                self.object_format(),
-                tree,
-                parents,
-                _message(message),
-                (SCAFFOLD_NAME, SCAFFOLD_EMAIL),
-            )
-        except OSError:
-            sha = None
-        if sha is not None:
-            return sha
         args = [*IDENTITY_CONFIG, "commit-tree", "--no-gpg-sign", tree]
         for parent in parents:
             args += ["-p", parent]
@@ -1031,7 +922,6 @@ class Workspace:
             blocked = self._advance_checkout(wt.path, old, new)
             if blocked:
                 return MergeResult(merged=False, sha=None, blocked_paths=blocked)
-            self._settled.pop(task_id, None)
             if self._compare_and_swap(branch, new, old, f"scaffold: take in {commit[:12]}"):
                 return MergeResult(merged=True, sha=new)
             self._advance_checkout(wt.path, new, old)
@@ -1183,9 +1073,6 @@ _FULL_STAT: tuple[str, ...] = tuple(
     )
     for part in ("-c", setting)
 )
-
-# The files of a worktree's admin folder that say where its repository is, or hold config.
-_ADMIN_POINTERS = ("commondir", "gitdir", "config.worktree")
 
 _BRANCH_STATE = (
     "MERGE_HEAD",
