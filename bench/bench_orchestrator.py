@@ -483,7 +483,7 @@ def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
     in a worker thread) beside the Reporter's marks: the commit starts once scaffold has
     noticed the agent's exit and cleared its group, so agent exit -> commit start is
     how long noticing the exit took. Swaps the method for the duration, then puts it back."""
-    from scaffold.git.worktrees import Workspace
+    from scaffold.git.workspace import Workspace
 
     original = Workspace.commit_all
 

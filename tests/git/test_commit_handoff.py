@@ -21,7 +21,7 @@ from gitrepo import commit_file, git, make_repo, status, tip, write
 
 from scaffold.errors import GitError
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
 
 TASK = "TASK-1"

@@ -11,7 +11,9 @@ import pytest
 from gitrepo import commit_file, git, make_repo, status, tip, write
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.worktrees import MergeResult, Workspace, safe_child
+from scaffold.git.merges import MergeResult
+from scaffold.git.workspace import Workspace
+from scaffold.git.worktrees import safe_child
 
 
 def parents(root: Path, rev: str) -> list[str]:

@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 from gitrepo import git, make_repo, write
 
-import scaffold.git.worktrees as worktrees
-from scaffold.git.index_file import smudge_recent
-from scaffold.git.worktrees import Workspace
+from scaffold.git.index_file import INDEX_CACHE, smudge_recent
+from scaffold.git.workspace import Workspace
 
 TASK = "TASK-1"
 
@@ -39,7 +38,7 @@ def fresh_tree(wt: Path, tip: str, tmp: Path) -> str:
 
 
 def saved(repo: Path) -> list[Path]:
-    folder = repo / ".git" / worktrees.INDEX_CACHE
+    folder = repo / ".git" / INDEX_CACHE
     return sorted(folder.iterdir()) if folder.is_dir() else []
 
 
