@@ -142,11 +142,6 @@ class Commits(Worktrees):
         paths are updated to match (before the branch moves, so a crash in
         between only leaves them staged and a second call completes it).
         Returns the new commit, or None when the files already match.
-
-        Six git processes when the main worktree is on the default branch (four
-        when the files already match): ``for-each-ref`` (tip, tree, checkout),
-        ``read-tree``, ``update-index``, ``write-tree``, the checkout's
-        ``update-index`` and ``update-ref``; the commit object is written in-process.
         """
         if not paths:
             return None

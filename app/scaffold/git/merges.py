@@ -60,9 +60,8 @@ class Merges(Worktrees):
         return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
 
     def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
-        """The merge, on the common path in four git processes: ``for-each-ref`` (both
-        tips, the target's tree and checkout), ``merge-tree``, ``read-tree`` in the
-        checkout and ``update-ref`` (the commit object is written in-process).
+        """The merge: ``for-each-ref`` (both tips, the target's tree and checkout),
+        ``merge-tree``, ``commit-tree``, ``read-tree`` in the checkout, ``update-ref``.
 
         ``merge-base --is-ancestor`` runs only when the merged tree is the target's
         own: a source already in the target merges to exactly the target's tree, so
