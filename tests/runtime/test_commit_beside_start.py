@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from repo_builder import MakeProject, codeweaver_done, quick_complete
 
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.roles import Role
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.repo_ops import RepoOps

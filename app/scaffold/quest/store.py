@@ -85,7 +85,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from scaffold.errors import InvalidIdError, StoreError, StoreLocked
-from scaffold.fsutil import fsync_dir as _fsync_dir
+from scaffold.fsutil import fsync_dir, leftover_temps, write_file
 from scaffold.ids import validate_quest_id
 from scaffold.quest.model import HistoryEntry, Quest, utcnow
 
@@ -101,7 +101,6 @@ __all__ = [
 SNAPSHOT_NAME = "quest.json"
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "writer.lock"
-_SNAPSHOT_TMP = "quest.json.tmp"
 SNAPSHOT_FORMAT = 1
 
 # Top-level Quest fields diffed with `is` then `==`; tasks are diffed per record
@@ -158,21 +157,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _atomic_write(path: Path, data: bytes, *, durable: bool) -> None:
-    """Replace ``path`` with ``data``: readers see the old or the new file, never a mix."""
-    tmp = path.with_name(_SNAPSHOT_TMP)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if durable:
-        _fsync_dir(path.parent)
 
 
 # ------------------------------------------------------------------------ records
@@ -634,7 +618,7 @@ class QuestWriter:
         }
         # Indented: the snapshot is rewritten rarely and is meant to diff well in git.
         data = _dumps(doc, indent=2) + b"\n"
-        _atomic_write(self.path / SNAPSHOT_NAME, data, durable=self._durable)
+        write_file(self.path / SNAPSHOT_NAME, data, sync=self._durable)
         self._since_snapshot = 0
 
     def _try_snapshot(self) -> None:
@@ -690,9 +674,9 @@ class QuestStore:
             qdir_is_new = not qdir.exists()
             qdir.mkdir(exist_ok=True)
             if self.durable and qdir_is_new:
-                _fsync_dir(self.root)
+                fsync_dir(self.root)
                 if root_is_new:
-                    _fsync_dir(self.root.parent)
+                    fsync_dir(self.root.parent)
         except OSError as exc:
             raise StoreError(qdir, f"cannot create the quest folder: {exc}") from exc
         lock_fd = _acquire_lock(qdir)
@@ -770,8 +754,9 @@ class QuestStore:
         lock_fd = _acquire_lock(qdir)
         journal_fd = -1
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(qdir / _SNAPSHOT_TMP)  # left by a crash mid-snapshot
+            for leftover in leftover_temps(qdir / SNAPSHOT_NAME):  # a crash mid-snapshot
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
             loaded = _load(qdir)
             journal_fd = os.open(qdir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND)
             if loaded.size > loaded.end:

@@ -8,7 +8,6 @@ write), and the orchestrator applies it on its next turn, or on its next start.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scaffold.fsutil import write_file
 from scaffold.quest.model import Feedback, utcnow
 
 Kind = Literal["answer", "approve", "reject", "abort", "retry", "feedback"]
@@ -43,13 +43,8 @@ def post(state_root: Path, message: InboxMessage) -> Path:
     folder = inbox_dir(state_root)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{message.at.strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
-    tmp = folder / f".{name}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(message.model_dump_json())
-        fh.flush()
-        os.fsync(fh.fileno())
     final = folder / name
-    os.replace(tmp, final)
+    write_file(final, message.model_dump_json().encode("utf-8"))
     return final
 
 

@@ -69,7 +69,6 @@ from scaffold.core.planning import planning_event_for
 from scaffold.core.scheduler import SchedTask, fill_estimates, schedule
 from scaffold.core.states import HOLDS_SLOT, IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import AgentError, IllegalTransition, ScaffoldError, UnknownQuestion
-from scaffold.git.ward import CommandWrap
 from scaffold.ids import task_number
 from scaffold.quest.model import AgentRun, Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
@@ -99,6 +98,7 @@ from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.confinement import Confinement, confine
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 from scaffold.state.publisher import StatePublisher
+from scaffold.ward import CommandWrap
 
 PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"

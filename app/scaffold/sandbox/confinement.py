@@ -224,7 +224,7 @@ def _prepare_private(
         own, common = git_dirs
         if own != common:  # a worktree: its config.worktree exists, to be pinned read-only
             with contextlib.suppress(FileExistsError):  # made once: a touch would change its
-                (own / "config.worktree").touch(exist_ok=False)  # ctime (worktree_snapshot)
+                (own / "config.worktree").touch(exist_ok=False)  # ctime
         elif (own / "index").is_file():
             # A plain checkout's index sits in its read-only .git: the agent gets a copy.
             shutil.copyfile(own / "index", c.private / "index")
