@@ -4,7 +4,8 @@ A task's first agent takes a lease on a slot (kept between its agents until the 
 holds no slot); the run gets its channel and sandbox, waits at its start gate for the
 journal and the last agent's commit, and runs here or remotely (``executor: actions``).
 Its end becomes the event its signal implies (or a failure), with its cost and notes;
-the commit of what it changed runs beside that (``Unsettled``).
+the commit of what it changed runs beside that (``Unsettled``). What the agent is
+given and what its outcome says are :mod:`~scaffold.runtime.agent_runs`' pure helpers.
 """
 
 from __future__ import annotations
