@@ -63,13 +63,13 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
 
     monkeypatch.setattr(QuestWriter, "commit", commit)
     syncs: list[int] = []
-    real_sync = store_mod._sync
+    real_sync = store_mod.sync
 
     def counting(fd: int) -> None:
         syncs.append(fd)
         real_sync(fd)
 
-    monkeypatch.setattr(store_mod, "_sync", counting)
+    monkeypatch.setattr(store_mod, "sync", counting)
 
     project = make_project(
         ["Add the notes"], [codeweaver_done("TASK-1")], {"sandbox": {"mode": sandbox}}
