@@ -40,7 +40,7 @@ Times (``time.time()``, the clock the server stamps requests with):
   ``x-claude-code-session-id``.
 
 In the orchestrator, the hand-off *result of agent k -> spawn of agent k+1* is measured
-by wrapping ``scaffold.runtime.orchestrator.run_agent`` (put back afterwards) with a shim
+by wrapping ``scaffold.runtime.agent_jobs.run_agent`` (put back afterwards) with a shim
 that stamps the call, the events and the return, and split with a recording Reporter
 (``agent_finished`` comes after the worktree commit; ``agent_started`` just before the
 next spawn). It is cross-checked without the shim from the request log alone: next
@@ -90,7 +90,7 @@ from scaffold.agent.stream import Event, ResultEvent, SystemInit
 from scaffold.config import SandboxConfig, ScaffoldConfig, load_config, parse_config
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
-from scaffold.runtime import orchestrator as orchestrator_module
+from scaffold.runtime import agent_jobs
 from scaffold.runtime.agent_runs import Invocation, build_invocation, init_problem, watch_signal
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.run_channel import RunChannel
@@ -376,7 +376,7 @@ class Bench:
         return times
 
     async def _scaffold(self, variant: str, inv: Invocation, signal_dir: Path, n: int) -> RunTimes:
-        """As ``Orchestrator._run_agent`` runs an agent, minus the quest bookkeeping."""
+        """As ``AgentJobs.run_agent`` runs an agent, minus the quest bookkeeping."""
         times = RunTimes(variant, n, spawn=0.0)
         children = LiveChildren()
         stop = asyncio.Event()
@@ -455,10 +455,10 @@ RunAgent = Callable[..., Awaitable[AgentRunOutcome]]
 
 @contextlib.contextmanager
 def timed_run_agent(round_no: int) -> Iterator[list[RunTimes]]:
-    """Instrumentation, not a change: the orchestrator's ``run_agent`` wrapped to stamp
+    """Instrumentation, not a change: the agent jobs' ``run_agent`` wrapped to stamp
     the call (spawn; for an agent whose sandbox waits at its start gate, the moment it
     is let through), every event, the CLI's exit and the return. Put back on exit."""
-    original: RunAgent = getattr(orchestrator_module, "run_agent")  # noqa: B009
+    original: RunAgent = getattr(agent_jobs, "run_agent")  # noqa: B009
     runs: list[RunTimes] = []
 
     async def shim(
@@ -515,11 +515,11 @@ def timed_run_agent(round_no: int) -> Iterator[list[RunTimes]]:
         times.ok = outcome.ok
         return outcome
 
-    setattr(orchestrator_module, "run_agent", shim)  # noqa: B010
+    setattr(agent_jobs, "run_agent", shim)  # noqa: B010
     try:
         yield runs
     finally:
-        setattr(orchestrator_module, "run_agent", original)  # noqa: B010
+        setattr(agent_jobs, "run_agent", original)  # noqa: B010
 
 
 def _git(repo: Path, *args: str) -> None:

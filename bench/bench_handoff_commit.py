@@ -47,7 +47,10 @@ GIT_ID = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
 CHILD = """
 import sys, time
 from pathlib import Path
-from scaffold.git.worktrees import Workspace
+try:
+    from scaffold.git.workspace import Workspace
+except ImportError:  # a checkout from before git/worktrees.py was split
+    from scaffold.git.worktrees import Workspace
 ws = Workspace(Path(sys.argv[1]))
 wt = ws.create_worktree("TASK-1")
 print("ready", flush=True)

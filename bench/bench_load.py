@@ -139,6 +139,7 @@ EXPECTED_RUNS = frozenset(
 )
 SAMPLE_S = 0.2
 REVIEW_POLL_S = 0.05
+REQUIRED_CHECK = "scaffold/diagram-check"
 DONE_POLL_S = 0.2
 FAILURE_MARKS = ("a work item raised", "crashed", "handler failed")
 _AGENT_LINE = re.compile(
@@ -335,6 +336,8 @@ class PullSeen:
     first_seen: float
     approvals: list[tuple[float, str]] = field(default_factory=list)
     merged_seen: float | None = None
+    # When the reviewer first saw each head's required check succeed (head -> time).
+    checks_green: dict[str, float] = field(default_factory=dict)
 
 
 class Reviewer(threading.Thread):
@@ -362,9 +365,17 @@ class Reviewer(threading.Thread):
                 for name in self.repos
                 for pr in self.sim.repo_state(name).pulls.values()
             ]
+            green = {
+                (name, run.head_sha)
+                for name in self.repos
+                for run in self.sim.repo_state(name).check_runs.values()
+                if run.name == REQUIRED_CHECK and run.conclusion == "success"
+            }
         for name, number, head, merged, state in snapshot:
             now = time.time()
             seen = self.pulls.setdefault((name, number), PullSeen(name, number, now))
+            if (name, head) in green:
+                seen.checks_green.setdefault(head, now)
             if merged:
                 if seen.merged_seen is None:
                     seen.merged_seen = now
@@ -566,9 +577,7 @@ def run_round(setup: RoundSetup) -> dict[str, Any]:
         for name in names:
             sim.create_repo(OWNER, name.split("/")[1], dict(repo_files(config)))
             sim.set_permission(name, WRITER, "write")
-            sim.protect_branch(
-                name, "main", required_checks=["scaffold/diagram-check"], required_approvals=1
-            )
+            sim.protect_branch(name, "main", required_checks=[REQUIRED_CHECK], required_approvals=1)
         sim.install(OWNER, [n.split("/")[1] for n in names])
         with mirror_receiver(root) as mirror:
             sim._sender.mirror_url = mirror.url  # opt-in copy of every delivery
@@ -761,16 +770,24 @@ def repo_figures(sim: GitHubSimulator, app: AppProcess, names: list[str]) -> dic
 def approval_to_merge(
     pulls: dict[tuple[str, int], PullSeen], merged_at: dict[tuple[str, int], float]
 ) -> dict[str, Any]:
+    """Approval -> merge per pull request, and the same clock started when the approved
+    head's required check succeeded if that came after the approval (the merge cannot
+    happen while a required check is pending: that wait is the check's, not the App's)."""
     latencies: list[float] = []
+    after_checks: list[float] = []
     for key, seen in pulls.items():
         merged = merged_at.get(key, seen.merged_seen)
         if merged is None:
             continue
-        before = [t for t, _ in seen.approvals if t <= merged]
+        before = [(t, head) for t, head in seen.approvals if t <= merged]
         if before:
-            latencies.append(merged - before[-1])
+            approved_at, head = before[-1]
+            latencies.append(merged - approved_at)
+            ready = max(approved_at, seen.checks_green.get(head, approved_at))
+            after_checks.append(max(0.0, merged - ready))
     return {
         "approve_to_merge_s": spread(latencies),
+        "ready_to_merge_s": spread(after_checks),
         "prs_seen": len(pulls),
         "prs_merged": sum(1 for k, s in pulls.items() if k in merged_at or s.merged_seen),
         "approvals": sum(len(s.approvals) for s in pulls.values()),
@@ -968,6 +985,8 @@ ROWS: list[tuple[str, str]] = [
     ("approve -> merge p50 s", "approve_to_merge_s.p50"),
     ("approve -> merge p99 s", "approve_to_merge_s.p99"),
     ("approve -> merge max s", "approve_to_merge_s.max"),
+    ("approved+checks green -> merge p50 s", "ready_to_merge_s.p50"),
+    ("approved+checks green -> merge max s", "ready_to_merge_s.max"),
     ("PRs merged / seen", "prs_merged/prs_seen"),
     ("approvals (re-approvals)", "approvals/reapprovals"),
     ("approvals ignored: stale (log)", "approvals_ignored_log"),

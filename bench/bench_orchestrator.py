@@ -469,7 +469,10 @@ def commit_marks(marks: list[tuple[float, str, str]]) -> Iterator[None]:
     in a worker thread) beside the Reporter's marks: the commit starts once scaffold has
     noticed the agent's exit and cleared its group, so agent exit -> commit start is
     how long noticing the exit took. Swaps the method for the duration, then puts it back."""
-    from scaffold.git.worktrees import Workspace
+    try:
+        from scaffold.git.workspace import Workspace
+    except ImportError:  # a checkout from before git/worktrees.py was split
+        from scaffold.git.worktrees import Workspace  # type: ignore[attr-defined,no-redef]
 
     original = Workspace.commit_all
 

@@ -82,6 +82,27 @@ def isolate_git(
         monkeypatch.delenv(var, raising=False)
 
 
+# Who the tests' own commits are by (scaffold brings its own identity).
+GIT_IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@localhost")
+
+
+def git(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    """``git`` in ``cwd``, committing as the test person: its output. A failure fails
+    the test with git's own words (``check=False``: the output all the same)."""
+    proc = subprocess.run(
+        ["git", *GIT_IDENTITY, *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
 @dataclass
 class RunResult:
     """One ``scaffold run`` done in-process: its report and what it printed."""

@@ -1,9 +1,11 @@
-"""Durable file-system steps shared by every writer (quest store, Backlog.md, signals)."""
+"""Durable file writes, one way for every writer (quest store, Backlog.md, inbox, caches)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 from pathlib import Path
 
 
@@ -22,3 +24,52 @@ def fsync_dir(directory: Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def write_file(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    exclusive: bool = False,
+    sync: bool = True,
+) -> os.stat_result:
+    """Write ``data`` as ``path``: a reader sees the old file or the new, never half of one.
+
+    The data goes to a hidden temp file in the same directory (see :func:`leftover_temps`),
+    is flushed and fsynced, then renamed over ``path`` and the directory fsynced. With
+    ``exclusive`` the temp file is linked to ``path`` instead, and an existing ``path``
+    raises FileExistsError. ``mode`` sets the permission bits (else the umask's). The
+    temp file is removed whatever happens. ``sync=False`` skips both fsyncs, for a cache
+    that may be lost. Returns the file's stat as written (before the rename: it describes
+    this content even if someone replaces the file right after).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if mode is not None:
+                os.fchmod(fd, mode)
+            if sync:
+                os.fsync(fd)
+            written = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if exclusive:
+            os.link(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):  # gone already after a rename
+            os.unlink(tmp)
+    if sync:
+        fsync_dir(path.parent)
+    return written
+
+
+def leftover_temps(path: Path) -> list[Path]:
+    """Temp files of :func:`write_file` for ``path`` that a killed process left behind."""
+    return sorted(path.parent.glob(f".{path.name}.*.tmp"))

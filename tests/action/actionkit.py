@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git.gitrepo import git
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "fixtures" / "github" / "webhook-examples"
-IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@example.com")
 ARCH = "docs/diagrams/02-architecture.md"
 DATA = "docs/diagrams/05-data-model.md"
 STATES = "docs/diagrams/03-state-machine.md"
@@ -23,15 +24,6 @@ ROADMAP = "docs/diagrams/04-roadmap.md"
 
 def mermaid_doc(body: str) -> str:
     return f"# Diagram\n\n```mermaid\n{body.strip()}\n```\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *IDENTITY, *args], cwd=cwd, capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
-    return proc.stdout.strip()
 
 
 @dataclass

@@ -16,10 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from actionkit import ARCH, Step, git, mermaid_doc
+from actionkit import ARCH, Step, mermaid_doc
 
 from ghsim.fixture import github_sim  # noqa: F401
 from ghsim.server import GitHubSimulator
+from git.gitrepo import git
 
 REPO = "acme/widgets"
 FORK = "mallory/widgets"

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from actionkit import Repo, Step, example, git
+from actionkit import Repo, Step, example
 
+from git.gitrepo import git
 from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
 from scaffold.demo.scripted import agent_command
 from scaffold.demo.scripted import agent_env as scripted_agent_env
@@ -25,7 +26,7 @@ class Slot:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.origin = tmp_path / "origin.git"
-        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.origin)], check=True)
+        git(tmp_path, "init", "-q", "--bare", "-b", "main", str(self.origin))
         self.repo = Repo.create(tmp_path / "work")
         self.repo.git("remote", "add", "origin", str(self.origin))
         self.repo.git("push", "-q", "origin", "main")

@@ -25,6 +25,7 @@ from actionkit import Step, example
 from credtrap import ENVIRON_PROBE, Trap, capless, evil_script, leaks
 from ghsim import GitHubSimulator
 from ghsim.fixture import github_sim  # noqa: F401
+from git.gitrepo import git
 from scaffold.demo.scripted import agent_command
 
 REPO = "acme/widgets"
@@ -51,10 +52,8 @@ class Job:
         self.secrets = (self.token, basic)
         self.workspace = tmp / "work"
         url = sim.repo(REPO).clone_url
-        self._git(tmp, "-c", f"http.extraheader={self.header}", "clone", "-q", url, "work")
-        self._git(
-            self.workspace, "config", "--local", f"http.{sim.urls.git}/.extraheader", self.header
-        )
+        git(tmp, "-c", f"http.extraheader={self.header}", "clone", "-q", url, "work")
+        git(self.workspace, "config", "--local", f"http.{sim.urls.git}/.extraheader", self.header)
         self.script = tmp / "agent-script.json"
         self.evil = tmp / "evil"
         self.probe = tmp / "probe.json"
@@ -69,10 +68,6 @@ class Job:
                 "GITHUB_TOKEN": self.token,
             },
         )
-
-    @staticmethod
-    def _git(cwd: Path, *args: str) -> None:
-        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
     def play(self, *actions: dict[str, Any]) -> None:
         runs = [{"actions": [*actions, COMPLETE]}]
@@ -94,17 +89,8 @@ class Job:
         )
 
     def local_config(self) -> str:
-        return (self.workspace / ".git" / "config").read_text().lower() + "\n".join(
-            subprocess.run(
-                ["git", "config", "--local", "--name-only", "--list"],
-                cwd=self.workspace,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            .stdout.lower()
-            .splitlines()
-        )
+        listed = git(self.workspace, "config", "--local", "--name-only", "--list")
+        return (self.workspace / ".git" / "config").read_text().lower() + listed.lower()
 
     @property
     def out(self) -> Path:

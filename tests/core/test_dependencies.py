@@ -1,4 +1,4 @@
-"""The runtime dependencies are exactly what the product imports (issue 12).
+"""The runtime dependencies are exactly what the product imports.
 
 A library declared but never imported (GitPython was) costs every install for
 nothing; one imported but not declared breaks a clean install. Test-only libraries

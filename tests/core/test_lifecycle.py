@@ -2,7 +2,7 @@
 
 Every row of ``lifecycle.TABLE`` is exercised with a record that satisfies its guard;
 every (state, event) pair the table does not list must be refused; the table checker
-must refuse broken tables; and the scenarios walk the paths DESIGN.md section 2 names,
+must refuse broken tables; and the scenarios walk the paths of a task from selection to cleanup,
 routing real signal models through ``route_signal`` / ``signal_event``.
 """
 
@@ -1146,7 +1146,7 @@ def test_allocation_failure_blocks() -> None:
     assert d.effects == (ReportBlocked(TID, "could not create the worktree: branch exists"),)
 
 
-# --------------------------------------------------------------------------- issue 12
+# ---------------------------------------------------------------------------- retries
 
 
 def test_retry_of_a_task_blocked_before_its_worktree_allocates_one_first() -> None:

@@ -12,18 +12,16 @@ import os
 import stat
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gitrepo import commit_file, git, make_repo, status, tip, write
 
-import scaffold.git.worktrees as worktrees
 from scaffold.errors import GitError
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
 
 TASK = "TASK-1"
@@ -275,54 +273,6 @@ def test_the_cases_do_what_they_say(tmp_path: Path) -> None:
     assert {"--output=x", "-A", "HEAD", "--", "refs/heads/scaffold/task-1"} <= set(names)
 
 
-# ------------------------------------------------------------- process count
-
-
-def count_git(monkeypatch: pytest.MonkeyPatch) -> list[Sequence[str]]:
-    calls: list[Sequence[str]] = []
-    real = worktrees.run_git
-
-    def counting(args: Sequence[str], *a: Any, **kw: Any) -> Any:
-        calls.append(list(args))
-        return real(args, *a, **kw)
-
-    monkeypatch.setattr(worktrees, "run_git", counting)
-    return calls
-
-
-def test_a_commit_runs_four_git_processes_and_an_empty_one_two(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With scaffold's saved index of the tip (made with the worktree, kept by every
-    commit): no ``read-tree``. Without it, one more process each. (No walk is kept
-    here, so every commit asks git; the settled worktree is tested below.)"""
-    monkeypatch.setattr(worktrees, "take", lambda *_a, **_k: None)
-    ws = Workspace(repo)
-    wt = ws.create_worktree(TASK)
-    ws.object_format()  # known once per Workspace (the common dir too)
-    write(wt, "a.txt", "a\n")
-    calls = count_git(monkeypatch)
-    assert ws.commit_all(TASK, "work") is not None
-    assert len(calls) == 4  # the commit object is written in-process
-    assert not any("commit-tree" in c for c in calls)
-    calls.clear()
-    assert ws.commit_all(TASK, "nothing") is None
-    assert len(calls) == 2  # add -A kept the entries: the tree is the tip's, no write-tree
-    assert not any("write-tree" in c for c in calls)
-    for saved in (repo / ".git" / worktrees.INDEX_CACHE).iterdir():
-        saved.unlink()
-    write(wt, "b.txt", "b\n")
-    calls.clear()
-    assert ws.commit_all(TASK, "work") is not None
-    assert len(calls) == 5
-    assert any("read-tree" in c for c in calls)
-    for saved in (repo / ".git" / worktrees.INDEX_CACHE).iterdir():
-        saved.unlink()
-    calls.clear()
-    assert ws.commit_all(TASK, "nothing") is None
-    assert len(calls) == 4
-
-
 def test_a_stale_index_lock_does_not_stop_the_commit(repo: Path) -> None:
     """An agent killed in the middle of a git command leaves ``index.lock`` behind."""
     ws = Workspace(repo)
@@ -358,18 +308,12 @@ def test_a_relative_gitdir_is_understood(tmp_path: Path) -> None:
     assert "c.txt" in git(ws.repo_root, "ls-tree", "--name-only", sha).split()
 
 
-# ------------------------------------------------ a worktree settled by the last commit
+# ------------------------------------------------ after a first commit (a saved index)
 
 
 def settle(ws: Workspace) -> None:
-    """Commit (nothing) until ``commit_all`` keeps its walk of the worktree: once the
-    coarse clock has left the tick of the worktree's newest change (a few ms)."""
-    for _ in range(400):
-        assert ws.commit_all(TASK, "settle") is None
-        if TASK in ws._settled:
-            return
-        time.sleep(0.005)
-    raise AssertionError("the worktree never settled")
+    """A first commit of nothing: the next one starts from the index it saved."""
+    assert ws.commit_all(TASK, "settle") is None
 
 
 @pytest.mark.parametrize("setup", CASES, ids=[c.__name__ for c in CASES])
@@ -386,21 +330,6 @@ def test_a_settled_worktree_commits_the_same_as_before(tmp_path: Path, setup: Se
     assert after == before
 
 
-def test_a_settled_worktree_with_nothing_changed_runs_no_git(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = Workspace(repo)
-    wt = ws.create_worktree(TASK)
-    settle(ws)
-    git(wt, "rm", "-q", "--cached", "README.md")  # the agent's index only
-    calls = count_git(monkeypatch)
-    assert ws.commit_all(TASK, "nothing") is None
-    assert calls == []
-    assert status(wt) == ""  # the index is the tip's again
-    assert ws.commit_all(TASK, "nothing") is None
-    assert calls == []
-
-
 @pytest.mark.parametrize(
     "change",
     [
@@ -414,9 +343,7 @@ def test_a_settled_worktree_with_nothing_changed_runs_no_git(
         "hard_link",
     ],
 )
-def test_after_settling_every_change_goes_to_git(
-    repo: Path, monkeypatch: pytest.MonkeyPatch, change: str
-) -> None:
+def test_after_settling_every_change_goes_to_git(repo: Path, change: str) -> None:
     ws = Workspace(repo)
     wt = ws.create_worktree(TASK)
     write(wt, "deep/er/file.txt", "deep\n")
@@ -444,9 +371,7 @@ def test_after_settling_every_change_goes_to_git(
     elif change == "hard_link":
         os.link(lines, wt / "deep" / "twin.txt")
     tip_before = tip(repo, "scaffold/task-1")
-    calls = count_git(monkeypatch)
     new = ws.commit_all(TASK, "after")
-    assert calls  # git was asked
     committed = change not in ("touch_only", "new_empty_folder")  # git keeps neither
     assert (new is not None) == committed
     expected = fresh_tree(wt, tip_before)
@@ -475,21 +400,14 @@ def test_after_settling_head_moved_alone_is_refused(repo: Path) -> None:
 
 def test_after_settling_a_branch_moved_elsewhere_is_followed(repo: Path) -> None:
     """Another scaffold process (a restart) moved the branch to a commit of the same
-    tree: the walk is not trusted, git says nothing changed, the new tip is kept."""
+    tree: git says nothing changed, the new tip is kept."""
     ws = Workspace(repo)
     wt = ws.create_worktree(TASK)
     settle(ws)
     same_tree = git(repo, "commit-tree", "-m", "elsewhere", "-p", "scaffold/task-1", "main^{tree}")
     git(repo, "update-ref", "refs/heads/scaffold/task-1", same_tree)
     assert ws.commit_all(TASK, "work") is None
-    assert ws._settled[TASK][1].tip == same_tree
     write(wt, "a.txt", "a\n")
     new = ws.commit_all(TASK, "work")
     assert new is not None
     assert git(repo, "rev-parse", f"{new}^") == same_tree
-
-
-def test_a_merge_in_progress_is_never_settled(repo: Path) -> None:
-    ws, _wt = build(repo.parent / "m", conflict_merge_unresolved_markers)
-    assert ws.commit_all(TASK, "work", unless_merging=True) is None
-    assert TASK not in ws._settled

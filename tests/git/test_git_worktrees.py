@@ -11,7 +11,9 @@ import pytest
 from gitrepo import commit_file, git, make_repo, status, tip, write
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.worktrees import MergeResult, Workspace, safe_child
+from scaffold.git.merges import MergeResult
+from scaffold.git.workspace import Workspace
+from scaffold.git.worktrees import safe_child
 
 
 def parents(root: Path, rev: str) -> list[str]:
@@ -760,3 +762,40 @@ def test_create_worktree_on_a_kept_branch_needs_no_default_branch(repo: Path) ->
     with pytest.raises(GitError):
         fresh.create_worktree("TASK-2")
     assert not fresh.worktree_path("TASK-2").exists()
+
+
+def test_a_task_from_start_to_cleanup_runs_no_hook(repo: Path, tmp_path: Path) -> None:
+    """Hooks git would run on the way (the hooks folder is the agents' to write)."""
+    ran = tmp_path / "hooks-ran"
+    for name in ("reference-transaction", "post-checkout", "post-index-change", "post-commit"):
+        hook = repo / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {ran}\n")
+        hook.chmod(0o755)
+    ws = Workspace(repo)
+    task = repo / "backlog" / "tasks" / "task-1.md"
+    task.parent.mkdir(parents=True)
+
+    task.write_text("status: In Progress\n")
+    assert ws.commit_on_default([task], "scaffold: TASK-1 In Progress") is not None
+    wt = ws.create_worktree("TASK-1")
+    (wt / "feature.txt").write_text("feature\n")
+    assert ws.commit_all("TASK-1", "work") is not None
+    assert ws.merge("TASK-1", "Merge TASK-1").merged
+    ws.remove_worktree("TASK-1")
+    ws.delete_branch("TASK-1")
+    task.write_text("status: Done\n")
+    assert ws.commit_on_default([task], "scaffold: TASK-1 Done") is not None
+
+    assert not ran.exists()
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "feature.txt").read_text() == "feature\n"
+
+
+def test_a_repository_path_with_a_newline_is_read_right(tmp_path: Path) -> None:
+    """for-each-ref's records are NUL-separated fields; a path may hold a newline."""
+    repo = make_repo(tmp_path / "we ird\nrepo")
+    ws = Workspace(repo)
+    wt = ws.create_worktree("TASK-1")
+    commit_file(wt, "feature.txt", "feature\n")  # (commit_all refuses such a path)
+    assert ws.merge("TASK-1", "Merge TASK-1").merged
+    assert (repo / "feature.txt").read_text() == "feature\n"

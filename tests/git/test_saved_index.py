@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 from gitrepo import git, make_repo, write
 
-import scaffold.git.worktrees as worktrees
-from scaffold.git.index_file import content_key, smudge_recent
-from scaffold.git.worktrees import Workspace
+from scaffold.git.index_file import INDEX_CACHE, smudge_recent
+from scaffold.git.workspace import Workspace
 
 TASK = "TASK-1"
 
@@ -39,7 +38,7 @@ def fresh_tree(wt: Path, tip: str, tmp: Path) -> str:
 
 
 def saved(repo: Path) -> list[Path]:
-    folder = repo / ".git" / worktrees.INDEX_CACHE
+    folder = repo / ".git" / INDEX_CACHE
     return sorted(folder.iterdir()) if folder.is_dir() else []
 
 
@@ -246,19 +245,3 @@ def test_what_cannot_be_read_is_refused(tmp_path: Path) -> None:
     for bad in (b"", b"DIRC", b"XXXX" + data[4:], bad_sum, bytes(v4), bytes(many), data[:60]):
         assert smudge_recent(bad, 0, 20) is None
     assert smudge_recent(data, 0, 21) is None
-
-
-def test_content_key_ignores_stat_and_refuses_a_split_index(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
-    index = repo / ".git" / "index"
-    before = content_key(index.read_bytes(), 20)
-    assert before is not None
-    os.utime(repo / "README.md", (1, 1))  # a stat change git records on refresh
-    git(repo, "update-index", "--really-refresh")
-    assert content_key(index.read_bytes(), 20) == before
-    write(repo, "README.md", "# changed\n")
-    git(repo, "add", "README.md")
-    assert content_key(index.read_bytes(), 20) != before
-    git(repo, "update-index", "--split-index")
-    assert content_key(index.read_bytes(), 20) is None
-    assert content_key(b"DIRC" + bytes(40), 20) is None

@@ -26,6 +26,7 @@ from app_harness import (
 )
 
 from ghsim import GitHubSimulator, WorkflowDispatch, WorkflowOutcome
+from git.gitrepo import git
 from scaffold.demo.scripted import agent_command
 from scaffold.demo.scripted import agent_env as scripted_agent_env
 
@@ -38,21 +39,17 @@ def _runner(tmp_path: Path, log: list[dict[str, object]]):  # type: ignore[no-un
         work = dispatch.workdir
         checkout = work / "checkout"
         header = f"AUTHORIZATION: basic {_basic(dispatch.token)}"
-        subprocess.run(
-            [
-                "git",
-                "-c",
-                f"http.extraheader={header}",
-                "clone",
-                "-q",
-                dispatch.clone_url,
-                str(checkout),
-            ],
-            check=True,
-            capture_output=True,
+        git(
+            tmp_path,
+            "-c",
+            f"http.extraheader={header}",
+            "clone",
+            "-q",
+            dispatch.clone_url,
+            str(checkout),
         )
         # as actions/checkout does: the credentials stay in the checkout's config
-        subprocess.run(["git", "config", "http.extraheader", header], cwd=checkout, check=True)
+        git(checkout, "config", "http.extraheader", header)
         out = work / "out"
         inputs = dispatch.inputs
         argv = [

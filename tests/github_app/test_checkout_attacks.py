@@ -19,23 +19,12 @@ from app_harness import repo_files, writer_repo
 
 from credtrap import Trap, evil_script, leaks
 from ghsim import GitHubSimulator
+from git.gitrepo import git
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.github.checkout import Checkout
 
 REPO = "acme/widgets"
 BRANCH = "scaffold/task-1"
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "user.name=Agent", "-c", "user.email=agent@example.com", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, f"git {args}: {proc.stderr}"
-    return proc.stdout.strip()
 
 
 class AppClone:

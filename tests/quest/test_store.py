@@ -569,7 +569,7 @@ def test_kill9_at_random_moments_loses_no_acknowledged_commit(tmp_path: Path) ->
     with store.open_writer(QID) as w:
         assert w.quest.seq >= max(acknowledged)
         w.commit(bump(w.quest, "TASK-1"), [tick()])
-    assert not (qdir / "quest.json.tmp").exists()
+    assert not list(qdir.glob(".quest.json.*.tmp"))
 
 
 # ------------------------------------------------------------------- property

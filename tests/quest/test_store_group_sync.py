@@ -30,13 +30,13 @@ def bumped(q: Quest, n: int) -> Quest:
 @pytest.fixture
 def syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = store_mod._sync
+    real = store_mod.sync
 
     def counting(fd: int) -> None:
         calls.append(fd)
         real(fd)
 
-    monkeypatch.setattr(store_mod, "_sync", counting)
+    monkeypatch.setattr(store_mod, "sync", counting)
     return calls
 
 
@@ -89,7 +89,7 @@ def test_a_failed_group_fsync_breaks_the_writer(
     def failing(fd: int, *_: Any) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(store_mod, "_sync", failing)
+    monkeypatch.setattr(store_mod, "sync", failing)
     with pytest.raises(StoreError, match="fsync failed"):
         w.sync()
     with pytest.raises(StoreError, match="unusable"):
@@ -111,14 +111,14 @@ def sync_held_in_a_thread(
     """``w.sync()`` running in a thread, its fdatasync held (a slow disk) until the
     returned event is set."""
     started, release = threading.Event(), threading.Event()
-    real = store_mod._sync
+    real = store_mod.sync
 
     def slow(fd: int) -> None:
         started.set()
         assert release.wait(10), "the test never released the sync"
         real(fd)
 
-    monkeypatch.setattr(store_mod, "_sync", slow)
+    monkeypatch.setattr(store_mod, "sync", slow)
     syncing = threading.Thread(target=w.sync)
     syncing.start()
     assert started.wait(10)

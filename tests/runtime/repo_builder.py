@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult, quest_pids, quick_signal, scaffold_cli, scaffold_popen
+from harness import RunResult, git, quest_pids, quick_signal, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.demo.scripted import agent_command
@@ -42,7 +42,6 @@ from scaffold.runtime.session import BACKLOG_QUEST, open_or_create_quest, quest_
 from scaffold.runtime.view import Reporter
 
 PYTHON = sys.executable
-GIT_IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@localhost")
 
 BACKLOG_CONFIG = (
     'project_name: "runtime-test"\n'
@@ -161,7 +160,7 @@ class Project:
         (repo / "README.md").write_text("# runtime test\n", encoding="utf-8")
         (repo / ".gitignore").write_text(".scaffold/\n__pycache__/\n", encoding="utf-8")
         self.git("add", "-A")
-        self.git(*GIT_IDENTITY, "commit", "-q", "-m", "initial backlog")
+        self.git("commit", "-q", "-m", "initial backlog")
         self.write_script([*runs, *validators])
         return self
 
@@ -247,11 +246,7 @@ class Project:
         ]
 
     def git(self, *args: str) -> str:
-        proc = subprocess.run(
-            ["git", *args], cwd=self.repo, capture_output=True, text=True, check=False, timeout=60
-        )
-        assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
-        return proc.stdout
+        return git(self.repo, *args)
 
     def merge_subjects(self) -> list[str]:
         return self.git("log", "--merges", "--format=%s", "main").splitlines()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
 
+from harness import git
 from scaffold.cli.main import cli
 from scaffold.config import load_config
 from scaffold.quest.model import AgentRun
@@ -15,7 +15,7 @@ from scaffold.runtime.prompts import PromptData, build_prompt, clean_text, quote
 
 
 def _git_repo(path: Path) -> Path:
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    git(path.parent, "init", "-q", "-b", "main", str(path))
     return path
 
 

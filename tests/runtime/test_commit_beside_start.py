@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from repo_builder import MakeProject, codeweaver_done, quick_complete
 
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.roles import Role
-from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.agent_jobs import AgentJobs
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.unsettled import Unsettled
 
@@ -120,10 +120,10 @@ def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
         {"slots": 1},
         validators=reviewer_writes("notes/review.txt", "looked at it\n"),
     )
-    real_start = Orchestrator._start_commit
+    real_start = AgentJobs._start_commit
 
     def no_commit_for_the_reviewer(
-        self: Orchestrator, key: str, signal_dir: Path, role: Role, refused: Any
+        self: AgentJobs, key: str, signal_dir: Path, role: Role, refused: Any
     ) -> asyncio.Future[None]:
         if role is not Role.LAWBRINGER:
             return real_start(self, key, signal_dir, role, refused)
@@ -135,7 +135,7 @@ def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
         raise RuntimeError("scaffold stops here")
 
     with monkeypatch.context() as patch:
-        patch.setattr(Orchestrator, "_start_commit", no_commit_for_the_reviewer)
+        patch.setattr(AgentJobs, "_start_commit", no_commit_for_the_reviewer)
         patch.setattr(RepoOps, "check_diagrams", stop)
         project.run()
     # The journal has the review complete; the reviewer's file is in no commit.

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import git
 from scaffold import backlog as bl
 
 
@@ -35,15 +36,7 @@ def test_demo_runs_every_path_to_done(tmp_path: Path) -> None:
         assert path in out, path
     snapshot = bl.load_backlog(repo)
     assert [t.status for t in snapshot.tasks] == ["Done"] * 6
-    merges = subprocess.run(
-        ["git", "log", "--merges", "--format=%s", "main"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+    merges = git(repo, "log", "--merges", "--format=%s", "main").splitlines()
     assert len(merges) == 6
-    status = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout
+    status = git(repo, "status", "--porcelain")
     assert status == ""  # the person's checkout is clean after all the merges

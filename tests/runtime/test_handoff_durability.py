@@ -15,7 +15,7 @@ import scaffold.quest.store as store_mod
 from scaffold.core.states import Lifecycle
 from scaffold.errors import StoreError
 from scaffold.quest.store import QuestWriter
-from scaffold.runtime.orchestrator import Orchestrator
+from scaffold.runtime.agent_jobs import AgentJobs
 from scaffold.runtime.run_channel import RunChannel
 
 
@@ -63,13 +63,13 @@ def test_no_agent_starts_while_a_journal_line_waits_for_its_fsync(
 
     monkeypatch.setattr(QuestWriter, "commit", commit)
     syncs: list[int] = []
-    real_sync = store_mod._sync
+    real_sync = store_mod.sync
 
     def counting(fd: int) -> None:
         syncs.append(fd)
         real_sync(fd)
 
-    monkeypatch.setattr(store_mod, "_sync", counting)
+    monkeypatch.setattr(store_mod, "sync", counting)
 
     project = make_project(
         ["Add the notes"], [codeweaver_done("TASK-1")], {"sandbox": {"mode": sandbox}}
@@ -97,10 +97,10 @@ def test_a_journal_that_cannot_be_synced_lets_no_gated_agent_run(
     project = make_project(
         ["Add the notes"], [codeweaver_done("TASK-1")], {"sandbox": {"mode": "bwrap"}}
     )
-    real_ready = Orchestrator._ready_to_run
+    real_ready = AgentJobs._ready_to_run
     calls: list[str] = []
 
-    async def ready(self: Orchestrator, key: str) -> None:
+    async def ready(self: AgentJobs, key: str) -> None:
         calls.append(key)
         await real_ready(self, key)
         if len(calls) > 1:
@@ -114,7 +114,7 @@ def test_a_journal_that_cannot_be_synced_lets_no_gated_agent_run(
             gated.append(1)
         return await real_exec(self, *args, **kwargs)
 
-    monkeypatch.setattr(Orchestrator, "_ready_to_run", ready)
+    monkeypatch.setattr(AgentJobs, "_ready_to_run", ready)
     monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "subprocess_exec", spawn)
 
     result = project.run()

@@ -10,11 +10,11 @@ approval that merged, a daemon that outlived its run, a secret in the task's bra
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from repo_builder import MakeProject, codeweaver_done, wait_until
 
+from harness import git
 from sandboxing import Evidence, expect_all_blocked, hostile_run, listening
 from scaffold.runtime import inbox
 from scaffold.runtime.session import BACKLOG_QUEST
@@ -102,14 +102,7 @@ def test_a_hostile_agent_gets_nothing_and_the_run_completes(
     # The agent's work was committed; no secret went into the branch.
     branch = project.git("ls-tree", "-r", "--name-only", "scaffold/task-1").split()
     assert "feature.txt" in branch
-    grep = subprocess.run(
-        ["git", "grep", "-l", evidence.token, "scaffold/task-1"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert grep.stdout == ""
+    assert git(repo, "grep", "-l", evidence.token, "scaffold/task-1", check=False) == ""
     # The config and hooks in the common git folder are as git made them.
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
     assert not (repo / ".git" / "hooks" / "pre-push").exists()

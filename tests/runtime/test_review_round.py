@@ -3,11 +3,11 @@ the same branch, a person's own commit there survives, and the round is on recor
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from repo_builder import GIT_IDENTITY, MakeProject, quick_complete, write
+from repo_builder import MakeProject, quick_complete, write
 
+from harness import git
 from scaffold.core.states import Lifecycle
 
 REVIEW = "Greet the whole world, not just hello"
@@ -70,10 +70,8 @@ def test_changes_requested_locally_come_back_as_a_commit_on_the_same_branch(
 
     # A person commits on the task's branch (its worktree) before the round.
     (Path(worktree) / "notes" / "person.txt").write_text("mine\n")
-    subprocess.run(["git", "-C", worktree, "add", "notes/person.txt"], check=True)
-    subprocess.run(
-        ["git", "-C", worktree, *GIT_IDENTITY, "commit", "-q", "-m", "a person's fix"], check=True
-    )
+    git(Path(worktree), "add", "notes/person.txt")
+    git(Path(worktree), "commit", "-q", "-m", "a person's fix")
     person_head = project.git("rev-parse", "scaffold/task-1").strip()
 
     proc = project.cli(

@@ -91,7 +91,7 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     assert "Codeweaver failed 3 times" in task.blocked_reason
     assert "stuck" in task.blocked_reason
     assert "(2s, agent.stuck_timeout_s)" in task.blocked_reason  # which timeout, and its key
-    # The live log says why each run failed, not only "agent_failed" (issue 12).
+    # The live log says why each run failed, not only "agent_failed".
     assert "agent_failed (stays Processing): stuck: no output" in result.output
     assert "TASK-1" in result.report.reason
     assert "stuck" in result.report.reason

@@ -7,7 +7,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from repo_builder import GIT_IDENTITY, MakeProject, Project, TaskSpec, codeweaver_done
+from repo_builder import MakeProject, Project, TaskSpec, codeweaver_done
 
 from scaffold import backlog as bl
 from scaffold.core.estimates import SCAFFOLD_ROLE
@@ -30,7 +30,7 @@ def _add_tasks(project: Project, *specs: tuple[str, str]) -> None:
     for title, description in specs:
         bl.create_task(project.repo, title, description=description)
     project.git("add", "-A")
-    project.git(*GIT_IDENTITY, "commit", "-q", "-m", "more tasks")
+    project.git("commit", "-q", "-m", "more tasks")
 
 
 def test_no_history_no_estimates(make_project: MakeProject) -> None:

@@ -17,7 +17,8 @@ from scaffold.config import load_config
 from scaffold.core.states import HOLDS_SLOT, Lifecycle
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
-from scaffold.runtime.orchestrator import PLAN_KEY, Orchestrator
+from scaffold.runtime.agent_jobs import PLAN_KEY
+from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.session import open_or_create_quest
 from scaffold.runtime.view import Reporter
 
@@ -81,17 +82,17 @@ def test_agent_permits_keep_the_agents_at_work_at_slots(make_project: MakeProjec
         await asyncio.sleep(0.01)
         running.discard(key)
         order.append(f"end {key}")
-        orchestrator._release_leases()  # as the main loop's next tick does
+        orchestrator.agents.release_leases()  # as the main loop's next tick does
 
-    orchestrator._run_agent_now = fake_run  # type: ignore[method-assign]
+    orchestrator.agents._run_agent_now = fake_run  # type: ignore[method-assign]
     run = AgentRun(role=Role.CODEWEAVER, kind="conflict_fix")
 
     async def main() -> None:
         await asyncio.gather(
-            orchestrator._run_agent("TASK-1", run),
-            orchestrator._run_agent("TASK-2", run),
-            orchestrator._run_agent("TASK-3", run),
-            orchestrator._run_agent(PLAN_KEY, run),
+            orchestrator.agents.run_agent("TASK-1", run),
+            orchestrator.agents.run_agent("TASK-2", run),
+            orchestrator.agents.run_agent("TASK-3", run),
+            orchestrator.agents.run_agent(PLAN_KEY, run),
         )
 
     try:

@@ -7,11 +7,9 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 from repo_builder import (
-    GIT_IDENTITY,
     MakeProject,
     codeweaver_done,
     quick_complete,
@@ -19,7 +17,7 @@ from repo_builder import (
     write,
 )
 
-from harness import plan, quick_signal, relay_call, requirements, scaffold_cli
+from harness import git, plan, quick_signal, relay_call, requirements, scaffold_cli
 from scaffold.quest.model import QuestPhase
 from scaffold.state.branch import StateBranch
 
@@ -156,9 +154,7 @@ def test_kill_9_then_no_scaffold_folder_resumes_from_the_state_branch(
 
     # A fresh clone that fetched the branch tells the same story, with no .scaffold/ at all.
     clone = project.root / "clone"
-    subprocess.run(
-        ["git", "clone", "-q", str(project.repo), str(clone)], check=True, capture_output=True
-    )
+    git(project.root, "clone", "-q", str(project.repo), str(clone))
     env = {**os.environ, **project.agent_env}
     status = scaffold_cli(clone, ("status", "--json"), env)
     assert status.returncode == 0, status.stderr
@@ -240,17 +236,12 @@ def test_one_run_drives_every_open_quest_at_once(make_project: MakeProject) -> N
     assert len(project.merge_subjects()) == 2
 
 
-def _git_in(repo: Path, args: list[str], data: bytes) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True, check=True)
-    return done.stdout.decode().strip()
-
-
-def _commit_by_hand(repo: Path, folder: str, name: str, data: bytes) -> str:
+def _commit_by_hand(repo: Path, folder: str, name: str, data: str) -> str:
     """A commit holding ``folder/name`` only, made without scaffold (as a person could)."""
-    blob = _git_in(repo, ["hash-object", "-w", "--stdin"], data)
-    inner = _git_in(repo, ["mktree"], f"100644 blob {blob}\t{name}\n".encode())
-    root = _git_in(repo, ["mktree"], f"040000 tree {inner}\t{folder}\n".encode())
-    return _git_in(repo, [*GIT_IDENTITY, "commit-tree", root, "-m", "hand-made"], b"")
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin=data).strip()
+    inner = git(repo, "mktree", stdin=f"100644 blob {blob}\t{name}\n").strip()
+    root = git(repo, "mktree", stdin=f"040000 tree {inner}\t{folder}\n").strip()
+    return git(repo, "commit-tree", root, "-m", "hand-made").strip()
 
 
 def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
@@ -259,7 +250,7 @@ def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
     """Someone pushed a quest file that does not parse: status names it, runs go on, and
     scaffold never drops or rewrites a file it does not understand."""
     project = make_project(["Add the greeting"], [codeweaver_done("TASK-1", quick=True)])
-    broken = b'{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
+    broken = '{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
     commit = _commit_by_hand(project.repo, "quests", "quest-9.json", broken)
     project.git("update-ref", "refs/heads/scaffold/state", commit)
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from git.gitrepo import git, make_repo
 from scaffold.config import SandboxConfig
 from scaffold.errors import SandboxError
 from scaffold.sandbox.confinement import Confinement, confine, install_root, worktree_git_dirs
 from scaffold.sandbox.settings import ENV_WRITABLE, Sandbox, resolve_sandbox
-
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
 
 
 def _sandbox(**environ: str) -> Sandbox:
@@ -22,11 +21,7 @@ def _sandbox(**environ: str) -> Sandbox:
 
 
 def _repo(root: Path) -> Path:
-    repo = root / "repo"
-    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
-    (repo / "README.md").write_text("hello\n")
-    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "init"], check=True)
+    repo = make_repo(root / "repo")
     (repo / ".scaffold").mkdir()
     (repo / ".scaffold" / "journal").write_text("secret journal\n")
     saved = repo / ".git" / "scaffold-indexes"  # Workspace.commit_all's saved indexes
@@ -34,16 +29,17 @@ def _repo(root: Path) -> Path:
     (saved / f"task-1-{'0' * 40}.index").write_bytes(b"DIRC")
     for n in (1, 2):
         path = str(repo / ".scaffold" / "worktrees" / f"task-{n}")
-        branch = f"scaffold/task-{n}"
-        subprocess.run(
-            [*GIT, "-C", str(repo), "worktree", "add", "-q", "-b", branch, path], check=True
-        )
+        git(repo, "worktree", "add", "-q", "-b", f"scaffold/task-{n}", path)
     return repo
 
 
-def _run(sandbox: Sandbox, c: Confinement, script: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    sandbox: Sandbox, c: Confinement, script: str, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
     argv, env = confine(sandbox, c, [sys.executable, "-c", script], dict(os.environ))
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        argv, env=env | extra_env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 _PROBE = """
@@ -66,9 +62,7 @@ for line in os.environ['PROBE'].split(';'):
 
 
 def _probe(sandbox: Sandbox, c: Confinement, checks: list[str]) -> dict[str, bool]:
-    argv, env = confine(sandbox, c, [sys.executable, "-c", _PROBE], dict(os.environ))
-    env["PROBE"] = ";".join(checks)
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    done = _run(sandbox, c, _PROBE, PROBE=";".join(checks))
     assert done.returncode == 0, done.stderr
     out = {}
     for line in done.stdout.splitlines():
@@ -161,10 +155,8 @@ def test_a_plain_checkout_gets_a_private_index(tmp_path: Path) -> None:
     done = _run(_sandbox(), c, script)
     assert done.stdout.splitlines()[0] == "0"
     assert "Read-only file system" in done.stderr
-    status = subprocess.run(
-        ["git", "-C", str(repo), "status", "--short"], capture_output=True, text=True, check=True
-    )
-    assert "?? new.txt" in status.stdout  # the real index never saw the agent's add
+    # The real index never saw the agent's add.
+    assert "?? new.txt" in git(repo, "status", "--short")
 
 
 def test_operator_paths_cannot_expose_scaffold_state(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import git
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitError, InvalidIdError, StoreError
 from scaffold.quest.model import HistoryEntry, Quest, QuestPhase, SignalEntry, TaskRecord
@@ -25,12 +26,6 @@ from scaffold.state.document import (
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
 
 
 @pytest.fixture
@@ -189,17 +184,7 @@ def test_push_refusal_other_than_a_race_is_an_error(repo: Path, tmp_path: Path) 
 def test_a_broken_file_on_the_branch_is_reported_and_others_still_read(repo: Path) -> None:
     branch = StateBranch(repo)
     branch.publish([pub(quest("quest-1", 1))], "good")
-    blob = (
-        subprocess.run(
-            ["git", "hash-object", "-w", "--stdin"],
-            check=True,
-            cwd=repo,
-            input=b"{not json",
-            capture_output=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin="{not json").strip()
     env_index = repo / ".git" / "tmp-index"
     env = {"GIT_INDEX_FILE": str(env_index), "PATH": "/usr/bin:/bin"}
     subprocess.run(["git", "read-tree", "scaffold/state"], cwd=repo, env=env, check=True)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness import git
 from scaffold.core.publication import publish_reason
 from scaffold.core.scheduler import fair_shares
 from scaffold.core.states import Lifecycle
@@ -171,7 +172,7 @@ def test_a_long_quest_published_from_its_journal_stays_bounded(tmp_path: Path) -
 
     repo = tmp_path / "repo"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q", repo], check=True)
+    git(tmp_path, "init", "-q", str(repo))
     store = QuestStore(tmp_path / "quests", durable=False, snapshot_every=1024)
     writer = store.create(_quest(0, **{"TASK-1": TaskRecord(id="TASK-1")}))
     for _ in range(5_000):

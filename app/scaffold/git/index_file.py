@@ -1,8 +1,9 @@
-"""Git's index file, just enough of it to make recent entries be hashed again.
+"""scaffold's saved copies of task worktrees' indexes, and the one edit made to them.
 
-scaffold keeps a copy of each task worktree's index between two commits (see
-``Workspace.commit_all``), so that ``git add -A`` hashes only the files whose stat
-changed. git trusts an entry whose stat (ctime, mtime, size, inode, ...) is unchanged.
+scaffold keeps a copy of each task worktree's index between two commits
+(:class:`SavedIndexes`), so that ``git add -A`` hashes only the files whose stat
+changed: a fresh index from ``read-tree`` has no stat data, and ``add -A`` would read
+and hash every file of the repository at every hand-off. git trusts an entry whose stat (ctime, mtime, size, inode, ...) is unchanged.
 This git compares ctime to the second only, and an agent can restore a file's mtime and
 keep its size: a file changed again within the same second as its last change would
 then look unchanged. :func:`smudge_recent` closes that window the way git handles its
@@ -20,15 +21,28 @@ indexes as version 2 or 3).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from scaffold.fsutil import write_file
+from scaffold.ids import task_number
+
+# Under the common git directory (read-only inside the sandbox, where only the
+# worktree's admin folder is writable).
+INDEX_CACHE = "scaffold-indexes"
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 _SIZE_AT = 36  # the size field's offset in an entry
 _EXTENDED = 0x4000  # flags bit: version 3's second flags word follows
 
 
-def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], int] | None:
-    """``(version, [(offset, size)] of every entry, where the extensions begin)``, or
-    None for an index this cannot read (another version, a short or garbled file)."""
+def _entries(data: bytes, hash_len: int) -> list[int] | None:
+    """The offset of every entry, or None for an index this cannot read (another
+    version, a short or garbled file)."""
     if len(data) < 12 + hash_len or data[:4] != b"DIRC":
         return None
     version = int.from_bytes(data[4:8], "big")
@@ -37,7 +51,7 @@ def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], in
         return None
     body_end = len(data) - hash_len
     fixed = 40 + hash_len + 2
-    spans: list[tuple[int, int]] = []
+    starts: list[int] = []
     pos = 12
     for _ in range(count):
         if pos + fixed > body_end:
@@ -54,9 +68,9 @@ def _entries(data: bytes, hash_len: int) -> tuple[int, list[tuple[int, int]], in
         size = (nul - pos + 8) & ~7
         if pos + size > body_end:
             return None
-        spans.append((pos, size))
+        starts.append(pos)
         pos += size
-    return version, spans, pos
+    return starts
 
 
 def smudge_recent(data: bytes, since_s: int, hash_len: int) -> bytes | None:
@@ -71,29 +85,73 @@ def smudge_recent(data: bytes, since_s: int, hash_len: int) -> bytes | None:
     if walked is None or algo(data[:body_end]).digest() != data[body_end:]:
         return None
     buf = bytearray(data)
-    for pos, _ in walked[1]:
+    for pos in walked:
         if int.from_bytes(buf[pos : pos + 4], "big") >= since_s:
             buf[pos + _SIZE_AT : pos + _SIZE_AT + 4] = bytes(4)
     buf[body_end:] = algo(bytes(buf[:body_end])).digest()
     return bytes(buf)
 
 
-def content_key(data: bytes, hash_len: int) -> bytes | None:
-    """What ``git write-tree`` builds the tree from: each entry's mode, object id,
-    flags (stage, ...) and path, without its stat data. Two indexes with the same key
-    make the same tree. None for an index this cannot read, and for a split index
-    (``link`` extension: entries held in another file)."""
-    walked = _entries(data, hash_len)
-    if walked is None:
-        return None
-    _, spans, pos = walked
-    body_end = len(data) - hash_len
-    while pos + 8 <= body_end:  # extensions: 4-byte signature, 4-byte size
-        if data[pos : pos + 4] == b"link":
+class SavedIndexes:
+    """scaffold's copy of each task worktree's index, as its last commit left it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, task_id: str, tip: str) -> Path | None:
+        if _SHA.fullmatch(tip) is None:
             return None
-        pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "big")
-    mode_at = _SIZE_AT - 12
-    parts = [
-        data[at + mode_at : at + mode_at + 4] + data[at + 40 : at + size] for at, size in spans
-    ]
-    return b"".join(parts)
+        # A plain name from a validated id and a hex sha; opened without following links.
+        return self.folder / f"task-{task_number(task_id)}-{tip}.index"
+
+    def load(self, task_id: str, tip: str, index: Path) -> bool:
+        """Copy the saved index of ``tip`` to ``index``; False when there is none.
+
+        Only a regular file of scaffold's own is taken (never through a symlink)."""
+        saved = self._path(task_id, tip)
+        if saved is None:
+            return False
+        try:
+            fd = os.open(saved, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "rb") as src:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    return False
+                data = src.read()
+            with open(index, "xb") as dst:
+                dst.write(data)
+        except OSError:
+            index.unlink(missing_ok=True)
+            return False
+        return True
+
+    def save(self, task_id: str, tip: str, index: Path, since_s: int) -> None:
+        """Keep a copy of ``index`` (which matches ``tip``'s tree) for the next commit,
+        replacing the task's older ones; entries whose ctime is at or after ``since_s``
+        (when the files were read) are marked to be hashed again (:func:`smudge_recent`).
+        Best effort, and not fsynced: without a saved index the next commit only hashes
+        every file again."""
+        saved = self._path(task_id, tip)
+        if saved is None:
+            return
+        self.forget(task_id)
+        try:
+            data = smudge_recent(index.read_bytes(), since_s, len(tip) // 2)
+            if data is not None:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                write_file(saved, data, sync=False)
+        except OSError:
+            return
+
+    def forget(self, task_id: str) -> None:
+        prefix = f"task-{task_number(task_id)}-"
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".index"):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.folder / name)

@@ -31,7 +31,7 @@ from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
 from scaffold.github.comments import CHECK_NAME
-from scaffold.github.forge import already_checked
+from scaffold.github.own_checks import already_checked
 from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,11 +43,11 @@ from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
     render_question,
-    render_status,
-    slot_numbers,
 )
 from scaffold.github.links import LinkStore
+from scaffold.github.own_checks import already_checked
 from scaffold.github.round_answers import answer_round
+from scaffold.github.status_comment import StatusComment
 from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
@@ -83,15 +82,11 @@ class GitHubForge:
         self.cfg = config
         self.lock = ops.default_branch_lock
         self.clock = clock
-        self.status_interval_s = status_interval_s
         owner, _, name = checkout.full_name.partition("/")
         self.repo_vars = {"owner": owner, "repo": name}
-        self._status_task: asyncio.Task[None] | None = None
-        self._status_dirty = False
-        self._last_status_at = 0.0
-        self._status_lock = asyncio.Lock()
-        self._status_body: str | None = None  # what this run last wrote there
-        self._latest: Quest | None = None
+        self.status = StatusComment(
+            client, links, config, self.repo_vars, clock=clock, interval_s=status_interval_s
+        )
 
     # ------------------------------------------------------------- helpers
 
@@ -573,70 +568,10 @@ class GitHubForge:
         )
 
     def progress(self, quest: Quest) -> None:
-        self._latest = quest
-        self._status_dirty = True
-        if self._status_task is None or self._status_task.done():
-            with contextlib.suppress(RuntimeError):
-                self._status_task = asyncio.get_running_loop().create_task(self._status_soon(quest))
-
-    async def _status_soon(self, quest: Quest) -> None:
-        wait = self._last_status_at + self.status_interval_s - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        # Shielded: :meth:`flush` cancels a pending update, and cancelling one whose POST
-        # is on its way would lose the new comment's id (and post a second comment).
-        await asyncio.shield(self._publish_status(self._latest))
-
-    async def _publish_status(self, quest: Quest | None) -> None:
-        if quest is None:
-            return
-        async with self._status_lock:
-            if not self._status_dirty:
-                return
-            self._status_dirty = False
-            self._last_status_at = time.monotonic()
-            try:
-                await self.publish_status(quest)
-            except (GitHubError, ScaffoldError) as exc:
-                log.warning(
-                    "status comment not updated", extra={"quest": quest.id, "error": str(exc)}
-                )
-
-    async def publish_status(self, quest: Quest) -> None:
-        link = self.links.get(quest.id)
-        if link is None:
-            return
-        body = render_status(
-            quest,
-            now=self.clock(),
-            max_cost_usd=self.cfg.safety.max_cost_usd,
-            max_hours=self.cfg.safety.max_hours,
-            slots=self.cfg.slots,
-            slot_of=slot_numbers(quest),
-            max_rounds=self.cfg.review.max_rounds,
-            max_ci_fixes=self.cfg.ci.max_fixes,
-        )
-        if link.status_comment_id is None:
-            comment_id = await self.comment(link.issue_number, body)
-            self.links.update(quest.id, status_comment_id=comment_id)
-            self._status_body = body
-            return
-        if body == self._status_body:
-            return  # nothing new to say: no edit (each edit is a delivery back to us)
-        await self.gh.patch(
-            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
-            self._vars(comment_id=link.status_comment_id),
-            data={"body": body},
-        )
-        self._status_body = body
+        self.status.progress(quest)
 
     async def flush(self, quest: Quest) -> None:
-        if self._status_task is not None and not self._status_task.done():
-            self._status_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._status_task
-        self._status_dirty = True
-        await self._publish_status(quest)
+        await self.status.flush(quest)
 
 
 class _ClosedByWriter(Exception):
@@ -653,35 +588,3 @@ def _lawbringer_summary(task: TaskRecord) -> str | None:
         if entry.role.value == "lawbringer" and isinstance(summary, str) and summary:
             return summary
     return task.last_summary
-
-
-async def already_checked(
-    client: GitHubClient, repo_vars: Mapping[str, str | int], sha: str, app: AppIdentity
-) -> bool:
-    """A ``scaffold/diagram-check`` run of scaffold's own App exists for this commit,
-    completed or still running (one of the same name from any other App or workflow does
-    not count). A run left in progress longer than ``STALE_CHECK_S`` (its server died
-    mid-check) does not count either, so the head is checked again."""
-    try:
-        runs = await client.get_all(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
-            {**repo_vars, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
-            key="check_runs",
-        )
-    except GitHubError:
-        return False
-    now = time.time()
-    return any(r.get("name") == CHECK_NAME and app.owns(r) and _current(r, now) for r in runs)
-
-
-STALE_CHECK_S = 15 * 60
-
-
-def _current(run: Mapping[str, Any], now: float) -> bool:
-    if run.get("status") == "completed":
-        return True
-    try:
-        started = datetime.fromisoformat(str(run.get("started_at"))).timestamp()
-    except ValueError:
-        return False
-    return now - started < STALE_CHECK_S

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scaffold.errors import StoreError
+from scaffold.fsutil import write_file
 from scaffold.ids import validate_quest_id
 
 
@@ -73,9 +74,7 @@ class LinkStore:
         with self._lock:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self._path(link.quest_id)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(link.model_dump_json(indent=2), encoding="utf-8")
-            os.replace(tmp, path)
+            write_file(path, link.model_dump_json(indent=2).encode("utf-8"))
         return link
 
     def modify(self, quest_id: str, change: Callable[[QuestLink], QuestLink]) -> QuestLink:

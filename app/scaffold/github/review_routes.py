@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scaffold.errors import ScaffoldError
+from scaffold.github import commands
 from scaffold.github import feedback as fb
 from scaffold.github.comments import parse_command
 from scaffold.github.runner import RepoContext, repo_vars
@@ -47,7 +48,7 @@ async def pr_comment(
     bot = sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
     if command is None or bot:
         return
-    found = service._task_of_pr(ctx, number)
+    found = service.task_of_pr(ctx, number)
     if found is None:
         return
     if not await service.is_writer(ctx, sender):
@@ -64,10 +65,12 @@ async def pr_comment(
         extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
     )
     if command.verb != "fix" or command.problem:
-        await service._command(ctx, link, command, by, number, comment_id, react=not in_thread)
+        await commands.run_command(
+            service, ctx, link, command, by, number, comment_id, react=not in_thread
+        )
         return
     if not in_thread:  # in a thread, the reply after the round answers it
-        await service._react(ctx, ISSUE_COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+        await service.react(ctx, ISSUE_COMMENT_REACTIONS, "eyes", comment_id=comment_id)
     item = fb.from_fix(comment, command.text, in_thread=in_thread)
     service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
 
@@ -103,7 +106,7 @@ async def status_failed(service: AppService, d: Delivery) -> None:
     p = d.payload
     if p.get("state") not in ("failure", "error"):
         return
-    ctx = await service._context(p, d.installation_id)
+    ctx = await service.context(p, d.installation_id)
     sha = str(p.get("sha") or "")
     where = repo_vars(ctx)
     for link in ctx.links.all():
@@ -121,3 +124,14 @@ async def status_failed(service: AppService, d: Delivery) -> None:
                 item = fb.from_status(p, required)
                 if item is not None:
                     service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
+
+
+async def review_comment(service: AppService, d: Delivery) -> None:
+    """A comment in a review thread: a `/scaffold ...` command there counts."""
+    p = d.payload
+    ctx = await service.context(p, d.installation_id)
+    pr = p.get("pull_request") or {}
+    if not same_repository(pr, ctx.full_name):
+        return
+    comment = p.get("comment") or {}
+    await pr_comment(service, d, ctx, int(pr["number"]), comment, in_thread=True)

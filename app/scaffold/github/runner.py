@@ -127,6 +127,9 @@ class QuestRunner:
         ``resume`` (the label put back) or a ``retry`` waits in its inbox."""
         key = (ctx.full_name, quest_id)
         self._pending.add(key)
+        running = self.running.get(key)
+        if running is not None:
+            running.merges_look_again()  # what changed may be what a merge waits for
         if resume:
             self._resume.add(key)
         task = self._tasks.get(key)

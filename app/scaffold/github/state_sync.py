@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scaffold.errors import ScaffoldError
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.github.checkout import Checkout, token_auth
 from scaffold.github.links import LinkStore, QuestLink
 from scaffold.runtime.session import quest_store

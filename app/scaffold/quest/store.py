@@ -8,22 +8,17 @@ Layout, under a root the caller chooses (``<repo>/.scaffold/quests`` by default)
 
 Why this shape
 --------------
-The quest file must survive ``kill -9`` at any instant (DESIGN.md section 6) and a
-quest may run for days, so both "durable" and "cheap however long the quest is"
-matter. Rewriting one JSON document per transition is durable (temp file +
-``os.replace``) but costs O(quest + history) per commit and grows without bound.
-Instead:
+The quest file must survive ``kill -9`` at any instant and a quest may run for days:
+rewriting one JSON document per transition would be durable but cost O(quest +
+history) per commit. Instead (the files are read by :mod:`scaffold.quest.journal`):
 
 * **A commit appends one line** to ``journal.jsonl``: the HistoryEntry records of
   that commit (seq numbers assigned here, contiguous and increasing) and a *patch*:
   the top-level Quest fields that changed and the TaskRecords that changed, whole.
   The line is written with one ``os.write`` on an ``O_APPEND`` descriptor and then
-  ``fdatasync``'ed; ``commit`` returns only after that, so an acknowledged commit
-  is on disk. The diff is cheap because the models are frozen and copy-on-write:
-  an untouched task is the *same object* in the old and new quest, so ``is``
-  settles almost every comparison and ``==`` runs only on the few that differ;
-  only the changed records are serialized. (Task order is recorded as ``order``
-  only when the list of task ids changes, so a reload keeps the dict order.)
+  ``fdatasync``'ed; ``commit`` returns only after that. The diff is cheap: the models
+  are frozen and copy-on-write, so an untouched task is the *same object* in the old
+  and new quest. (Task order is recorded as ``order`` only when the task ids change.)
 
 * **Every ``snapshot_every`` commits** (256 by default), and when a writer closes,
   ``quest.json`` is rewritten atomically (temp file in the same folder, fsync,
@@ -55,11 +50,9 @@ Instead:
   atomically and the journal only grows by whole fsync'ed lines, so snapshot +
   complete tail lines is always a state some commit produced.
 
-* Within a process, ``commit`` is serialized by a ``threading.Lock`` (the
-  orchestrator is asyncio, but signal handling may come from other threads).
-  ``commit(new, ...)`` stores ``new`` as given; a caller that derives ``new`` from
-  a quest read earlier may overwrite a concurrent change, so
-  :meth:`QuestWriter.update` runs a function on the current quest under that lock.
+* Within a process, ``commit`` is serialized by a ``threading.Lock``;
+  :meth:`QuestWriter.update` runs a function on the current quest under that lock
+  (``commit(new)`` of a quest read earlier could overwrite a concurrent change).
 
 ``quest.json`` alone can be up to ``snapshot_every`` commits behind after a crash
 (a clean ``close`` brings it up to date): read quests through this store. The lock
@@ -70,23 +63,31 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, Literal, TypeGuard
+from typing import Any, Literal
 
-from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from scaffold.errors import InvalidIdError, StoreError, StoreLocked
-from scaffold.fsutil import fsync_dir as _fsync_dir
+from scaffold.fsutil import fsync_dir, leftover_temps, write_file
 from scaffold.ids import validate_quest_id
+from scaffold.quest.journal import (
+    JOURNAL_NAME,
+    SNAPSHOT_FORMAT,
+    SNAPSHOT_NAME,
+    dumps,
+    history_entries,
+    load,
+    read_snapshot,
+    sync,
+    write_all,
+)
 from scaffold.quest.model import HistoryEntry, Quest, utcnow
 
 __all__ = [
@@ -98,11 +99,7 @@ __all__ = [
     "draft",
 ]
 
-SNAPSHOT_NAME = "quest.json"
-JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "writer.lock"
-_SNAPSHOT_TMP = "quest.json.tmp"
-SNAPSHOT_FORMAT = 1
 
 # Top-level Quest fields diffed with `is` then `==`; tasks are diffed per record
 # and seq is owned by the store.
@@ -132,228 +129,6 @@ def draft(
         target=target,
         detail=detail if detail is not None else {},
     )
-
-
-# --------------------------------------------------------------------------- files
-
-
-def _dumps(obj: Any, indent: int | None = None) -> bytes:
-    seps = (",", ": ") if indent else (",", ":")
-    try:
-        return json.dumps(obj, ensure_ascii=False, indent=indent, separators=seps).encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (e.g. undecodable agent output) is not UTF-8: escape it
-        # as \udcxx, which json.loads turns back into the same string.
-        return json.dumps(obj, ensure_ascii=True, indent=indent, separators=seps).encode("ascii")
-
-
-def _sync(fd: int) -> None:
-    # fdatasync flushes the data and the size (what an append needs) but not mtime.
-    sync = getattr(os, "fdatasync", os.fsync)
-    sync(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _atomic_write(path: Path, data: bytes, *, durable: bool) -> None:
-    """Replace ``path`` with ``data``: readers see the old or the new file, never a mix."""
-    tmp = path.with_name(_SNAPSHOT_TMP)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if durable:
-        _fsync_dir(path.parent)
-
-
-# ------------------------------------------------------------------------ records
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    seq: int
-    offset: int
-    lines: int
-    quest: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class _Line:
-    lineno: int  # 1-based line number in the journal
-    end: int  # byte offset just after this line's newline
-    record: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    quest: Quest
-    end: int  # offset after the last complete line
-    lines: int  # number of complete lines
-    tail: int  # lines replayed after the snapshot
-    size: int  # journal size on disk (> end: a torn last line)
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _parse_record(raw: bytes) -> dict[str, Any] | None:
-    """The journal record on one line, or None when the line is not one."""
-    try:
-        rec = json.loads(raw)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError
-        return None
-    if not isinstance(rec, dict):
-        return None
-    if not _is_int(rec.get("seq")) or not isinstance(rec.get("entries"), list):
-        return None
-    if not isinstance(rec.get("quest", {}), dict) or not isinstance(rec.get("tasks", {}), dict):
-        return None
-    order = rec.get("order")
-    if order is not None and not (
-        isinstance(order, list) and all(isinstance(k, str) for k in order)
-    ):
-        return None
-    return rec
-
-
-def _read_snapshot(path: Path) -> _Snapshot:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise StoreError(path, "no such quest (snapshot missing)") from None
-    except OSError as exc:
-        raise StoreError(path, f"cannot read snapshot: {exc}") from exc
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise StoreError(path, f"snapshot is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
-        raise StoreError(path, f"not a quest snapshot of format {SNAPSHOT_FORMAT}")
-    seq, offset, lines, quest = (
-        doc.get(k) for k in ("seq", "journal_offset", "journal_lines", "quest")
-    )
-    if not (_is_int(seq) and _is_int(offset) and _is_int(lines) and isinstance(quest, dict)):
-        raise StoreError(path, "snapshot lacks seq, journal_offset, journal_lines or quest")
-    if offset < 0 or lines < 0 or quest.get("seq") != seq:
-        raise StoreError(path, "snapshot header disagrees with the quest it holds")
-    return _Snapshot(seq=seq, offset=offset, lines=lines, quest=quest)
-
-
-def _scan(path: Path, f: BinaryIO, offset: int, lineno: int) -> Iterator[_Line]:
-    """Complete journal lines from ``offset``; stops quietly before a torn last line.
-
-    A line without its newline can only be the last one (an interrupted append);
-    an unparsable line is torn when nothing follows it and corrupt otherwise.
-    """
-    f.seek(offset)
-    pending = f.readline()
-    while pending:
-        raw = pending
-        pending = f.readline()  # one line of lookahead: is `raw` the last line?
-        lineno += 1
-        if not raw.endswith(b"\n"):
-            return
-        record = _parse_record(raw)
-        if record is None:
-            if not pending:
-                return
-            raise StoreError(path, f"line {lineno}: corrupt journal record (not a torn tail)")
-        offset += len(raw)
-        yield _Line(lineno=lineno, end=offset, record=record)
-
-
-def _line_ending_at(f: BinaryIO, end: int) -> bytes:
-    """The journal line whose newline is the byte before ``end`` (read backwards)."""
-    chunk = 4096
-    buf = b""
-    pos = end
-    while pos > 0:
-        start = max(0, pos - chunk)
-        f.seek(start)
-        buf = f.read(pos - start) + buf
-        pos = start
-        cut = buf.rfind(b"\n", 0, len(buf) - 1)
-        if cut >= 0:
-            return buf[cut + 1 :]
-        chunk *= 2
-    return buf
-
-
-def _apply(path: Path, state: dict[str, Any], line: _Line, seq: int) -> int:
-    """Fold one journal record into the JSON form of the quest; return the new seq."""
-    rec = line.record
-    entries = rec["entries"]
-    for i, entry in enumerate(entries, start=1):
-        if not isinstance(entry, dict) or entry.get("seq") != seq + i:
-            raise StoreError(
-                path, f"line {line.lineno}: history entry {i} should have seq {seq + i}"
-            )
-    new_seq = seq + len(entries)
-    if rec["seq"] != new_seq:
-        raise StoreError(path, f"line {line.lineno}: seq {rec['seq']} should be {new_seq}")
-    fields = rec.get("quest")
-    if fields:
-        state.update(fields)
-    tasks: dict[str, Any] = state.setdefault("tasks", {})
-    changed = rec.get("tasks")
-    if changed:
-        tasks.update(changed)
-    order = rec.get("order")
-    if order is not None:
-        try:
-            state["tasks"] = {task_id: tasks[task_id] for task_id in order}
-        except KeyError as exc:
-            raise StoreError(path, f"line {line.lineno}: order names unknown task {exc}") from None
-    state["seq"] = new_seq
-    return new_seq
-
-
-def _load(qdir: Path) -> _Loaded:
-    """Snapshot + replay of the complete journal lines after it."""
-    snap_path = qdir / SNAPSHOT_NAME
-    journal = qdir / JOURNAL_NAME
-    snap = _read_snapshot(snap_path)
-    try:
-        f = journal.open("rb")
-    except FileNotFoundError:
-        raise StoreError(journal, "journal missing (the snapshot exists)") from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if snap.offset > size:
-            raise StoreError(
-                snap_path,
-                f"snapshot is ahead of the journal (seq {snap.seq} at byte {snap.offset}, "
-                f"journal has {size} bytes): files changed outside the store",
-            )
-        if snap.offset > 0:
-            anchor = _line_ending_at(f, snap.offset)
-            rec = _parse_record(anchor) if anchor.endswith(b"\n") else None
-            if rec is None or rec["seq"] != snap.seq:
-                raise StoreError(
-                    snap_path,
-                    f"snapshot (seq {snap.seq}) does not match journal line {snap.lines}: "
-                    "files changed outside the store",
-                )
-        state = snap.quest
-        seq, end, lines, tail = snap.seq, snap.offset, snap.lines, 0
-        for line in _scan(journal, f, snap.offset, snap.lines):
-            seq = _apply(journal, state, line, seq)
-            end, lines, tail = line.end, line.lineno, tail + 1
-    try:
-        quest = Quest.model_validate(state)
-    except ValidationError as exc:
-        raise StoreError(journal, f"replayed quest is invalid: {exc}") from exc
-    return _Loaded(quest=quest, end=end, lines=lines, tail=tail, size=size)
 
 
 # ------------------------------------------------------------------------- writer
@@ -467,7 +242,7 @@ class QuestWriter:
             written = self._offset
             self._syncs_running += 1
         try:
-            _sync(self._journal_fd)
+            sync(self._journal_fd)
         except OSError as exc:
             with self._mutex:
                 # After a failed fsync the page cache state is unknown: stop writing.
@@ -573,7 +348,7 @@ class QuestWriter:
                     record["tasks"] = patch
                 if len(old_tasks) != len(new_tasks) or list(old_tasks) != list(new_tasks):
                     record["order"] = list(new_tasks)
-            line = _dumps(record) + b"\n"
+            line = dumps(record) + b"\n"
         except PydanticSerializationError as exc:
             raise StoreError(self._journal, f"cannot serialize the commit: {exc}") from exc
         result = new if new.seq == seq else new.model_copy(update={"seq": seq})
@@ -593,7 +368,7 @@ class QuestWriter:
 
     def _append(self, line: bytes, sync: bool = True) -> None:
         try:
-            _write_all(self._journal_fd, line)
+            write_all(self._journal_fd, line)
         except OSError as exc:
             try:  # take back a partial line so the next commit starts on a clean line
                 os.ftruncate(self._journal_fd, self._offset)
@@ -610,7 +385,7 @@ class QuestWriter:
     def _sync_journal(self) -> None:
         # fdatasync covers every line written before it: the ones not yet synced too.
         try:
-            _sync(self._journal_fd)
+            sync(self._journal_fd)
         except OSError as exc:
             # After a failed fsync the page cache state is unknown: stop writing.
             self._broken = f"fsync failed: {exc}"
@@ -633,8 +408,8 @@ class QuestWriter:
             "quest": quest.model_dump(mode="json"),
         }
         # Indented: the snapshot is rewritten rarely and is meant to diff well in git.
-        data = _dumps(doc, indent=2) + b"\n"
-        _atomic_write(self.path / SNAPSHOT_NAME, data, durable=self._durable)
+        data = dumps(doc, indent=2) + b"\n"
+        write_file(self.path / SNAPSHOT_NAME, data, sync=self._durable)
         self._since_snapshot = 0
 
     def _try_snapshot(self) -> None:
@@ -690,9 +465,9 @@ class QuestStore:
             qdir_is_new = not qdir.exists()
             qdir.mkdir(exist_ok=True)
             if self.durable and qdir_is_new:
-                _fsync_dir(self.root)
+                fsync_dir(self.root)
                 if root_is_new:
-                    _fsync_dir(self.root.parent)
+                    fsync_dir(self.root.parent)
         except OSError as exc:
             raise StoreError(qdir, f"cannot create the quest folder: {exc}") from exc
         lock_fd = _acquire_lock(qdir)
@@ -746,7 +521,7 @@ class QuestStore:
             return "created"
         lock_fd = _acquire_lock(qdir)
         try:
-            local = _load(qdir).quest
+            local = load(qdir).quest
             if local.seq >= quest.seq:
                 return "kept"
             aside = self.root / ".replaced"
@@ -770,9 +545,10 @@ class QuestStore:
         lock_fd = _acquire_lock(qdir)
         journal_fd = -1
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(qdir / _SNAPSHOT_TMP)  # left by a crash mid-snapshot
-            loaded = _load(qdir)
+            for leftover in leftover_temps(qdir / SNAPSHOT_NAME):  # a crash mid-snapshot
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+            loaded = load(qdir)
             journal_fd = os.open(qdir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND)
             if loaded.size > loaded.end:
                 _log.warning(
@@ -812,7 +588,7 @@ class QuestStore:
         attempts = 3
         for attempt in range(attempts):
             try:
-                return _load(qdir).quest
+                return load(qdir).quest
             except StoreError:
                 if attempt == attempts - 1:
                     raise
@@ -821,21 +597,7 @@ class QuestStore:
     def history(self, quest_id: str, since_seq: int = 0) -> Iterator[HistoryEntry]:
         """Stream the history entries with seq > ``since_seq``, oldest first."""
         qdir = self._dir(quest_id)
-        snap = _read_snapshot(qdir / SNAPSHOT_NAME)
+        snap = read_snapshot(qdir / SNAPSHOT_NAME)
         # Entries up to the snapshot's seq all lie before its offset: skip them.
         start = (snap.offset, snap.lines) if since_seq >= snap.seq else (0, 0)
-        return _history(qdir / JOURNAL_NAME, since_seq, *start)
-
-
-def _history(journal: Path, since_seq: int, offset: int, lineno: int) -> Iterator[HistoryEntry]:
-    with journal.open("rb") as f:
-        for line in _scan(journal, f, offset, lineno):
-            for raw in line.record["entries"]:
-                if isinstance(raw, dict) and _is_int(raw.get("seq")) and raw["seq"] <= since_seq:
-                    continue
-                try:
-                    yield HistoryEntry.model_validate(raw)
-                except ValidationError as exc:
-                    raise StoreError(
-                        journal, f"line {line.lineno}: bad history entry: {exc}"
-                    ) from exc
+        return history_entries(qdir / JOURNAL_NAME, since_seq, *start)

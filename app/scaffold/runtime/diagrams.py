@@ -7,7 +7,7 @@ from pathlib import Path
 from scaffold.config import ScaffoldConfig
 from scaffold.diagramcheck.analyzer import analyze
 from scaffold.diagramcheck.findings import Report
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
 
 # Drafts longer than this are left out of the lines (the message still says what to add).

@@ -2,21 +2,32 @@
 
 Only one process writes a quest (the store's writer lock), so ``scaffold answer`` and
 friends do not touch the quest file: they drop a small JSON message here (atomic
-write), and the orchestrator applies it on its next turn, or on its next start.
+write), and the orchestrator applies it on its next turn, or on its next start
+(:func:`consume`: an answer resumes the session, an abort stops the quest, an approval,
+a rejection, a retry or feedback becomes the task's event).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scaffold.quest.model import Feedback, utcnow
+from scaffold.core import quest_flow as qf
+from scaffold.core import review
+from scaffold.core.events import Event
+from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
+from scaffold.errors import ScaffoldError, UnknownQuestion
+from scaffold.fsutil import write_file
+from scaffold.quest.model import Feedback, QuestPhase, utcnow
+from scaffold.runtime.agent_jobs import PLAN_KEY
+
+if TYPE_CHECKING:
+    from scaffold.runtime.orchestrator import Orchestrator
 
 Kind = Literal["answer", "approve", "reject", "abort", "retry", "feedback"]
 
@@ -43,13 +54,8 @@ def post(state_root: Path, message: InboxMessage) -> Path:
     folder = inbox_dir(state_root)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{message.at.strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
-    tmp = folder / f".{name}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(message.model_dump_json())
-        fh.flush()
-        os.fsync(fh.fileno())
     final = folder / name
-    os.replace(tmp, final)
+    write_file(final, message.model_dump_json().encode("utf-8"))
     return final
 
 
@@ -80,3 +86,73 @@ def pending(state_root: Path) -> list[tuple[Path, InboxMessage | None, str]]:
 
 def done(path: Path) -> None:
     path.unlink(missing_ok=True)
+
+
+def consume(orch: Orchestrator) -> None:
+    for path, msg, problem in pending(orch.state_root):
+        if msg is None:
+            orch.out.warn(f"inbox: {path.name}: {problem}; moved aside")
+            path.rename(path.with_suffix(".bad"))
+            continue
+        if msg.quest_id != orch.quest.id:
+            continue
+        try:
+            _apply_message(orch, msg)
+        except ScaffoldError as exc:
+            orch.out.warn(f"inbox: {msg.kind}: {exc}")
+        done(path)
+
+
+def _apply_message(orch: Orchestrator, msg: InboxMessage) -> None:
+    now = orch.clock()
+    if msg.kind == "answer":
+        assert msg.question_id is not None
+        q = orch.quest.questions.get(msg.question_id)
+        if q is None or q.answer is not None:
+            raise UnknownQuestion(msg.question_id)
+        step = qf.answer_question(orch.quest, msg.question_id, msg.text, msg.by, orch.limits, now)
+        orch.commit(step.quest, step.entries)
+        key = q.task_id or PLAN_KEY
+        orch.out.line(f"{key}: answer to {msg.question_id} received; resuming the session")
+        if step.effects:
+            orch.start_job(key, step.effects)
+    elif msg.kind == "abort":
+        step = qf.stop_quest(orch.quest, msg.text or f"aborted by {msg.by}", now)
+        orch.commit(step.quest, step.entries)
+        for task in list(orch.quest.tasks.values()):
+            if task.state in (Lifecycle.READY, *IN_FLIGHT) and task.state not in (
+                Lifecycle.MERGING,
+                Lifecycle.CLEANUP,
+            ):
+                orch.apply(task.id, Event(EventName.ABORT_SIGNAL, detail="aborted"))
+        if orch.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
+            job = orch.jobs.get(PLAN_KEY)
+            if job is not None:
+                job.cancel()
+            orch.apply(PLAN_KEY, Event(EventName.ABORT_SIGNAL, detail="aborted"))
+    elif msg.kind == "feedback":
+        _take_feedback(orch, msg, now)
+    elif msg.kind == "approve" and orch.merging(msg.task_id):
+        # A fresh approval (of a head that moved after the first one): the merge that
+        # waits for it looks again now.
+        orch.merges_look_again()
+    else:
+        assert msg.task_id is not None
+        name = {
+            "approve": EventName.PR_APPROVED,
+            "reject": EventName.PR_REJECTED,
+            "retry": EventName.RETRY_REQUESTED,
+        }[msg.kind]
+        orch.apply(msg.task_id, Event(name, at=now, detail=msg.text or msg.by))
+
+
+def _take_feedback(orch: Orchestrator, msg: InboxMessage, now: datetime) -> None:
+    """A reviewer's or CI's feedback: a round now, or kept for the next one."""
+    task = orch.quest.tasks.get(msg.task_id or "")
+    if task is None or msg.feedback is None:
+        raise ScaffoldError(f"feedback for an unknown task {msg.task_id!r}")
+    if not review.fresh(task, [msg.feedback]):
+        orch.out.line(f"{task.id}: feedback {msg.feedback.key} was taken already")
+        return
+    name = EventName.CI_FAILED if msg.feedback.kind == "ci" else EventName.CHANGES_REQUESTED
+    orch.apply(task.id, Event(name, at=now, feedback=(msg.feedback,)))

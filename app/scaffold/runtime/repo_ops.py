@@ -20,11 +20,11 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import ScaffoldError
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, run_git
-from scaffold.git.ward import CommandWrap, format_ward_report, run_ward
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.diagrams import missing_lines, task_report
+from scaffold.ward import CommandWrap, format_ward_report, run_ward
 
 
 class RepoOps:

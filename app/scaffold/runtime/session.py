@@ -10,7 +10,7 @@ from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig, load_config
 from scaffold.errors import ConfigError, UsageError
 from scaffold.git.runner import repo_toplevel
-from scaffold.git.worktrees import Workspace
+from scaffold.git.workspace import Workspace
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase
 from scaffold.quest.store import QuestStore, QuestWriter
 from scaffold.roles import Role

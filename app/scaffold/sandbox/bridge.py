@@ -34,6 +34,8 @@ import posix
 import sys
 
 _CHUNK = 65536
+# Forwarded to the agent, and SIGCHLD: it has exited.
+_WATCHED = {_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGCHLD}
 
 
 def _quietly(call: object, *args: object) -> None:
@@ -116,6 +118,7 @@ def _exec_child(command: list[str]) -> None:
     try:
         for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
             _signal.signal(sig, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _WATCHED)
         posix.closerange(3, 1 << 20)
         error: OSError | None = None
         for candidate in _candidates(command[0]):
@@ -145,6 +148,18 @@ def _wait_for_gate(fd: int) -> bool:
         _quietly(posix.close, fd)
 
 
+def _forward_until_exit(pid: int) -> int:
+    """Pass SIGTERM, SIGINT and SIGHUP on to the agent until it exits; its wait status."""
+    while True:
+        signum = _signal.sigwait(_WATCHED)
+        if signum != _signal.SIGCHLD:
+            _quietly(posix.kill, pid, signum)
+            continue
+        done, status = posix.waitpid(pid, posix.WNOHANG)
+        if done == pid:
+            return int(status)
+
+
 def main(argv: list[str]) -> int:
     forwards: list[str] = []
     gate: int | None = None
@@ -171,21 +186,16 @@ def main(argv: list[str]) -> int:
     if gate is not None and not _wait_for_gate(gate):
         return 125  # the start was withdrawn: the agent never ran
     sys.stderr.flush()
+    # Blocked from before the fork, and taken one by one: a signal sent the moment the
+    # agent starts is forwarded, never lost (a handler installed after the fork missed
+    # it, or ran only once the agent had exited).
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, _WATCHED)
     pid = posix.fork()  # before any thread starts: the child runs no other thread's state
     if pid == 0:
         _exec_child(command)
-    for listener, target in listeners:
+    for listener, target in listeners:  # the threads inherit the blocked signals
         _thread.start_new_thread(_accept_loop, (listener, target))
-    reaped = [False]
-
-    def forward(signum: int, _frame: object) -> None:
-        if not reaped[0]:
-            _quietly(posix.kill, pid, signum)
-
-    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
-        _signal.signal(sig, forward)
-    _, status = posix.waitpid(pid, 0)  # retried after a signal handler runs (PEP 475)
-    reaped[0] = True
+    status = _forward_until_exit(pid)
     code = posix.waitstatus_to_exitcode(status)
     sys.stderr.flush()
     # Accept threads may sit in accept(); leave without waiting for them.

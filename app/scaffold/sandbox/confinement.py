@@ -24,7 +24,6 @@ private object store (``GIT_OBJECT_DIRECTORY``) and cannot move any branch.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import pwd
 import shutil
@@ -33,10 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import scaffold
 from scaffold.errors import SandboxError
 from scaffold.sandbox.egress import Route, hosts_file
 from scaffold.sandbox.mounts import View, mount_args
-from scaffold.sandbox.settings import Sandbox
+from scaffold.sandbox.settings import Sandbox, bwrap_base
 
 __all__ = [
     "CHANNEL_INSIDE",
@@ -114,15 +114,7 @@ def worktree_git_dirs(worktree: Path) -> tuple[Path, Path]:
 
 
 def install_root(program: Path) -> list[Path]:
-    """The folders a program needs readable to run: its install root, and a venv's base.
-
-    Remembered per program for the life of the process (an install does not move while
-    scaffold runs; every agent start asks for the same few programs)."""
-    return list(_install_root(program))
-
-
-@functools.lru_cache(maxsize=64)
-def _install_root(program: Path) -> tuple[Path, ...]:
+    """The folders a program needs readable to run: its install root, and a venv's base."""
     roots: list[Path] = []
     for path in dict.fromkeys([program, program.resolve()]):
         root: Path | None = None
@@ -140,7 +132,7 @@ def _install_root(program: Path) -> tuple[Path, ...]:
         if root is None:
             root = path.parent.parent if path.parent.name == "bin" else path.parent
         roots.append(root)
-    return tuple(dict.fromkeys(roots))
+    return list(dict.fromkeys(roots))
 
 
 def _venv_base(cfg: Path) -> list[Path]:
@@ -170,17 +162,10 @@ def _real_homes(env: Mapping[str, str]) -> list[Path]:
 
 
 def _python_roots() -> list[Path]:
-    return list(_python_roots_once())
-
-
-@functools.lru_cache(maxsize=1)
-def _python_roots_once() -> tuple[Path, ...]:
-    import scaffold
-
+    """Where this interpreter and scaffold are installed (the bridge runs on them)."""
     roots = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
     roots.append(Path(scaffold.__file__).resolve().parent.parent)
-    roots += install_root(Path(sys.executable))
-    return tuple(roots)
+    return roots + install_root(Path(sys.executable))
 
 
 def build_view(
@@ -239,7 +224,7 @@ def _prepare_private(
         own, common = git_dirs
         if own != common:  # a worktree: its config.worktree exists, to be pinned read-only
             with contextlib.suppress(FileExistsError):  # made once: a touch would change its
-                (own / "config.worktree").touch(exist_ok=False)  # ctime (worktree_snapshot)
+                (own / "config.worktree").touch(exist_ok=False)  # ctime
         elif (own / "index").is_file():
             # A plain checkout's index sits in its read-only .git: the agent gets a copy.
             shutil.copyfile(own / "index", c.private / "index")
@@ -301,23 +286,9 @@ def confine(
             forwards += ["--gate", str(gate_fd)]
         inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]
     command = [
-        str(sandbox.bwrap),
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
+        *bwrap_base(sandbox.bwrap),
         # Only for the bridge to listen on 443 in the sandbox's own network namespace.
         *(["--cap-add", "CAP_NET_BIND_SERVICE"] if c.routes else []),
-        "--hostname",
-        "scaffold-sandbox",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
         *mount_args(view, exists=os.path.lexists, is_dir=os.path.isdir),
         "--chdir",
         str(c.cwd),

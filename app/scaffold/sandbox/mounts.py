@@ -40,36 +40,29 @@ class View:
     def __init__(self) -> None:
         self._rules: dict[PurePosixPath, Rule] = {}
 
-    def _put(self, path: object, access: Access, source: object = None) -> None:
-        p = PurePosixPath(str(path))
-        if not p.is_absolute():
-            raise ValueError(f"sandbox paths are absolute: {p}")
+    def _put(self, access: Access, paths: tuple[object, ...], source: object = None) -> View:
         src = PurePosixPath(str(source)) if source is not None else None
-        self._rules[p] = Rule(p, access, src)
+        for path in paths:
+            p = PurePosixPath(str(path))
+            if not p.is_absolute():
+                raise ValueError(f"sandbox paths are absolute: {p}")
+            self._rules[p] = Rule(p, access, src)
+        return self
 
     def deny(self, *paths: object) -> View:
-        for p in paths:
-            self._put(p, "deny")
-        return self
+        return self._put("deny", paths)
 
     def scratch(self, *paths: object) -> View:
-        for p in paths:
-            self._put(p, "scratch")
-        return self
+        return self._put("scratch", paths)
 
     def ro(self, *paths: object) -> View:
-        for p in paths:
-            self._put(p, "ro")
-        return self
+        return self._put("ro", paths)
 
     def rw(self, *paths: object) -> View:
-        for p in paths:
-            self._put(p, "rw")
-        return self
+        return self._put("rw", paths)
 
     def map(self, path: object, source: object) -> View:
-        self._put(path, "map", source)
-        return self
+        return self._put("map", (path,), source)
 
     @property
     def rules(self) -> list[Rule]:
@@ -105,7 +98,6 @@ def mount_args(
     """
     args: list[str] = []
     read_only: list[str] = []
-    ruled = {r.path: r for r in view.rules}
     for rule in view.rules:
         path = str(rule.path)
         if rule.access == "map":
@@ -114,9 +106,8 @@ def mount_args(
             continue
         if not exists(path):
             continue
-        parent_access = _inherited(ruled, rule.path)
         if rule.access == "deny":
-            if parent_access == "deny":
+            if rule.path != rule.path.parent and view.access(rule.path.parent) == "deny":
                 continue
             if is_dir(path):
                 args += ["--tmpfs", path]
@@ -132,11 +123,3 @@ def mount_args(
     for path in read_only:
         args += ["--remount-ro", path]
     return args
-
-
-def _inherited(ruled: dict[PurePosixPath, Rule], path: PurePosixPath) -> Access:
-    for parent in path.parents:
-        rule = ruled.get(parent)
-        if rule is not None:
-            return rule.access
-    return "ro"

@@ -36,6 +36,7 @@ __all__ = [
     "ENV_READABLE",
     "ENV_WRITABLE",
     "Sandbox",
+    "bwrap_base",
     "find_bwrap",
     "probe_bwrap",
     "resolve_sandbox",
@@ -90,16 +91,18 @@ def find_bwrap() -> Path | None:
         return Path(found) if found else None
 
 
-@functools.cache
-def probe_bwrap(bwrap: Path) -> str | None:
-    """None when bubblewrap can make an agent's namespaces here, else why not."""
-    argv = [
+def bwrap_base(bwrap: Path) -> list[str]:
+    """bubblewrap with an agent's namespaces and no capabilities, over a read-only system
+    with its own ``/dev`` and ``/proc``: what every sandbox starts from, and the probe."""
+    return [
         str(bwrap),
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
         "ALL",
+        "--hostname",
+        "scaffold-sandbox",
         "--ro-bind",
         "/",
         "/",
@@ -107,9 +110,13 @@ def probe_bwrap(bwrap: Path) -> str | None:
         "/dev",
         "--proc",
         "/proc",
-        "--",
-        "/bin/true",
     ]
+
+
+@functools.cache
+def probe_bwrap(bwrap: Path) -> str | None:
+    """None when bubblewrap can make an agent's namespaces here, else why not."""
+    argv = [*bwrap_base(bwrap), "--", "/bin/true"]
     try:
         proc = subprocess.run(
             argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False

@@ -2,9 +2,8 @@
 
 ``refs/heads/scaffold/state`` (config ``state.branch``) holds ``quests/<id>.json`` for
 open quests and ``quests/done/<id>.json`` for finished ones (``state/document.py``).
-Nothing here checks anything out: blobs and the commit are written into the object
-store in-process (:mod:`scaffold.git.objects`; ``hash-object`` and ``commit-tree`` where
-only git may), the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
+Nothing here checks anything out: ``hash-object`` and ``commit-tree`` write the blobs
+and the commit, the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
 the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working
 tree, index or HEAD of anyone's is touched, and a protected default branch is no
 obstacle.
@@ -40,14 +39,11 @@ from typing import Protocol
 
 from scaffold.errors import GitError, StoreError
 from scaffold.git.environment import git_env
-from scaffold.git.objects import ObjectFormat, commit_object, read_object_format, write_object
 from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     LOCAL_TIMEOUT_S,
     SAFE_LOCAL,
-    SCAFFOLD_EMAIL,
-    SCAFFOLD_NAME,
     run_git,
     run_remote_git,
 )
@@ -126,7 +122,6 @@ class StateBranch:
         self.remote = remote
         self._lock = _lock_for(self.repo, self.ref)
         self.problems: list[StateProblem] = []
-        self._objects: ObjectFormat | None = None
 
     # ------------------------------------------------------------------ git
 
@@ -353,34 +348,11 @@ class StateBranch:
         parents = [base] if base else []
         named = all(qid in message for qid in subjects)
         subject = message if named else f"{message} ({', '.join(subjects)})"
-        written = self._write(
-            lambda fmt: commit_object(
-                fmt, tree, parents, subject + "\n", (SCAFFOLD_NAME, SCAFFOLD_EMAIL)
-            )
-        )
-        if written is not None:
-            return written
         with_parents = [arg for parent in parents for arg in ("-p", parent)]
         return self._git("commit-tree", tree, *with_parents, "-m", subject).strip()
 
     def _hash(self, data: bytes) -> str:
-        written = self._write(
-            lambda fmt: (
-                write_object(fmt.objects, fmt.algorithm, "blob", data) if fmt.algorithm else None
-            )
-        )
-        return written or self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
-
-    def _write(self, write: Callable[[ObjectFormat], str | None]) -> str | None:
-        """An object written in-process (:mod:`scaffold.git.objects`); None where git
-        must write it (this repository's format, or a write that failed)."""
-        if self._objects is None:
-            objects = self._git("rev-parse", "--path-format=absolute", "--git-path", "objects")
-            self._objects = read_object_format(self.repo, Path(objects.strip()))
-        try:
-            return write(self._objects)
-        except OSError:
-            return None
+        return self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
 
     def _tree(self, base: str | None, changes: Sequence[str]) -> str:
         with tempfile.TemporaryDirectory(prefix="scaffold-state-") as tmp:

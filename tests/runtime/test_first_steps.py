@@ -1,14 +1,13 @@
-"""What a new user hits first (issue 12): setup mistakes, retries, a stopped run.
+"""What a new user hits first: setup mistakes, retries, a stopped run, what the log says.
 
-Each test reproduces one numbered item of the issue with the real CLI (in-process
-through click's runner where no agent runs, for speed), real git and the scripted agent.
+Each test goes through the real CLI (in-process through click's runner where no agent
+runs, for speed), real git and the scripted agent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 from repo_builder import MakeProject, codeweaver_done
 
+from harness import git
 from scaffold.cli.main import cli
 from scaffold.config import load_config
 from scaffold.core import quest_flow as qf
@@ -32,25 +32,20 @@ from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.signals import parse_signal
 
 
-def _git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
-    return proc.stdout
-
-
 def _invoke(repo: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(cli, [*args, "--repo", str(repo)], env=env)
 
 
 def _initialised(path: Path, *, commit: bool = True) -> Path:
-    _git(path.parent, "init", "-q", "-b", "main", str(path))
+    git(path.parent, "init", "-q", "-b", "main", str(path))
     assert _invoke(path, "init").exit_code == 0
     if commit:
-        _git(path, "add", "-A")
-        _git(path, "-c", "user.name=T", "-c", "user.email=t@localhost", "commit", "-qm", "i")
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", "i")
     return path
 
 
-# --------------------------------------------------------------------------- item 1
+# ------------------------------------------------- a retry after a failed worktree
 
 
 def test_retry_after_a_failed_worktree_runs_the_agent_only_in_its_worktree(
@@ -58,14 +53,14 @@ def test_retry_after_a_failed_worktree_runs_the_agent_only_in_its_worktree(
 ) -> None:
     project = make_project(["First"], [codeweaver_done("TASK-1", quick=True)])
     repo = project.repo
-    _git(repo, "update-ref", "-d", "refs/heads/main")  # as if never committed
+    git(repo, "update-ref", "-d", "refs/heads/main")  # as if never committed
 
     blocked = project.run()
 
     assert blocked.exit_code == 1
     assert project.task("TASK-1").state is Lifecycle.BLOCKED
     assert project.invocations() == []
-    project.git("-c", "user.name=T", "-c", "user.email=t@localhost", "commit", "-qm", "i")
+    project.git("commit", "-qm", "i")
     assert _invoke(repo, "retry", "TASK-1").exit_code == 0
 
     result = project.run()
@@ -79,7 +74,7 @@ def test_retry_after_a_failed_worktree_runs_the_agent_only_in_its_worktree(
     assert "agent_failed" not in project.events("TASK-1")
 
 
-# --------------------------------------------------------------------------- item 2
+# ------------------------------------- an agent program missing or unable to start
 
 
 def test_a_missing_agent_program_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -132,7 +127,7 @@ def test_an_agent_program_that_cannot_start_is_a_failure_not_a_loop(
     assert out.getvalue().count("could not start the agent") <= 3
 
 
-# --------------------------------------------------------------------------- item 3
+# ---------------------------------------------------------- a retry of a done task
 
 
 def _store_with(repo: Path, task: TaskRecord) -> None:
@@ -168,7 +163,7 @@ def test_a_store_holding_a_retried_done_task_recovers(make_project: MakeProject)
     assert project.invocations() == []
 
 
-# --------------------------------------------------------------------------- item 4
+# --------------------------------------------------- the consecutive-failure limit
 
 
 def test_after_the_failure_limit_scheduling_stops_once(make_project: MakeProject) -> None:
@@ -194,7 +189,7 @@ def test_after_the_failure_limit_scheduling_stops_once(make_project: MakeProject
     assert project.invocations(step="TASK-2") == []
 
 
-# --------------------------------------------------------------------------- item 5
+# ---------------------------------------------------- a repository without commits
 
 
 def test_a_repository_without_commits_is_told_to_commit_first(tmp_path: Path) -> None:
@@ -211,7 +206,7 @@ def test_a_repository_without_commits_is_told_to_commit_first(tmp_path: Path) ->
     assert "rev-parse" not in run.output
 
 
-# --------------------------------------------------------------------------- item 6
+# ---------------------------------------------- what the log and the live view say
 
 
 def _processing(**fields: object) -> TaskRecord:
@@ -286,12 +281,12 @@ def test_a_quest_whose_tasks_all_merged_is_shown_done() -> None:
     assert qf.shown_phase(running) == "executing"
 
 
-# --------------------------------------------------------------------------- item 7
+# --------------------------------------------------------------- init's next steps
 
 
 def test_init_prints_next_steps_a_new_user_can_type(tmp_path: Path) -> None:
     repo = tmp_path / "r"
-    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
     bare_path = {"PATH": "/usr/bin:/bin"}  # no scaffold, claude or backlog on it
 
     result = _invoke(repo, "init", env=bare_path)

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from scaffold.git.ward import (
+from scaffold.ward import (
     OUTPUT_TAIL_BYTES,
     WardCommandResult,
     WardResult,

@@ -1,0 +1,173 @@
+"""The App's routes on an issue: the trigger label, comments, ``/scaffold`` commands.
+
+- ``issues.labeled`` with the trigger label, by a person with write access: 👀, a new
+  quest, its status comment, and a run. ``issues.unlabeled`` (the trigger label) aborts.
+- ``issue_comment.created``: ``/scaffold status|abort|retry <task>`` commands and answers
+  to open questions, from people with write access only. Bots (scaffold itself among
+  them) and read-only users never reach an agent. A comment on a pull request goes to
+  the review loop's routes (``review_routes.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scaffold.errors import ScaffoldError
+from scaffold.github import commands, review_routes
+from scaffold.github.comments import NOTICE_MARKER, match_answer, parse_command, render_ambiguous
+from scaffold.github.links import QuestLink
+from scaffold.github.runner import RepoContext
+from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource
+from scaffold.roles import Role
+from scaffold.runtime import inbox
+from scaffold.runtime.session import quest_store
+from scaffold.sanitize import clean
+from scaffold.server.delivery import Delivery
+
+if TYPE_CHECKING:
+    from scaffold.github.service import AppService
+
+log = logging.getLogger("scaffold.app")
+
+FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
+
+
+async def labeled(service: AppService, d: Delivery) -> None:
+    p = d.payload
+    ctx = await service.context(p, d.installation_id)
+    await service.ensure_clone(ctx)
+    config = ctx.checkout.config()
+    label = str((p.get("label") or {}).get("name", ""))
+    if label != config.trigger_label:
+        return
+    issue = p["issue"]
+    number = int(issue["number"])
+    sender = p.get("sender") or {}
+    if not await service.is_writer(ctx, sender):
+        log.warning(
+            "label ignored: the sender lacks write access or is a bot",
+            extra={"delivery": d.id, "sender": sender.get("login"), "issue": number},
+        )
+        return
+    existing = ctx.links.for_issue(ctx.full_name, number)
+    if existing is not None:
+        quest = service.quest_of(ctx, existing.quest_id)
+        if quest.phase not in FINISHED:
+            # The label put back on a quest someone stopped: it goes on.
+            service.runner.poke(ctx, existing.quest_id, resume=True)
+            return
+        ctx.links.update(existing.quest_id, active=False)
+    await service.react(
+        ctx, "/repos/{owner}/{repo}/issues/{number}/reactions", "eyes", number=number
+    )
+    quest_id = _new_quest(service, ctx, issue, str(sender.get("login")))
+    ctx.links.put(
+        QuestLink(
+            quest_id=quest_id,
+            repo=ctx.full_name,
+            issue_number=number,
+            installation_id=ctx.installation_id,
+            requested_by=str(sender.get("login")),
+        )
+    )
+    log.info("quest started", extra={"quest": quest_id, "issue": number, "repo": ctx.full_name})
+    service.runner.poke(ctx, quest_id)
+
+
+def _new_quest(service: AppService, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
+    from scaffold import backlog as bl
+
+    store = quest_store(ctx.checkout.path)
+    number = int(issue["number"])
+    quest_id = f"issue-{number}"
+    n = 1
+    while store.exists(quest_id):
+        n += 1
+        quest_id = f"issue-{number}-{n}"
+    title = clean(str(issue.get("title") or ""), 500)
+    body = clean(str(issue.get("body") or ""))
+    request = f"{title}\n\n{body}".strip()
+    known: tuple[str, ...] = ()
+    with contextlib.suppress(ScaffoldError, OSError):
+        known = tuple(t.id for t in bl.load_backlog(ctx.checkout.path).tasks)
+    quest = Quest(
+        id=quest_id,
+        request=request,
+        source=QuestSource(kind="github", repo=ctx.full_name, issue_number=number),
+        phase=QuestPhase.REQUIREMENTS,
+        planning=PlanningState(
+            role=Role.CHAOSWHISPERER,
+            pending_run=AgentRun(role=Role.CHAOSWHISPERER, kind="fresh"),
+            known_before=known,
+        ),
+    )
+    store.create(quest).close()
+    return quest_id
+
+
+async def unlabeled(service: AppService, d: Delivery) -> None:
+    p = d.payload
+    ctx = await service.context(p, d.installation_id)
+    link = ctx.links.for_issue(ctx.full_name, int(p["issue"]["number"]))
+    if link is None:
+        return
+    config = ctx.checkout.config()
+    if str((p.get("label") or {}).get("name", "")) != config.trigger_label:
+        return
+    if not await service.is_writer(ctx, p.get("sender") or {}):
+        return
+    by = str(p["sender"]["login"])
+    service.post(
+        ctx, link, inbox.make("abort", link.quest_id, text=f"label removed by {by}", by=by)
+    )
+
+
+async def issue_comment(service: AppService, d: Delivery) -> None:
+    p = d.payload
+    sender = p.get("sender") or {}
+    comment = p.get("comment") or {}
+    if sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]"):
+        return  # scaffold's own comments, and other bots
+    body = str(comment.get("body") or "")
+    ctx = await service.context(p, d.installation_id)
+    number = int(p["issue"]["number"])
+    if p["issue"].get("pull_request") is not None:
+        await review_routes.pr_comment(service, d, ctx, number, comment, in_thread=False)
+        return
+    link = ctx.links.for_issue(ctx.full_name, number)
+    command = parse_command(body)
+    if link is None or (command is None and NOTICE_MARKER in body):
+        return
+    if not await service.is_writer(ctx, sender):
+        log.info(
+            "comment ignored: the sender lacks write access",
+            extra={"delivery": d.id, "sender": sender.get("login")},
+        )
+        return
+    by = str(sender["login"])
+    comment_id = int(comment["id"])
+    if command is not None:
+        await commands.run_command(service, ctx, link, command, by, number, comment_id)
+        return
+    quest = service.quest_of(ctx, link.quest_id)
+    pending = quest.pending_questions()
+    match = match_answer(body, [q.id for q in pending])
+    if match is None:
+        return
+    if match.question_id is None:
+        text = (
+            render_ambiguous(pending)
+            if match.problem == "ambiguous"
+            else (f"{NOTICE_MARKER}\nI could not take that as an answer: {match.problem}.")
+        )
+        await service.comment(ctx, number, text)
+        return
+    await service.react(
+        ctx,
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+        "+1",
+        comment_id=comment_id,
+    )
+    service.answer(ctx, link, match.question_id, match.text, by)
