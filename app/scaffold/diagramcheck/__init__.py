@@ -12,46 +12,16 @@ diagrams from the code.
 
 from __future__ import annotations
 
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Any
-
-    from scaffold.diagramcheck.analyzer import analyze, analyze_commits
-    from scaffold.diagramcheck.findings import Finding, Report
-    from scaffold.diagramcheck.render import (
-        CheckAnnotation,
-        check_annotations,
-        render_github,
-        render_json,
-        render_markdown,
-        render_text,
-    )
-
-_WHERE = {
-    "analyze": "analyzer",
-    "analyze_commits": "analyzer",
-    "Finding": "findings",
-    "Report": "findings",
-    "CheckAnnotation": "render",
-    "check_annotations": "render",
-    "render_github": "render",
-    "render_json": "render",
-    "render_markdown": "render",
-    "render_text": "render",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Load a submodule on first use: importing the package costs nothing."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
+from scaffold.diagramcheck.analyzer import analyze, analyze_commits
+from scaffold.diagramcheck.findings import Finding, Report
+from scaffold.diagramcheck.render import (
+    CheckAnnotation,
+    check_annotations,
+    render_github,
+    render_json,
+    render_markdown,
+    render_text,
+)
 
 __all__ = [
     "CheckAnnotation",

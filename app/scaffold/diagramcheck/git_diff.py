@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.diagramcheck.records import quick_init
 from scaffold.diagramcheck.revisions import is_bad_ref
 from scaffold.errors import GitError, UsageError
 from scaffold.git.environment import GIT, git_env
@@ -34,7 +33,6 @@ SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 
 
-@quick_init
 @dataclass(frozen=True)
 class RawChange:
     """One record of ``git diff --raw -z -M``.

@@ -15,11 +15,8 @@ is a pydantic model in another changed file is a pydantic model too.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-
-from scaffold.diagramcheck.records import quick_init
 
 # Kinds of class the data-model diagram draws.
 DATACLASS = "dataclass"
@@ -102,7 +99,6 @@ _WRAPPERS = {
 }
 
 
-@quick_init
 @dataclass(frozen=True)
 class FieldInfo:
     """A field: its name, its type as written (``""`` when untyped) and its line."""
@@ -112,7 +108,6 @@ class FieldInfo:
     line: int
 
 
-@quick_init
 @dataclass(frozen=True)
 class MemberInfo:
     """An Enum member or a state: its name, its string value if it has one, its line."""
@@ -129,7 +124,6 @@ class MemberInfo:
         return (self.name,)
 
 
-@quick_init
 @dataclass(frozen=True)
 class Transition:
     """One row of a transition table or machine: ``source --event--> target``."""
@@ -140,7 +134,6 @@ class Transition:
     line: int
 
 
-@quick_init
 @dataclass(frozen=True)
 class ClassInfo:
     """A class (or a functional TypedDict/NamedTuple) as written in the source."""
@@ -158,7 +151,6 @@ class ClassInfo:
     functional_kind: str | None = None
 
 
-@quick_init
 @dataclass(frozen=True)
 class TableInfo:
     """A transition table: an assignment whose rows name members of ``enum``."""
@@ -169,7 +161,6 @@ class TableInfo:
     rows: tuple[Transition, ...]
 
 
-@quick_init
 @dataclass(frozen=True)
 class MachineInfo:
     """A ``transitions`` machine: ``Machine(states=..., transitions=...)``."""
@@ -186,7 +177,6 @@ class SyntaxProblem:
     message: str
 
 
-@quick_init
 @dataclass(frozen=True)
 class ModuleInfo:
     classes: tuple[ClassInfo, ...] = ()
@@ -290,11 +280,8 @@ def _str_value(node: ast.expr | None) -> str | None:
     return None
 
 
-def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool, bool]:
-    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body.
-
-    ``d`` is added to every line (a statement parsed on its own, see :func:`read_module_fast`).
-    """
+def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
+    """Annotated and ``attr.ib()``/``Column()``-assigned names in the class body."""
     fields: list[FieldInfo] = []
     has_tablename = False
     uses_mapped = False
@@ -317,7 +304,7 @@ def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool
                 continue
             if last == "Mapped":
                 uses_mapped = True
-            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno + d))
+            fields.append(FieldInfo(name, _annotation_text(stmt.annotation), stmt.lineno))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if not isinstance(target, ast.Name):
@@ -342,11 +329,11 @@ def _class_fields(node: ast.ClassDef, d: int = 0) -> tuple[list[FieldInfo], bool
                             else str(first.value)
                         )
                         typ = _last(typ) if typ else ""
-                    fields.append(FieldInfo(target.id, typ, stmt.lineno + d))
+                    fields.append(FieldInfo(target.id, typ, stmt.lineno))
     return fields, has_tablename, uses_mapped
 
 
-def _enum_members(node: ast.ClassDef, d: int = 0) -> list[MemberInfo]:
+def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
         targets: list[ast.expr]
@@ -363,13 +350,11 @@ def _enum_members(node: ast.ClassDef, d: int = 0) -> list[MemberInfo]:
                 val = _str_value(value)
                 if val is None and isinstance(value, ast.Tuple) and value.elts:
                     val = _str_value(value.elts[0])
-                members.append(MemberInfo(target.id, val, stmt.lineno + d))
+                members.append(MemberInfo(target.id, val, stmt.lineno))
     return members
 
 
-def _sm_states_and_transitions(
-    node: ast.ClassDef, d: int = 0
-) -> tuple[list[MemberInfo], list[Transition]]:
+def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], list[Transition]]:
     """python-statemachine: ``x = State(...)`` attributes and ``go = a.to(b) | b.to(c)``."""
     states: list[MemberInfo] = []
     transitions: list[Transition] = []
@@ -412,9 +397,9 @@ def _sm_states_and_transitions(
             for kw in value.keywords:
                 if kw.arg == "name":
                     label = _str_value(kw.value) or label
-            states.append(MemberInfo(target.id, label, stmt.lineno + d))
+            states.append(MemberInfo(target.id, label, stmt.lineno))
         else:
-            collect(value, target.id, stmt.lineno + d)
+            collect(value, target.id, stmt.lineno)
     return states, transitions
 
 
@@ -458,9 +443,7 @@ def _row(
     return None
 
 
-def _table_rows(
-    value: ast.expr, aliases: Mapping[str, str], d: int = 0
-) -> list[tuple[str, Transition]]:
+def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, Transition]]:
     # See through wrappers such as MappingProxyType({...}) or tuple([...]).
     while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
@@ -474,21 +457,19 @@ def _table_rows(
                 for k2, v2 in zip(val.keys, val.values, strict=True):
                     if k2 is None:
                         continue
-                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno + d)
+                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno)
                     if found:
                         rows.append(found)
                 continue
-            found = _row([*key_items, *_flat(val)], aliases, key.lineno + d)
+            found = _row([*key_items, *_flat(val)], aliases, key.lineno)
             if found:
                 rows.append(found)
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
         for item in value.elts:
             if isinstance(item, ast.Tuple | ast.List):
-                found = _row(list(item.elts), aliases, item.lineno + d)
+                found = _row(list(item.elts), aliases, item.lineno)
             elif isinstance(item, ast.Call):
-                found = _row(
-                    [*item.args, *(k.value for k in item.keywords)], aliases, item.lineno + d
-                )
+                found = _row([*item.args, *(k.value for k in item.keywords)], aliases, item.lineno)
             else:
                 found = None
             if found:
@@ -504,7 +485,7 @@ def _flat(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-def _tables(body: list[ast.stmt], aliases: Mapping[str, str], d: int = 0) -> list[TableInfo]:
+def _tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableInfo]:
     tables: list[TableInfo] = []
     for stmt in body:
         target: ast.expr | None = None
@@ -517,14 +498,14 @@ def _tables(body: list[ast.stmt], aliases: Mapping[str, str], d: int = 0) -> lis
             continue
         if type(value) is ast.Constant or type(value) is ast.Name:
             continue  # no rows in these (what _table_rows would find)
-        rows = _table_rows(value, aliases, d)
+        rows = _table_rows(value, aliases)
         if len(rows) < 2:
             continue
         enums = {enum for enum, _ in rows}
         for enum in sorted(enums):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
-                tables.append(TableInfo(target.id, stmt.lineno + d, enum, mine))
+                tables.append(TableInfo(target.id, stmt.lineno, enum, mine))
     return tables
 
 
@@ -682,7 +663,7 @@ def _imported(body: list[ast.stmt]) -> dict[str, str]:
     return found
 
 
-def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
+def _functional(stmt: ast.stmt) -> ClassInfo | None:
     """``X = TypedDict("X", {...})``, ``X = NamedTuple("X", [...])``, ``namedtuple(...)``."""
     if not (
         isinstance(stmt, ast.Assign)
@@ -698,7 +679,7 @@ def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
     if func == "TypedDict" and len(call.args) >= 2 and isinstance(call.args[1], ast.Dict):
         for k, v in zip(call.args[1].keys, call.args[1].values, strict=True):
             if k is not None and (s := _str_value(k)) is not None:
-                fields.append(FieldInfo(s, _annotation_text(v), k.lineno + d))
+                fields.append(FieldInfo(s, _annotation_text(v), k.lineno))
         kind = TYPEDDICT
     elif (
         func == "NamedTuple"
@@ -711,7 +692,7 @@ def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
                 and len(item.elts) == 2
                 and (s := _str_value(item.elts[0])) is not None
             ):
-                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno + d))
+                fields.append(FieldInfo(s, _annotation_text(item.elts[1]), item.lineno))
         kind = NAMEDTUPLE
     elif func == "namedtuple" and len(call.args) >= 2:
         spec = call.args[1]
@@ -721,11 +702,11 @@ def _functional(stmt: ast.stmt, d: int = 0) -> ClassInfo | None:
             names = [n for e in spec.elts if (n := _str_value(e)) is not None]
         else:
             names = []
-        fields = [FieldInfo(n, "", stmt.lineno + d) for n in names]
+        fields = [FieldInfo(n, "", stmt.lineno) for n in names]
         kind = NAMEDTUPLE
     else:
         return None
-    return ClassInfo(name, stmt.lineno + d, (), (), tuple(fields), functional_kind=kind)
+    return ClassInfo(name, stmt.lineno, (), (), tuple(fields), functional_kind=kind)
 
 
 def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]:
@@ -783,26 +764,18 @@ def read_module(
         return ModuleInfo(error=SyntaxProblem(exc.lineno or 1, exc.msg or "invalid syntax"))
     except ValueError as exc:  # e.g. NUL bytes
         return ModuleInfo(error=SyntaxProblem(1, str(exc)))
-    return _module_info(
-        [(stmt, 0) for stmt in tree.body], tree, source, module, is_package, imports
-    )
+    return _module_info(tree, source, module, is_package, imports)
 
 
 def _module_info(
-    parts: list[tuple[ast.stmt, int]],
-    tree: ast.Module | None,
-    source: str,
-    module: str = "",
-    is_package: bool = False,
-    imports: bool = False,
+    tree: ast.Module, source: str, module: str, is_package: bool, imports: bool
 ) -> ModuleInfo:
-    """What the top-level statements declare; each comes with the number to add to its
-    lines (0 for a whole parse, the statement's offset when it was parsed on its own).
+    """What the top-level statements declare.
 
     One pass over the statements, each read only by what can use its kind; the tables
-    come out as before: the module's, then those of its functions, then its classes'.
+    come out in order: the module's, then those of its functions, then its classes'.
     """
-    body = [stmt for stmt, _ in parts]
+    body = tree.body
     aliases = _aliases(body)
     imported = _imported(body)
     classes: list[ClassInfo] = []
@@ -811,11 +784,11 @@ def _module_info(
     function_tables: list[TableInfo] = []
     class_tables: list[TableInfo] = []
     bases: list[str] = []
-    for top, shift in parts:
+    for top in body:
         kind = type(top)
         if kind is ast.Assign or kind is ast.AnnAssign:
-            tables += _tables([top], aliases, shift)
-            functional = _functional(top, shift)
+            tables += _tables([top], aliases)
+            functional = _functional(top)
             if functional is not None:
                 functionals.append(functional)
             if (
@@ -828,16 +801,16 @@ def _module_info(
             # Tables built by a module-level function (``def _rows(): rows = [...]``).
             function_tables += [
                 TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
-                for t in _tables(top.body, aliases, shift)
+                for t in _tables(top.body, aliases)
             ]
         elif isinstance(top, _HOLDS_CLASSES):
             for node in _class_defs([top]):
-                fields, tablename, mapped = _class_fields(node, shift)
-                states, transitions = _sm_states_and_transitions(node, shift)
+                fields, tablename, mapped = _class_fields(node)
+                states, transitions = _sm_states_and_transitions(node)
                 classes.append(
                     ClassInfo(
                         name=node.name,
-                        line=node.lineno + shift,
+                        line=node.lineno,
                         bases=tuple(
                             imported.get(b, aliases.get(b, b))
                             for b in (dotted(x) for x in node.bases)
@@ -847,23 +820,23 @@ def _module_info(
                             aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
                         ),
                         fields=tuple(fields),
-                        members=tuple(_enum_members(node, shift)),
+                        members=tuple(_enum_members(node)),
                         states=tuple(states),
                         transitions=tuple(transitions),
                         has_tablename=tablename,
                         uses_mapped=mapped,
                     )
                 )
-                class_tables += _tables(node.body, aliases, shift)
+                class_tables += _tables(node.body, aliases)
     # Machine(...) calls can sit anywhere, so finding them walks the whole tree:
-    # only done when the text can hold one (read_module_fast parses such files whole).
-    machines = _machines(tree) if tree is not None and "Machine" in source else []
+    # only done when the text can hold one.
+    machines = _machines(tree) if "Machine" in source else []
     return ModuleInfo(
         declarative_bases=tuple(bases),
         classes=(*classes, *functionals),
         tables=(*tables, *function_tables, *class_tables),
         machines=tuple(machines),
-        imports=_imports(tree, module, is_package) if imports and tree is not None else (),
+        imports=_imports(tree, module, is_package) if imports else (),
         aliases=aliases,
         imported=imported,
     )
@@ -871,160 +844,6 @@ def _module_info(
 
 # Statements _class_defs looks into.
 _HOLDS_CLASSES = (ast.ClassDef, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)
-
-
-# --------------------------------------------------------------------------- fast reading
-#
-# Most of a cold check's time went into ast.parse, and much of what it parsed it had
-# parsed before: the old and the new side of a modified file share every top-level
-# statement the diff did not touch, and files share boilerplate (imports, helpers). So
-# read_module_fast cuts the text into top-level statements, parses each on its own, and
-# reuses a statement already parsed (the same text) in this batch, its lines shifted.
-#
-# Why that gives what parsing the whole file gives: a piece that ends at a line start
-# and parses on its own leaves Python's tokenizer where a whole parse would be at that
-# point (no open bracket, string or backslash continuation; indentation back to column
-# 0, where the next piece starts), so the whole file's tokens are the pieces' tokens one
-# after the other, and a module is a sequence of statements: the whole file parses iff
-# every piece does, into the pieces' statements in order (same nodes and columns, lines
-# shifted by the piece's offset). Where the text is cut is only a guess: a cut inside a
-# string or a bracket leaves a piece that does not parse, and then the file is parsed
-# whole, as is any file that does not parse (so its error is the whole parse's), and any
-# text that could defeat the argument or needs the whole tree (tabs or form feeds, CR
-# line ends, Machine calls, barry_as_FLUFL). tests/diagramcheck/test_fast_read.py checks
-# that both readers agree, on the corpus and on adversarial files.
-
-# A line starting at column 0 with something other than a comment: maybe a statement.
-_LINE_AT_0 = re.compile(r"^[^\s#]", re.M)
-# Such lines that go on the statement before (or, starting with a closing bracket,
-# cannot start one): no cut there.
-_GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
-# Strings and comments, in order, so that a column-0 line inside a triple-quoted string
-# (a docstring's second paragraph) is not taken for a statement.
-_STRINGS = re.compile(
-    r"#[^\n]*"
-    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
-    r'|"(?:[^"\\\n]|\\.)*"'
-    r"|'(?:[^'\\\n]|\\.)*'",
-    re.S,
-)
-_WHOLE_ONLY = ("\t", "\f", "\r", "Machine", "barry_as_FLUFL")
-
-
-def _whole_only(source: str) -> bool:
-    return (
-        "\t" in source
-        or "\f" in source
-        or "\r" in source
-        or "Machine" in source
-        or "barry_as_FLUFL" in source
-    )
-
-
-# Parsed statements a batch keeps, in characters of text (all dropped past it).
-MEMO_CHARS = 2_000_000
-
-
-class StatementMemo:
-    """Top-level statements parsed in a batch of files, by their text (lines from 1)."""
-
-    def __init__(self, limit: int = MEMO_CHARS) -> None:
-        self.parsed: dict[str, list[ast.stmt]] = {}
-        self.chars = 0
-        self.limit = limit
-        self.hits = 0
-
-    def body(self, text: str) -> list[ast.stmt] | None:
-        """The statements of ``text`` parsed on its own that can declare anything
-        :func:`_module_info` reads; ``None`` if it does not parse."""
-        found = self.parsed.get(text)
-        if found is not None:
-            self.hits += 1
-            return found
-        try:
-            found = [stmt for stmt in ast.parse(text).body if _may_declare(stmt)]
-        except (SyntaxError, ValueError):
-            return None
-        if self.chars + len(text) > self.limit:
-            self.parsed.clear()
-            self.chars = 0
-        self.parsed[text] = found
-        self.chars += len(text)
-        return found
-
-
-# Top-level statements _module_info reads (imports, assignments, classes, the blocks
-# classes and imports sit in), and functions whose own body assigns (a table may be built
-# there). The others (expressions, loops, other functions...) add nothing to its answer.
-_DECLARING = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.Assign,
-    ast.AnnAssign,
-    ast.ClassDef,
-    ast.If,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    ast.TryStar,
-)
-
-
-def _may_declare(stmt: ast.stmt) -> bool:
-    if isinstance(stmt, _DECLARING):
-        return True
-    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-        return any(isinstance(s, ast.Assign | ast.AnnAssign) for s in stmt.body)
-    return False
-
-
-def statement_starts(source: str) -> list[int]:
-    """Where the top-level statements of ``source`` probably start (``0`` first)."""
-    starts = [0]
-    strings: list[tuple[int, int]] = []
-    if '"""' in source or "'''" in source:
-        for match in _STRINGS.finditer(source):
-            begin, end = match.span()
-            if source[begin] != "#" and source.find("\n", begin, end) >= 0:
-                strings.append((begin, end))
-    inside = 0
-    after_decorator = source.startswith("@")
-    for match in _LINE_AT_0.finditer(source, 1):
-        pos = match.start()
-        while inside < len(strings) and strings[inside][1] <= pos:
-            inside += 1
-        if inside < len(strings) and strings[inside][0] < pos:
-            continue  # in a multi-line string
-        if _GOES_ON.match(source, pos):
-            continue
-        if not after_decorator:
-            starts.append(pos)
-        after_decorator = source.startswith("@", pos)
-    return starts
-
-
-def read_module_fast(source: str, memo: StatementMemo | None = None) -> ModuleInfo:
-    """:func:`read_module`'s answer, each top-level statement parsed once per batch.
-
-    See the comment above ``_LINE_AT_0`` for why the answers are the same; every doubt
-    (a piece that does not parse, text that could defeat the argument) is settled by
-    the whole parse.
-    """
-    if memo is None or _whole_only(source):
-        return read_module(source)
-    starts = statement_starts(source)
-    parts: list[tuple[ast.stmt, int]] = []
-    line = 0
-    for i, begin in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else len(source)
-        if i:
-            line += source.count("\n", starts[i - 1], begin)
-        body = memo.body(source[begin:end])
-        if body is None:
-            return read_module(source)
-        parts += [(stmt, line) for stmt in body]
-    return _module_info(parts, None, source)
 
 
 # --------------------------------------------------------------------------- classify

@@ -29,7 +29,6 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
-from scaffold.diagramcheck.records import quick_init
 from scaffold.diagramcheck.settings import DiagramSettings
 
 Side = Literal["old", "new"]
@@ -42,7 +41,6 @@ _TYPE_NOISE = frozenset(
 _MAX_DRAFT_FIELDS = 40
 
 
-@quick_init
 @dataclass(frozen=True)
 class SourceChange:
     """A changed file the rules read: its old and new text (``None`` where absent).
@@ -108,7 +106,6 @@ class DiffInput:
     lookup: Callable[[Side, str], pm.ModuleInfo | None] | None = None
 
 
-@quick_init
 @dataclass(frozen=True)
 class Requirement:
     """``diagram`` must name one of ``accept`` (or, with ``remove``, none of them).
@@ -462,7 +459,6 @@ def _analyse(
     return result
 
 
-@quick_init
 @dataclass(frozen=True)
 class _Located:
     cls: pm.ClassInfo
