@@ -8,6 +8,7 @@ from pathlib import Path
 import corpus
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader, python_syntax
 
 APP = Path(pm.__file__).resolve().parents[1]
 
@@ -90,14 +91,14 @@ ADVERSARIAL = {
 
 
 def test_a_string_that_looks_like_a_class_is_not_read() -> None:
-    info = pm.read_module(ADVERSARIAL["class in a function's string"])
+    info = python_reader.read_module(ADVERSARIAL["class in a function's string"])
     assert [c.name for c in info.classes] == ["Real"]
     assert info.classes[0].line == 8
 
 
 def test_files_that_do_not_parse_give_an_error_and_nothing_else() -> None:
     for name in ("syntax error in a function body", "unterminated string", "NUL byte"):
-        info = pm.read_module(ADVERSARIAL[name])
+        info = python_reader.read_module(ADVERSARIAL[name])
         assert info.error is not None, name
         assert info.classes == ()
 
@@ -115,7 +116,7 @@ def test_plain_annotations_are_written_as_unparse_writes_them() -> None:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.expr) and (text := pm._plain_text(node)):
+            if isinstance(node, ast.expr) and (text := python_syntax.plain_text(node)):
                 assert text == ast.unparse(node)
                 checked += 1
     assert checked > 10_000

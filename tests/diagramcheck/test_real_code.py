@@ -9,6 +9,7 @@ from dcrepo import ARCH, DATA, Repo, kinds, mermaid_doc
 
 from scaffold.diagramcheck import cache as dc_cache
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.analyzer import analyze
 
 SETTINGS_V1 = (
@@ -175,10 +176,10 @@ def test_python_the_settings_leave_out_is_not_parsed(
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch, parsed: list[str]) -> None:
     """Every blob parsed goes into ``parsed``."""
-    real = pm.read_module
+    real = python_reader.read_module
 
     def counting(source: str, *args: object, **kwargs: object) -> pm.ModuleInfo:
         parsed.append(source)
         return real(source, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pm, "read_module", counting)
+    monkeypatch.setattr(python_reader, "read_module", counting)

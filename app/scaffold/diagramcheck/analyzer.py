@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scaffold.diagramcheck import git_diff, revisions
+from scaffold.diagramcheck import git_diff, python_reader, revisions
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
 from scaffold.diagramcheck.findings import Finding, Report
@@ -166,7 +166,7 @@ def _read_changes(
     fresh = list(dict.fromkeys(b for b in py_names if b not in infos))
     for blob, data in zip(fresh, reader.read_many(fresh), strict=True):
         text = git_diff.decode_text(data) if data is not None else None
-        infos[blob] = pm.read_module(text) if text is not None else None
+        infos[blob] = python_reader.read_module(text) if text is not None else None
         if (found := infos[blob]) is not None:
             cache.put(blob, found)
     unique = list(dict.fromkeys(names))
@@ -248,7 +248,7 @@ class _Modules:
             text = git_diff.decode_text(data) if data is not None else None
             if text is None:
                 return None
-            info = pm.read_module(text)
+            info = python_reader.read_module(text)
             self._cache.put(blob, info)
         return info
 

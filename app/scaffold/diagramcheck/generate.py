@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.rules import mermaid_type
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -66,7 +67,9 @@ def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
             continue
         files.append(
             SourceFile(
-                path, name, pm.read_module(text, name, path.endswith("__init__.py"), imports=True)
+                path,
+                name,
+                python_reader.read_module(text, name, path.endswith("__init__.py"), imports=True),
             )
         )
     return files

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from scaffold.diagramcheck import mermaid
+from scaffold.diagramcheck import mermaid, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import backlog_kind
@@ -82,7 +82,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
             new_text = change.new_text if new_ok else None
             new_info = change.new_info if new_ok else None
             if new_info is None and new_text is not None:
-                new_info = pm.read_module(new_text)
+                new_info = python_reader.read_module(new_text)
             if new_info is not None and (problem := new_info.error):
                 warnings.append(
                     Finding(
@@ -99,7 +99,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 continue
             old_info = change.old_info if old_ok else None
             if old_info is None and old_text is not None:
-                old_info = pm.read_module(old_text)
+                old_info = python_reader.read_module(old_text)
             if old_info is not None and old_info.error is not None:
                 old_info = None
             view = SourceChange(change.status, path, change.old_path, old_text, new_text)
