@@ -36,7 +36,10 @@ def module_requirements(
                 draft=(f'    {mermaid_id(new_name)}["{new_name}"]',),
             )
         )
-    if old_name and old_name != new_name and not copied:
+    # A diagram names a module by its dotted suffixes too: a module that only gained a
+    # parent package (``cli.x`` -> ``scaffold.cli.x``) is still named by its old name.
+    renamed = old_name != new_name and not (new_name or "").endswith(f".{old_name}")
+    if old_name and renamed and not copied:
         out.append(
             Requirement(
                 kind="module-removed",
