@@ -126,42 +126,26 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
         old = old_all.get(name)
         if old is not None and old.kind != new.kind and pm.ENUM in (old.kind, new.kind):
             old = None
-        is_state_enum = new.kind == pm.ENUM and name in analysis.state_enums
-        if new.kind == pm.STATEMACHINE:
+        machine = new.kind == pm.STATEMACHINE
+        if machine or (new.kind == pm.ENUM and name in analysis.state_enums):
+            what = f"state machine `{name}`" if machine else f"state enum `{name}`"
+            old_path = old.path if old else new.path
+            old_states = (old.cls.states if machine else old.cls.members) if old else ()
+            new_states = new.cls.states if machine else new.cls.members
             out += member_requirements(
-                old.cls.states if old else (),
-                new.cls.states,
-                name,
-                f"state machine `{name}`",
-                states,
-                old.path if old else new.path,
-                new.path,
-                as_states=True,
+                old_states, new_states, name, what, states, old_path, new.path, as_states=True
             )
-            aliases = {
-                s.name: s.aliases for s in (*new.cls.states, *(old.cls.states if old else ()))
-            }
-            out += transition_requirements(
-                old.cls.transitions if old else (),
-                new.cls.transitions,
-                aliases,
-                f"state machine `{name}`",
-                states,
-                old.path if old else new.path,
-                new.path,
-            )
-            continue
-        if is_state_enum:
-            out += member_requirements(
-                old.cls.members if old else (),
-                new.cls.members,
-                name,
-                f"state enum `{name}`",
-                states,
-                old.path if old else new.path,
-                new.path,
-                as_states=True,
-            )
+            if machine:
+                aliases = {s.name: s.aliases for s in (*new_states, *old_states)}
+                out += transition_requirements(
+                    old.cls.transitions if old else (),
+                    new.cls.transitions,
+                    aliases,
+                    what,
+                    states,
+                    old_path,
+                    new.path,
+                )
             continue
         if old is None:
             fields = ", ".join(
