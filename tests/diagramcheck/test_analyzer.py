@@ -1,5 +1,5 @@
 """The analyzer end to end: paths and Mermaid read as their regexes read them, the merge
-base taken from the same ``rev-parse`` as the commits, ``analyze_here``, and a broken or
+base taken from the same ``rev-parse`` as the commits, and a broken or
 stale cache recomputed, not a crash.
 """
 
@@ -182,39 +182,6 @@ def test_the_merge_base_comes_with_the_commits(repo: Repo, monkeypatch: pytest.M
     monkeypatch.setattr(analyzer.git_diff, "merge_base", lambda *a: called.append("x") or base)
     assert kinds(repo.check(base)) == [("field-added", "total")]
     assert called == []
-
-
-def test_analyze_here_is_analyze_at_the_top(repo: Repo, tmp_path: Path) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-
-    base = _model(repo)
-    _retype(repo)
-    expected = repo.check(base)
-    assert analyze_here(repo.root, base) == expected
-    assert analyze_here(repo.root / "app" / "pkg", base) == expected  # from a subfolder
-
-
-def test_analyze_here_outside_a_repository_says_so(tmp_path: Path) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-    from scaffold.errors import UsageError
-
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for start, ref in ((plain, "HEAD~1"), (plain, "-bad"), (tmp_path / "missing", "HEAD")):
-        with pytest.raises(UsageError, match="not inside a git repository"):
-            analyze_here(start, ref)
-
-
-def test_analyze_here_keeps_the_errors_of_bad_revisions(repo: Repo) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-    from scaffold.errors import UsageError
-
-    for ref in ("no-such-ref", "-x"):
-        with pytest.raises(UsageError) as here:
-            analyze_here(repo.root, ref)
-        with pytest.raises(UsageError) as plain:
-            analyze(repo.root, ref)
-        assert str(here.value) == str(plain.value)
 
 
 def test_blob_ids_come_from_git(repo: Repo) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scaffold.diagramcheck import git_diff, python_reader, revisions
+from scaffold.diagramcheck import git_diff, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
 from scaffold.diagramcheck.findings import Finding, Report
@@ -30,7 +30,6 @@ from scaffold.diagramcheck.rules import (
     requirements,
 )
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
-from scaffold.errors import UsageError
 from scaffold.git.runner import run_git
 
 _READ_SUFFIXES = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
@@ -91,29 +90,19 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
 
 
 def _resolve_both(
-    repo: Path, base: str, head: str, toplevel: list[Path] | None = None
+    repo: Path, base: str, head: str
 ) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
     """Both commits, the git directory, the commits' trees and their merge base, from one
-    ``rev-parse`` (:mod:`~scaffold.diagramcheck.revisions`); ``None`` when that is not
+    ``rev-parse`` (:func:`~scaffold.diagramcheck.git_diff.rev_parse_args`); ``None`` when that is not
     plainly so (then each is resolved on its own, with its own error). The merge base is
     ``None`` when ``rev-parse`` does not name exactly one (no common history, or several:
-    ``git merge-base`` then decides). ``toplevel``: a list that gets the top of the work
-    tree around ``repo`` (asked of the same ``rev-parse``)."""
+    ``git merge-base`` then decides)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
-    asked = toplevel is not None
-    out = run_git(revisions.rev_parse_args(base, head, asked), repo, check=False)
-    found = revisions.parse_rev_parse(out.stdout, out.returncode, asked, str(repo))
+    out = run_git(git_diff.rev_parse_args(base, head), repo, check=False)
+    found = git_diff.parse_rev_parse(out.stdout, out.returncode, str(repo))
     if found is None:
         return None
-    if toplevel is not None:
-        toplevel.append(Path(found.top))
-    return _unpack(found)
-
-
-def _unpack(
-    found: revisions.Resolved,
-) -> tuple[str, str, tuple[Path, dict[str, str]], str | None]:
     trees = {found.base: found.base_tree, found.head: found.head_tree}
     return found.base, found.head, (Path(found.git_dir), trees), found.merge_base
 
@@ -463,26 +452,3 @@ def analyze(
     return analyze_commits(
         repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
     )
-
-
-def analyze_here(start: Path, base: str, head: str = "HEAD") -> Report:
-    """:func:`analyze` in the repository around ``start`` (the CLI's ``--repo`` or the
-    current directory), with the settings committed at ``head``.
-
-    The ``rev-parse`` that resolves the commits also says where the work tree's top
-    is: one git process fewer than finding the top first. Anything unusual goes the
-    long way, with the same errors (``start`` outside a repository first).
-    """
-    from scaffold.git.runner import repo_toplevel
-
-    if not start.is_dir():
-        return analyze(repo_toplevel(start), base, head)  # its error
-    top: list[Path] = []
-    try:
-        both = _resolve_both(start, base, head, top)
-    except UsageError:
-        repo_toplevel(start)  # not a repository: that error first
-        raise
-    if both is None or len(top) != 1:
-        return analyze(repo_toplevel(start), base, head)
-    return analyze_commits(top[0], both[0], both[1], resolved=both[2], known_merge_base=both[3])
