@@ -68,9 +68,9 @@ from pathlib import Path
 from typing import Any
 
 import scaffold
-from scaffold.diagramcheck import analyze
 from scaffold.diagramcheck import paths as dc_paths
 from scaffold.diagramcheck import rules as dc_rules
+from scaffold.diagramcheck.analyzer import analyze
 from scaffold.diagramcheck.cache import cache_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "diagram_check.json"
@@ -223,7 +223,7 @@ def push(root: Path, n: int) -> str:
 _TIMER = """
 import shutil, sys, time
 from pathlib import Path
-from scaffold.diagramcheck import analyze
+from scaffold.diagramcheck.analyzer import analyze
 from scaffold.diagramcheck.cache import cache_file
 root, base, head, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 if mode == "cold":
