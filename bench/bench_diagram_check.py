@@ -14,15 +14,13 @@ Timed, interleaved rounds (the order rotates each round):
   any diff-based check pays;
 - ``analyzer_cold`` / ``analyzer_warm``: ``scaffold.diagramcheck.analyze`` in this
   process, without and with the parse cache of the repository (cold: the cache file
-  deleted and the in-process memo tables cleared first; warm: the cache a previous run
+  deleted and the in-process lru caches cleared first; warm: the cache a previous run
   of the same diff left, as for a re-check);
 - ``cli_cold`` / ``cli_warm``: ``python -m scaffold diagram-check --format json`` as a
   subprocess (interpreter start and imports included), without any cache and right
-  after the same command ran (as for a re-check: its output is stored, see
-  ``scaffold.diagramcheck.output_cache``);
-- ``cli_warm_analyzer``: the CLI with the analyzer's caches warm (from a check of the
-  same diff in this process) but no stored output: what ``cli_warm`` measured before
-  outputs were stored, and what a re-check pays when another format or tool ran first;
+  after the same command ran (as for a re-check: the analyzer's cache is warm);
+- ``cli_warm_analyzer``: the CLI with the analyzer's caches warm from a check of the
+  same diff in this process;
 - ``analyzer_after_push`` / ``cli_after_push``: the cache warm from checking the head,
   then a push (one more commit editing one module) checked: what a re-check after a
   push costs (every other blob comes from the cache, the rules run in full);
@@ -70,9 +68,9 @@ from pathlib import Path
 from typing import Any
 
 import scaffold
-from scaffold.diagramcheck import analyze, output_cache
 from scaffold.diagramcheck import paths as dc_paths
 from scaffold.diagramcheck import rules as dc_rules
+from scaffold.diagramcheck.analyzer import analyze
 from scaffold.diagramcheck.cache import cache_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "diagram_check.json"
@@ -225,7 +223,7 @@ def push(root: Path, n: int) -> str:
 _TIMER = """
 import shutil, sys, time
 from pathlib import Path
-from scaffold.diagramcheck import analyze
+from scaffold.diagramcheck.analyzer import analyze
 from scaffold.diagramcheck.cache import cache_file
 root, base, head, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 if mode == "cold":
@@ -323,7 +321,6 @@ def main() -> None:
 
         def warm_cli_analyzer() -> tuple[float, int]:
             analyze(root, base, head)  # the analyzer's caches warm for this diff
-            shutil.rmtree(output_cache.directory(str(root / ".git")), ignore_errors=True)
             return run_child(cli, root)[:2]
 
         pushes = iter(range(10**6))

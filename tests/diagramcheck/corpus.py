@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scaffold.config import DiagramsConfig
-from scaffold.diagramcheck import Finding, analyze
 from scaffold.diagramcheck import generate as gen
+from scaffold.diagramcheck.analyzer import analyze
+from scaffold.diagramcheck.findings import Finding
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diagramcheck_corpus"
 IDENTITY = ("-c", "user.name=Corpus", "-c", "user.email=corpus@example.invalid")

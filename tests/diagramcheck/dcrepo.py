@@ -8,7 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.diagramcheck import Report, analyze
+from scaffold.diagramcheck.analyzer import analyze
+from scaffold.diagramcheck.findings import Report
 
 IDENTITY = ("-c", "user.name=Test Person", "-c", "user.email=test@example.com")
 ARCH = "docs/diagrams/02-architecture.md"

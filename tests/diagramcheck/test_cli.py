@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 from dcrepo import ARCH, DATA, STATES, Repo, mermaid_doc
@@ -56,6 +57,25 @@ def test_bad_config_at_head_is_exit_2(repo: Repo) -> None:
     code, _, err = _run("diagram-check", "--repo", str(repo.root), "--base", base)
     assert code == 2
     assert "diagrams.ignore" in err
+
+
+def test_a_check_from_a_subfolder_is_the_check_at_the_top(repo: Repo) -> None:
+    base = repo.head()
+    repo.write("app/pkg/new.py", "")
+    repo.commit("new")
+    top = _run("diagram-check", "--repo", str(repo.root), "--base", base)
+    below = _run("diagram-check", "--repo", str(repo.root / "app" / "pkg"), "--base", base)
+    assert below == top
+    assert top[0] == 1
+
+
+def test_outside_a_repository_is_exit_2(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for start, ref in ((plain, "HEAD~1"), (plain, "-bad"), (tmp_path / "missing", "HEAD")):
+        code, _, err = _run("diagram-check", "--repo", str(start), "--base", ref)
+        assert code == 2
+        assert "not inside a git repository" in err
 
 
 def test_subprocess_entry_point(repo: Repo) -> None:

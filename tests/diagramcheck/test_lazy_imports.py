@@ -34,14 +34,3 @@ def test_the_actions_diagram_check_loads_no_heavy_module(repo: Repo) -> None:
     loaded = _loaded(repo, "action", "diagram-check", "--base", "HEAD~1", "--format", "text")
     assert "scaffold.action" in loaded
     assert not loaded & set(HEAVY)
-
-
-def test_a_repeated_check_loads_no_typing_nor_workers(repo: Repo) -> None:
-    """The same check again is a cache lookup: no ``typing``, ``tempfile`` or workers
-    (``ast`` comes with ``dataclasses``)."""
-    repo.write("app/pkg/mod.py", "from dataclasses import dataclass\n")
-    repo.commit("module")
-    _loaded(repo, "diagram-check", "--base", "HEAD~1")
-    again = _loaded(repo, "diagram-check", "--base", "HEAD~1")
-    assert "scaffold.diagramcheck" in again
-    assert not again & {"typing", "tempfile", "concurrent", "multiprocessing"}

@@ -169,3 +169,15 @@ def test_binary_files_are_skipped(repo: Repo) -> None:
 def test_odd_file_names(repo: Repo) -> None:
     report = repo.change({"app/pkg/space name.py": "", "app/pkg/ünï.py": "X = 1\n"})
     assert kinds(report) == [("module-added", "pkg.ünï")]
+
+
+def test_a_module_that_gains_a_parent_package_need_not_leave_the_diagram(repo: Repo) -> None:
+    repo.write("app/tools/run.py", "X = 1\n")
+    repo.write(ARCH, mermaid_doc('flowchart LR\n    tools_run["tools.run"]'))
+    base = repo.commit("a folder of scripts")
+    repo.write("app/tools/__init__.py", "")
+    repo.write("app/__init__.py", "")
+    repo.write("app/tools/run.py", "X = 2\n")  # changed as well: in the diff
+    repo.write(ARCH, mermaid_doc('flowchart LR\n    app_tools_run["app.tools.run"]'))
+    repo.commit("packages")
+    assert [f.kind for f in repo.check(base).failures] == []

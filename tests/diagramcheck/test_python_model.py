@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader
 
 
 def _kinds(source: str) -> dict[str, str]:
-    info = pm.read_module(source)
+    info = python_reader.read_module(source)
     return pm.classify(info.classes, info.declarative_bases)
 
 
@@ -48,14 +49,14 @@ class Plain: w: int
         "E": pm.SQLALCHEMY,
         "F": pm.ENUM,
     }
-    info = pm.read_module(source)
+    info = python_reader.read_module(source)
     fields = {c.name: [(f.name, f.type) for f in c.fields] for c in info.classes}
     assert fields["B"] == [("y", "int")]
     assert fields["E"] == [("id", "Integer")]
 
 
 def test_fields_skip_classvars_and_unwrap_annotations() -> None:
-    info = pm.read_module(
+    info = python_reader.read_module(
         "from typing import Annotated, ClassVar\nfrom pydantic import BaseModel, ConfigDict\n"
         "class M(BaseModel):\n    model_config = ConfigDict()\n    count: ClassVar[int] = 0\n"
         "    name: Annotated[str, 'meta']\n    when: 'datetime | None' = None\n"
@@ -65,21 +66,21 @@ def test_fields_skip_classvars_and_unwrap_annotations() -> None:
 
 
 def test_relative_imports() -> None:
-    info = pm.read_module(
+    info = python_reader.read_module(
         "from . import a\nfrom ..b import c\nimport x.y\n", "pkg.sub.mod", imports=True
     )
     assert set(info.imports) >= {"pkg.sub", "pkg.sub.a", "pkg.b", "pkg.b.c", "x.y"}
 
 
 def test_syntax_error_is_data() -> None:
-    info = pm.read_module("class (:\n")
+    info = python_reader.read_module("class (:\n")
     assert info.error is not None
     assert info.error.line == 1
     assert info.classes == ()
 
 
 def test_table_built_inside_a_function() -> None:
-    info = pm.read_module(
+    info = python_reader.read_module(
         "from states import Phase as S, Ev as E\n\n\ndef _rows():\n    t = Row\n"
         "    rows = [\n        t('go', S.IDLE, E.GO, S.BUSY),\n        t('done', S.BUSY, E.END, S.IDLE),\n"
         "    ]\n    return rows\n"

@@ -8,8 +8,8 @@ import pytest
 from dcrepo import ARCH, DATA, Repo, kinds, mermaid_doc
 
 from scaffold.diagramcheck import cache as dc_cache
-from scaffold.diagramcheck import parse_workers
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.analyzer import analyze
 
 SETTINGS_V1 = (
@@ -137,40 +137,6 @@ def test_a_broken_cache_file_is_an_empty_cache(repo: Repo) -> None:
     assert kinds(report) == [("module-added", "pkg.a")]
 
 
-def test_parallel_reading_and_parsing_matches_serial(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for i in range(parse_workers.PARALLEL_MIN_FILES + 5):
-        repo.write(
-            f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
-        )
-    repo.write("app/pkg/bad.py", "def (:\n")
-    repo.write("app/pkg/binary.py", b"\x00\x01")
-    repo.commit("many")
-    listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
-    blobs = [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-    parallel = parse_workers.read_and_parse(repo.root, blobs)
-    monkeypatch.setattr(parse_workers, "PARALLEL_MIN_FILES", 10**9)
-    serial = parse_workers.read_and_parse(repo.root, blobs)
-    assert parallel == serial
-    assert sum(1 for v in serial.values() if v is None) == 1  # the binary one
-    assert sum(1 for v in serial.values() if v is not None and v.error) == 1
-
-
-def test_no_workers_are_forked_from_a_threaded_process() -> None:
-    import threading
-
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        assert not parse_workers._can_fork()
-    finally:
-        stop.set()
-        other.join()
-
-
 @pytest.mark.parametrize(
     ("before", "after", "same"),
     [
@@ -209,21 +175,11 @@ def test_python_the_settings_leave_out_is_not_parsed(
 
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch, parsed: list[str]) -> None:
-    """Every blob read: by read_module_fast (the changed files, in batches) or read_module
-    (a module looked up by name); the fast reader's own fallback is not counted twice."""
-    real, real_fast = pm.read_module, pm.read_module_fast
+    """Every blob parsed goes into ``parsed``."""
+    real = python_reader.read_module
 
     def counting(source: str, *args: object, **kwargs: object) -> pm.ModuleInfo:
         parsed.append(source)
         return real(source, *args, **kwargs)  # type: ignore[arg-type]
 
-    def counting_fast(source: str, memo: pm.StatementMemo | None = None) -> pm.ModuleInfo:
-        parsed.append(source)
-        monkeypatch.setattr(pm, "read_module", real)
-        try:
-            return real_fast(source, memo)
-        finally:
-            monkeypatch.setattr(pm, "read_module", counting)
-
-    monkeypatch.setattr(pm, "read_module", counting)
-    monkeypatch.setattr(pm, "read_module_fast", counting_fast)
+    monkeypatch.setattr(python_reader, "read_module", counting)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
-from scaffold.diagramcheck import Finding, Report, check_annotations, render_markdown
+from scaffold.diagramcheck.findings import Finding, Report
 from scaffold.diagramcheck.render import (
+    check_annotations,
     escape_data,
     escape_property,
     render_github,
     render_json,
+    render_markdown,
     render_text,
     workflow_command,
 )

@@ -1,67 +1,12 @@
 """DiagramCheck: a change whose diagrams lag the code is blocked.
 
-:func:`analyze` reads the real diff between two commits (from their merge
-base, like a pull request), compares the old and new Python of every changed
-file with :mod:`ast`, and checks that the configured Mermaid diagrams changed
-in the same diff and name what was added (and no longer name what was
-removed). :mod:`~scaffold.diagramcheck.render` turns the
-:class:`Report` into text, JSON, GitHub workflow commands, Markdown or
-check-run annotations; :mod:`~scaffold.diagramcheck.generate` drafts the
-diagrams from the code.
+:func:`~scaffold.diagramcheck.analyzer.analyze` reads the real diff between two commits
+(from their merge base, like a pull request; :mod:`.git_diff`), reads the old and new
+Python of every changed file with :mod:`ast` (:mod:`.python_reader`), and asks the
+:mod:`.rules` whether the configured Mermaid diagrams (:mod:`.mermaid`) changed in the
+same diff and name what was added (and no longer name what was removed); :mod:`.cache`
+keeps what it parsed in the repository's git directory. :mod:`.render` turns the
+:class:`~scaffold.diagramcheck.findings.Report` into text, JSON, GitHub workflow
+commands, Markdown or check-run annotations; :mod:`.generate` drafts the diagrams from
+the code.
 """
-
-from __future__ import annotations
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Any
-
-    from scaffold.diagramcheck.analyzer import analyze, analyze_commits
-    from scaffold.diagramcheck.findings import Finding, Report
-    from scaffold.diagramcheck.render import (
-        CheckAnnotation,
-        check_annotations,
-        render_github,
-        render_json,
-        render_markdown,
-        render_text,
-    )
-
-_WHERE = {
-    "analyze": "analyzer",
-    "analyze_commits": "analyzer",
-    "Finding": "findings",
-    "Report": "findings",
-    "CheckAnnotation": "render",
-    "check_annotations": "render",
-    "render_github": "render",
-    "render_json": "render",
-    "render_markdown": "render",
-    "render_text": "render",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Load a submodule on first use: importing the package costs nothing."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-__all__ = [
-    "CheckAnnotation",
-    "Finding",
-    "Report",
-    "analyze",
-    "analyze_commits",
-    "check_annotations",
-    "render_github",
-    "render_json",
-    "render_markdown",
-    "render_text",
-]

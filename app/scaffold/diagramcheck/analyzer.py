@@ -8,31 +8,29 @@ and hands plain text to the rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scaffold.diagramcheck import git_diff, revisions
+from scaffold.diagramcheck import git_diff, python_reader
+from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.cache import PARSER_VERSION, ParseCache, cache_file
-from scaffold.diagramcheck.digest import sha1
 from scaffold.diagramcheck.findings import Finding, Report
-from scaffold.diagramcheck.loose_objects import objects_dir
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.rules import (
+    DiagramFile,
+    DiffInput,
+    Side,
+    SourceChange,
+    invalid_sources,
+    judge,
+    read_diagram,
+    requirements,
+)
 from scaffold.diagramcheck.settings import CONFIG_FILE, DEFAULTS, DiagramSettings, read_settings
-from scaffold.errors import UsageError
 from scaffold.git.runner import run_git
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from scaffold.diagramcheck import python_model as pm
-    from scaffold.diagramcheck.mermaid import DiagramIndex
-    from scaffold.diagramcheck.rules import DiagramFile, Side, SourceChange
-
-# The rules, the Python parser and the Mermaid reader load only when a check is not
-# answered from the cache: the same check again (the warm CLI) imports none of them.
 
 _READ_SUFFIXES = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
 _SKIP_MODES = (git_diff.SYMLINK_MODE, git_diff.SUBMODULE_MODE)
@@ -76,27 +74,7 @@ def _python_tree(repo: Path, commit: str) -> dict[str, str]:
 
 
 def _python_trees(repo: Path, old: str, new: str) -> dict[Side, dict[str, str]]:
-    """:func:`_python_tree` of both commits, the two ``ls-tree`` processes side by side."""
-    import threading
-
-    found: list[dict[str, str]] = []
-    failed: list[BaseException] = []
-
-    def read_old() -> None:
-        try:
-            found.append(_python_tree(repo, old))
-        except BaseException as exc:  # re-raised in the caller's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=read_old, daemon=True)
-    thread.start()
-    try:
-        new_files = _python_tree(repo, new)
-    finally:
-        thread.join()
-    if failed:
-        raise failed[0]
-    return {"old": found[0], "new": new_files}
+    return {"old": _python_tree(repo, old), "new": _python_tree(repo, new)}
 
 
 def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str, str]:
@@ -112,29 +90,19 @@ def _git_dir_and_trees(repo: Path, old: str, new: str) -> tuple[Path | None, str
 
 
 def _resolve_both(
-    repo: Path, base: str, head: str, toplevel: list[Path] | None = None
+    repo: Path, base: str, head: str
 ) -> tuple[str, str, tuple[Path, dict[str, str]], str | None] | None:
     """Both commits, the git directory, the commits' trees and their merge base, from one
-    ``rev-parse`` (:mod:`~scaffold.diagramcheck.revisions`); ``None`` when that is not
+    ``rev-parse`` (:func:`~scaffold.diagramcheck.git_diff.rev_parse_args`); ``None`` when that is not
     plainly so (then each is resolved on its own, with its own error). The merge base is
     ``None`` when ``rev-parse`` does not name exactly one (no common history, or several:
-    ``git merge-base`` then decides). ``toplevel``: a list that gets the top of the work
-    tree around ``repo`` (asked of the same ``rev-parse``)."""
+    ``git merge-base`` then decides)."""
     git_diff.check_ref(base)
     git_diff.check_ref(head)
-    asked = toplevel is not None
-    out = run_git(revisions.rev_parse_args(base, head, asked), repo, check=False)
-    found = revisions.parse_rev_parse(out.stdout, out.returncode, asked, str(repo))
+    out = run_git(git_diff.rev_parse_args(base, head), repo, check=False)
+    found = git_diff.parse_rev_parse(out.stdout, out.returncode, str(repo))
     if found is None:
         return None
-    if toplevel is not None:
-        toplevel.append(Path(found.top))
-    return _unpack(found)
-
-
-def _unpack(
-    found: revisions.Resolved,
-) -> tuple[str, str, tuple[Path, dict[str, str]], str | None]:
     trees = {found.base: found.base_tree, found.head: found.head_tree}
     return found.base, found.head, (Path(found.git_dir), trees), found.merge_base
 
@@ -160,16 +128,12 @@ def _read_changes(
     raw: Sequence[git_diff.RawChange],
     cache: ParseCache,
     cfg: DiagramSettings,
-    meanwhile: Callable[[], None] | None = None,
-    objects: str | None = None,
 ) -> list[SourceChange]:
     """The changes the rules read: Python as parsed modules (cached by blob), the rest as text.
 
     Python the settings leave out (``ignore`` globs, outside the source roots: tests,
     scripts...) is neither read nor parsed; the rules skip it anyway.
     """
-    from scaffold.diagramcheck.rules import SourceChange
-
     chosen = [c for c in raw if _wanted(c)]
     names: list[str] = []
     py_names: list[str] = []
@@ -188,21 +152,12 @@ def _read_changes(
                     infos[blob] = info
                 else:
                     py_names.append(blob)
-    from scaffold.diagramcheck.parse_workers import read_and_parse
-
-    pickles: dict[str, bytes] = {}
-    fresh = read_and_parse(
-        reader.repo,
-        list(dict.fromkeys(b for b in py_names if b not in infos)),
-        meanwhile,
-        reader,
-        pickles,
-        objects,
-    )
-    for blob, found in fresh.items():
-        if found is not None:
-            cache.put(blob, found, pickles.get(blob))
-    infos.update(fresh)
+    fresh = list(dict.fromkeys(b for b in py_names if b not in infos))
+    for blob, data in zip(fresh, reader.read_many(fresh), strict=True):
+        text = git_diff.decode_text(data) if data is not None else None
+        infos[blob] = python_reader.read_module(text) if text is not None else None
+        if (found := infos[blob]) is not None:
+            cache.put(blob, found)
     unique = list(dict.fromkeys(names))
     blobs = dict(zip(unique, reader.read_many(unique), strict=True))
     texts = {b: git_diff.decode_text(d) if d is not None else None for b, d in blobs.items()}
@@ -282,9 +237,7 @@ class _Modules:
             text = git_diff.decode_text(data) if data is not None else None
             if text is None:
                 return None
-            from scaffold.diagramcheck.python_model import read_module
-
-            info = read_module(text)
+            info = python_reader.read_module(text)
             self._cache.put(blob, info)
         return info
 
@@ -314,7 +267,7 @@ def _inputs_key(
 ) -> str:
     """A digest of everything :func:`requirements` reads (for a diff without task changes):
     the settings, every change with its blob ids, and the Python files of both sides."""
-    h = sha1()
+    h = hashlib.sha1(usedforsecurity=False)
     h.update(repr((PARSER_VERSION, _settings_key(cfg))).encode())
     for c in raw:
         fields = (c.status, c.path, c.old_path, c.old_blob, c.new_blob, c.old_mode, c.new_mode)
@@ -358,23 +311,15 @@ def _index_diagrams(
     ids: dict[str, str],
     needed: set[str],
     cache: ParseCache,
-    done: dict[str, tuple[DiagramIndex, str]] | None = None,
 ) -> None:
     """Read the diagrams the change asks something of (or changes), from the cache when
-    this very blob was read before. ``done`` holds what was read already (it gets what
-    this reads)."""
-    from scaffold.diagramcheck.rules import read_diagram
-
+    this very blob was read before."""
     for path in needed & ids.keys():
         key = f"mermaid:{path}:{ids[path]}"
-        found = done.get(path) if done is not None else None
-        if found is None:
-            found = cache.get_diagram(key)
+        found = cache.get_diagram(key)
         if found is None:
             found = read_diagram(diagrams[path])
             cache.put_diagram(key, found)
-        if done is not None:
-            done[path] = found
         diagrams[path] = replace(diagrams[path], index=found)
 
 
@@ -396,30 +341,7 @@ def analyze_commits(
     the same change again (a re-run, the App and the Action on one head) reads no
     Python at all. After a push the digest differs, and only the blobs the push added
     are parsed.
-
-    The cyclic garbage collector is off meanwhile: a big check makes hundreds of
-    thousands of objects (none cyclic) that it would walk again and again, some 15% of
-    the check's time.
     """
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _analyze_commits(repo, base_sha, head_sha, config, resolved, known_merge_base)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _analyze_commits(
-    repo: Path,
-    base_sha: str,
-    head_sha: str,
-    config: DiagramSettings | None,
-    resolved: tuple[Path, dict[str, str]] | None,
-    known_merge_base: str | None,
-) -> Report:
     mb = known_merge_base or git_diff.merge_base(repo, base_sha, head_sha)
     git_dir: Path | None
     if resolved is not None and mb in resolved[1] and head_sha in resolved[1]:
@@ -448,14 +370,6 @@ def _analyze_commits(
                 findings=tuple(done[0]),
                 diagrams_checked=tuple(done[1]),
             )
-        from scaffold.diagramcheck.rules import (
-            DiagramFile,
-            DiffInput,
-            invalid_sources,
-            judge,
-            requirements,
-        )
-
         raw = git_diff.diff_commits(repo, mb, head_sha)
         changed = frozenset(c.path for c in raw if c.status != "D")
         diagrams = {p: DiagramFile(p, t, changed=p in changed) for p, t in diagram_texts.items()}
@@ -467,18 +381,8 @@ def _analyze_commits(
         known = cache.get_result(key) if key is not None else None
         # With the requirements known, only Markdown and Mermaid files are read (to
         # report broken Mermaid in them).
-        # A big diff (parsed over the cores) almost always asks something of every
-        # diagram: they are read in this process while the workers parse.
-        early: dict[str, tuple[DiagramIndex, str]] = {}
         changes = _read_changes(
-            reader,
-            [c for c in raw if known is None or not _is_py(c.path)],
-            cache,
-            cfg,
-            (lambda: _index_diagrams(dict(diagrams), diagram_ids, set(diagram_ids), cache, early))
-            if known is None
-            else None,
-            objects_dir(str(git_dir)) if git_dir is not None else None,
+            reader, [c for c in raw if known is None or not _is_py(c.path)], cache, cfg
         )
         if known is not None:
             reqs, warnings = known
@@ -505,7 +409,7 @@ def _analyze_commits(
             if key is not None:
                 cache.put_result(key, (reqs, warnings))
     needed = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}
-    _index_diagrams(diagrams, diagram_ids, needed, cache, early)
+    _index_diagrams(diagrams, diagram_ids, needed, cache)
     data = replace(data, diagrams=diagrams)
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=_order)
@@ -548,35 +452,3 @@ def analyze(
     return analyze_commits(
         repo, both[0], both[1], config, resolved=both[2], known_merge_base=both[3]
     )
-
-
-def analyze_resolved(found: revisions.Resolved) -> Report:
-    """:func:`analyze_commits` of what :func:`~scaffold.diagramcheck.revisions.resolve_quick`
-    resolved (its top asked), with the settings committed at the head."""
-    base_sha, head_sha, resolved, mb = _unpack(found)
-    return analyze_commits(
-        Path(found.top), base_sha, head_sha, resolved=resolved, known_merge_base=mb
-    )
-
-
-def analyze_here(start: Path, base: str, head: str = "HEAD") -> Report:
-    """:func:`analyze` in the repository around ``start`` (the CLI's ``--repo`` or the
-    current directory), with the settings committed at ``head``.
-
-    The ``rev-parse`` that resolves the commits also says where the work tree's top
-    is: one git process fewer than finding the top first. Anything unusual goes the
-    long way, with the same errors (``start`` outside a repository first).
-    """
-    from scaffold.git.runner import repo_toplevel
-
-    if not start.is_dir():
-        return analyze(repo_toplevel(start), base, head)  # its error
-    top: list[Path] = []
-    try:
-        both = _resolve_both(start, base, head, top)
-    except UsageError:
-        repo_toplevel(start)  # not a repository: that error first
-        raise
-    if both is None or len(top) != 1:
-        return analyze(repo_toplevel(start), base, head)
-    return analyze_commits(top[0], both[0], both[1], resolved=both[2], known_merge_base=both[3])

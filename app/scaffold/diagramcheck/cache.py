@@ -10,34 +10,23 @@ version, Python's and a digest of this package's files, so new code never reads 
 one's answers (and removes its files). A missing, unreadable or foreign file is an empty
 cache; writing is best effort (atomic rename) and never fails a check.
 ``SCAFFOLD_DIAGRAMCHECK_CACHE=0`` turns it off.
-
-The blobs the cache lacks are read and parsed by
-:mod:`~scaffold.diagramcheck.parse_workers`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import pickle
 import sys
+import tempfile
 from pathlib import Path
 
-from scaffold.diagramcheck.digest import code_id
-from scaffold.diagramcheck.records import records, rows
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Any
-
-    from scaffold.diagramcheck import python_model as pm
-    from scaffold.diagramcheck.findings import Finding
-    from scaffold.diagramcheck.mermaid import DiagramIndex
-    from scaffold.diagramcheck.rules import Requirement
-
-# The parser and the Mermaid reader load on first use: a check answered from the
-# results (the same check again) imports neither.
+from scaffold import __version__
+from scaffold.diagramcheck.findings import Finding
+from scaffold.diagramcheck.mermaid import DiagramIndex
+from scaffold.diagramcheck.python_model import ModuleInfo
+from scaffold.diagramcheck.rules import Requirement
 
 # Raise when read_module's answers change shape or meaning.
 PARSER_VERSION = 7
@@ -46,8 +35,16 @@ MAX_RESULTS = 64
 # Read at every check: kept small (the newest entries win).
 MAX_RESULTS_BYTES = 8_000_000
 ENV_DISABLE = "SCAFFOLD_DIAGRAMCHECK_CACHE"
-# What starts a results entry kept as rows (see ParseCache._put_rows).
-_ROWS = b"rows-v1:"
+
+
+def code_id() -> str:
+    """A digest of scaffold's version and DiagramCheck's code (each module's name, size
+    and mtime): new code, new caches."""
+    h = hashlib.sha1(__version__.encode(), usedforsecurity=False)
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:12]
 
 
 def cache_file(git_dir: Path) -> Path:
@@ -69,12 +66,10 @@ class ParseCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path if os.environ.get(ENV_DISABLE, "1") != "0" else None
         self._entries: dict[str, bytes] | None = None if self.path is not None else {}
-        self._loaded: dict[str, pm.ModuleInfo] = {}
-        self._raw: dict[str, bytes] = {}
+        self._loaded: dict[str, ModuleInfo] = {}
         self.results: dict[str, bytes] = {}
         self._modules_added = 0
         self._results_added = 0
-        self.hits = 0
         if self.path is not None:
             self.results = _load(results_file(self.path))
 
@@ -84,27 +79,20 @@ class ParseCache:
         raw = self.results.get(key)
         if raw is None:
             return None
-        import pickle
-
         try:
             found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
         except Exception:  # a damaged entry is a miss
             return None
         if not (isinstance(found, tuple) and len(found) == 2):
             return None
-        self.hits += 1
         return (found[0], found[1])
 
     def _put(self, key: str, value: object) -> None:
         if key not in self.results:
-            import pickle
-
             self.results[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             self._results_added += 1
 
     def get_diagram(self, key: str) -> tuple[DiagramIndex, str] | None:
-        from scaffold.diagramcheck.mermaid import DiagramIndex
-
         found = self._get(key)
         if found is None or not isinstance(found[0], DiagramIndex):
             return None
@@ -113,64 +101,25 @@ class ParseCache:
     def put_diagram(self, key: str, index: tuple[DiagramIndex, str]) -> None:
         self._put(key, index)
 
-    # Requirements and findings are kept as rows of plain values (records.rows) in
-    # marshal's format: several times quicker to write and read than pickled records.
-
-    def _put_rows(self, key: str, first: list[Any], second: list[Any]) -> None:
-        if key not in self.results:
-            import marshal
-
-            self.results[key] = _ROWS + marshal.dumps((first, second))
-            self._results_added += 1
-
-    def _get_rows(self, key: str) -> tuple[object, object] | None:
-        raw = self.results.get(key)
-        if raw is None or not raw.startswith(_ROWS):
-            return None
-        import marshal
-
-        try:
-            found = marshal.loads(memoryview(raw)[len(_ROWS) :])  # noqa: S302 - our own file
-        except Exception:  # a damaged entry is a miss
-            return None
-        if not (isinstance(found, tuple) and len(found) == 2):
-            return None
-        return (found[0], found[1])
-
     def get_result(self, key: str) -> tuple[list[Requirement], list[Finding]] | None:
         """What an identical diff required (see ``analyzer._inputs_key``)."""
-        found = self._get_rows(key)
-        if found is None:
+        found = self._get(key)
+        if found is None or not _all(found[0], Requirement) or not _all(found[1], Finding):
             return None
-        from scaffold.diagramcheck.findings import Finding
-        from scaffold.diagramcheck.rules import Requirement
-
-        reqs, warnings = records(Requirement, found[0]), records(Finding, found[1])
-        if reqs is None or warnings is None:
-            return None
-        self.hits += 1
-        return (reqs, warnings)
+        return (found[0], found[1])  # type: ignore[return-value]
 
     def put_result(self, key: str, result: tuple[list[Requirement], list[Finding]]) -> None:
-        self._put_rows(key, rows(result[0]), rows(result[1]))
+        self._put(key, result)
 
     def get_report(self, key: str) -> tuple[list[Finding], list[str]] | None:
         """The findings (and the diagrams checked) of an identical check."""
-        found = self._get_rows(key)
-        if found is None:
+        found = self._get(key)
+        if found is None or not _all(found[0], Finding) or not _all(found[1], str):
             return None
-        from scaffold.diagramcheck.findings import Finding
-
-        findings, checked = records(Finding, found[0]), found[1]
-        if findings is None or not (
-            isinstance(checked, list) and all(isinstance(p, str) for p in checked)
-        ):
-            return None
-        self.hits += 1
-        return (findings, checked)
+        return (found[0], found[1])  # type: ignore[return-value]
 
     def put_report(self, key: str, report: tuple[list[Finding], list[str]]) -> None:
-        self._put_rows(key, rows(report[0]), list(report[1]))
+        self._put(key, report)
 
     # ------------------------------------------------------------------ modules
 
@@ -179,33 +128,24 @@ class ParseCache:
             self._entries = _load(self.path) if self.path is not None else {}
         return self._entries
 
-    def get(self, blob: str) -> pm.ModuleInfo | None:
+    def get(self, blob: str) -> ModuleInfo | None:
         found = self._loaded.get(blob)
         if found is None:
             raw = self._modules().get(blob)
             if raw is None:
                 return None
-            import pickle
-
             try:
                 found = pickle.loads(raw)  # noqa: S301 - our own file in the git directory
             except Exception:  # a damaged entry is a miss
                 return None
-            from scaffold.diagramcheck.python_model import ModuleInfo
-
             if not isinstance(found, ModuleInfo):
                 return None
             self._loaded[blob] = found
-        self.hits += 1
         return found
 
-    def put(self, blob: str, info: pm.ModuleInfo, raw: bytes | None = None) -> None:
-        """Remember ``info``; ``raw`` is its pickle when there is one already (from a
-        worker), so saving does not pickle it again."""
+    def put(self, blob: str, info: ModuleInfo) -> None:
         if blob not in self._loaded and blob not in self._modules():
             self._loaded[blob] = info
-            if raw is not None:
-                self._raw[blob] = raw
             self._modules_added += 1
 
     # ------------------------------------------------------------------ files
@@ -214,16 +154,11 @@ class ParseCache:
         """Write what was added (oldest entries dropped past the limits); never fails."""
         if self.path is None:
             return
-        import pickle
-
         if self._modules_added:
             entries = dict(self._modules())
             for blob, info in self._loaded.items():
                 if blob not in entries:
-                    raw = self._raw.get(blob)
-                    if raw is None:
-                        raw = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
-                    entries[blob] = raw
+                    entries[blob] = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
             _write(self.path, dict(list(entries.items())[-MAX_ENTRIES:]))
             self._modules_added = 0
         if self._results_added:
@@ -247,14 +182,14 @@ def results_file(path: Path) -> Path:
     return path.with_name(path.stem + "-results.pickle")
 
 
-def _write(path: Path, data: dict[str, bytes]) -> None:
-    import pickle
+def _all(found: object, kind: type) -> bool:
+    return isinstance(found, list) and all(isinstance(x, kind) for x in found)
 
+
+def _write(path: Path, data: dict[str, bytes]) -> None:
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        # What tempfile.mkstemp does, without importing it (milliseconds of a small check).
-        tmp = str(path.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -265,8 +200,6 @@ def _write(path: Path, data: dict[str, bytes]) -> None:
 
 
 def _load(path: Path) -> dict[str, bytes]:
-    import pickle
-
     try:
         with path.open("rb") as fh:
             data = pickle.load(fh)  # noqa: S301 - our own file in the git directory

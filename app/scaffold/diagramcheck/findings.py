@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
 
-from scaffold.diagramcheck.records import quick_init
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    Level = Literal["failure", "warning"]
+Level = Literal["failure", "warning"]
 
 
-@quick_init
 @dataclass(frozen=True)
 class Finding:
     """One thing a diagram lacks (or still shows, or cannot be read).

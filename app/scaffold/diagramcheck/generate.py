@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.rules import mermaid_type
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -51,7 +52,12 @@ def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
     out = run_git(
         ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"], repo
     )
-    paths = sorted({p for p in out.stdout.split("\0") if p.endswith(".py")})
+    return parse_sources(repo, [p for p in out.stdout.split("\0") if p.endswith(".py")], cfg)
+
+
+def parse_sources(root: Path, names: Iterable[str], cfg: DiagramSettings) -> list[SourceFile]:
+    """The files ``names`` (paths under ``root``) the settings do not leave out, parsed."""
+    paths = sorted(set(names))
     packages = frozenset(p for p in paths if p.endswith("__init__.py"))
     files: list[SourceFile] = []
     for path in paths:
@@ -61,12 +67,14 @@ def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
         if name is None:
             continue
         try:
-            text = (repo / path).read_text(encoding="utf-8-sig")
+            text = (root / path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             continue
         files.append(
             SourceFile(
-                path, name, pm.read_module(text, name, path.endswith("__init__.py"), imports=True)
+                path,
+                name,
+                python_reader.read_module(text, name, path.endswith("__init__.py"), imports=True),
             )
         )
     return files
@@ -75,8 +83,11 @@ def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
 # --------------------------------------------------------------------------- architecture
 
 
-def architecture_draft(files: Sequence[SourceFile]) -> str:
-    """A flowchart of the modules, boxed by package, with the package import graph."""
+def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | None = None) -> str:
+    """A flowchart of the modules, boxed by package, with the package import graph.
+
+    ``titles``: what a package is for, shown after its name on its box.
+    """
     modules = {f.module for f in files}
     package_of: dict[str, str] = {}
     for f in files:
@@ -91,7 +102,8 @@ def architecture_draft(files: Sequence[SourceFile]) -> str:
         if not pkg:
             lines += [f'    {_id(m)}["{m}"]' for m in members]
             continue
-        lines.append(f'    subgraph pkg_{_id(pkg)}["{pkg}"]')
+        title = f"{pkg} · {titles[pkg]}" if titles and pkg in titles else pkg
+        lines.append(f'    subgraph pkg_{_id(pkg)}["{title}"]')
         lines += [f'        {_id(m)}["{m}"]' for m in members if m != pkg]
         if pkg in members:
             lines.append(f'        {_id(pkg)}["{pkg}"]')
@@ -259,8 +271,11 @@ def fenced(bodies: Sequence[str]) -> str:
     return "\n".join(f"```mermaid\n{b.rstrip()}\n```" for b in bodies)
 
 
-def replace_block(existing: str, kind: str, bodies: Sequence[str]) -> str:
-    """``existing`` with the generated block of ``kind`` replaced (or appended)."""
+def replace_block(
+    existing: str, kind: str, bodies: Sequence[str], heading: str | None = None
+) -> str:
+    """``existing`` with the generated block of ``kind`` replaced (or appended under
+    ``heading``, by default the kind's)."""
     block = f"{begin_marker(kind)}\n{fenced(bodies)}\n{end_marker(kind)}"
     pattern = re.compile(
         re.escape(begin_marker(kind)) + r".*?" + re.escape(end_marker(kind)), re.DOTALL
@@ -270,7 +285,7 @@ def replace_block(existing: str, kind: str, bodies: Sequence[str]) -> str:
         text = existing[: found.start()] + block + existing[found.end() :]
     else:
         lead = existing.rstrip("\n") + "\n\n" if existing.strip() else ""
-        text = f"{lead}## {_HEADINGS[kind]}\n\n{block}\n"
+        text = f"{lead}## {heading or _HEADINGS[kind]}\n\n{block}\n"
     return text if text.endswith("\n") else text + "\n"
 
 

@@ -1,7 +1,8 @@
 """The real diff between two commits, and the blobs on both sides of it.
 
-Everything goes through argv lists (no shell). The change list comes from one
-``git diff --raw -z -M`` between the merge base and the head (what a pull request
+Everything goes through argv lists (no shell). Both revisions, their trees and their
+merge base come from one ``git rev-parse`` (:func:`rev_parse_args`). The change list
+comes from one ``git diff --raw -z -M`` between the merge base and the head (what a pull request
 shows); the blob ids it prints are read back through a single
 ``git cat-file --batch`` process, so a diff of thousands of files costs a handful
 of processes, not two per file. Blob ids, not ``<rev>:<path>`` names, go to
@@ -11,21 +12,18 @@ of processes, not two per file. Blob ids, not ``<rev>:<path>`` names, go to
 from __future__ import annotations
 
 import contextlib
-import re
+import os
 import subprocess
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.diagramcheck.records import quick_init
-from scaffold.diagramcheck.revisions import is_bad_ref
 from scaffold.errors import GitError, UsageError
 from scaffold.git.environment import GIT, git_env
 from scaffold.git.runner import run_git
 
 NULL_SHA = "0" * 40
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 # The smallest buffer a pipe has (one page, when the user's pipe pages run short).
 _PIPE_MIN = 4096
@@ -33,8 +31,69 @@ _PIPE_MIN = 4096
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
 
+# A ref the user typed: no option-looking or control-character input reaches git.
+MAX_REF = 512
 
-@quick_init
+
+def is_bad_ref(ref: str) -> bool:
+    """Empty, option-looking, too long, or holding a control character or a space."""
+    return (
+        not ref
+        or ref.startswith("-")
+        or len(ref) > MAX_REF
+        or any(c <= " " or c == "\x7f" for c in ref)
+    )
+
+
+def is_sha(text: str) -> bool:
+    """A full object id (SHA-1 or SHA-256)."""
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one ``git rev-parse`` (:func:`rev_parse_args`) resolves: both commits (full ids), their trees, the merge base (``None``: left to ``git
+    merge-base``) and the git (common) directory."""
+
+    base: str
+    head: str
+    base_tree: str
+    head_tree: str
+    merge_base: str | None
+    git_dir: str
+
+
+def rev_parse_args(base: str, head: str) -> list[str]:
+    """The ``rev-parse`` arguments (after ``git``) for :func:`parse_rev_parse`."""
+    b, h = f"{base}^{{commit}}", f"{head}^{{commit}}"
+    # ``b...h`` prints h, b and ``^<merge base>`` for each merge base.
+    spec = [b, h, f"{base}^{{tree}}", f"{head}^{{tree}}", f"{b}...{h}"]
+    return ["rev-parse", "--git-common-dir", *spec, "--"]
+
+
+def parse_rev_parse(stdout: str, returncode: int, cwd: str) -> Resolved | None:
+    """What :func:`rev_parse_args` printed, run in ``cwd``; ``None`` when that is not
+    plainly two commits (then each is resolved on its own, with its own error)."""
+    lines = stdout.splitlines()
+    if returncode != 0 or not lines:
+        return None
+    shas = [line for line in lines[1:] if line not in ("--", "--end-of-options")]
+    if not lines or len(shas) < 4 or not all(is_sha(x) for x in shas[:4]):
+        return None
+    git_dir = lines[0] if os.path.isabs(lines[0]) else os.path.join(cwd, lines[0])
+    rest = shas[4:]
+    bases = [x[1:] for x in rest[2:] if x.startswith("^")]
+    mb = (
+        bases[0]
+        if rest[:2] == [shas[1], shas[0]]
+        and len(rest) == 3
+        and len(bases) == 1
+        and is_sha(bases[0])
+        else None
+    )
+    return Resolved(shas[0], shas[1], shas[2], shas[3], mb, git_dir)
+
+
 @dataclass(frozen=True)
 class RawChange:
     """One record of ``git diff --raw -z -M``.
@@ -80,7 +139,7 @@ def resolve_commit(repo: Path, ref: str) -> str:
         check=False,
     )
     sha = out.stdout.strip()
-    if out.returncode != 0 or not _SHA.match(sha):
+    if out.returncode != 0 or not is_sha(sha):
         raise UsageError(f"unknown revision {ref!r} in {repo}")
     return sha
 
@@ -89,7 +148,7 @@ def merge_base(repo: Path, base: str, head: str) -> str:
     """The merge base of two commits (what a pull request diffs against)."""
     out = run_git(["merge-base", base, head], repo, check=False)
     sha = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
-    if out.returncode != 0 or not _SHA.match(sha):
+    if out.returncode != 0 or not is_sha(sha):
         raise UsageError(f"{base[:12]} and {head[:12]} have no common history")
     return sha
 

@@ -8,15 +8,9 @@ check summary or comment and :func:`check_annotations` as check-run annotations.
 from __future__ import annotations
 
 import json
+from typing import Literal, TypedDict
 
 from scaffold.diagramcheck.findings import Finding, Report
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Literal, TypedDict
-
 
 # GitHub caps: 65,535 characters per annotation message and per check summary.
 _MAX_MESSAGE = 60_000
@@ -24,20 +18,15 @@ _MAX_TITLE = 255
 _MAX_DRAFT_LINES = 40
 
 
-if TYPE_CHECKING:
+class CheckAnnotation(TypedDict):
+    """One check-run annotation, as GitHub's ``output.annotations`` takes it."""
 
-    class CheckAnnotation(TypedDict):
-        """One check-run annotation, as GitHub's ``output.annotations`` takes it."""
-
-        path: str
-        start_line: int
-        end_line: int
-        annotation_level: Literal["failure", "warning", "notice"]
-        title: str
-        message: str
-
-else:
-    CheckAnnotation = dict  # what a TypedDict makes at run time
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: Literal["failure", "warning", "notice"]
+    title: str
+    message: str
 
 
 def _short(sha: str) -> str:

@@ -10,14 +10,7 @@ loads pydantic or the YAML reader, which keeps ``scaffold diagram-check`` quick 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-# ``typing`` costs milliseconds of a check answered from the cache: not at run time.
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from typing import Protocol
-else:
-    Protocol = object
+from typing import Protocol
 
 # Where the configuration lives (scaffold.config.CONFIG_PATH, without importing it).
 CONFIG_FILE = ".github/scaffold.yml"

@@ -1,13 +1,9 @@
-"""The environment every git call runs with (no imports: the quick CLI paths use it too)."""
+"""The environment every git call runs with."""
 
 from __future__ import annotations
 
 import os
-
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from collections.abc import Mapping
 
 GIT = "git"
 

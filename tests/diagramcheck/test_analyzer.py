@@ -1,8 +1,6 @@
-"""The faster paths of DiagramCheck find what the plain ones found.
-
-Mermaid read in one pass per block, paths checked without a regex, the merge base
-taken from the same ``rev-parse`` as the commits, the diagrams' cache entries: each
-is compared with the plain way, and a broken or stale cache is recomputed, not a crash.
+"""The analyzer end to end: paths and Mermaid read as their regexes read them, the merge
+base taken from the same ``rev-parse`` as the commits, and a broken or
+stale cache recomputed, not a crash.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 from dcrepo import DATA, Repo, kinds, mermaid_doc
 
-from scaffold.diagramcheck import analyzer, cache, mermaid, parse_workers
+from scaffold.diagramcheck import analyzer, cache, mermaid
 from scaffold.diagramcheck.analyzer import analyze, analyze_commits
 from scaffold.diagramcheck.cache import cache_file, results_file
 from scaffold.diagramcheck.paths import _CLEAN, _is_clean, normalize_path
@@ -186,99 +184,6 @@ def test_the_merge_base_comes_with_the_commits(repo: Repo, monkeypatch: pytest.M
     assert called == []
 
 
-def test_a_one_file_check_starts_few_git_processes(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    base = _model(repo)
-    _retype(repo)
-    started: list[list[str]] = []
-    real = subprocess.Popen
-
-    class Counting(real):  # type: ignore[misc, valid-type]
-        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
-            started.append(list(args))
-            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(subprocess, "Popen", Counting)
-    monkeypatch.setenv(cache.ENV_DISABLE, "0")
-    assert kinds(repo.check(base)) == [("field-added", "total")]
-    commands = [a[1] for a in started]
-    # rev-parse (commits, trees, merge base), cat-file, diff, two ls-tree: no merge-base,
-    # no second cat-file.
-    assert commands.count("merge-base") == 0
-    assert commands.count("cat-file") == 1
-    assert len(started) <= 5
-
-
-def test_analyze_here_is_analyze_at_the_top(repo: Repo, tmp_path: Path) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-
-    base = _model(repo)
-    _retype(repo)
-    expected = repo.check(base)
-    assert analyze_here(repo.root, base) == expected
-    assert analyze_here(repo.root / "app" / "pkg", base) == expected  # from a subfolder
-
-
-def test_analyze_here_outside_a_repository_says_so(tmp_path: Path) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-    from scaffold.errors import UsageError
-
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for start, ref in ((plain, "HEAD~1"), (plain, "-bad"), (tmp_path / "missing", "HEAD")):
-        with pytest.raises(UsageError, match="not inside a git repository"):
-            analyze_here(start, ref)
-
-
-def test_analyze_here_keeps_the_errors_of_bad_revisions(repo: Repo) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-    from scaffold.errors import UsageError
-
-    for ref in ("no-such-ref", "-x"):
-        with pytest.raises(UsageError) as here:
-            analyze_here(repo.root, ref)
-        with pytest.raises(UsageError) as plain:
-            analyze(repo.root, ref)
-        assert str(here.value) == str(plain.value)
-
-
-def test_the_cli_check_asks_git_for_the_top_only_once(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from scaffold.diagramcheck.analyzer import analyze_here
-
-    base = _model(repo)
-    _retype(repo)
-    repo.check(base)  # the same check again: answered from the cache
-    started: list[list[str]] = []
-    real = subprocess.Popen
-
-    class Counting(real):  # type: ignore[misc, valid-type]
-        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
-            started.append(list(args))
-            super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(subprocess, "Popen", Counting)
-    assert kinds(analyze_here(repo.root, base)) == [("field-added", "total")]
-    assert [a[1] for a in started] == ["rev-parse", "cat-file"]
-
-
-def test_the_collector_is_back_on_after_a_check(repo: Repo) -> None:
-    import gc
-
-    from scaffold.errors import UsageError
-
-    base = _model(repo)
-    _retype(repo)
-    assert gc.isenabled()
-    repo.check(base)
-    assert gc.isenabled()
-    with pytest.raises(UsageError):
-        analyze_commits(repo.root, base, "0" * 40)
-    assert gc.isenabled()
-
-
 def test_blob_ids_come_from_git(repo: Repo) -> None:
     from scaffold.diagramcheck.git_diff import BlobReader
 
@@ -289,83 +194,6 @@ def test_blob_ids_come_from_git(repo: Repo) -> None:
     assert found[0] == (repo.git("rev-parse", "HEAD:docs/x.md"), b"hello\n")
     assert found[1] is None  # missing
     assert found[2] is None  # a commit, not a blob
-
-
-def _many_modules(repo: Repo) -> list[str]:
-    for i in range(parse_workers.PARALLEL_MIN_FILES + 5):
-        repo.write(
-            f"app/pkg/s{i}.py", f"from enum import Enum\n\n\nclass S{i}(Enum):\n    A = 'a'\n"
-        )
-    repo.commit("many")
-    listing = repo.git("ls-tree", "-r", "HEAD", "--", "app/pkg").splitlines()
-    return [line.split()[2] for line in listing if line.split()[3].endswith(".py")]
-
-
-def test_forked_workers_answer_like_one_process(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blobs = _many_modules(repo)
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-    monkeypatch.setattr(parse_workers.os, "cpu_count", lambda: 3)  # two workers
-    pickles: dict[str, bytes] = {}
-    met: list[str] = []
-    parallel = parse_workers.read_and_parse(
-        repo.root, blobs, lambda: met.append("x"), None, pickles
-    )
-    serial = parse_workers.read_and_parse_chunk(repo.root, blobs)
-    assert parallel == serial
-    assert list(parallel) == blobs  # in the order asked
-    assert met == ["x"]
-    assert pickles  # what the workers sent, kept for the cache
-    assert all(pickle.loads(raw) == parallel[blob] for blob, raw in pickles.items())
-
-
-def test_runs_cover_the_blobs_in_order_and_fit_one_byte_tokens() -> None:
-    for count in (1, 7, 300, 3000, 100_000):
-        blobs = [f"{i:040x}" for i in range(count)]
-        for jobs in (2, 4):
-            runs = parse_workers._runs(blobs, jobs)
-            assert [b for run in runs for b in run] == blobs
-            assert len(runs) <= parse_workers.MAX_RUNS
-
-
-def test_a_failing_worker_s_share_is_read_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    blobs = _many_modules(repo)
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-
-    def broken(*args: object) -> dict[str, bytes | None]:
-        raise RuntimeError("worker died")
-
-    monkeypatch.setattr(parse_workers, "worker_answer", broken)  # in the forked worker
-    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
-    assert parse_workers.read_and_parse(repo.root, blobs) == expected
-
-
-def test_a_worker_that_dies_after_some_answers_loses_nothing(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blobs = _many_modules(repo)
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-    real = parse_workers.worker_answer
-    answered: list[int] = []
-
-    def dies_later(*args: object) -> dict[str, bytes | None]:
-        if answered:
-            parse_workers.os._exit(3)  # in the forked worker, after one answer
-        answered.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(parse_workers, "worker_answer", dies_later)
-    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
-    assert parse_workers.read_and_parse(repo.root, blobs) == expected
-
-
-def test_a_damaged_answer_is_parsed_here(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    blobs = _many_modules(repo)
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-    monkeypatch.setattr(parse_workers, "worker_answer", lambda *args: "not a dict")
-    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
-    assert parse_workers.read_and_parse(repo.root, blobs) == expected
 
 
 def test_no_arrow_nor_link_without_the_characters_may_link_looks_for() -> None:
@@ -402,17 +230,3 @@ def test_the_inputs_key_covers_every_field_of_a_change() -> None:
         changed = dataclasses.replace(change, **{f.name: other[type(value)]})
         keys.add(analyzer._inputs_key(DEFAULTS, [changed], trees))
     assert len(keys) == 1 + len(dataclasses.fields(RawChange))
-
-
-def test_a_damaged_module_in_an_answer_is_parsed_here(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blobs = _many_modules(repo)
-    monkeypatch.setattr(parse_workers, "_can_fork", lambda: True)
-    monkeypatch.setattr(
-        parse_workers, "worker_answer", lambda reader, run, memo: dict.fromkeys(run, b"junk")
-    )
-    expected = parse_workers.read_and_parse_chunk(repo.root, blobs)
-    pickles: dict[str, bytes] = {}
-    assert parse_workers.read_and_parse(repo.root, blobs, None, None, pickles) == expected
-    assert b"junk" not in pickles.values()

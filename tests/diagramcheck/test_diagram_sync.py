@@ -1,5 +1,6 @@
-"""``docs/diagrams/03-state-machine.md`` is what the transition tables generate, and the
-other diagram pages have the shape DiagramCheck expects (title, paragraph, Mermaid)."""
+"""scaffold's own ``docs/diagrams/`` pages are what the code generates (the transition
+tables, the modules, the quest file's classes), and have the shape DiagramCheck expects
+(title, paragraph, Mermaid)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.core import lifecycle, planning
-from scaffold.core.diagram_sync import (
+from scaffold.cli.diagram_sync import (
     ARCHITECTURE_PATH,
-    DATA_MODEL_CLASSES,
     DATA_MODEL_PATH,
+    PACKAGE_DIR,
     STATE_DIAGRAM_PATH,
     architecture_mermaid,
-    begin_marker,
     data_model_mermaid,
-    end_marker,
-    generated_block,
     main,
-    module_names,
-    render_data_model_doc,
-    render_state_diagram_doc,
+    render_page,
 )
+from scaffold.core import lifecycle, planning
 from scaffold.core.states import Lifecycle
+from scaffold.diagramcheck.generate import begin_marker, end_marker, fenced
+from scaffold.quest import model as qm
 
 ROOT = Path(__file__).resolve().parents[2]
 DIAGRAMS = ROOT / "docs" / "diagrams"
@@ -32,11 +30,20 @@ STATE_DOC = ROOT / STATE_DIAGRAM_PATH
 DATA_DOC = ROOT / DATA_MODEL_PATH
 
 
+def render_state_diagram_doc(text: str) -> str:
+    return render_page(STATE_DIAGRAM_PATH, text)
+
+
+def generated_block(name: str) -> str:
+    body = {"lifecycle": lifecycle.mermaid, "planning": planning.mermaid}[name]()
+    return f"{begin_marker(name)}\n{fenced([body])}\n{end_marker(name)}"
+
+
 def test_state_diagram_doc_matches_the_tables() -> None:
     text = STATE_DOC.read_text(encoding="utf-8")
     assert text == render_state_diagram_doc(text), (
         f"{STATE_DIAGRAM_PATH} lags lifecycle.TABLE / planning.PLAN_TABLE; "
-        "run `python -m scaffold.core.diagram_sync` to regenerate"
+        "run `python -m scaffold.cli.diagram_sync` to regenerate"
     )
     assert f"```mermaid\n{lifecycle.mermaid()}```" in text
     assert f"```mermaid\n{planning.mermaid()}```" in text
@@ -90,23 +97,21 @@ def test_render_appends_missing_blocks() -> None:
 
 def test_data_model_doc_matches_the_models() -> None:
     text = DATA_DOC.read_text(encoding="utf-8")
-    assert text == render_data_model_doc(text), (
+    assert text == render_page(DATA_MODEL_PATH, text), (
         f"{DATA_MODEL_PATH} lags scaffold.quest.model / scaffold.signals; "
-        "run `python -m scaffold.core.diagram_sync` to regenerate"
+        "run `python -m scaffold.cli.diagram_sync` to regenerate"
     )
 
 
 def test_data_model_lists_every_field() -> None:
     text = data_model_mermaid()
-    for cls in DATA_MODEL_CLASSES:
+    for cls in (qm.Quest, qm.TaskRecord, qm.PullRequest):
         body = text.split(f"class {cls.__name__} {{\n", 1)[1].split("    }", 1)[0]
-        names = [line.split()[-1] for line in body.splitlines()]
+        names = [line.split()[-1] for line in body.splitlines() if line.strip().startswith("+")]
         assert names == list(cls.model_fields), cls.__name__
     assert "+dict~str,TaskRecord~ tasks" in text
-    assert "+str? stop_reason" in text
-    assert 'Quest *-- "*" TaskRecord : tasks' in text
-    assert 'TaskRecord *-- "0..1" PullRequest : pr' in text
-    assert "TaskRecord --> Lifecycle : state" in text
+    assert "Quest --> TaskRecord : tasks" in text
+    assert "TaskRecord --> PullRequest : pr" in text
 
 
 def _root(tmp_path: Path, state_text: str) -> Path:
@@ -126,18 +131,22 @@ def test_main_checks_and_rewrites(tmp_path: Path) -> None:
     assert state.read_text(encoding="utf-8") == render_state_diagram_doc(SAMPLE)
     assert "classDiagram" in (root / DATA_MODEL_PATH).read_text(encoding="utf-8")
     assert "flowchart LR" in (root / ARCHITECTURE_PATH).read_text(encoding="utf-8")
-    assert main(["--nope"]) == 2
+    with pytest.raises(SystemExit) as usage:
+        main(["--nope"])
+    assert usage.value.code == 2
 
 
 def test_architecture_names_every_module() -> None:
     text = architecture_mermaid()
-    names = module_names()
+    names = sorted(
+        ".".join(p.relative_to(PACKAGE_DIR.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in PACKAGE_DIR.rglob("*.py")
+    )
     assert "scaffold.core.lifecycle" in names
-    assert "scaffold.core.__init__" in names
     for name in names:
         assert f'["{name}"]' in text, name
-    assert "scaffold_core --> scaffold_quest" in text  # core reads the quest models
-    assert "scaffold_signals --> scaffold_errors" in text
+    assert "pkg_scaffold_core --> pkg_scaffold_quest" in text  # core reads the quest models
+    assert 'pkg_scaffold_core["scaffold.core · pure decisions' in text
 
 
 def test_architecture_of_a_small_package(tmp_path: Path) -> None:
@@ -150,17 +159,11 @@ def test_architecture_of_a_small_package(tmp_path: Path) -> None:
         "from demo.errors import E\nfrom demo.core import other\nimport json\n", encoding="utf-8"
     )
     (pkg / "core" / "other.py").write_text("from demo import __version__\n", encoding="utf-8")
-    assert module_names(pkg) == [
-        "demo.__init__",
-        "demo.core.__init__",
-        "demo.core.other",
-        "demo.core.rules",
-        "demo.errors",
-    ]
     text = architecture_mermaid(pkg)
-    assert 'subgraph demo_core["demo.core"]' in text
-    assert "    demo_core --> demo_errors\n" in text
-    assert text.count("-->") == 1  # no self-loops, nothing to the bare package or json
+    assert 'subgraph pkg_demo_core["demo.core"]' in text
+    assert '        demo_core_rules["demo.core.rules"]\n' in text
+    assert "    pkg_demo_core --> pkg_demo\n" in text
+    assert text.count("-->") == 1  # no self-loops, nothing to json
 
 
 PAGES = {
@@ -208,11 +211,9 @@ def test_data_model_names_every_model() -> None:
 
 
 def test_architecture_doc_matches_the_package() -> None:
-    from scaffold.core.diagram_sync import render_architecture_doc
-
     path = ROOT / ARCHITECTURE_PATH
     text = path.read_text(encoding="utf-8")
-    assert text == render_architecture_doc(text), (
+    assert text == render_page(ARCHITECTURE_PATH, text), (
         f"{ARCHITECTURE_PATH} lags the modules under app/scaffold; "
-        "run `python -m scaffold.core.diagram_sync` to regenerate"
+        "run `python -m scaffold.cli.diagram_sync` to regenerate"
     )

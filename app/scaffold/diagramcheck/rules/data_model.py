@@ -1,0 +1,208 @@
+"""The data-model diagram: data classes, their fields and their members."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.paths import normalize_path
+from scaffold.diagramcheck.rules.classes import Located, data_classes
+from scaffold.diagramcheck.rules.members import member_requirements, transition_requirements
+from scaffold.diagramcheck.rules.model import Analysis, Requirement
+from scaffold.diagramcheck.rules.type_text import (
+    MAX_DRAFT_FIELDS,
+    class_draft,
+    field_line,
+    same_type,
+    type_words,
+)
+from scaffold.diagramcheck.settings import DiagramSettings
+
+
+def _same_fields(old: Sequence[pm.FieldInfo], new: Sequence[pm.FieldInfo]) -> bool:
+    """The same names and types in the same order (lines aside): nothing to require."""
+    return len(old) == len(new) and all(
+        a.name == b.name and a.type == b.type for a, b in zip(old, new, strict=True)
+    )
+
+
+def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requirement]:
+    if _same_fields(old.cls.fields, new.cls.fields):
+        return []
+    cls = new.cls.name
+    label = f"{new.kind} `{cls}`"
+    out: list[Requirement] = []
+    old_fields = {f.name: f for f in old.cls.fields}
+    new_fields = {f.name: f for f in new.cls.fields}
+    added = [f for n, f in new_fields.items() if n not in old_fields]
+    removed = [f for n, f in old_fields.items() if n not in new_fields]
+    if len(added) == 1 and len(removed) == 1:
+        a, r = added[0], removed[0]
+        out.append(
+            Requirement(
+                "field-renamed",
+                diagram,
+                new.path,
+                a.line,
+                a.name,
+                f"field `{a.name}` of {label} (renamed from `{r.name}`)",
+                (a.name,),
+                scope=cls,
+                draft=(f"    {cls} : {field_line(a)}",),
+            )
+        )
+        out.append(
+            Requirement(
+                "field-renamed",
+                diagram,
+                old.path,
+                r.line,
+                r.name,
+                f"field `{r.name}` of {label} (renamed to `{a.name}`)",
+                (r.name,),
+                remove=True,
+                scope=cls,
+            )
+        )
+        added, removed = [], []
+    for f in added:
+        typed = f"`{f.name}: {f.type}`" if f.type else f"`{f.name}`"
+        out.append(
+            Requirement(
+                "field-added",
+                diagram,
+                new.path,
+                f.line,
+                f.name,
+                f"field {typed} of {label}",
+                (f.name,),
+                scope=cls,
+                also=type_words(f.type),
+                draft=(f"    {cls} : {field_line(f)}",),
+            )
+        )
+    for f in removed:
+        out.append(
+            Requirement(
+                "field-removed",
+                diagram,
+                old.path,
+                f.line,
+                f.name,
+                f"field `{f.name}` of {label}",
+                (f.name,),
+                remove=True,
+                scope=cls,
+            )
+        )
+    for name, f in new_fields.items():
+        before = old_fields.get(name)
+        if before is None or not f.type or same_type(before.type, f.type):
+            continue
+        out.append(
+            Requirement(
+                "field-retyped",
+                diagram,
+                new.path,
+                f.line,
+                f.name,
+                f"field `{f.name}` of {label} retyped from `{before.type or '?'}` to `{f.type}`",
+                (f.name,),
+                scope=cls,
+                also=type_words(f.type),
+                draft=(f"    {cls} : {field_line(f)}",),
+            )
+        )
+    return out
+
+
+def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Requirement]:
+    data_model = normalize_path(cfg.data_model)
+    states = normalize_path(cfg.states)
+    old_all = data_classes(analysis, cfg, "old")
+    new_all = data_classes(analysis, cfg, "new")
+    out: list[Requirement] = []
+    for name, new in new_all.items():
+        old = old_all.get(name)
+        if old is not None and old.kind != new.kind and pm.ENUM in (old.kind, new.kind):
+            old = None
+        machine = new.kind == pm.STATEMACHINE
+        if machine or (new.kind == pm.ENUM and name in analysis.state_enums):
+            what = f"state machine `{name}`" if machine else f"state enum `{name}`"
+            old_path = old.path if old else new.path
+            old_states = (old.cls.states if machine else old.cls.members) if old else ()
+            new_states = new.cls.states if machine else new.cls.members
+            out += member_requirements(
+                old_states, new_states, name, what, states, old_path, new.path, as_states=True
+            )
+            if machine:
+                aliases = {s.name: s.aliases for s in (*new_states, *old_states)}
+                out += transition_requirements(
+                    old.cls.transitions if old else (),
+                    new.cls.transitions,
+                    aliases,
+                    what,
+                    states,
+                    old_path,
+                    new.path,
+                )
+            continue
+        if old is None:
+            fields = ", ".join(
+                f.name
+                for f in (new.cls.members if new.kind == pm.ENUM else new.cls.fields)[
+                    :MAX_DRAFT_FIELDS
+                ]
+            )
+            out.append(
+                Requirement(
+                    "class-added",
+                    data_model,
+                    new.path,
+                    new.cls.line,
+                    name,
+                    f"{new.kind} `{name}`" + (f" ({fields})" if fields else ""),
+                    (name,),
+                    draft=class_draft(new.cls, new.kind),
+                )
+            )
+            empty = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
+            old = empty
+        if new.kind == pm.ENUM:
+            out += member_requirements(
+                old.cls.members,
+                new.cls.members,
+                name,
+                f"Enum `{name}`",
+                data_model,
+                old.path,
+                new.path,
+                as_states=False,
+            )
+        else:
+            out += _field_requirements(old, new, data_model)
+    for name, old in old_all.items():
+        if name in new_all:
+            continue
+        diagram = (
+            states if (old.kind == pm.STATEMACHINE or name in analysis.state_enums) else data_model
+        )
+        if diagram == states:
+            members = old.cls.states if old.kind == pm.STATEMACHINE else old.cls.members
+            out += member_requirements(
+                members, (), name, f"`{name}`", states, old.path, old.path, as_states=True
+            )
+            continue
+        out.append(
+            Requirement(
+                "class-removed",
+                data_model,
+                old.path,
+                old.cls.line,
+                name,
+                f"{old.kind} `{name}`",
+                (name,),
+                remove=True,
+            )
+        )
+    return out

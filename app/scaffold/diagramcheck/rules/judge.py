@@ -1,0 +1,243 @@
+"""What a whole diff requires of the diagrams, and whether the diagrams have it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from scaffold.diagramcheck import mermaid, python_reader
+from scaffold.diagramcheck import python_model as pm
+from scaffold.diagramcheck.findings import Finding
+from scaffold.diagramcheck.milestones import backlog_kind
+from scaffold.diagramcheck.paths import matches_any, normalize_path, under_roots
+from scaffold.diagramcheck.rules.architecture import module_requirements, moves, stub_of_module
+from scaffold.diagramcheck.rules.classes import analyse
+from scaffold.diagramcheck.rules.data_model import class_requirements
+from scaffold.diagramcheck.rules.model import (
+    DiffInput,
+    Requirement,
+    SourceChange,
+    is_mermaid_source,
+    is_python,
+    norm,
+    read_diagram,
+)
+from scaffold.diagramcheck.rules.roadmap import milestone_requirements
+from scaffold.diagramcheck.rules.states import mermaid_source_requirements, state_requirements
+from scaffold.diagramcheck.settings import DiagramSettings
+
+
+def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
+    """What the diff requires of the diagrams, and warnings about files it cannot read."""
+    diagram_paths = {
+        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
+    }
+    out: list[Requirement] = []
+    warnings: list[Finding] = []
+    python: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = []
+    for change in data.changes:
+        path = change.path
+        if backlog_kind(path) or backlog_kind(change.source_path):
+            continue
+        ignored_new = matches_any(path, cfg.ignore)
+        ignored_old = matches_any(change.source_path, cfg.ignore)
+        if ignored_new and ignored_old:
+            continue
+        if is_python(path) or is_python(change.source_path):
+            old_ok = (
+                change.status not in ("A",)
+                and (
+                    change.old_text is not None or change.old_binary or change.old_info is not None
+                )
+                and is_python(change.source_path)
+                and not ignored_old
+                and under_roots(change.source_path, cfg.source_roots) is not None
+            )
+            new_ok = (
+                change.status != "D"
+                and is_python(path)
+                and not ignored_new
+                and under_roots(path, cfg.source_roots) is not None
+            )
+            # A stub next to its module describes that module: read the module only.
+            old_ok = old_ok and not stub_of_module(change.source_path, data.python_old)
+            new_ok = new_ok and not stub_of_module(path, data.python_new)
+            if not (old_ok or new_ok):
+                continue
+            if path.endswith(".py") or change.source_path.endswith(".py"):
+                out += module_requirements(change, old_ok, new_ok, cfg, data)
+            if (change.new_binary and new_ok) or (change.old_binary and old_ok):
+                warnings.append(
+                    Finding(
+                        "python-unreadable",
+                        "",
+                        path,
+                        1,
+                        path,
+                        f"{path} is binary or not UTF-8; DiagramCheck did not read its classes",
+                        level="warning",
+                    )
+                )
+                continue
+            old_text = change.old_text if old_ok else None
+            new_text = change.new_text if new_ok else None
+            new_info = change.new_info if new_ok else None
+            if new_info is None and new_text is not None:
+                new_info = python_reader.read_module(new_text)
+            if new_info is not None and (problem := new_info.error):
+                warnings.append(
+                    Finding(
+                        "python-syntax-error",
+                        "",
+                        path,
+                        problem.line,
+                        path,
+                        f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
+                        " and states were not compared with the diagrams",
+                        level="warning",
+                    )
+                )
+                continue
+            old_info = change.old_info if old_ok else None
+            if old_info is None and old_text is not None:
+                old_info = python_reader.read_module(old_text)
+            if old_info is not None and old_info.error is not None:
+                old_info = None
+            view = SourceChange(change.status, path, change.old_path, old_text, new_text)
+            python.append((view, old_info, new_info))
+        elif is_mermaid_source(path, diagram_paths) and not ignored_new:
+            out += mermaid_source_requirements(change, cfg)
+    analysis = analyse(python, cfg, data)
+    out += class_requirements(analysis, cfg)
+    out += state_requirements(analysis, cfg)
+    out += milestone_requirements(data.changes, data, cfg)
+    return _dedupe(moves(out)), warnings
+
+
+def _dedupe(reqs: Iterable[Requirement]) -> list[Requirement]:
+    seen: set[tuple[str, str, str, bool, str | None]] = set()
+    out: list[Requirement] = []
+    for r in reqs:
+        key = (r.kind, r.diagram, r.name, r.remove, r.scope)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(r)
+    return out
+
+
+def _named(req: Requirement, index: mermaid.DiagramIndex, text: str) -> bool:
+    if req.match == "text":
+        low = text.lower()
+        return any(a.lower() in low for a in req.accept)
+    if req.match == "state":
+        pool = {norm(n) for n in (index.states | index.names)}
+        return any(norm(a) in pool for a in req.accept)
+    if req.match == "edge":
+        srcs = {norm(a) for a in req.accept}
+        dsts = {norm(b) for b in req.target}
+        return any(norm(a) in srcs and norm(b) in dsts for a, b in index.edges)
+    if req.scope is not None:
+        body = index.members.get(req.scope)
+        if body is not None:
+            ok = any(a in body for a in req.accept)
+            return ok and (req.remove or all(w in body or w in index.names for w in req.also))
+    ok = index.names_any(req.accept)
+    return ok and (req.remove or all(w in index.names for w in req.also))
+
+
+def _suffix(req: Requirement) -> str:
+    if not req.draft or len(req.draft) > 12:
+        return ""
+    if len(req.draft) == 1:
+        return f", e.g. `{req.draft[0].strip()}`"
+    return ", e.g. a block " + " ".join(line.strip() for line in req.draft)
+
+
+def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
+    """The requirements the diagrams at the head do not meet, and broken Mermaid."""
+    indexes: dict[str, mermaid.DiagramIndex] = {}
+    texts: dict[str, str] = {}
+    needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
+    for path, dfile in data.diagrams.items():
+        if path in needed:
+            found = dfile.index if dfile.index is not None else read_diagram(dfile)
+            indexes[path], texts[path] = found
+    missing_classes: set[tuple[str, str]] = set()
+    pending: list[tuple[Finding, Requirement]] = []
+    for req in reqs:
+        diagram = data.diagrams.get(req.diagram)
+        index = indexes.get(req.diagram, mermaid.DiagramIndex())
+        exists = diagram is not None and diagram.text is not None
+        if req.remove:
+            if exists and _named(req, index, texts[req.diagram]):
+                pending.append((_finding(req, f"remove {req.what} from {req.diagram}"), req))
+            continue
+        if not req.needs_change and exists and _named(req, index, texts[req.diagram]):
+            continue
+        if not exists:
+            message = (
+                f"{req.diagram} does not exist: create it with a Mermaid diagram that names "
+                f"{req.what}{_suffix(req)}"
+            )
+        elif diagram is not None and not diagram.changed and req.needs_change:
+            message = f"{req.diagram} is not updated in this change: add {req.what}{_suffix(req)}"
+        elif not _named(req, index, texts[req.diagram]):
+            message = f"add {req.what} to {req.diagram}{_suffix(req)}"
+        else:
+            continue
+        if req.kind == "class-added":
+            missing_classes.add((req.diagram, req.name))
+        pending.append((_finding(req, message), req))
+    # A class the diagram lacks altogether is one finding, not one per field.
+    findings = [
+        f
+        for f, r in pending
+        if r.kind == "class-added" or r.scope is None or (r.diagram, r.scope) not in missing_classes
+    ]
+    for path, dfile in data.diagrams.items():
+        if not dfile.changed or dfile.text is None:
+            continue
+        for problem in indexes[path].problems:
+            findings.append(
+                Finding(
+                    "mermaid-invalid",
+                    path,
+                    path,
+                    problem.line,
+                    path,
+                    f"{path}:{problem.line}: Mermaid does not parse: {problem.message}",
+                )
+            )
+    return findings
+
+
+def _finding(req: Requirement, message: str) -> Finding:
+    return Finding(req.kind, req.diagram, req.source, req.line, req.name, message, draft=req.draft)
+
+
+def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> list[Finding]:
+    """Broken Mermaid in changed Markdown/``.mmd`` files outside the configured diagrams."""
+    findings: list[Finding] = []
+    diagram_paths = {
+        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
+    }
+    for change in changes:
+        if change.new_text is None or change.path in diagram_paths:
+            continue
+        if not change.path.endswith((".md", ".markdown", ".mmd", ".mermaid")):
+            continue
+        if matches_any(change.path, cfg.ignore):
+            continue
+        for block in mermaid.extract_blocks(change.new_text, change.path):
+            for problem in mermaid.parse_block(block).problems:
+                findings.append(
+                    Finding(
+                        "mermaid-invalid",
+                        change.path,
+                        change.path,
+                        problem.line,
+                        change.path,
+                        f"{change.path}:{problem.line}: Mermaid does not parse: {problem.message}",
+                    )
+                )
+    return findings

@@ -1,0 +1,1 @@
+"""The GitHub App: auth, the REST client, the flows it runs, the forge and the checks it posts."""
