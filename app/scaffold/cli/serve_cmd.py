@@ -76,7 +76,7 @@ class LazyApp:
     """The App service, built (its modules imported) and started once the server listens.
 
     Deliveries handed over before that wait for it; if building it fails the server
-    stops without handling them, and they stay in the spool for the next start.
+    stops without handling them, and they are handled at the next start.
     """
 
     def __init__(
