@@ -197,6 +197,10 @@ def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_leve
         await lazy.stop()
 
     app.on_shutdown.append(on_shutdown)
-    run_server(
-        app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
-    )
+    try:
+        run_server(
+            app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
+        )
+    except ScaffoldError as exc:  # a state directory in use, a damaged delivery database
+        click.echo(f"scaffold serve: {exc}", err=True)
+        sys.exit(2)
