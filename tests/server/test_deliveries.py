@@ -33,7 +33,7 @@ async def test_a_duplicate_id_is_stored_once(tmp_path: Path) -> None:
     assert await store.add(first, b'{"n": 1}')
     assert not await store.add(dataclasses.replace(first, event="push"), b'{"n": 2}')
     assert await store.payload("d-1") == b'{"n": 1}'
-    await store.finish("d-1", "handled")
+    store.finish("d-1", "handled")
     assert not await store.add(first, b'{"n": 1}')  # handled: still recognised
     await store.close()
 
@@ -45,8 +45,8 @@ async def test_a_restart_hands_back_the_unfinished_oldest_first(tmp_path: Path) 
     rows = [Accepted(f"d-{i}", "issues", float(i), i == 2) for i in range(4)]
     for row in rows:
         assert await store.add(row, b"{}")
-    await store.finish("d-1", "handled")
-    await store.finish("d-3", "failed")
+    store.finish("d-1", "handled")
+    store.finish("d-3", "failed")
     await store.close()
 
     again = DeliveryStore(path)
@@ -68,8 +68,8 @@ async def test_compaction_forgets_old_handled_deliveries_only(tmp_path: Path) ->
     )
     for row in (old_done, old_open, new_done):
         await store.add(row, b"{}")
-    await store.finish("old-done", "handled")
-    await store.finish("new-done", "handled")
+    store.finish("old-done", "handled")
+    store.finish("new-done", "handled")
     assert await store.compact(now - 3600) == 1
     assert await store.add(old_done, b"{}")  # forgotten: taken again
     assert not await store.add(new_done, b"{}")
@@ -79,7 +79,7 @@ async def test_compaction_forgets_old_handled_deliveries_only(tmp_path: Path) ->
     # Opening compacts too (by keep_s): an old handled delivery is gone after a restart.
     again = DeliveryStore(path, keep_s=3600)
     assert [a.id for a in await again.open()] == ["old-open", "old-done"]
-    await again.finish("old-done", "handled")
+    again.finish("old-done", "handled")
     await again.close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE deliveries SET received_at = ? WHERE id = 'old-done'", (now - 7200,))

@@ -73,7 +73,7 @@ class DeliveryStore:
         self._db: sqlite3.Connection | None = None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="scaffold-deliveries")
         self._compacted_at = 0.0
-        self._ops: list[tuple[Callable[[], object], asyncio.Future[object]]] = []
+        self._ops: list[tuple[Callable[[], object], asyncio.Future[object] | None]] = []
         self._committing: asyncio.Task[None] | None = None
         self._checkpoints = ThreadPoolExecutor(1, thread_name_prefix="scaffold-checkpoints")
         self._checkpointer: sqlite3.Connection | None = None
@@ -93,8 +93,11 @@ class DeliveryStore:
     async def payload(self, delivery_id: str) -> bytes | None:
         return await self._call(partial(self._payload, delivery_id))
 
-    async def finish(self, delivery_id: str, state: Literal["handled", "failed"]) -> None:
-        await self._call(partial(self._finish, delivery_id, state))
+    def finish(self, delivery_id: str, state: Literal["handled", "failed"]) -> None:
+        """Mark a delivery handled, in the next transaction. Not waited for: a mark that is
+        lost (the process is killed before it is written) means handling it again."""
+        self._ops.append((partial(self._finish, delivery_id, state), None))
+        self._commit_soon()
 
     async def compact(self, before: float) -> int:
         """Forget the handled deliveries received before ``before``; how many."""
@@ -113,12 +116,14 @@ class DeliveryStore:
     async def _call(self, op: Callable[[], T]) -> T:
         """Run ``op`` in the next transaction: the calls made while one commits are
         committed together (one write and, with ``durable``, one fsync), and fail together."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[object] = loop.create_future()
+        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._ops.append((op, done))
-        if self._committing is None or self._committing.done():
-            self._committing = loop.create_task(self._commit_all())
+        self._commit_soon()
         return cast(T, await done)
+
+    def _commit_soon(self) -> None:
+        if self._committing is None or self._committing.done():
+            self._committing = asyncio.get_running_loop().create_task(self._commit_all())
 
     async def _commit_all(self) -> None:
         loop = asyncio.get_running_loop()
@@ -128,12 +133,13 @@ class DeliveryStore:
             try:
                 results = await loop.run_in_executor(self._thread, self._transaction, ops)
             except Exception as exc:
+                _log.error("delivery database transaction failed", extra={"error": str(exc)})
                 for _, done in batch:
-                    if not done.done():
+                    if done is not None and not done.done():
                         done.set_exception(exc)
                 continue
             for (_, done), result in zip(batch, results, strict=True):
-                if not done.done():
+                if done is not None and not done.done():
                     done.set_result(result)
             self._since_checkpoint += len(ops)
             idle = self._checkpointing is None or self._checkpointing.done()

@@ -200,7 +200,7 @@ class Ingest:
             if payload is None:
                 _log.error("unreadable stored delivery", extra={"delivery": item.id})
                 self.metrics.count(item.event, "failed")
-                await self._finish(item.id, "failed")
+                self.store.finish(item.id, "failed")
                 return
             delivery = delivery_from(item.id, item.event, payload, item.received_at)
         start = time.perf_counter()
@@ -218,7 +218,7 @@ class Ingest:
         elapsed = time.perf_counter() - start
         self.metrics.observe_handle(elapsed)
         self.metrics.count(delivery.event, outcome)
-        await self._finish(delivery.id, outcome)
+        self.store.finish(delivery.id, outcome)
         if outcome == "handled" and _log.isEnabledFor(logging.INFO):
             _log.info(
                 "handled",
@@ -229,13 +229,4 @@ class Ingest:
                     "outcome": outcome,
                     "ms": round(elapsed * 1000, 3),
                 },
-            )
-
-    async def _finish(self, delivery_id: str, outcome: Literal["handled", "failed"]) -> None:
-        try:
-            await self.store.finish(delivery_id, outcome)
-        except sqlite3.Error as exc:  # it is handled again at the next start
-            _log.error(
-                "a handled delivery could not be marked so",
-                extra={"delivery": delivery_id, "error": str(exc)},
             )
