@@ -161,9 +161,6 @@ class DeliveryStore:
             db = self._db = sqlite3.connect(
                 self.path, timeout=LOCK_WAIT_S, isolation_level=None, check_same_thread=False
             )
-            # A 15 KB delivery fits in a 64 KB page: one WAL frame, where 4 KB pages make it
-            # a chain of overflow pages (three times the writes). Only a new database takes it.
-            db.execute("PRAGMA page_size=65536")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             db.execute("PRAGMA wal_autocheckpoint=0")  # see _checkpoint
