@@ -13,16 +13,13 @@ a power loss may roll back the latest commits, never corrupt the database.
 ``durable=True`` (``synchronous=FULL``) fsyncs the WAL at each commit: it then survives
 a power loss too.
 
-The calls made in one turn of the event loop, or while a transaction commits, are
-committed together in the next transaction (a group commit: one write of each page
-touched, and one fsync, for a burst of deliveries). Nothing that can stall runs on the
-event loop that acknowledges deliveries. A ``durable`` commit (an fsync) runs on the
-store's thread. A commit of ``synchronous=NORMAL`` only writes the WAL into the page
-cache: it runs on the loop, since the trip to a thread and back cost more CPU than the
-commit itself (measured with bench/bench_ingest.py: 300 against 190 us a request), and
-it never waits for a lock (``busy_timeout=0``: a locked database is a 503 at once).
-Checkpoints (which copy the WAL into the database and fsync it) run on a second thread
-with a connection of their own: a commit never waits for one.
+Every call runs on the store's thread, never on the event loop that acknowledges
+deliveries: a commit writes (with ``durable``, fsyncs) and may wait for a lock. The
+calls made while a transaction commits are committed together in the next one (a group
+commit): one trip to the thread, one write of each page touched and one fsync for a
+burst of deliveries instead of one each. Checkpoints (which copy the WAL into the
+database and fsync it) run on a second thread with a connection of their own: a commit
+never waits for one.
 """
 
 from __future__ import annotations
@@ -135,10 +132,7 @@ class DeliveryStore:
             batch, self._ops = self._ops, []
             ops = [op for op, _ in batch]
             try:
-                if self._durable:
-                    results = await loop.run_in_executor(self._thread, self._transaction, ops)
-                else:
-                    results = self._transaction(ops)
+                results = await loop.run_in_executor(self._thread, self._transaction, ops)
             except Exception as exc:
                 _log.error("delivery database transaction failed", extra={"error": str(exc)})
                 for _, done in batch:
@@ -154,18 +148,14 @@ class DeliveryStore:
                 self._since_checkpoint = 0
                 self._checkpointing = loop.run_in_executor(self._checkpoints, self._checkpoint)
 
-    # -- blocking: on the store's thread, or on the loop for a commit of NORMAL (see above) ----
+    # -- on the store's thread ---------------------------------------------------------------
 
     def _open(self) -> list[Accepted]:
         try:
-            db = self._db = sqlite3.connect(
-                self.path, timeout=LOCK_WAIT_S, isolation_level=None, check_same_thread=False
-            )
+            db = self._db = sqlite3.connect(self.path, timeout=LOCK_WAIT_S, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             db.execute("PRAGMA wal_autocheckpoint=0")  # see _checkpoint
-            if not self._durable:
-                db.execute("PRAGMA busy_timeout=0")
             (check,) = db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(f"damaged: {check}")
