@@ -4,10 +4,11 @@ Every server gets the same signed 15 KB ``issues.labeled`` delivery (GitHub's ex
 payload, its issue body padded), each request with a unique ``X-GitHub-Delivery``:
 
 - scaffold: ``create_app`` + ``serve`` with a no-op handler and warning-level logs
-  (verify, dedupe, spool, enqueue, answer 202; the worker then handles and marks done);
+  (verify, commit to the sqlite store, enqueue, answer 202; the worker then handles and
+  marks done);
 - scaffold-info: the same with info-level JSON logs (one line per handled delivery);
-- scaffold-fsync: the same with ``fsync=True`` (each group commit fdatasync'ed before the
-  202s: durable across a power loss, not only across ``kill -9``);
+- scaffold-fsync: the same with ``fsync=True`` (sqlite's ``synchronous=FULL``: each group
+  commit fsynced before the 202s: durable across a power loss, not only across ``kill -9``);
 - scaffold-base (with ``--base DIR``): the same as scaffold, from another checkout's
   ``app/`` (e.g. a ``git worktree`` of the commit before a change), for before/after in
   one run;

@@ -72,3 +72,25 @@ def test_bad_credentials_stop_the_server_at_start(
     assert named in done.stderr
     assert "s3cret-value" not in done.stderr + done.stdout
     assert "not a key" not in done.stderr + done.stdout
+
+
+def test_a_damaged_delivery_database_stops_the_server_at_start(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    webhooks = tmp_path / "s" / "webhooks"
+    webhooks.mkdir(parents=True)
+    (webhooks / "deliveries.sqlite").write_bytes(b"not a database, long enough to tell " * 40)
+    env = {"SCAFFOLD_APP_ID": "12", "SCAFFOLD_PRIVATE_KEY": pem.decode()}
+    done = _serve(tmp_path, {**env, "SCAFFOLD_WEBHOOK_SECRET": "s3cret-value"})
+    assert done.returncode == 2
+    assert "deliveries.sqlite: cannot open the delivery database: file is not a database" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr

@@ -54,7 +54,7 @@ PACKAGE_ROLES = {
     "scaffold.diagramcheck.rules": "what a diff requires of each diagram, and the judge",
     "scaffold.runtime": "the imperative shell: executes effects",
     "scaffold.cli": "the scaffold command",
-    "scaffold.server": "the webhook server: verify, dedupe, spool, queue, metrics",
+    "scaffold.server": "the webhook server: verify, store (sqlite), queue, metrics",
     "scaffold.github": "the GitHub App: auth, REST client, flows, forge, checks",
     "scaffold.action": "the GitHub Action's entry points",
     "scaffold.demo": "scaffold demo, and the scripted stand-in agent it runs",

@@ -76,7 +76,7 @@ class LazyApp:
     """The App service, built (its modules imported) and started once the server listens.
 
     Deliveries handed over before that wait for it; if building it fails the server
-    stops without handling them, and they stay in the spool for the next start.
+    stops without handling them, and they are handled at the next start.
     """
 
     def __init__(
@@ -197,6 +197,10 @@ def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_leve
         await lazy.stop()
 
     app.on_shutdown.append(on_shutdown)
-    run_server(
-        app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
-    )
+    try:
+        run_server(
+            app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
+        )
+    except ScaffoldError as exc:  # a state directory in use, a damaged delivery database
+        click.echo(f"scaffold serve: {exc}", err=True)
+        sys.exit(2)

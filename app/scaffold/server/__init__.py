@@ -2,11 +2,10 @@
 
 settings   ServerSettings.from_env: the App's id, key and webhook secret
 delivery   Delivery and the pure verify-and-parse step of one request
-dedupe     the persisted set of delivery ids already accepted
-spool      the crash-safe journal of accepted deliveries not yet handled
+deliveries DeliveryStore: the accepted deliveries in sqlite (dedupe, replay after a crash)
 work_queue the worker pool that calls the handler
 metrics    Prometheus metrics on a per-app registry
-ingest     the ingest pipeline: verify, dedupe, spool, enqueue
+ingest     the ingest pipeline: verify, store, enqueue
 logs       JSON logging and secret redaction
 app        create_app: the aiohttp adapter
 run        serve: run the app and drain it on SIGTERM/SIGINT

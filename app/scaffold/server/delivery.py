@@ -21,7 +21,7 @@ SIGNATURE_HEADER = "X-Hub-Signature-256"
 EVENT_HEADER = "X-GitHub-Event"
 DELIVERY_HEADER = "X-GitHub-Delivery"
 
-# GitHub sends GUIDs; ids are written one per line to the dedupe log, so keep them tame.
+# GitHub sends GUIDs; ids go into logs and the 202's JSON unescaped, so keep them tame.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # What GitHub sends: "sha256=" and 64 hex digits. Anything else (a header that is not
@@ -75,7 +75,7 @@ class Rejection:
 def verify_and_parse(
     headers: Mapping[str, str], body: bytes, secret: str, *, received_at: float
 ) -> tuple[Delivery, bytes] | Rejection:
-    """The delivery and its JSON bytes (what the spool keeps), or why it is refused.
+    """The delivery and its JSON bytes (what the store keeps), or why it is refused.
 
     ``headers`` must look names up case-insensitively (aiohttp's headers do).
     """

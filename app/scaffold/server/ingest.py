@@ -1,16 +1,12 @@
-"""The ingest pipeline: verify, dedupe, spool, enqueue; and the worker side: handle, mark done.
+"""The ingest pipeline: verify, store, enqueue; and the worker side: handle, mark done.
 
-:meth:`Ingest.accept` never waits for a handler: it answers as soon as the delivery
-is in the spool and the queue. Stores are group commits: the deliveries verified
-while the previous batch was being written (and, with ``settings.fsync``, fsynced in
-a thread) are written together, the spool records in one ``writev`` and their ids in
-one write to the dedupe log, fsynced together, and only then all acknowledged; if
-the write or the fsync fails none of them is (503, GitHub delivers again). A second
-copy of a delivery that arrives while the first is being stored waits for it and is
-answered as a duplicate; it is written once. At most ``settings.max_parsed_in_queue``
-deliveries wait in memory parsed; beyond that the queue holds only where they lie in
-the spool, so a burst costs little memory. What a person did (``by_a_person``) goes
-to the queue's urgent lane: it never waits behind scaffold's own echoes.
+:meth:`Ingest.accept` never waits for a handler: it answers as soon as the delivery is
+committed to the :class:`DeliveryStore` and queued. If it cannot be stored the answer
+is 503, and GitHub delivers it again. A copy of a delivery already stored is answered
+as a duplicate. At most ``settings.max_parsed_in_queue`` deliveries wait in memory
+parsed; beyond that the queue holds just their ids, and the worker reads the JSON back
+from the store, so a burst costs little memory. What a person did (``by_a_person``)
+goes to the queue's urgent lane: it never waits behind scaffold's own echoes.
 """
 
 from __future__ import annotations
@@ -20,16 +16,17 @@ import fcntl
 import json
 import logging
 import os
+import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from scaffold.errors import StoreLocked
-from scaffold.server.dedupe import SeenIds
+from scaffold.server.deliveries import Accepted, DeliveryStore
 from scaffold.server.delivery import (
     EVENT_HEADER,
     EVENT_NAME,
-    PERSON_EVENTS,
     Delivery,
     DeliveryHandler,
     Rejection,
@@ -40,7 +37,6 @@ from scaffold.server.delivery import (
 )
 from scaffold.server.metrics import UNVERIFIED, AppGauges, IngestMetrics
 from scaffold.server.settings import ServerSettings
-from scaffold.server.spool import Spool, SpoolBatch, SpoolRef
 from scaffold.server.work_queue import WorkQueue
 
 _log = logging.getLogger("scaffold.server")
@@ -66,23 +62,6 @@ PONG = Reply(200, b'{"status":"pong"}', "handled")
 TOO_LARGE = Reply(413, b'{"status":"too_large"}', "too_large")
 DRAINING = Reply(503, b'{"status":"draining"}', "unavailable")
 UNSTORED = Reply(503, b'{"status":"unavailable","reason":"not stored"}', "unavailable")
-Sync = Callable[[Sequence[int]], None]
-
-
-def fsync_all(fds: Sequence[int]) -> None:
-    for fd in fds:
-        os.fdatasync(fd)
-
-
-class _Pending:
-    """A delivery verified and waiting for its batch to be stored."""
-
-    __slots__ = ("delivery", "done", "raw")
-
-    def __init__(self, delivery: Delivery, raw: bytes, done: asyncio.Future[None]) -> None:
-        self.delivery = delivery
-        self.raw = raw
-        self.done = done
 
 
 class Ingest:
@@ -92,40 +71,31 @@ class Ingest:
         handler: DeliveryHandler,
         *,
         gauges: Callable[[], Awaitable[AppGauges]] | None = None,
-        sync: Sync | None = None,
     ) -> None:
-        """``sync`` makes a written batch durable (default: fdatasync if ``settings.fsync``)."""
         self.settings = settings
         self._handler = handler
         self._secret = settings.webhook_secret
-        root = settings.state_dir / "webhooks"
-        self._root = root
-        self.seen = SeenIds(root / "delivery-ids.log")
-        self.spool = Spool(root / "spool")
-        self.queue: WorkQueue[Delivery | SpoolRef] = WorkQueue(self._run, settings.workers)
+        self._root = settings.state_dir / "webhooks"
+        self.store = DeliveryStore(self._root / "deliveries.sqlite", durable=settings.fsync)
+        self.queue: WorkQueue[Delivery | Accepted] = WorkQueue(self._run, settings.workers)
         self.metrics = IngestMetrics(lambda: self.queue.depth, lambda: self.queue.in_flight, gauges)
         self.draining = False
         self._parsed_in_queue = 0
         self._lock_fd = -1
-        self._sync = sync if sync is not None else (fsync_all if settings.fsync else None)
-        self._batch: list[_Pending] = []
-        self._storing: dict[str, asyncio.Future[None]] = {}
-        self._flushing = False
-        self._flush_task: asyncio.Task[None] | None = None
-        self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Lock the state directory, load the ids and the spool, re-queue what was left."""
+        """Lock the state directory, open the store, re-queue what was left unhandled."""
         self._root.mkdir(parents=True, exist_ok=True)
         self._lock()
-        self.seen.load()
-        left = self.spool.open()
-        for ref in left:
-            self.seen.add(ref.id)
-            # Not parsed again here: by its event alone (a bot's comment goes early too).
-            self.queue.put(ref, urgent=ref.event in PERSON_EVENTS)
+        try:
+            left = await self.store.open()
+        except BaseException:
+            self._unlock()
+            raise
+        for accepted in left:
+            self.queue.put(accepted, urgent=accepted.urgent)
         if left:
             _log.info("re-queued deliveries left by an earlier run", extra={"count": len(left)})
         self.queue.start()
@@ -136,23 +106,15 @@ class Ingest:
         done = await self.queue.drain(timeout)
         if not done:
             _log.warning(
-                "drain timed out; the rest stays in the spool for the next start",
+                "drain timed out; the rest is handled at the next start",
                 extra={"queue": self.queue.depth, "in_flight": self.queue.in_flight},
             )
         return done
 
     async def stop(self) -> None:
         await self.queue.stop()
-        if self._flush_task is not None:  # let the batch under way finish, for its answers
-            await asyncio.gather(self._flush_task, return_exceptions=True)
-        if self._sync is None:
-            self._flush_unsynced()
-        self._closed = True
-        self.spool.close()
-        self.seen.close()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        await self.store.close()
+        self._unlock()
 
     def _lock(self) -> None:
         path = self._root / "lock"
@@ -167,6 +129,11 @@ class Ingest:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
 
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
     # -- the request side --------------------------------------------------------------------
 
     def refuse_too_large(self) -> Reply:
@@ -180,8 +147,7 @@ class Ingest:
     async def accept(self, headers: Mapping[str, str], body: bytes) -> Reply:
         if self.draining:
             return self.refuse_draining()
-        now = time.time()
-        parsed = verify_and_parse(headers, body, self._secret, received_at=now)
+        parsed = verify_and_parse(headers, body, self._secret, received_at=time.time())
         if isinstance(parsed, Rejection):
             return self._refuse(headers, parsed)
         delivery, raw = parsed
@@ -189,117 +155,28 @@ class Ingest:
         if event == "ping":
             self.metrics.count(event, "handled")
             return PONG
-        storing = self._storing.get(delivery.id)
-        if storing is not None:  # a copy of a delivery still being stored: wait for it
-            try:
-                await asyncio.shield(storing)
-            except OSError:
-                return self._unstored(event)
-        elif delivery.id not in self.seen:
-            done = asyncio.get_running_loop().create_future()
-            self._storing[delivery.id] = done
-            self._batch.append(_Pending(delivery, raw, done))
-            self._kick()
-            try:
-                await done
-            except OSError:
-                return self._unstored(event)
-            self.metrics.count(event, "queued")
-            return _queued(delivery.id)
-        self.metrics.count(event, "duplicate")
-        _log.info("duplicate delivery", extra={"delivery": delivery.id, "event": event})
-        return _reply(200, "duplicate", delivery=delivery.id)
-
-    def _unstored(self, event: str) -> Reply:
-        self.metrics.count(event, "unavailable")
-        return UNSTORED
-
-    # -- the group commit --------------------------------------------------------------------
-
-    def _kick(self) -> None:
-        """Start a flush unless one is under way (it takes what has come when it ends)."""
-        if not self._flushing:
-            self._flushing = True
-            if self._sync is None:
-                asyncio.get_running_loop().call_soon(self._flush_unsynced)
-            else:
-                self._flush_task = asyncio.get_running_loop().create_task(self._flush_synced())
-
-    def _flush_unsynced(self) -> None:
-        self._flushing = False
-        if self._closed:
-            return
-        batch, self._batch = self._batch, []
+        urgent = by_a_person(delivery)
+        accepted = Accepted(delivery.id, event, delivery.received_at, urgent)
         try:
-            written = self._write(batch)
-        except OSError as exc:
-            self._fail(batch, exc)
-            return
-        self._confirm(batch, *written)
-
-    async def _flush_synced(self) -> None:
-        assert self._sync is not None
-        loop = asyncio.get_running_loop()
-        try:
-            while self._batch or self.spool.has_marks:
-                batch, self._batch = self._batch, []
-                try:
-                    spooled, logged = self._write(batch)
-                except OSError as exc:
-                    self._fail(batch, exc)
-                    continue
-                if batch:
-                    fds = (spooled.fd, self.seen.fileno())
-                    try:
-                        await loop.run_in_executor(None, self._sync, fds)
-                    except OSError as exc:
-                        self.spool.rollback(spooled)
-                        self.seen.rollback(logged)
-                        self._fail(batch, exc)
-                        continue
-                self._confirm(batch, spooled, logged)
-        finally:
-            self._flushing = False
-
-    def _write(self, batch: list[_Pending]) -> tuple[SpoolBatch, int]:
-        """Write the batch to the spool, then its ids to the dedupe log (undoing the spool's
-        write if that fails)."""
-        spooled = self.spool.write(
-            [(p.delivery.id, p.delivery.event, p.delivery.received_at, p.raw) for p in batch]
-        )
-        try:
-            logged = self.seen.write([p.delivery.id for p in batch])
-        except OSError:
-            self.spool.rollback(spooled)
-            raise
-        return spooled, logged
-
-    def _confirm(self, batch: list[_Pending], spooled: SpoolBatch, logged: int) -> None:
-        self.spool.confirm(spooled)
-        ids = [p.delivery.id for p in batch]
-        self.seen.confirm(ids, logged)
-        queue = self.queue
-        for p, ref in zip(batch, spooled.refs, strict=True):
-            del self._storing[p.delivery.id]
-            urgent = by_a_person(p.delivery)
-            if self._parsed_in_queue < self.settings.max_parsed_in_queue:
-                self._parsed_in_queue += 1
-                queue.put(p.delivery, urgent=urgent)
-            else:
-                queue.put(ref, urgent=urgent)
-            if not p.done.done():
-                p.done.set_result(None)
-
-    def _fail(self, batch: list[_Pending], exc: OSError) -> None:
-        if batch:
+            stored = await self.store.add(accepted, raw)
+        except sqlite3.Error as exc:
             _log.error(
-                "deliveries could not be stored; none acknowledged",
-                extra={"count": len(batch), "error": str(exc)},
+                "delivery could not be stored; not acknowledged",
+                extra={"delivery": delivery.id, "error": str(exc)},
             )
-        for p in batch:
-            del self._storing[p.delivery.id]
-            if not p.done.done():
-                p.done.set_exception(exc)
+            self.metrics.count(event, "unavailable")
+            return UNSTORED
+        if not stored:
+            self.metrics.count(event, "duplicate")
+            _log.info("duplicate delivery", extra={"delivery": delivery.id, "event": event})
+            return _reply(200, "duplicate", delivery=delivery.id)
+        if self._parsed_in_queue < self.settings.max_parsed_in_queue:
+            self._parsed_in_queue += 1
+            self.queue.put(delivery, urgent=urgent)
+        else:
+            self.queue.put(accepted, urgent=urgent)
+        self.metrics.count(event, "queued")
+        return _queued(delivery.id)
 
     def _refuse(self, headers: Mapping[str, str], why: Rejection) -> Reply:
         event = headers.get(EVENT_HEADER, "")
@@ -313,21 +190,21 @@ class Ingest:
 
     # -- the worker side ---------------------------------------------------------------------
 
-    async def _run(self, item: Delivery | SpoolRef) -> None:
+    async def _run(self, item: Delivery | Accepted) -> None:
         if isinstance(item, Delivery):
             self._parsed_in_queue -= 1
             delivery = item
         else:
-            payload = parse_payload(self.spool.read(item))
+            raw = await self.store.payload(item.id)
+            payload = None if raw is None else parse_payload(raw)
             if payload is None:
-                _log.error("unreadable spooled delivery", extra={"delivery": item.id})
+                _log.error("unreadable stored delivery", extra={"delivery": item.id})
                 self.metrics.count(item.event, "failed")
-                self.spool.done(item.id)
-                self._kick()
+                self.store.finish(item.id, "failed")
                 return
             delivery = delivery_from(item.id, item.event, payload, item.received_at)
         start = time.perf_counter()
-        outcome = "handled"
+        outcome: Literal["handled", "failed"] = "handled"
         try:
             await self._handler(delivery)
         except asyncio.CancelledError:
@@ -341,8 +218,7 @@ class Ingest:
         elapsed = time.perf_counter() - start
         self.metrics.observe_handle(elapsed)
         self.metrics.count(delivery.event, outcome)
-        self.spool.done(delivery.id)
-        self._kick()
+        self.store.finish(delivery.id, outcome)
         if outcome == "handled" and _log.isEnabledFor(logging.INFO):
             _log.info(
                 "handled",

@@ -1,8 +1,8 @@
 """Run the app until SIGTERM or SIGINT, then drain it and exit cleanly.
 
 On the signal: stop listening and answer 503 (healthz too), wait up to
-``drain_timeout_s`` for the queued and running deliveries (what is left stays in the
-spool for the next start), then run the app's on_shutdown and cleanup hooks.
+``drain_timeout_s`` for the queued and running deliveries (what is left is handled at
+the next start), then run the app's on_shutdown and cleanup hooks.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def serve_async(
     ``after_listening`` runs as a task once the server listens (what the App needs only
     then, e.g. importing and starting its GitHub side), cancelled at the stop if still
     running; if it fails the server stops at once, without draining (what was accepted
-    stays in the spool for the next start), and its error is raised.
+    is handled at the next start), and its error is raised.
     """
     if stop is None:
         stop = asyncio.Event()

@@ -35,10 +35,10 @@ class ServerSettings:
     max_body_bytes: int = 25 * 1024 * 1024
     drain_timeout_s: float = 30.0
     workers: int = 4
-    # Deliveries held parsed in memory; beyond that the queue keeps spool references.
+    # Deliveries held parsed in memory; beyond that the queue keeps their ids only.
     max_parsed_in_queue: int = 256
-    # fsync each group commit of deliveries before answering 202: they then survive a
-    # power loss, not just the process being killed (SCAFFOLD_WEBHOOK_FSYNC=1).
+    # fsync each stored delivery before answering 202 (sqlite's synchronous=FULL): it then
+    # survives a power loss, not just the process being killed (SCAFFOLD_WEBHOOK_FSYNC=1).
     fsync: bool = False
 
     def __repr__(self) -> str:

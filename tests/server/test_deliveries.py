@@ -1,0 +1,177 @@
+"""The delivery store behind the ingest: duplicates, replay after a restart (in the right
+lane), compaction by age, and a clear error when the database cannot be used."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from webhook_support import Recorder, eventually, example, signed_headers
+
+from scaffold.errors import StoreError, StoreLocked
+from scaffold.server.deliveries import Accepted, DeliveryStore
+from scaffold.server.delivery import Delivery
+from scaffold.server.ingest import Ingest
+from scaffold.server.settings import ServerSettings
+
+BOT = {"login": "scaffold-app[bot]", "type": "Bot"}
+
+
+def _db(settings: ServerSettings) -> Path:
+    return settings.state_dir / "webhooks" / "deliveries.sqlite"
+
+
+async def test_a_duplicate_id_is_stored_once(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path / "d.sqlite")
+    assert await store.open() == []
+    first = Accepted("d-1", "issues", 1.0, False)
+    assert await store.add(first, b'{"n": 1}')
+    assert not await store.add(dataclasses.replace(first, event="push"), b'{"n": 2}')
+    assert await store.payload("d-1") == b'{"n": 1}'
+    store.finish("d-1", "handled")
+    assert not await store.add(first, b'{"n": 1}')  # handled: still recognised
+    await store.close()
+
+
+async def test_a_restart_hands_back_the_unfinished_oldest_first(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    store = DeliveryStore(path)
+    await store.open()
+    rows = [Accepted(f"d-{i}", "issues", float(i), i == 2) for i in range(4)]
+    for row in rows:
+        assert await store.add(row, b"{}")
+    store.finish("d-1", "handled")
+    store.finish("d-3", "failed")
+    await store.close()
+
+    again = DeliveryStore(path)
+    assert await again.open() == [rows[0], rows[2]]
+    assert await again.payload("d-2") == b"{}"
+    assert await again.payload("d-1") is None  # a handled delivery's JSON is dropped
+    await again.close()
+
+
+async def test_compaction_forgets_old_handled_deliveries_only(tmp_path: Path) -> None:
+    path = tmp_path / "d.sqlite"
+    store = DeliveryStore(path, keep_s=3600)
+    await store.open()
+    now = time.time()
+    old_done, old_open, new_done = (
+        Accepted("old-done", "issues", now - 7200, False),
+        Accepted("old-open", "issues", now - 7200, False),
+        Accepted("new-done", "issues", now - 60, False),
+    )
+    for row in (old_done, old_open, new_done):
+        await store.add(row, b"{}")
+    store.finish("old-done", "handled")
+    store.finish("new-done", "handled")
+    assert await store.compact(now - 3600) == 1
+    assert await store.add(old_done, b"{}")  # forgotten: taken again
+    assert not await store.add(new_done, b"{}")
+    assert not await store.add(old_open, b"{}")  # not handled yet: never forgotten
+    store.finish("old-done", "handled")
+    await store.close()
+
+    # Opening compacts too, by keep_s: with none, every handled delivery is forgotten.
+    again = DeliveryStore(path, keep_s=0)
+    assert await again.open() == [old_open]
+    assert await again.add(new_done, b"{}")
+    await again.close()
+
+
+async def test_a_corrupt_database_is_a_clear_error_at_start(settings: ServerSettings) -> None:
+    _db(settings).parent.mkdir(parents=True)
+    _db(settings).write_bytes(b"this is not a database, and it is long enough to tell " * 40)
+    ingest = Ingest(settings, Recorder())
+    with pytest.raises(
+        StoreError,
+        match=r"deliveries\.sqlite: cannot open the delivery database: file is not a database",
+    ):
+        await ingest.start()
+    await ingest.stop()
+
+
+async def test_a_locked_database_is_a_clear_error_at_start(settings: ServerSettings) -> None:
+    _db(settings).parent.mkdir(parents=True)
+    holder = sqlite3.connect(_db(settings), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        ingest = Ingest(settings, Recorder())
+        with pytest.raises(StoreLocked, match=r"deliveries\.sqlite: locked"):
+            await ingest.start()
+        await ingest.stop()
+    finally:
+        holder.close()
+    ingest = Ingest(settings, Recorder())
+    await ingest.start()  # free again
+    await ingest.stop()
+
+
+async def test_a_delivery_that_cannot_be_stored_is_503_and_taken_when_redelivered(
+    settings: ServerSettings, labeled: bytes
+) -> None:
+    """Someone else holds the database's write lock: the insert fails, and nothing is
+    acknowledged or handled until it is stored."""
+    rec = Recorder()
+    ingest = Ingest(settings, rec)
+    await ingest.start()
+    try:
+        holder = sqlite3.connect(_db(settings), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        headers = signed_headers(labeled, delivery="blocked")
+        reply = await ingest.accept(headers, labeled)
+        assert (reply.status, reply.outcome) == (503, "unavailable")
+        holder.close()
+        await asyncio.sleep(0.05)
+        assert rec.seen == []
+        reply = await ingest.accept(headers, labeled)  # GitHub delivers it again
+        assert (reply.status, reply.outcome) == (202, "queued")
+        await rec.wait(1)
+        assert [d.id for d in rec.seen] == ["blocked"]
+    finally:
+        await ingest.stop()
+
+
+def _echo(i: int) -> bytes:
+    return json.dumps({"action": "requested", "check_suite": {"id": i}, "sender": BOT}).encode()
+
+
+async def test_a_restart_replays_a_persons_delivery_in_the_urgent_lane(
+    settings: ServerSettings,
+) -> None:
+    gate = asyncio.Event()
+    got: list[str] = []
+
+    async def stuck(delivery: Delivery) -> None:
+        got.append(delivery.id)
+        await gate.wait()
+
+    one_worker = dataclasses.replace(settings, workers=1)
+    ingest = Ingest(one_worker, stuck)
+    await ingest.start()
+    review = example("pull_request_review/submitted.0.json")
+    try:
+        for i in range(4):
+            body = _echo(i)
+            reply = await ingest.accept(signed_headers(body, "check_suite", f"echo-{i}"), body)
+            assert reply.status == 202
+        await eventually(lambda: got == ["echo-0"])
+        headers = signed_headers(review, "pull_request_review", "person")
+        assert (await ingest.accept(headers, review)).status == 202
+    finally:
+        await ingest.stop()  # killed mid-handling: nothing was marked handled
+
+    rec = Recorder()
+    again = Ingest(one_worker, rec)
+    await again.start()
+    try:
+        await rec.wait(5)
+        assert [d.id for d in rec.seen] == ["person", "echo-0", "echo-1", "echo-2", "echo-3"]
+        assert rec.seen[0].payload == json.loads(review)
+    finally:
+        await again.stop()
