@@ -1,4 +1,4 @@
-"""The six agent roles of seed 002 and what each may signal."""
+"""The six agent roles and what each may signal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four ``signal-back`` payloads, exactly as seed 002 defines them.
+"""The four ``signal-back`` payloads an agent may send.
 
 Field names are the wire names (camelCase). Unknown fields, a missing field or
 a wrong type are refused with a :class:`SignalError` that names the field, so

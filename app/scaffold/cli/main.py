@@ -1,6 +1,6 @@
 """The ``scaffold`` command line. Errors become exit codes here and nowhere else.
 
-Exit codes (DESIGN.md): 0 done; 1 a check failed or work ended in failure; 2 usage or
+Exit codes: 0 done; 1 a check failed or work ended in failure; 2 usage or
 config error; 3 stopped waiting for a person; 4 safety limit.
 """
 

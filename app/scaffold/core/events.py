@@ -1,4 +1,4 @@
-"""Events fed to the lifecycle machine, and the routing of agent signals to them (seed 002)."""
+"""Events fed to the lifecycle machine, and the routing of agent signals to them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The task lifecycle machine, declared as a table.
 
-``TABLE`` lists every transition of seed 004 (and the few DESIGN.md adds) as data:
+``TABLE`` lists every transition of a task as data:
 source state, event, target state, an optional named guard, and an action that
 returns the field updates and effects. :func:`decide` is pure:
 ``decide(task, event, limits) -> Decision(task, effects, transition)``.
@@ -55,7 +55,7 @@ from scaffold.signals import NeedsRoleFollowup, NeedsUserInput, PartiallyComplet
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-task limits (DESIGN.md: retries max 3, Ward fixes by Spiritmender max 3)."""
+    """Per-task limits (retries max 3, Ward fixes by Spiritmender max 3)."""
 
     max_attempts: int = 3
     max_ward_fixes: int = 3
@@ -117,7 +117,7 @@ def _followup(event: Event) -> NeedsRoleFollowup:
 
 SAFETY_OK = Guard("safety_ok", lambda t, e, lim: e.safety_ok)
 # ``attempts`` counts the retries already made: an agent run is retried up to
-# ``max_attempts`` times (DESIGN.md: "retried up to 3 times"), then the task is Blocked.
+# ``max_attempts`` times (retried up to 3 times by default), then the task is Blocked.
 ATTEMPTS_LEFT = Guard("attempts left", lambda t, e, lim: t.attempts < lim.max_attempts)
 ATTEMPTS_EXHAUSTED = Guard("attempts used up", lambda t, e, lim: t.attempts >= lim.max_attempts)
 FIXES_LEFT = Guard("fixes left", lambda t, e, lim: t.ward_fixes < lim.max_ward_fixes)

@@ -220,7 +220,7 @@ def stop_quest(quest: Quest, reason: str, now: datetime, limit: str = "abort") -
 
 
 def restore_merged(quest: Quest, now: datetime) -> Step:
-    """Undo what a ``retry`` of a Done task did before retry refused one (issue 12).
+    """Undo what a ``retry`` of a Done task did before retry refused one.
 
     Such a retry cleared the outcome of a merged task, so every later run saw a task
     that was neither done nor able to start. A task at rest whose pull request merged

@@ -1,4 +1,4 @@
-"""Names of the task lifecycle states, stages and events (seed 004, DESIGN.md section 2)."""
+"""Names of the task lifecycle states, stages and events."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ HOLDS_SLOT = frozenset(
 
 
 class Stage(StrEnum):
-    """Which gate the next passing Ward run opens (DESIGN.md: Ward -> Siegemaster -> Ward -> Lawbringer)."""
+    """Which gate the next passing Ward run opens (Ward -> Siegemaster -> Ward -> Lawbringer)."""
 
     IMPLEMENT = "implement"  # a pass starts Siegemaster
     EDGE_CASES = "edge_cases"  # a pass starts Lawbringer

@@ -2,7 +2,7 @@
 
 Both are a person's setup, not an agent's failure: found here, they end the command
 with exit 2 and what to do, instead of a raw git error or an agent "crashing" in a
-retry loop (issue 12).
+retry loop.
 """
 
 from __future__ import annotations

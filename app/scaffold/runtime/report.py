@@ -1,4 +1,4 @@
-"""How a run ends: exit codes per DESIGN.md (0 done, 1 failure, 3 waiting, 4 safety)."""
+"""How a run ends: exit codes (0 done, 1 failure, 3 waiting, 4 safety)."""
 
 from __future__ import annotations
 
