@@ -45,18 +45,15 @@ history) per commit. Instead (the files are read by :mod:`scaffold.quest.journal
 * **One writer, many readers.** ``open_writer`` takes ``flock(LOCK_EX|LOCK_NB)``
   on ``writer.lock`` and writes its pid there, so a second orchestrator gets
   :class:`StoreLocked` with the holder's pid instead of interleaving lines. The
-  kernel drops the lock when the process dies, so a crash never leaves a stale
-  lock. ``read`` (for ``scaffold status``) takes no lock: the snapshot is replaced
-  atomically and the journal only grows by whole fsync'ed lines, so snapshot +
-  complete tail lines is always a state some commit produced.
+  kernel drops the lock when the process dies. ``read`` takes no lock: the snapshot
+  is replaced atomically and the journal only grows by whole fsync'ed lines, so
+  snapshot + complete tail lines is always a state some commit produced.
 
 * Within a process, ``commit`` is serialized by a ``threading.Lock``;
   :meth:`QuestWriter.update` runs a function on the current quest under that lock
   (``commit(new)`` of a quest read earlier could overwrite a concurrent change).
 
-``quest.json`` alone can be up to ``snapshot_every`` commits behind after a crash
-(a clean ``close`` brings it up to date): read quests through this store. The lock
-file belongs to the running process and should not be committed to git.
+``quest.json`` alone may lag ``snapshot_every`` commits: read quests through this store.
 """
 
 from __future__ import annotations
