@@ -1,4 +1,4 @@
-"""The task lifecycle machine, declared as a table.
+"""The task lifecycle machine, declared as a table (one concept: kept whole, however long).
 
 ``TABLE`` lists every transition of a task as data:
 source state, event, target state, an optional named guard, and an action that
