@@ -5,12 +5,10 @@ events and a running `StreamSummary`, without doing any I/O of its own in the co
 
     bytes --StreamDecoder.feed--> lines --parse_line--> Event --> StreamSummary
 
-- `parse_line` types one line by its `type` (and `subtype` for `system`). An unknown
-  type becomes `Unknown`: newer Claude Code versions add event types, and an old
-  scaffold must keep working (consumers skip them; the summary counts them).
-- A line that is not JSON, not an object, or has the wrong shape raises
-  `StreamLineError` carrying the line number, the reason and a 200-byte excerpt.
-  The decoder records it as a note and goes on: one bad line never ends a run.
+- `parse_line` and the event types live in :mod:`scaffold.agent.stream_events` (and
+  are exported here too). An unknown type becomes `Unknown` (consumers skip them; the
+  summary counts them). A line `parse_line` refuses (`StreamLineError`) is recorded
+  as a note and the decoder goes on: one bad line never ends a run.
 - A line longer than the cap (1 MiB by default) is consumed and discarded chunk by
   chunk, never held whole, so memory stays flat for a 2 MB or a 1 GB line.
 - `iter_events` (a binary file or any iterable of byte chunks) and `aiter_events`
@@ -21,12 +19,25 @@ Field names follow what Claude Code 2.1.x prints (see tests/fixtures/agent/).
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from scaffold.errors import AgentError
+from scaffold.agent.stream_events import (
+    EXCERPT_BYTES,
+    ApiRetry,
+    AssistantMessage,
+    Event,
+    McpServer,
+    ResultEvent,
+    StreamLineError,
+    SystemInit,
+    Unknown,
+    UserMessage,
+    excerpt,
+    excerpt_of,
+    parse_line,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -55,321 +66,7 @@ __all__ = [
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 DEFAULT_CHUNK_BYTES = 64 * 1024
-EXCERPT_BYTES = 200
 MAX_MALFORMED_NOTES = 20
-
-JsonObject = dict[str, Any]
-
-
-class StreamLineError(AgentError):
-    """One stream-json line could not be understood."""
-
-    def __init__(self, line_no: int, reason: str, excerpt: str) -> None:
-        super().__init__(f"stream-json line {line_no}: {reason}")
-        self.line_no = line_no
-        self.reason = reason
-        self.excerpt = excerpt
-
-
-# --- events -------------------------------------------------------------------------
-
-
-class McpServer(NamedTuple):
-    """One MCP server as the init event reports it."""
-
-    name: str
-    status: str
-
-    @property
-    def connected(self) -> bool:
-        return self.status == "connected"
-
-
-@dataclass(frozen=True, slots=True)
-class SystemInit:
-    """`system/init`: the session id, the tools and the MCP servers' state."""
-
-    kind: ClassVar[str] = "system_init"
-    session_id: str | None
-    tools: tuple[str, ...]
-    mcp_servers: tuple[McpServer, ...]
-    model: str | None
-    version: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def mcp_not_connected(self) -> tuple[McpServer, ...]:
-        return tuple(s for s in self.mcp_servers if not s.connected)
-
-
-@dataclass(frozen=True, slots=True)
-class AssistantMessage:
-    """One `assistant` line; Claude Code prints each content block of a message as its
-    own line with the same message id."""
-
-    kind: ClassVar[str] = "assistant"
-    session_id: str | None
-    message_id: str | None
-    content: tuple[JsonObject, ...]
-    model: str | None
-    error: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def tool_uses(self) -> tuple[JsonObject, ...]:
-        return tuple(b for b in self.content if b.get("type") == "tool_use")
-
-    @property
-    def text(self) -> str:
-        return "".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessage:
-    """One `user` line: in print mode these carry tool results back to the model."""
-
-    kind: ClassVar[str] = "user"
-    session_id: str | None
-    content: tuple[JsonObject, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def tool_results(self) -> tuple[JsonObject, ...]:
-        return tuple(b for b in self.content if b.get("type") == "tool_result")
-
-
-@dataclass(frozen=True, slots=True)
-class ApiRetry:
-    """`system/api_retry`: the CLI is retrying a failed API request."""
-
-    kind: ClassVar[str] = "api_retry"
-    session_id: str | None
-    attempt: int | None
-    max_retries: int | None
-    retry_delay_ms: float | None
-    error_status: int | None
-    error: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ResultEvent:
-    """The last line of a run. An API error is `is_error: true` (subtype may still be
-    "success") with `api_error_status` set."""
-
-    kind: ClassVar[str] = "result"
-    subtype: str
-    is_error: bool
-    num_turns: int | None
-    session_id: str | None
-    total_cost_usd: float | None
-    permission_denials: tuple[JsonObject, ...]
-    api_error_status: int | None
-    result: str | None
-    stop_reason: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Unknown:
-    """An event type (or system subtype) this version does not model; kept for logs."""
-
-    kind: ClassVar[str] = "unknown"
-    type: str
-    subtype: str | None
-    session_id: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-
-Event = SystemInit | AssistantMessage | UserMessage | ApiRetry | ResultEvent | Unknown
-
-
-# --- parsing one line ---------------------------------------------------------------
-
-
-class _BadShape(Exception):
-    """Internal: a known event with a field of the wrong type."""
-
-
-def _opt_str(d: JsonObject, key: str) -> str | None:
-    v = d.get(key)
-    if v is None or type(v) is str:
-        return v
-    raise _BadShape(f"{key!r} must be a string, got {type(v).__name__}")
-
-
-def _opt_int(d: JsonObject, key: str) -> int | None:
-    v = d.get(key)
-    if v is None or type(v) is int:
-        return v
-    raise _BadShape(f"{key!r} must be an integer, got {type(v).__name__}")
-
-
-def _opt_float(d: JsonObject, key: str) -> float | None:
-    v = d.get(key)
-    if v is None or type(v) is float:
-        return v
-    if type(v) is int:
-        return float(v)
-    raise _BadShape(f"{key!r} must be a number, got {type(v).__name__}")
-
-
-def _object(d: JsonObject, key: str) -> JsonObject:
-    v = d.get(key)
-    if type(v) is dict:
-        return v
-    raise _BadShape(f"{key!r} must be an object, got {type(v).__name__}")
-
-
-def _blocks(d: JsonObject, key: str) -> tuple[JsonObject, ...]:
-    v = d.get(key)
-    if v is None:
-        return ()
-    if type(v) is str:  # a plain-text user turn
-        return ({"type": "text", "text": v},)
-    if type(v) is not list:
-        raise _BadShape(f"{key!r} must be a list, got {type(v).__name__}")
-    for b in v:
-        if type(b) is not dict:
-            raise _BadShape(f"{key!r} items must be objects, got {type(b).__name__}")
-    return tuple(v)
-
-
-def _assistant(d: JsonObject) -> AssistantMessage:
-    msg = _object(d, "message")
-    return AssistantMessage(
-        session_id=_opt_str(d, "session_id"),
-        message_id=_opt_str(msg, "id"),
-        content=_blocks(msg, "content"),
-        model=_opt_str(msg, "model"),
-        error=_opt_str(d, "error"),
-        raw=d,
-    )
-
-
-def _user(d: JsonObject) -> UserMessage:
-    msg = _object(d, "message")
-    return UserMessage(session_id=_opt_str(d, "session_id"), content=_blocks(msg, "content"), raw=d)
-
-
-def _result(d: JsonObject) -> ResultEvent:
-    subtype = d.get("subtype")
-    if type(subtype) is not str:
-        raise _BadShape("result without a string 'subtype'")
-    is_error = d.get("is_error")
-    if type(is_error) is not bool:
-        raise _BadShape("result without a boolean 'is_error'")
-    return ResultEvent(
-        subtype=subtype,
-        is_error=is_error,
-        num_turns=_opt_int(d, "num_turns"),
-        session_id=_opt_str(d, "session_id"),
-        total_cost_usd=_opt_float(d, "total_cost_usd"),
-        permission_denials=_blocks(d, "permission_denials"),
-        api_error_status=_opt_int(d, "api_error_status"),
-        result=_opt_str(d, "result"),
-        stop_reason=_opt_str(d, "stop_reason"),
-        raw=d,
-    )
-
-
-def _init(d: JsonObject) -> SystemInit:
-    tools = d.get("tools") or []
-    if type(tools) is not list or not all(type(t) is str for t in tools):
-        raise _BadShape("'tools' must be a list of strings")
-    servers = []
-    for s in _blocks(d, "mcp_servers"):
-        name, status = s.get("name"), s.get("status")
-        if type(name) is not str or type(status) is not str:
-            raise _BadShape("'mcp_servers' items need string 'name' and 'status'")
-        servers.append(McpServer(name, status))
-    return SystemInit(
-        session_id=_opt_str(d, "session_id"),
-        tools=tuple(tools),
-        mcp_servers=tuple(servers),
-        model=_opt_str(d, "model"),
-        version=_opt_str(d, "claude_code_version"),
-        raw=d,
-    )
-
-
-def _api_retry(d: JsonObject) -> ApiRetry:
-    return ApiRetry(
-        session_id=_opt_str(d, "session_id"),
-        attempt=_opt_int(d, "attempt"),
-        max_retries=_opt_int(d, "max_retries"),
-        retry_delay_ms=_opt_float(d, "retry_delay_ms"),
-        error_status=_opt_int(d, "error_status"),
-        error=_opt_str(d, "error"),
-        raw=d,
-    )
-
-
-def _unknown(d: JsonObject, type_: str) -> Unknown:
-    sub = d.get("subtype")
-    sid = d.get("session_id")
-    return Unknown(
-        type=type_,
-        subtype=sub if type(sub) is str else None,
-        session_id=sid if type(sid) is str else None,
-        raw=d,
-    )
-
-
-def _system(d: JsonObject) -> Event:
-    sub = d.get("subtype")
-    if sub == "init":
-        return _init(d)
-    if sub == "api_retry":
-        return _api_retry(d)
-    return _unknown(d, "system")
-
-
-_BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {
-    "assistant": _assistant,
-    "user": _user,
-    "result": _result,
-    "system": _system,
-}
-
-
-def _excerpt(line: bytes | bytearray) -> str:
-    return bytes(line[:EXCERPT_BYTES]).decode("utf-8", "replace")
-
-
-def _head(first: bytes | bytearray, second: bytes) -> bytes:
-    """The first EXCERPT_BYTES of first+second, without copying either whole."""
-    head = bytes(first[:EXCERPT_BYTES])
-    return head + second[: EXCERPT_BYTES - len(head)]
-
-
-def parse_line(line: bytes, line_no: int = 0) -> Event:
-    """Type one stream-json line (without its newline). Raises `StreamLineError`."""
-    try:
-        data = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise StreamLineError(line_no, f"not UTF-8 ({exc.reason})", _excerpt(line)) from None
-    except ValueError as exc:  # json.JSONDecodeError
-        reason = "blank line" if not line.strip() else f"not JSON ({exc})"
-        raise StreamLineError(line_no, reason, _excerpt(line)) from None
-    except RecursionError:
-        raise StreamLineError(line_no, "JSON nested too deeply", _excerpt(line)) from None
-    if type(data) is not dict:
-        raise StreamLineError(
-            line_no, f"expected a JSON object, got {type(data).__name__}", _excerpt(line)
-        )
-    type_ = data.get("type")
-    if type(type_) is not str:
-        raise StreamLineError(line_no, "object without a string 'type'", _excerpt(line))
-    build = _BUILDERS.get(type_)
-    if build is None:
-        return _unknown(data, type_)
-    try:
-        event: Event = build(data)
-    except _BadShape as exc:
-        raise StreamLineError(line_no, f"{type_} event: {exc}", _excerpt(line)) from None
-    return event
-
 
 # --- summary ------------------------------------------------------------------------
 
@@ -477,7 +174,7 @@ class StreamDecoder:
             part = chunk if nl < 0 else chunk[:nl]
             self._discard_len += len(part)
             if len(self._discard_head) < EXCERPT_BYTES:
-                self._discard_head = _head(self._discard_head, part)
+                self._discard_head = excerpt_of(self._discard_head, part)
             if nl < 0:
                 return out
             self._end_discard()
@@ -490,7 +187,7 @@ class StreamDecoder:
                 return out
             if len(pending) + nl > self.max_line_bytes:
                 self._line_no += 1
-                self._note_overlong(_head(pending, chunk[:nl]), len(pending) + nl)
+                self._note_overlong(excerpt_of(pending, chunk[:nl]), len(pending) + nl)
                 pending.clear()
             else:
                 pending += chunk[:nl]
@@ -543,7 +240,7 @@ class StreamDecoder:
         """Keep part of an unfinished line, or start dropping it if it is too long."""
         size = len(self._pending) + len(part)
         if size > self.max_line_bytes:
-            self._discard_head = _head(self._pending, part)
+            self._discard_head = excerpt_of(self._pending, part)
             self._discarding = True
             self._discard_len = size
             self._pending.clear()
@@ -566,7 +263,7 @@ class StreamDecoder:
         self.summary.note_malformed(
             self._line_no,
             f"line of {size} bytes exceeds the {self.max_line_bytes}-byte limit; discarded",
-            _excerpt(head),
+            excerpt(head),
         )
 
 
