@@ -140,13 +140,6 @@ EXPECTED_RUNS = frozenset(
 SAMPLE_S = 0.2
 REVIEW_POLL_S = 0.05
 REQUIRED_CHECK = "scaffold/diagram-check"
-SCRIPTED_AGENT = [
-    sys.executable,
-    "-P",
-    "-c",
-    "import runpy, importlib.util as u; runpy._run_module_as_main('scaffold.demo.scripted' "
-    "if u.find_spec('scaffold.demo') else 'scaffold.agent.scripted')",
-]
 DONE_POLL_S = 0.2
 FAILURE_MARKS = ("a work item raised", "crashed", "handler failed")
 _AGENT_LINE = re.compile(
@@ -282,7 +275,7 @@ def is_agent(pid: int) -> bool:
     argv name it too, after a ``--``."""
     argv = (_read(f"/proc/{pid}/cmdline") or "").split("\0")
     own = argv[: argv.index("--")] if "--" in argv else argv
-    return os.path.basename(own[0]).startswith("python") and SCRIPTED_AGENT[-1] in own
+    return os.path.basename(own[0]).startswith("python") and "scaffold.demo.scripted" in own
 
 
 def cpu_of(who: int) -> float:
@@ -574,9 +567,6 @@ def run_round(setup: RoundSetup) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     names = [f"{OWNER}/r{i:02d}" for i in range(1, setup.repos + 1)]
     config: dict[str, Any] = {"sandbox": {"mode": "off"}} if setup.sandbox_off else {}
-    # The scripted agent from whichever code serve runs (a --base checkout may keep it
-    # elsewhere): its PYTHONPATH reaches the agent.
-    config["agent"] = {"command": SCRIPTED_AGENT, "stuck_timeout_s": 60, "max_attempts": 2}
     write_script(root, agent_script())
     result: dict[str, Any] = {"repos": setup.repos, "deadline_s": setup.deadline_s}
     result["loadavg_1m_before"] = os.getloadavg()[0]
