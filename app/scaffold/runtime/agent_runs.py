@@ -25,6 +25,19 @@ from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions
 from scaffold.signal_back.tools import SERVER_NAME
 
 
+# The model keys of the agent CLIs people use; a run keeps only its own backend's.
+MODEL_KEYS = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_API_KEY",
+        "CODEX_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    }
+)
+
+
 @dataclass(frozen=True)
 class PreparedRun:
     """One run made ready: which agent, what it runs, and how its output is read."""
@@ -85,7 +98,8 @@ def agent_env(base: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
     """The agent's environment: ``base`` without other backends' model keys, plus the
     run's own variables."""
     own = set(prepared.backend.credential_names())
-    foreign = {n for b in BACKENDS.values() for n in b.credential_names()} - own
+    known = {n for b in BACKENDS.values() for n in b.credential_names()} | MODEL_KEYS
+    foreign = known - own
     env = {k: v for k, v in base.items() if k not in foreign}
     env.update(prepared.invocation.env)
     return env
