@@ -61,10 +61,12 @@ def prepare_run(
     signal: tuple[str, str, Path],
     home: Path,
     env: Mapping[str, str],
+    sandboxed: bool = False,
 ) -> PreparedRun:
     """The run's agent, argv, environment and files. ``signal`` is the run channel's
     endpoint as the agent reaches it: (url, secret, Claude Code MCP config file);
-    ``home`` the step's private folder for the CLI's state."""
+    ``home`` the step's private folder for the CLI's state; ``sandboxed``: the run is in
+    scaffold's sandbox."""
     role = run.role
     agent = agent_for(cfg.agent, role)
     url, secret, config_path = signal
@@ -81,6 +83,7 @@ def prepare_run(
         mcp_config_path=config_path,
         home=home,
         env=env,
+        sandboxed=sandboxed,
     )
     inv = agent.backend.invocation(agent.command, req)
     step_env = {
