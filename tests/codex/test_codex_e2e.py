@@ -319,7 +319,7 @@ def test_followup_hang_and_turn_limit(
         context="add notes/empty.txt",
         resume=True,
     )
-    loop = [shell("true") for _ in range(6)]
+    loop = [shell("true") for _ in range(4)]
     server.add(
         # TASK-1
         Turn(when=cw1.but(text=FRESH, match=stalling), stall=math.inf, name="stall"),
@@ -389,7 +389,7 @@ def test_followup_hang_and_turn_limit(
         assert quest.tasks[task_id].outcome == "merged", result.output
     for path in ("task-1", "empty", "task-2"):
         assert project.git("show", f"main:notes/{path}.txt")
-    assert server.unused() == []
+    assert set(server.unused()) <= {"loop.3"}  # asked for only if on its way at the stop
 
 
 def test_the_budget_stops_a_codex_quest(
