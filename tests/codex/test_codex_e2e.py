@@ -19,6 +19,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from responses_server import (
@@ -392,20 +393,28 @@ def test_followup_hang_and_turn_limit(
     assert set(server.unused()) <= {"loop.3"}  # asked for only if on its way at the stop
 
 
-def test_the_budget_stops_a_codex_quest(
+def test_without_scaffolds_sandbox_codex_sandboxes_itself_and_the_budget_holds(
     codex_bin: str, server: ResponsesServer, project: E2EProject
 ) -> None:
-    """Tokens priced by ``agent.prices`` pass ``safety.max_cost_usd``: the quest stops
-    after the run that spent it, and its cost is in ``cost_by_backend``."""
+    """``sandbox.mode: off``: Codeweaver's commands run in codex's own ``workspace-write``
+    sandbox (its worktree writable, no network). Its tokens, priced by ``agent.prices``,
+    pass ``safety.max_cost_usd``: the quest stops after that run."""
     prices = {"gpt-5.5": {"input_per_mtok": 10.0, "output_per_mtok": 100.0}}
     config = codex_config(
-        codex_bin, agent={"prices": prices}, safety={"max_cost_usd": 0.5}, slots=1
+        codex_bin,
+        agent={"prices": prices},
+        safety={"max_cost_usd": 0.5},
+        sandbox={"mode": "off"},
+        slots=1,
     )
     project.build(config, tasks=["Expensive notes", "Never started"])
+    port = urlsplit(server.base_url).port
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5)"
     costly = Usage(input_tokens=20_000, output_tokens=1_000)  # $0.30 a request
     server.add(
         *chain(
             _write("notes/costly.txt", "costly"),
+            shell(f'python3 -c "{connect}"'),
             signal_back("complete", summary="costly.txt written"),
             when=When(role="codeweaver", step="TASK-1"),
             name="costly",
@@ -417,8 +426,18 @@ def test_the_budget_stops_a_codex_quest(
     server.check()
     assert result.exit_code != 0, result.output
     quest = project.quest(BACKLOG_QUEST)
-    spent = 3 * (20_000 * 10.0 + 1_000 * 100.0) / 1_000_000
+
+    # Codex's own sandbox: the worktree was writable, the network (even loopback) was not.
+    escape = next(r for r in server.requests if r.turn == "costly.2")
+    output = escape.tool_result.text if escape.tool_result else ""
+    assert "Process exited with code 1" in output, output
+    assert "Operation not permitted" in output, output  # its seccomp filter: no socket
+    branch = quest.tasks["TASK-1"].branch
+    assert project.git("show", f"{branch}:notes/costly.txt") == "costly\n", branch
+
+    # The budget: four requests at $0.30, then nothing more started.
+    spent = 4 * (20_000 * 10.0 + 1_000 * 100.0) / 1_000_000
     assert quest.cost_by_backend == {"codex": pytest.approx(spent)}
     assert quest.cost_by_role == {"codeweaver": pytest.approx(spent)}
     assert "cost budget reached" in (quest.stop_reason or ""), result.output
-    assert [r.step for r in server.requests] == ["TASK-1"] * 3  # nothing ran after it
+    assert [r.step for r in server.requests] == ["TASK-1"] * 4
