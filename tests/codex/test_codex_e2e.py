@@ -25,6 +25,7 @@ import pytest
 from responses_server import (
     Request,
     ResponsesServer,
+    Text,
     Turn,
     Usage,
     When,
@@ -51,6 +52,7 @@ ANSWERED = "The person answered your question"
 RETRY = "Your previous run failed"
 FOLLOWUP = "Another role handed you this step"
 RESUMED = "The role you asked for has finished"
+EDGE_CASES = "Test the implementation's edge cases"  # Siegemaster's fresh run
 
 # Credentials of scaffold's own environment that no codex run may see.
 PLANTED = {
@@ -158,7 +160,7 @@ def test_a_quest_on_codex_from_request_to_merged(
     codex_bin: str, server: ResponsesServer, project: E2EProject
 ) -> None:
     """Every role on codex, in the sandbox: a question answered in the same thread, a
-    model outage retried, the work merged; cost from tokens, resumed runs counted once;
+    model outage and a run without a signal retried, the work merged; cost from tokens, resumed runs counted once;
     no credential but the model key, no traffic but the model host and the signal."""
     project.build(codex_config(codex_bin))
     chaos = When(role="chaoswhisperer", step="PLAN")
@@ -195,7 +197,9 @@ def test_a_quest_on_codex_from_request_to_merged(
             when=codeweaver.but(text=RETRY, match=codex_running),
             name="implement",
         ),
-        *_complete("siegemaster", "edge cases hold"),
+        # Siegemaster's first run ends without a signal: codex exits 0, a crash all the same.
+        Turn(When(role="siegemaster", text=EDGE_CASES), [Text("Looks fine.")], name="silent"),
+        *_complete("siegemaster", "edge cases hold", text=RETRY),
         *_complete("lawbringer", "reviewed: fine"),
     )
 
@@ -238,8 +242,16 @@ def test_a_quest_on_codex_from_request_to_merged(
     task = quest.tasks["TASK-1"]
     assert task.outcome == "merged", second.output
     failed = [e for e in project.history("quest-1") if e.event == "agent_failed"]
-    assert [e.task_id for e in failed] == ["TASK-1"]
-    assert "without an accepted signal-back" in str(failed[0].detail.get("reason"))
+    assert [(e.task_id, e.detail.get("role")) for e in failed] == [
+        ("TASK-1", "codeweaver"),
+        ("TASK-1", "siegemaster"),
+    ]
+    assert "exited with code 1 without an accepted signal-back" in str(
+        failed[0].detail.get("reason")
+    )
+    assert "exited with code 0 without an accepted signal-back" in str(
+        failed[1].detail.get("reason")
+    )
     broken = [r for r in server.requests if r.turn and r.turn.startswith("turn-")]
     assert 1 <= len(broken) <= 9  # 1 + 2 retries, each of up to 3 stream attempts
     retried = _first(server, "codeweaver", RETRY, "TASK-1")
@@ -289,7 +301,6 @@ def test_a_quest_on_codex_from_request_to_merged(
 # --------------------------------------------------------------------------- the rest
 
 STUCK_TIMEOUT_S = 8  # codex prints its first line within 1-2 s (4 s on a busy machine)
-EDGE_CASES = "Test the implementation's edge cases"
 
 
 def test_followup_hang_and_turn_limit(
