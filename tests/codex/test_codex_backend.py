@@ -242,22 +242,42 @@ def test_turns_counted_and_the_limit_passed() -> None:
     assert decoder.summary.session_id == THREAD
 
 
+def _rollout(sessions: Path, *totals: dict[str, int]) -> None:
+    """A rollout of THREAD whose token counts reached ``totals`` in turn."""
+    day = sessions / "2026" / "11" / "29"
+    day.mkdir(parents=True, exist_ok=True)
+    lines: list[dict[str, Any]] = [
+        {"type": "session_meta", "payload": {"id": THREAD}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": None}},
+    ]
+    lines += [
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": t}}}
+        for t in totals
+    ]
+    rollout = day / f"rollout-2026-11-29T03-13-02-{THREAD}.jsonl"
+    rollout.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def test_the_usage_of_a_run_stopped_at_its_turn_limit(tmp_path: Path) -> None:
+    """No ``turn.completed`` comes: the tokens so far are read from the rollout."""
+    _rollout(tmp_path, {"input_tokens": 2000, "output_tokens": 50})
+    parse = CodexParser(max_turns=1, sessions=tmp_path)
+    parse(_line("thread.started", thread_id=THREAD), 1)
+    parse(_shell("item.started", "a"), 2)
+    limit = parse(_shell("item.completed", "a"), 3)
+    assert isinstance(limit, ResultEvent)
+    assert limit.turn_limit_passed
+    assert limit.usage == Usage(input_tokens=2000, output_tokens=50)
+
+
 def test_a_resumed_run_counts_its_own_tokens(tmp_path: Path) -> None:
     """The CLI's usage after a resume is the thread's; the rollout has the total before."""
     sessions = tmp_path / "home" / ".codex" / "sessions"
-    day = sessions / "2026" / "11" / "29"
-    day.mkdir(parents=True)
-    rollout = day / f"rollout-2026-11-29T03-13-02-{THREAD}.jsonl"
-    before = {"input_tokens": 3000, "cached_input_tokens": 600, "output_tokens": 300}
-    lines = [
-        {"type": "session_meta", "payload": {"id": THREAD}},
-        {"type": "event_msg", "payload": {"type": "token_count", "info": None}},
-        {
-            "type": "event_msg",
-            "payload": {"type": "token_count", "info": {"total_token_usage": before}},
-        },
-    ]
-    rollout.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    _rollout(
+        sessions,
+        {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 100},
+        {"input_tokens": 3000, "cached_input_tokens": 600, "output_tokens": 300},
+    )
     assert thread_usage(sessions, THREAD) == Usage(3000, 300, 600)
     assert thread_usage(sessions, "01a2254a-0000-7000-8000-000000000000") is None
 

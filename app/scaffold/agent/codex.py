@@ -62,9 +62,7 @@ ROLE_SANDBOX: Mapping[Role, str] = {
 }
 
 # Items that are the model calling a tool (the rest: its text, reasoning, warnings).
-_TOOL_ITEMS = frozenset(
-    {"command_execution", "mcp_tool_call", "file_change", "web_search", "collab_tool_call"}
-)
+_TOOL_ITEMS = frozenset({"command_execution", "mcp_tool_call", "file_change", "web_search"})
 
 
 def _toml_str(value: str) -> str:
@@ -234,17 +232,16 @@ def _minus(total: Usage, before: Usage | None) -> Usage:
 
 
 def _tool_use(item: JsonObject) -> JsonObject:
-    """A tool call item as a Claude-style ``tool_use`` block."""
+    """A tool call item as a ``tool_use`` block: MCP tools by Claude Code's name for
+    them, the rest by codex's item type."""
     kind = item.get("type")
     if kind == "mcp_tool_call":
-        name = f"mcp__{item.get('server')}__{item.get('tool')}"
-        args = item.get("arguments")
-        return {"type": "tool_use", "id": item.get("id"), "name": name, "input": args}
-    if kind == "command_execution":
-        args = {"command": item.get("command")}
-        return {"type": "tool_use", "id": item.get("id"), "name": "Bash", "input": args}
-    args = {k: v for k, v in item.items() if k not in ("id", "type", "status")}
-    return {"type": "tool_use", "id": item.get("id"), "name": str(kind), "input": args}
+        name, args = f"mcp__{item.get('server')}__{item.get('tool')}", item.get("arguments")
+    elif kind == "command_execution":
+        name, args = str(kind), {"command": item.get("command")}
+    else:
+        name, args = str(kind), {k: v for k, v in item.items() if k not in ("id", "type")}
+    return {"type": "tool_use", "id": item.get("id"), "name": name, "input": args}
 
 
 def _tool_result(item: JsonObject) -> JsonObject:
