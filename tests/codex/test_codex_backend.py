@@ -95,6 +95,8 @@ def test_codex_home_is_kept_out_of_the_temporary_folder(tmp_path: Path) -> None:
     inv = Codex().invocation(["codex"], _req(tmp_path, env={"TMPDIR": str(tmp_path)}))
     assert inv.env["TMPDIR"] == str(tmp_path / "home" / ".tmp")
     assert tmp_path / "home" / ".tmp" / ".keep" in inv.files
+    sandboxed = _req(tmp_path, env={"TMPDIR": str(tmp_path)}, sandboxed=True)
+    assert "TMPDIR" not in Codex().invocation(["codex"], sandboxed).env
 
 
 def test_the_model_host_and_credentials() -> None:

@@ -152,9 +152,10 @@ class Codex(Backend):
         env = {"CODEX_HOME": str(home), SIGNAL_TOKEN_ENV: req.signal_secret}
         files = {home / "config.toml": codex_config(req, base_url)}
         tmp = Path(req.env.get("TMPDIR") or "/tmp")  # noqa: S108
-        if home.is_relative_to(tmp):
+        if not req.sandboxed and home.is_relative_to(tmp):
             # Codex refuses to put its helpers under the temporary folder (and then
-            # cannot write files): give the run one of its own, beside CODEX_HOME.
+            # cannot write files): give the run one of its own, beside CODEX_HOME. (A
+            # sandbox has its own TMPDIR, beside the private HOME.)
             own_tmp = req.home / ".tmp"
             env.update({"TMPDIR": str(own_tmp), "TMP": str(own_tmp), "TEMP": str(own_tmp)})
             files[own_tmp / ".keep"] = ""
