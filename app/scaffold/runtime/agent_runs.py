@@ -24,7 +24,6 @@ from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
 from scaffold.signal_back.tools import SERVER_NAME
 
-
 # The model keys of the agent CLIs people use; a run keeps only its own backend's.
 MODEL_KEYS = frozenset(
     {
