@@ -358,6 +358,7 @@ def _prepare(
         signal=channel.signal,
         home=home,
         env=env,
+        sandboxed=channel.sandbox.active,
     )
 
 

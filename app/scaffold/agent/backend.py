@@ -52,6 +52,9 @@ class RunRequest:
     home: Path
     # The environment the agent would get (model base URLs and keys are read from it).
     env: Mapping[str, str] = field(default_factory=dict)
+    # The run is inside scaffold's sandbox (its files and network already confined): a
+    # CLI that sandboxes its own commands may leave that to it (nested sandboxes fail).
+    sandboxed: bool = False
 
 
 @dataclass(frozen=True)

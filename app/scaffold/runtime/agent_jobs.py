@@ -227,6 +227,7 @@ class AgentJobs:
                 signal=channel.signal,
                 home=confinement.private / "home",
                 env=base_env,
+                sandboxed=channel.sandbox.active,
             )
             # The CLI's settings files, and the sandbox's command line (private folders
             # checked, programs' roots found): file system work, off the event loop.

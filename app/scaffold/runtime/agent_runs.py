@@ -24,7 +24,6 @@ from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
 from scaffold.signal_back.tools import SERVER_NAME
 
-
 # The model keys of the agent CLIs people use; a run keeps only its own backend's.
 MODEL_KEYS = frozenset(
     {
@@ -61,10 +60,12 @@ def prepare_run(
     signal: tuple[str, str, Path],
     home: Path,
     env: Mapping[str, str],
+    sandboxed: bool = False,
 ) -> PreparedRun:
     """The run's agent, argv, environment and files. ``signal`` is the run channel's
     endpoint as the agent reaches it: (url, secret, Claude Code MCP config file);
-    ``home`` the step's private folder for the CLI's state."""
+    ``home`` the step's private folder for the CLI's state; ``sandboxed``: the run is in
+    scaffold's sandbox."""
     role = run.role
     agent = agent_for(cfg.agent, role)
     url, secret, config_path = signal
@@ -81,6 +82,7 @@ def prepare_run(
         mcp_config_path=config_path,
         home=home,
         env=env,
+        sandboxed=sandboxed,
     )
     inv = agent.backend.invocation(agent.command, req)
     step_env = {
