@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from scaffold.agent.choice import agent_for, unpriced
 from scaffold.agent.prices import SHIPPED, Price, cost_usd, price_of
 from scaffold.agent.stream_events import Usage
+from scaffold.cli.main import cli
 from scaffold.config import parse_config
 from scaffold.core import quest_flow as qf
 from scaffold.errors import ConfigError
@@ -92,3 +95,32 @@ def test_cost_is_summed_by_role_and_by_backend() -> None:
     assert quest.cost_by_backend == {"codex": 0.25, "claude": 0.625}
     assert quest.cost_by_role == {"codeweaver": 0.25, "lawbringer": 0.5, "pathseeker": 0.125}
     assert quest.tasks["TASK-1"].cost_usd == pytest.approx(0.75)
+
+
+def test_an_unpriced_codex_model_refuses_the_quest_with_exit_2(tmp_path: Path) -> None:
+    text = (
+        "agent:\n  roles:\n"
+        "    lawbringer: {backend: codex, model: gpt-unknown, command: [/bin/true]}\n"
+    )
+    cfg = parse_config(text)
+    assert [a.role for a in unpriced(cfg.agent)] == [Role.LAWBRINGER]
+    with pytest.raises(ConfigError) as err:
+        require_prices(cfg, tmp_path)
+    assert "agent.prices.gpt-unknown" in str(err.value)
+    priced = parse_config(
+        text + "  prices:\n    gpt-unknown: {input_per_mtok: 1, output_per_mtok: 4}\n"
+    )
+    require_prices(priced, tmp_path)
+
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github" / "scaffold.yml").write_text(
+        text.replace("agent:\n", "agent:\n  command: [/bin/true]\n"), encoding="utf-8"
+    )
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True
+        )
+    result = CliRunner().invoke(cli, ["run", "--repo", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert "agent.prices.gpt-unknown" in result.output
