@@ -11,9 +11,11 @@ costs a few seconds, so the scenarios share runs where that stays readable.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +29,7 @@ from gemini_server import (
     TASKS_TOOL,
     GeminiServer,
     Request,
+    Text,
     Turn,
     Usage,
     When,
@@ -36,12 +39,17 @@ from gemini_server import (
     tool,
 )
 
-from harness import isolate_git
+from harness import isolate_git, served_tools
 from sandboxing import listening
+from scaffold.agent.backend import RunRequest
 from scaffold.agent.choice import BACKENDS
 from scaffold.agent.prices import SHIPPED
+from scaffold.agent.stream import Event, ResultEvent, SystemInit
 from scaffold.quest.model import QuestPhase
+from scaffold.roles import Role
+from scaffold.runtime.agent_runs import write_run_files
 from scaffold.runtime.session import BACKLOG_QUEST
+from scaffold.signal_back.records import Binding, latest_signal
 
 pytestmark = pytest.mark.interop
 
@@ -468,3 +476,94 @@ def test_in_the_sandbox_gemini_sees_only_its_key_and_its_hosts(
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+# --------------------------------------------------------------------------- the CLI alone
+
+
+def _direct(
+    gemini_bin: str, req: RunRequest, cwd: Path, env: dict[str, str]
+) -> tuple[int, list[Event], str]:
+    """One run of the adapter's invocation, as scaffold would start it (no sandbox)."""
+    backend = BACKENDS["gemini"]
+    inv = backend.invocation([gemini_bin], req)
+    write_run_files(inv.files)
+    proc = subprocess.run(
+        inv.argv,
+        cwd=cwd,
+        env={**env, **inv.env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    parse = backend.parser(req)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(b"{")]
+    return (
+        proc.returncode,
+        [parse(line, n) for n, line in enumerate(lines, 1)],
+        proc.stderr.decode(),
+    )
+
+
+def test_the_turn_limit_a_lost_session_and_an_unreachable_signal_server(
+    gemini_bin: str, server: GeminiServer, tmp_path: Path
+) -> None:
+    """``max_turns`` is the CLI's own limit (exit 53, ``error_max_turns``); a resume of an
+    unknown session is recognised as lost; a signal server the CLI cannot reach leaves
+    the run going, without the tool (so scaffold cannot rely on the init event)."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)}
+    env.update(gemini_env(server.base_url, home))
+    signal_dir = tmp_path / "signals"
+    signal_dir.mkdir()
+    binding = Binding(signal_dir, "TASK-7", Role.CODEWEAVER, "quest-1", work)
+    server.add(
+        *chain(
+            tool("read_file", {"file_path": "README.md"}),
+            tool("list_directory", {"dir_path": "."}),
+            when=When(text="Use two tools"),
+            name="turns",
+        ),
+        Turn(when=When(text="Nobody listens"), reply=[Text("No tool to call.")], name="alone"),
+    )
+    (work / "README.md").write_text("# work\n", encoding="utf-8")
+    with served_tools(binding) as config:
+        entry = config["mcpServers"]["scaffold"]
+        secret = entry["headers"]["Authorization"].removeprefix("Bearer ")
+        base = RunRequest(
+            role=Role.CODEWEAVER,
+            prompt="Use two tools.",
+            instructions="",
+            whole_prompt="Use two tools.",
+            model=MODEL,
+            max_turns=1,
+            resume_session=None,
+            signal_url=entry["url"],
+            signal_secret=secret,
+            mcp_config_path=tmp_path / "unused.json",
+            home=home,
+            env=env,
+        )
+        code, events, _ = _direct(gemini_bin, base, work, env)
+    assert code == 53
+    [result] = [e for e in events if isinstance(e, ResultEvent)]
+    assert (result.subtype, result.is_error) == ("error_max_turns", True)
+    inits = [e for e in events if isinstance(e, SystemInit)]
+    session = inits[-1].session_id
+    assert session is not None  # the model answered: the session is reported
+
+    unknown = dataclasses.replace(base, resume_session="0" * 8 + session[8:], max_turns=None)
+    code, events, stderr = _direct(gemini_bin, unknown, work, env)
+    assert code == 42
+    assert BACKENDS["gemini"].resume_lost(stderr), stderr
+
+    # The signal endpoint is gone (served_tools closed it): the CLI goes on without it.
+    alone = dataclasses.replace(base, whole_prompt="Nobody listens.", max_turns=None)
+    code, events, _ = _direct(gemini_bin, alone, work, env)
+    assert code == 0
+    asked = next(r for r in server.requests if r.turn == "alone")
+    assert SIGNAL_TOOL not in asked.tools
+    assert latest_signal(signal_dir) is None
+    server.check()
