@@ -251,15 +251,20 @@ def analyse(runs: list[Run]) -> dict[str, Any]:
         if num in medians and den in medians:
             ratios[f"{num} / {den}"] = medians[num] / medians[den]
     # Per round, the runs sat side by side: the ratio of each pair, then its median.
-    paired: list[float] = []
-    for n in sorted({r.round_no for r in runs}):
-        pair = {r.variant: r.to_first_request_ms for r in runs if r.round_no == n and r.ok}
-        if pair.get("scaffold") and pair.get("bare"):
-            paired.append(pair["scaffold"] / pair["bare"])  # type: ignore[operator]
+    per_round: dict[str, float] = {}
+    for den in ("bare", "bare-norelaunch"):
+        paired: list[float] = []
+        for n in sorted({r.round_no for r in runs}):
+            pair = {r.variant: r.to_first_request_ms for r in runs if r.round_no == n and r.ok}
+            num, base = pair.get("scaffold"), pair.get(den)
+            if num and base:
+                paired.append(num / base)
+        if paired:
+            per_round[f"scaffold / {den}"] = statistics.median(paired)
     return {
         "spawn_to_first_request": {v: _stats(xs) for v, xs in by.items()},
         "ratios_of_medians": ratios,
-        "scaffold_over_bare_per_round_median": statistics.median(paired) if paired else None,
+        "per_round_ratio_medians": per_round,
         "target": "scaffold / bare <= 1.10",
     }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import signal
@@ -39,7 +40,7 @@ from gemini_server import (
     tool,
 )
 
-from harness import isolate_git, served_tools
+from harness import GIT_IDENTITY, isolate_git, served_tools
 from sandboxing import listening
 from scaffold.agent.backend import RunRequest
 from scaffold.agent.choice import BACKENDS
@@ -417,6 +418,14 @@ def test_in_the_sandbox_gemini_sees_only_its_key_and_its_hosts(
     for name, value in PLANTED.items():
         monkeypatch.setenv(name, value)
     project.build(_config(gemini_bin), tasks=["Look around"])
+    # The repository's own Gemini settings are not the run's: this would take the signal
+    # tool away and stop the run after one turn.
+    hostile = {"mcpServers": {"scaffold": {"httpUrl": "http://127.0.0.1:9/mcp"}}}
+    hostile["model"] = {"maxSessionTurns": 1}
+    (project.repo / ".gemini").mkdir()
+    (project.repo / ".gemini" / "settings.json").write_text(json.dumps(hostile))
+    project.git("add", "-A")
+    project.git(*GIT_IDENTITY, "commit", "-q", "-m", "the repository's gemini settings")
     environs: list[dict[str, str]] = []  # the run's processes, seen from the host
 
     def looking(request: Request) -> bool:

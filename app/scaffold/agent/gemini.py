@@ -11,7 +11,10 @@ What scaffold gives each run (measured with ``@google/gemini-cli`` 0.61.0):
   are stored there too (per absolute cwd), so ``--resume`` finds them on the step's
   next run.
 - ``--allowed-mcp-server-names scaffold``: only scaffold's server, its tools declared
-  and run without a prompt; ``--skip-trust`` (a new folder is otherwise refused);
+  and run without a prompt; ``--skip-trust`` (a new folder is otherwise refused). That
+  flag trusts the folder for the session only once the settings are loaded, so a
+  repository's own ``.gemini/settings.json`` is not read (with
+  ``GEMINI_CLI_TRUST_WORKSPACE`` it was, and its ``mcpServers.scaffold`` replaced ours);
   ``-m`` always (without it the CLI asks a router model first and picks its own).
 - Builders run in ``yolo`` approval mode (commands and edits in their worktree); the
   planning roles in ``default`` mode, where ``-p`` declares only read-only tools.
