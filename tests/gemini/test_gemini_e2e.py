@@ -125,19 +125,23 @@ def _answered(request: Request, call: dict[str, Any]) -> bool:
     return any(r.get("id") == call.get("id") for r in request.responses())
 
 
-def _dollars(server: GeminiServer) -> float:
-    """What the answered requests cost at the default model's shipped price."""
+def _dollars_per_request() -> float:
+    """What one answered request (``USAGE``) costs at the default model's shipped price."""
     price = SHIPPED[MODEL]
     assert price.cached_input_per_mtok is not None
     fresh = USAGE.prompt_tokens - USAGE.cached_tokens
-    one = (
+    return (
         fresh * price.input_per_mtok
         + USAGE.cached_tokens * price.cached_input_per_mtok
         + USAGE.output_tokens * price.output_per_mtok
     ) / 1_000_000
+
+
+def _dollars(server: GeminiServer) -> float:
+    """What the answered requests cost at the default model's shipped price."""
     by_name = {t.name: t for t in server.script}
     answered = [r for r in server.requests if r.turn and by_name[r.turn].http_status is None]
-    return one * len(answered)
+    return _dollars_per_request() * len(answered)
 
 
 def _sessions(project: E2EProject, step: str) -> list[str]:
@@ -576,3 +580,34 @@ def test_the_turn_limit_a_lost_session_and_an_unreachable_signal_server(
     assert SIGNAL_TOOL not in asked.tools
     assert latest_signal(signal_dir) is None
     server.check()
+
+
+# --------------------------------------------------------------------------- the budget
+
+
+def test_the_budget_holds_for_gemini_tokens(
+    gemini_bin: str, server: GeminiServer, project: E2EProject
+) -> None:
+    """Gemini reports tokens only: a model without a price does not start, and the
+    dollars of its tokens stop a quest at ``safety.max_cost_usd``."""
+    one_run = 2 * _dollars_per_request()  # Codeweaver: signal-back, then its last word
+    config = _config(gemini_bin, slots=1, safety={"max_cost_usd": one_run * 0.9})
+    config["agent"]["model"] = "gemini-9-unpriced"
+    project.build(config, tasks=["First notes", "Second notes"])
+    refused = project.cli("run")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "agent.prices.gemini-9-unpriced" in refused.stderr + refused.stdout
+    assert server.requests == []
+
+    del config["agent"]["model"]  # the default model, priced
+    (project.repo / ".github" / "scaffold.yml").write_text(json.dumps(config))
+    project.git("add", "-A")
+    project.git(*GIT_IDENTITY, "commit", "-q", "-m", "the default model")
+    server.add(*_complete("codeweaver", "notes written"))
+    result = project.run()
+    server.check()
+    assert result.exit_code == 4, result.output
+    assert "cost budget reached" in result.output, result.output
+    quest = project.quest(BACKLOG_QUEST)
+    assert quest.cost_by_backend["gemini"] == pytest.approx(one_run)
+    assert {r.step for r in server.requests} == {"TASK-1"}  # nothing started after it
