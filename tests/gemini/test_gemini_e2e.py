@@ -48,7 +48,7 @@ from scaffold.agent.prices import SHIPPED
 from scaffold.agent.stream import Event, ResultEvent, SystemInit
 from scaffold.quest.model import QuestPhase
 from scaffold.roles import Role
-from scaffold.runtime.agent_runs import write_run_files
+from scaffold.runtime.agent_runs import MODEL_KEYS, write_run_files
 from scaffold.runtime.session import BACKLOG_QUEST
 from scaffold.signal_back.records import Binding, latest_signal
 
@@ -404,10 +404,12 @@ PLANTED = {
 
 
 def _foreign() -> dict[str, str]:
-    """The planted credentials the port must keep from a gemini run: GitHub's always,
-    other backends' keys once their adapter is registered."""
-    others = {n for b in BACKENDS.values() if b.name != "gemini" for n in b.credential_names()}
-    return {k: v for k, v in PLANTED.items() if k == "GITHUB_TOKEN" or k in others}
+    """The planted credentials no gemini run may see: GitHub's, and every model key
+    but Gemini's own."""
+    own = set(BACKENDS["gemini"].credential_names())
+    foreign = (MODEL_KEYS - own) | {"GITHUB_TOKEN"}
+    assert set(PLANTED) <= foreign
+    return PLANTED
 
 
 def test_in_the_sandbox_gemini_sees_only_its_key_and_its_hosts(
