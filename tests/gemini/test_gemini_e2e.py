@@ -294,8 +294,13 @@ def test_a_quest_from_request_to_merged(
     assert len(project.merge_subjects()) == 1
     assert server.unused() == []
 
-    # Gemini reports tokens only: the dollars are its tokens at the shipped price.
-    assert quest.cost_by_backend["gemini"] == pytest.approx(_dollars(server))
+    # Gemini reports tokens only: the dollars are its tokens at the shipped price (the
+    # cached ones at the cached rate). A run stopped in the grace after its signal never
+    # prints its result, and its tokens are not known: so a whole number of requests, at
+    # most all of them.
+    requests = quest.cost_by_backend["gemini"] / _dollars_per_request()
+    assert requests == pytest.approx(round(requests), abs=1e-6)
+    assert 1 <= round(requests) <= _dollars(server) / _dollars_per_request() + 1e-6
     assert set(quest.cost_by_backend) == {"gemini"}
     assert quest.cost_by_role["codeweaver"] > 0
 

@@ -6,8 +6,9 @@ What scaffold gives each run (measured with ``@google/gemini-cli`` 0.61.0):
   (``GEMINI_CLI_HOME``): API-key auth (the base URL alone would select an auth type
   ``-p`` refuses), no usage statistics (the default reports to Google and probes the
   machine's hardware), no telemetry or update checks, one attempt per model request
-  (scaffold retries runs itself; the CLI's default is ten with back-off), no web tools, ``model.maxSessionTurns`` from ``max_turns``, and scaffold's
-  ``signal-back`` server over Streamable HTTP with the run's bearer secret. Sessions
+  (scaffold retries runs itself; the CLI's default is ten with back-off), no web tools,
+  ``model.maxSessionTurns`` from ``max_turns``, and scaffold's ``signal-back`` server
+  over Streamable HTTP with the run's bearer secret. Sessions
   are stored there too (per absolute cwd), so ``--resume`` finds them on the step's
   next run.
 - ``--allowed-mcp-server-names scaffold``: only scaffold's server, its tools declared
