@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from scaffold.agent.backend import Backend
 from scaffold.agent.claude import Claude
 from scaffold.agent.codex import Codex
+from scaffold.agent.gemini import Gemini
 from scaffold.agent.prices import Price, price_of
 from scaffold.config import AgentConfig, RoleAgentConfig
 from scaffold.roles import Role
 
 __all__ = ["BACKENDS", "RoleAgent", "agent_for", "agents_in_use", "run_price", "unpriced"]
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (Claude(), Codex())}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (Claude(), Codex(), Gemini())}
 
 
 @dataclass(frozen=True)

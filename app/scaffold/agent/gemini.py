@@ -1,0 +1,323 @@
+"""The Gemini CLI backend: ``gemini -p`` with stream-json, kept hermetic by its settings.
+
+What scaffold gives each run (measured with ``@google/gemini-cli`` 0.61.0):
+
+- A ``settings.json`` in the step's private folder, which is the CLI's home
+  (``GEMINI_CLI_HOME``): API-key auth (the base URL alone would select an auth type
+  ``-p`` refuses), no usage statistics (the default reports to Google and probes the
+  machine's hardware), no telemetry or update checks, one attempt per model request
+  (scaffold retries runs itself; the CLI's default is ten with back-off), no web tools,
+  ``model.maxSessionTurns`` from ``max_turns``, and scaffold's ``signal-back`` server
+  over Streamable HTTP with the run's bearer secret. Sessions
+  are stored there too (per absolute cwd), so ``--resume`` finds them on the step's
+  next run.
+- ``--allowed-mcp-server-names scaffold``: only scaffold's server, its tools declared
+  and run without a prompt; ``--skip-trust`` (a new folder is otherwise refused). That
+  flag trusts the folder for the session only once the settings are loaded, so a
+  repository's own ``.gemini/settings.json`` is not read (with
+  ``GEMINI_CLI_TRUST_WORKSPACE`` it was, and its ``mcpServers.scaffold`` replaced ours);
+  ``-m`` always (without it the CLI asks a router model first and picks its own).
+- Builders run in ``yolo`` approval mode (commands and edits in their worktree); the
+  planning roles in ``default`` mode, where ``-p`` declares only read-only tools.
+- The role's instructions and the run's data as one ``-p`` text (``whole_prompt``).
+  ``GEMINI_SYSTEM_MD`` could carry the instructions instead, but it replaces the CLI's
+  whole system prompt, which is what teaches the model its tools (edit, shell, the
+  paths it may touch): fewer tokens, worse work. A resumed run gets only the run's
+  data: its instructions are in the session already.
+
+The CLI's ``init`` event has no MCP status, and a server that fails to connect leaves
+the run going (exit 0) without the tool, so ``reports_mcp_status`` is False: such a
+run cannot signal, and an exit without an accepted signal is a crash, retried.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scaffold.agent.backend import Backend, Invocation, RunRequest
+from scaffold.agent.stream import LineParser
+from scaffold.agent.stream_events import (
+    AssistantMessage,
+    Event,
+    JsonObject,
+    ResultEvent,
+    StreamLineError,
+    SystemInit,
+    Unknown,
+    Usage,
+    UserMessage,
+    excerpt,
+)
+from scaffold.roles import Role
+from scaffold.signal_back.tools import SERVER_NAME
+
+__all__ = ["APPROVAL_MODES", "SIGNAL_TOOL", "Gemini", "GeminiParser", "settings"]
+
+# How the model sees scaffold's tool: mcp_<server>_<tool>.
+SIGNAL_TOOL = f"mcp_{SERVER_NAME}_signal-back"
+
+# Builders may run commands and edit in their worktree: ``yolo`` declares the shell and
+# edit tools and runs them without a prompt. The planning roles get ``default``, in
+# which ``-p`` declares only the read-only tools (files, search). In both, scaffold's
+# MCP server is trusted (its tools run without a prompt), as Claude Code's allowed
+# tools (scaffold.agent.claude.ROLE_TOOLS) give every role ``signal-back``.
+APPROVAL_MODES: Mapping[Role, str] = {
+    Role.CHAOSWHISPERER: "default",
+    Role.PATHSEEKER: "default",
+    Role.CODEWEAVER: "yolo",
+    Role.SIEGEMASTER: "yolo",
+    Role.LAWBRINGER: "yolo",
+    Role.SPIRITMENDER: "yolo",
+}
+# Built-in tools no role gets (Claude Code's roles have no web tools either): the web
+# is outside the sandbox, and a search grounds on Google's side at a price.
+EXCLUDED_TOOLS = ("google_web_search", "web_fetch")
+
+# How long the CLI waits for scaffold's server (discovery and each call), in ms.
+MCP_TIMEOUT_MS = 60_000
+
+# What the CLI prints (stderr) when ``--resume`` names a session it cannot load.
+RESUME_LOST = ("Error resuming session", "Invalid session identifier")
+
+# An API error's message quotes Google's error body: ``[API Error: {"error":{"code":500,``.
+_API_STATUS = re.compile(r'^\[API Error: .*?"code":\s*(\d{3})\b')
+
+# The result's error type when ``model.maxSessionTurns`` was reached (exit 53).
+TURN_LIMIT_ERROR = "FatalTurnLimitedError"
+
+
+def settings(req: RunRequest) -> JsonObject:
+    """The run's ``settings.json``."""
+    model: JsonObject = {}
+    if req.max_turns:
+        model["maxSessionTurns"] = req.max_turns
+    return {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {
+            "maxAttempts": 1,
+            "enableAutoUpdate": False,
+            "enableAutoUpdateNotification": False,
+            "checkpointing": {"enabled": False},
+        },
+        "model": model,
+        "tools": {"exclude": list(EXCLUDED_TOOLS)},
+        "mcpServers": {
+            SERVER_NAME: {
+                "httpUrl": req.signal_url,
+                "headers": {"Authorization": f"Bearer {req.signal_secret}"},
+                "trust": True,
+                "timeout": MCP_TIMEOUT_MS,
+            }
+        },
+    }
+
+
+class Gemini(Backend):
+    """The Gemini CLI (``gemini -p --output-format stream-json``)."""
+
+    name = "gemini"
+    program = "gemini"
+    # Flash: the price scaffold's many short runs want, and tool use good enough for
+    # them; ``agent.model: gemini-2.5-pro`` for harder work (both are priced).
+    default_model = "gemini-2.5-flash"
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
+    key_env = "GEMINI_API_KEY"
+    default_host = ("generativelanguage.googleapis.com", 443)
+    # No MCP status in the init event (see the module's notes).
+    reports_mcp_status = False
+    # ``--resume <id>`` of a lost session fails (exit 42); checked all the same.
+    verifies_resume = True
+    reports_cost = False
+
+    def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
+        prompt = req.prompt if req.resume_session else req.whole_prompt
+        argv = [*command, "-p", prompt, "--output-format", "stream-json"]
+        if req.model:
+            argv += ["-m", req.model]
+        if req.resume_session:
+            argv += ["--resume", req.resume_session]
+        argv += ["--approval-mode", APPROVAL_MODES[req.role], "--skip-trust"]
+        argv += ["--allowed-mcp-server-names", SERVER_NAME]
+        env = {
+            "GEMINI_CLI_HOME": str(req.home),
+            # One process instead of a relaunched child: ~1 s and ~140 MB less a run.
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+            "GEMINI_TELEMETRY_ENABLED": "false",
+        }
+        path = req.home / ".gemini" / "settings.json"
+        text = json.dumps(settings(req), indent=2) + "\n"
+        return Invocation(argv, env, {path: text})
+
+    def parser(self, req: RunRequest) -> LineParser:
+        return GeminiParser(resuming=req.resume_session is not None)
+
+    def resume_lost(self, stderr_tail: str) -> bool:
+        return any(marker in stderr_tail for marker in RESUME_LOST)
+
+    def credential_names(self) -> tuple[str, ...]:
+        return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+# --- the stream-json events ---------------------------------------------------------
+
+
+def _str(d: Mapping[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    return v if type(v) is str else None
+
+
+def _object(d: Mapping[str, Any], key: str) -> JsonObject:
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
+
+
+def _count(d: Mapping[str, Any], key: str) -> int:
+    v = d.get(key)
+    return v if type(v) is int and v >= 0 else 0
+
+
+def _usage(stats: object) -> Usage | None:
+    """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
+    read from the context cache."""
+    if not isinstance(stats, dict):
+        return None
+    return Usage(
+        input_tokens=_count(stats, "input_tokens"),
+        output_tokens=_count(stats, "output_tokens"),
+        cached_input_tokens=_count(stats, "cached"),
+    )
+
+
+def _model(stats: object, fallback: str | None) -> str | None:
+    """The model the tokens were spent on (the only one in ``stats.models``)."""
+    models = stats.get("models") if isinstance(stats, dict) else None
+    if isinstance(models, dict) and len(models) == 1:
+        (name,) = models
+        return str(name)
+    return fallback
+
+
+class GeminiParser:
+    """One run's stream-json lines to scaffold's events; it remembers the session id
+    and model of the ``init`` event (later events do not repeat them).
+
+    A new session is reported once the model has answered in it: the CLI keeps a
+    session whose first request failed (an API error) as nothing ``--resume`` accepts,
+    so until then the ``init`` event carries no session id (a failed run is retried
+    afresh, not resumed into an error), and the first answer's line is reported as
+    the init event instead (that line is activity only). A resumed run reports its
+    session at once, so scaffold can check it is the one it asked for.
+    """
+
+    def __init__(self, resuming: bool = False) -> None:
+        self.session_id: str | None = None
+        self.model: str | None = None
+        self._announced = resuming
+
+    def __call__(self, line: bytes, line_no: int = 0) -> Event:
+        try:
+            data = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise StreamLineError(line_no, f"not JSON ({exc})", excerpt(line)) from None
+        if type(data) is not dict:
+            raise StreamLineError(line_no, "expected a JSON object", excerpt(line))
+        type_ = data.get("type")
+        if type(type_) is not str:
+            raise StreamLineError(line_no, "object without a string 'type'", excerpt(line))
+        if type_ == "init":
+            self.session_id = _str(data, "session_id")
+            self.model = _str(data, "model")
+            return self._init(data, self.session_id if self._announced else None)
+        answered = type_ == "tool_use" or (type_ == "message" and data.get("role") == "assistant")
+        if answered and not self._announced and self.session_id is not None:
+            self._announced = True
+            return self._init(data, self.session_id)
+        if type_ == "message":
+            return self._message(data)
+        if type_ == "tool_use":
+            block: JsonObject = {
+                "type": "tool_use",
+                "id": _str(data, "tool_id"),
+                "name": _str(data, "tool_name"),
+                "input": data.get("parameters") if isinstance(data.get("parameters"), dict) else {},
+            }
+            return self._assistant(data, block)
+        if type_ == "tool_result":
+            error = _object(data, "error")
+            text = _str(data, "output") or _str(error, "message")
+            block = {
+                "type": "tool_result",
+                "tool_use_id": _str(data, "tool_id"),
+                "content": text or "",
+                "is_error": data.get("status") != "success",
+            }
+            return UserMessage(session_id=self._known, content=(block,), raw=data)
+        if type_ == "result":
+            return self._result(data)
+        # ``error`` (a warning: loop detected, turns, invalid stream) and anything newer.
+        return Unknown(type=type_, subtype=_str(data, "severity"), session_id=self._known, raw=data)
+
+    @property
+    def _known(self) -> str | None:
+        """The session id, once it may be reported."""
+        return self.session_id if self._announced else None
+
+    def _init(self, data: JsonObject, session_id: str | None) -> SystemInit:
+        return SystemInit(
+            session_id=session_id,
+            tools=(),
+            mcp_servers=(),
+            model=self.model,
+            version=None,
+            raw=data,
+        )
+
+    def _message(self, data: JsonObject) -> Event:
+        text = _str(data, "content") or ""
+        block = {"type": "text", "text": text}
+        if data.get("role") == "assistant":
+            return self._assistant(data, block)
+        return UserMessage(session_id=self._known, content=(block,), raw=data)
+
+    def _assistant(self, data: JsonObject, block: JsonObject) -> AssistantMessage:
+        return AssistantMessage(
+            session_id=self._known,
+            message_id=None,
+            content=(block,),
+            model=self.model,
+            error=None,
+            raw=data,
+        )
+
+    def _result(self, data: JsonObject) -> ResultEvent:
+        error = _object(data, "error")
+        failed = data.get("status") != "success"
+        kind = _str(error, "type")
+        if not failed:
+            subtype = "success"
+        elif kind == TURN_LIMIT_ERROR:
+            subtype = "error_max_turns"
+        else:
+            subtype = "error_during_execution"
+        stats = data.get("stats")
+        message = _str(error, "message")
+        status = _API_STATUS.match(message or "") if failed else None
+        return ResultEvent(
+            subtype=subtype,
+            is_error=failed,
+            num_turns=None,
+            session_id=self._known,
+            total_cost_usd=None,
+            permission_denials=(),
+            api_error_status=int(status.group(1)) if status else None,
+            result=message if failed else None,
+            stop_reason=kind,
+            raw=data,
+            usage=_usage(stats),
+            model=_model(stats, self.model),
+        )
