@@ -359,3 +359,19 @@ def test_only_the_agents_work_is_committed(slot: Slot) -> None:
     # the workspace is left as the earlier steps made it
     assert (slot.repo.root / "gha-creds-0123.json").exists()
     assert (slot.repo.root / "README.md").read_text() == "# changed by an earlier step\n"
+
+
+def test_the_task_branch_checked_out_in_the_workspace(slot: Slot) -> None:
+    """A workflow that checked out the task branch itself (``ref: scaffold/task-2``): the
+    agent's worktree is on that branch all the same, and the commit goes on top of it."""
+    slot.repo.git("checkout", "-q", "-b", "scaffold/task-2")
+    slot.repo.write("first.txt", "1\n")
+    first = slot.repo.commit("first run")
+    slot.repo.write("left-by-a-build.txt", "x\n")
+    slot.play([{"write": "second.txt", "content": "2\n"}, COMPLETE])
+    proc = slot.run("--task-id", "2", "--role", "codeweaver")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    head = git(slot.origin, "rev-parse", "refs/heads/scaffold/task-2")
+    assert git(slot.origin, "rev-parse", f"{head}^") == first
+    changed = git(slot.origin, "diff-tree", "--no-commit-id", "--name-only", "-r", head)
+    assert changed.split() == ["second.txt"]
