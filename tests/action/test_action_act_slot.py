@@ -32,6 +32,13 @@ AUTH_STEP = f"""\
           echo '{{"type": "external_account"}}' > "$GITHUB_WORKSPACE/{CREDS}"
 
 """
+# After the action: the file is still there, untracked, beside the agent's task branch.
+CHECK_STEP = f"""
+      - name: The credential file stayed in the workspace
+        run: |
+          test -f "$GITHUB_WORKSPACE/{CREDS}"
+          echo "untracked: $(git -C "$GITHUB_WORKSPACE" ls-files --others --exclude-standard | tr '\\n' ' ')"
+"""
 
 
 def test_slot_commits_only_the_agents_work(tmp_path: Path, act_action_cache: Path) -> None:
@@ -63,6 +70,7 @@ def test_slot_commits_only_the_agents_work(tmp_path: Path, act_action_cache: Pat
         "      # <owner>: the account", AUTH_STEP + "      # <owner>: the account", 1
     )
     assert AUTH_STEP in text
+    text = text.rstrip("\n") + "\n" + CHECK_STEP
     workflow = act.write_workflow("scaffold-slot.yml", text)
     inputs = {"task-id": "TASK-1", "role": "codeweaver", "quest-id": "q1"}
     run = act.run("workflow_dispatch", {"inputs": inputs}, workflow)
@@ -97,3 +105,6 @@ def test_slot_commits_only_the_agents_work(tmp_path: Path, act_action_cache: Pat
             names = {Path(n).name for n in z.namelist()}
     assert {"signal.json", "outcome.json", "transcript.jsonl"} <= names
     assert "### scaffold slot: TASK-1 (codeweaver)" in log
+    assert run.step_results()["5"] == "success"
+    # (the workflow file, written after the checkout's commit, was not committed either)
+    assert f"untracked: .github/workflows/scaffold-slot.yml {CREDS} " in log
