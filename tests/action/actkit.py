@@ -184,21 +184,22 @@ class ActRun:
         return "\n".join(str(line.get("msg", "")) for line in self.lines)
 
     def step_outputs(self, step: str) -> dict[str, str]:
-        """The outputs act first logs for a step (``step``: its id, ``outer/inner`` within
-        a composite action).
+        """The outputs act logs for a step (``step``: its id, ``outer/inner`` within a
+        composite action) up to the step's result.
 
-        act 0.2.89 then also copies the last inner step's ``GITHUB_OUTPUT`` lines onto a
-        composite step; the first value is what the ``outputs:`` mapping gave.
+        For a composite step, those are what action.yml's ``outputs:`` mapping gave: act
+        0.2.89 then copies the last inner step's ``GITHUB_OUTPUT`` lines onto it (after
+        the result line), which would hide a broken mapping; they are left out.
         """
+        ids = step.split("/")
         found: dict[str, str] = {}
         for line in self.lines:
-            if "::set-output::" not in str(line.get("msg", "")):
+            if _step_ids(line) != ids or line.get("stage") != "Main":
                 continue
-            if _step_ids(line) != step.split("/"):
-                continue
-            name, value = str(line.get("name", "")), str(line.get("arg", ""))
-            if name:
-                found.setdefault(name, value)
+            if "stepResult" in line:
+                break
+            if line.get("command") == "set-output" and line.get("name"):
+                found.setdefault(str(line["name"]), str(line.get("arg", "")))
         return found
 
     def step_results(self) -> dict[str, str]:

@@ -15,7 +15,9 @@ import pytest
 from actionkit import ARCH, DATA, Repo, mermaid_doc, pull_request_payload
 from actkit import ActRun, example_workflow, new_act, offline_install_env, require_prepared
 
-pytestmark = pytest.mark.act
+# act runs whole jobs (the event test: two, with five agents): more than the default
+# timeout on a busy machine, with act's own timeout below this one.
+pytestmark = [pytest.mark.act, pytest.mark.timeout(240)]
 
 MODEL = "from dataclasses import dataclass\n\n\n@dataclass\nclass Order:\n    id: int\n"
 
@@ -76,6 +78,7 @@ def test_blocking_pull_request_fails_the_job(tmp_path: Path, act_action_cache: P
     assert outputs["findings"] == "2"
     assert outputs["report"].endswith("/scaffold-diagram-check/report.json")
     assert outputs["signal"] == outputs["head-sha"] == outputs["handled"] == ""
+    assert len(outputs) == 8  # action.yml's outputs, each mapped once
     assert "### ❌ DiagramCheck: the diagrams lag the code" in log
     # the workflow's next step read `steps.diagrams.outputs.report` and uploaded it
     assert results["2"] == "success"

@@ -25,7 +25,9 @@ from git.gitrepo import git
 from github_app.app_harness import VALIDATORS, codeweaver, planned, repo_files, write_script
 from github_app.app_harness import agent_env as scripted_agent_env
 
-pytestmark = pytest.mark.act
+# act runs whole jobs (the event test: two, with five agents): more than the default
+# timeout on a busy machine, with act's own timeout below this one.
+pytestmark = [pytest.mark.act, pytest.mark.timeout(420)]
 
 REPO = "acme/widgets"
 

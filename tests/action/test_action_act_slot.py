@@ -21,7 +21,9 @@ from git.gitrepo import git
 from scaffold.demo.scripted import agent_command
 from scaffold.demo.scripted import agent_env as scripted_agent_env
 
-pytestmark = pytest.mark.act
+# act runs whole jobs (the event test: two, with five agents): more than the default
+# timeout on a busy machine, with act's own timeout below this one.
+pytestmark = [pytest.mark.act, pytest.mark.timeout(240)]
 
 CREDS = "gha-creds-0123.json"
 # What google-github-actions/auth runs before the next steps: a credential file in the
@@ -84,6 +86,10 @@ def test_slot_commits_only_the_agents_work(tmp_path: Path, act_action_cache: Pat
     assert outputs["session-id"]
     assert outputs["output-dir"].endswith("/scaffold-slot")
     assert outputs["blocking"] == outputs["handled"] == ""
+    # exactly action.yml's outputs: not what act copies from the last inner step (the
+    # upload's artifact-id) after the mapping
+    assert "artifact-id" not in outputs
+    assert len(outputs) == 8
     # the workflow's Result step read them through `steps.slot.outputs`
     assert f"signal=complete session={outputs['session-id']} head={head}" in log
 
