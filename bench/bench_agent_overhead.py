@@ -16,7 +16,7 @@ warm-up run of each):
   :class:`subprocess.Popen`, reading stdout line by line; the run's signal endpoint is
   served by this process (a thread of its own), as scaffold serves it.
 - **bare+argv**: the same, but with the exact argv and environment scaffold builds
-  (:func:`scaffold.runtime.agent_runs.build_invocation`: role tools, system prompt,
+  (:func:`scaffold.runtime.agent_runs.prepare_run`: role tools, system prompt,
   retries): separates what scaffold's *arguments* cost the CLI from what its *runner* costs.
 - **scaffold**: that invocation through :func:`scaffold.agent.process.run_agent` exactly
   as the orchestrator does it (``AgentSpec``, an ``on_event`` that checks the init event,
@@ -84,6 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import backlog as bl
+from scaffold.agent.backend import Invocation
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, OnEvent, run_agent
 from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import Event, ResultEvent, SystemInit
@@ -91,7 +92,7 @@ from scaffold.config import SandboxConfig, ScaffoldConfig, load_config, parse_co
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
 from scaffold.runtime import agent_jobs
-from scaffold.runtime.agent_runs import Invocation, build_invocation, init_problem, watch_signal
+from scaffold.runtime.agent_runs import init_problem, prepare_run, watch_signal
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.run_channel import RunChannel
 from scaffold.runtime.session import open_or_create_quest, run_quest
@@ -295,14 +296,17 @@ class Bench:
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True)
         config_path = run_dir / "mcp.json"
-        inv = build_invocation(
+        inv = prepare_run(
             self.config,
             AgentRun(role=Role.CODEWEAVER),
             PROMPT,
             quest_id="bench",
             signal_dir=signal_dir,
-            config_path=config_path,
-        )
+            # The bare variants serve the endpoint themselves and write this file.
+            signal=("http://127.0.0.1:1/mcp", "", config_path),
+            home=self.home,
+            env=self.env(),
+        ).invocation
         return inv, signal_dir
 
     def run(self, variant: str, round_no: int) -> RunTimes:
@@ -414,14 +418,16 @@ class Bench:
             env=self.env(),
         )
         async with channel:
-            inv = build_invocation(
+            inv = prepare_run(
                 self.config,
                 AgentRun(role=Role.CODEWEAVER),
                 PROMPT,
                 quest_id="bench",
                 signal_dir=signal_dir,
-                config_path=channel.config_path,
-            )
+                signal=channel.signal,
+                home=self.home,
+                env=self.env(),
+            ).invocation
             argv, env = channel.wrap(inv.argv, {**self.env(), **inv.env})
             spec = AgentSpec(
                 argv=argv,

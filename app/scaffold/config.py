@@ -29,35 +29,66 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+BackendName = Literal["claude", "codex", "gemini"]
+RoleName = Literal[
+    "chaoswhisperer", "pathseeker", "codeweaver", "siegemaster", "lawbringer", "spiritmender"
+]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+def _argv(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _program_named(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if value is not None and (not value or not value[0]):
+        raise ValueError("must name a program")
+    return value
+
+
+class RoleAgentConfig(_Section):
+    """``agent.roles.<role>``: what differs for one role; unset keys follow ``agent``."""
+
+    backend: BackendName | None = None
+    command: tuple[str, ...] | None = None
+    model: str | None = None
+    max_turns: PositiveInt | None = None
+    extra_args: tuple[str, ...] | None = None
+
+    _command_argv = field_validator("command", "extra_args", mode="before")(_argv)
+    _command_named = field_validator("command")(_program_named)
+
+
+class PriceConfig(_Section):
+    """``agent.prices.<model>``: dollars per million tokens."""
+
+    input_per_mtok: NonNegative
+    output_per_mtok: NonNegative
+    # Prompt tokens read from the provider's cache; unset: charged as input.
+    cached_input_per_mtok: NonNegative | None = None
+
+
 class AgentConfig(_Section):
-    command: tuple[str, ...] = ("claude",)
+    # Which agent CLI runs (``scaffold.agent.choice``); per role in ``roles``.
+    backend: BackendName = "claude"
+    # The argv of ``backend``'s program; unset: the CLI's name on PATH (claude, codex, gemini).
+    command: tuple[str, ...] | None = None
     stuck_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     max_attempts: PositiveInt = 3
+    # The model of roles on ``backend``; unset: the backend's default.
     model: str | None = None
     max_turns: PositiveInt | None = None
     # Extra arguments appended to every agent invocation (argv, never a shell string).
     extra_args: tuple[str, ...] = ()
+    roles: dict[RoleName, RoleAgentConfig] = {}
+    prices: dict[str, PriceConfig] = {}
 
-    @field_validator("command", mode="before")
-    @classmethod
-    def _command_argv(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return tuple(shlex.split(value))
-        if isinstance(value, list):
-            return tuple(value)
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _command_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value or not value[0]:
-            raise ValueError("must name a program")
-        return value
-
-    @field_validator("extra_args", mode="before")
-    @classmethod
-    def _extra_tuple(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
+    _command_argv = field_validator("command", "extra_args", mode="before")(_argv)
+    _command_named = field_validator("command")(_program_named)
 
 
 class SafetyConfig(_Section):
@@ -303,7 +334,8 @@ DEFAULT_CONFIG_TEXT = """\
 slots: 3                     # agents running at once
 trigger_label: scaffold      # the issue label that starts a quest (GitHub App)
 agent:
-  command: [claude]          # argv of the agent program (Claude Code by default)
+  backend: claude            # claude | codex | gemini (per role: agent.roles.<role>.backend)
+  # command: [claude]        # argv of the backend's program (default: its CLI on PATH)
   stuck_timeout_s: 600       # no output for this long -> the agent is stuck and killed
   max_attempts: 3            # crashes/stalls retried (resuming the session) before Blocked
 ward: []                     # checks run in the task's worktree, e.g. [[ruff, check, .], [pytest, -q]]

@@ -585,3 +585,35 @@ def test_a_process_never_released_is_not_stuck_while_it_waits(tmp_path: Path) ->
     )
     assert not outcome.stuck
     assert outcome.exit_code == 0
+
+
+# --- a backend's own output format -----------------------------------------------
+
+
+class _TurnCounter:
+    """A parser for a made-up format: one line per turn; past two turns it says the
+    turn limit was passed, as a backend whose CLI has no limit of its own does."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    def __call__(self, line: bytes, line_no: int) -> Event:
+        data = json.loads(line)
+        self.turns += 1
+        if self.turns > 2:
+            return ResultEvent(
+                "error_max_turns", True, self.turns, "t1", None, (), None, None, None, data,
+                turn_limit_passed=True,
+            )  # fmt: skip
+        return Unknown(type="turn", subtype=None, session_id="t1", raw=data)
+
+
+def test_a_parser_past_the_turn_limit_stops_an_agent_that_goes_on(tmp_path: Path) -> None:
+    script = agent_script(tmp_path, 'while True:\n    emit({"turn": 1})\n    time.sleep(0.05)\n')
+    outcome, _ = run(spec_for(tmp_path, script, parse=_TurnCounter(), terminate_grace_s=2))
+    assert outcome.result is not None
+    assert outcome.result.subtype == "error_max_turns"
+    assert outcome.signal is not None  # stopped by scaffold, not by itself
+    assert not outcome.stopped  # nobody asked: the limit did
+    assert outcome.session_id == "t1"
+    assert not pid_alive(outcome.pid)

@@ -34,7 +34,8 @@ def test_defaults() -> None:
     c = ScaffoldConfig()
     assert c.slots == 3
     assert c.trigger_label == "scaffold"
-    assert c.agent.command == ("claude",)
+    assert c.agent.backend == "claude"
+    assert c.agent.command is None  # the backend's CLI on PATH
     assert c.agent.stuck_timeout_s == 600.0
     assert c.agent.max_attempts == 3
     assert c.ward == ()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.agent.claude import Claude
 from scaffold.agent.process import AgentRunOutcome
 from scaffold.agent.stream import McpServer, ResultEvent, StreamSummary, SystemInit, parse_line
 from scaffold.config import parse_config
@@ -16,11 +17,13 @@ from scaffold.core.states import EventName, Lifecycle
 from scaffold.quest.model import AgentRun, TaskRecord
 from scaffold.roles import Role
 from scaffold.runtime.agent_runs import (
-    build_invocation,
+    agent_env,
     describe_failure,
     init_problem,
+    prepare_run,
     result_notes,
     resume_lost,
+    start_problem,
 )
 from scaffold.runtime.prompts import PromptData
 
@@ -31,14 +34,17 @@ def _invocation(command: str, run: AgentRun, tmp_path: Path, **cfg: object) -> l
     text = f"agent:\n  command: {json.dumps([command])}\n"
     if cfg:
         text += "".join(f"  {k}: {v}\n" for k, v in cfg.items())
-    inv = build_invocation(
+    prepared = prepare_run(
         parse_config(text),
         run,
         PromptData(step_id="TASK-4", task_title="Add the parser", request="<!-- hidden -->CSV"),
         quest_id="backlog",
         signal_dir=tmp_path / "signals",
-        config_path=tmp_path / "mcp.json",
+        signal=("http://127.0.0.1:1/mcp", "secret", tmp_path / "mcp.json"),
+        home=tmp_path / "home",
+        env={},
     )
+    inv = prepared.invocation
     assert inv.env["SCAFFOLD_STEP_ID"] == "TASK-4"
     assert inv.env["SCAFFOLD_ROLE"] == run.role.value
     return inv.argv
@@ -154,9 +160,48 @@ def test_max_turns_is_a_note_and_a_refused_start_is_the_failure() -> None:
 
 def test_a_lost_session_is_only_lost_when_resuming() -> None:
     lost = _outcome(None, exit_code=1, stderr="No conversation found with session ID: abc")
-    assert resume_lost(lost, resumed=True)
-    assert not resume_lost(lost, resumed=False)
-    assert not resume_lost(_outcome(None, exit_code=1, stderr="boom"), resumed=True)
+    assert resume_lost(Claude(), lost, resumed=True)
+    assert not resume_lost(Claude(), lost, resumed=False)
+    assert not resume_lost(Claude(), _outcome(None, exit_code=1, stderr="boom"), resumed=True)
+
+
+def _prepared(tmp_path: Path, text: str, role: Role = Role.CODEWEAVER, resume: str | None = None):  # type: ignore[no-untyped-def]
+    return prepare_run(
+        parse_config(text),
+        AgentRun(role=role, resume_session=resume),
+        PromptData(step_id="TASK-1"),
+        quest_id="q",
+        signal_dir=tmp_path / "signals",
+        signal=("http://127.0.0.1:1/mcp", "secret", tmp_path / "mcp.json"),
+        home=tmp_path / "home",
+        env={},
+    )
+
+
+def test_claude_names_its_default_model_and_a_role_its_own(tmp_path: Path) -> None:
+    argv = _prepared(tmp_path, "agent:\n  command: [claude]\n").invocation.argv
+    assert argv[argv.index("--model") + 1] == Claude.default_model
+    text = "agent:\n  roles:\n    lawbringer: {model: opus, extra_args: [--x]}\n"
+    argv = _prepared(tmp_path, text, Role.LAWBRINGER).invocation.argv
+    assert argv[argv.index("--model") + 1] == "opus"
+    assert argv[-1] == "--x"
+
+
+def test_an_agent_never_sees_another_backends_model_key(tmp_path: Path) -> None:
+    prepared = _prepared(tmp_path, "agent:\n  command: [claude]\n")
+    base = {"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o", "GEMINI_API_KEY": "g", "PATH": "/b"}
+    env = agent_env(base, prepared)
+    assert env["ANTHROPIC_API_KEY"] == "a"
+    assert env["PATH"] == "/b"
+    assert "OPENAI_API_KEY" not in env
+    assert "GEMINI_API_KEY" not in env
+
+
+def test_claude_may_resume_under_a_new_session_id(tmp_path: Path) -> None:
+    prepared = _prepared(tmp_path, "agent:\n  command: [claude]\n", resume="old")
+    connected = SystemInit("new", (), (McpServer("scaffold", "connected"),), "m", "2.1", {})
+    assert start_problem(prepared, "old", connected) is None
+    assert start_problem(prepared, "old", _init("pending")) is not None
 
 
 def test_retry_after_a_lost_session_starts_a_new_one() -> None:

@@ -48,7 +48,7 @@ def test_doctor_reports_each_check(tmp_path: Path) -> None:
 
     assert result.exit_code == 1
     assert "ok   git" in result.output
-    assert "BAD  agent: the agent program 'no-such-agent-binary' is not installed" in result.output
+    assert "BAD  agent claude: 'no-such-agent-binary' not found (agent.command" in result.output
     (repo / ".github" / "scaffold.yml").write_text("slots: many\n", encoding="utf-8")
     broken = runner.invoke(cli, ["doctor", "--repo", str(repo)])
     assert broken.exit_code == 2

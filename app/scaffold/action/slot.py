@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -45,6 +46,7 @@ from scaffold.action.claude_sessions import (
     restore_session_file,
 )
 from scaffold.action.env import SLOT_OUTPUT_DIR
+from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.stream import SystemInit
 from scaffold.backlog.repository import load_backlog
@@ -54,13 +56,16 @@ from scaffold.ids import normalize_task_id, validate_quest_id
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
 from scaffold.runtime.agent_runs import (
-    Invocation,
-    build_invocation,
+    PreparedRun,
+    agent_env,
     describe_failure,
-    init_problem,
+    prepare_run,
     result_notes,
     resume_lost,
+    run_cost,
+    start_problem,
     watch_signal,
+    write_run_files,
 )
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.run_channel import RunChannel
@@ -232,7 +237,9 @@ def outcome_document(
     pushed: bool,
     commit: str | None,
     lost_session: bool,
+    cost_usd: float | None = None,
 ) -> dict[str, Any]:
+    """``cost_usd``: the run's dollars (default: what the agent reported)."""
     return {
         "task_id": request.task_id,
         "quest_id": request.quest_id or None,
@@ -247,7 +254,7 @@ def outcome_document(
         "session_id": outcome.session_id or request.run.resume_session,
         "resumed": request.run.resume_session,
         "resume_lost": lost_session,
-        "cost_usd": outcome.summary.total_cost_usd or 0.0,
+        "cost_usd": cost_usd if cost_usd is not None else outcome.summary.total_cost_usd or 0.0,
         "duration_s": round(outcome.duration_s, 3),
         "failure": failure,
         "notes": result_notes(outcome),
@@ -298,23 +305,33 @@ def _prompt_data(workspace: Path, cfg: ScaffoldConfig, task_id: str) -> PromptDa
 
 
 async def _run(
-    channel: RunChannel, invocation: Invocation, cwd: Path, stuck_s: float, transcript: IO[str]
+    channel: RunChannel,
+    prepare: Callable[[RunChannel], PreparedRun],
+    resumed: str | None,
+    cwd: Path,
+    stuck_s: float,
+    transcript: IO[str],
 ) -> tuple[AgentRunOutcome, list[str]]:
     stop = asyncio.Event()
     refused: list[str] = []
 
-    def on_event(ev: Any) -> None:
-        transcript.write(json.dumps(ev.raw, ensure_ascii=False) + "\n")
-        transcript.flush()
-        if isinstance(ev, SystemInit):
-            problem = init_problem(ev)
-            if problem:
-                refused.append(problem)
-                stop.set()
-
     async with channel:
-        argv, env = channel.wrap(invocation.argv, agent_environment(channel.env, invocation.env))
-        spec = AgentSpec(argv=argv, cwd=cwd, base_env=env, stuck_timeout_s=stuck_s)
+        prepared = prepare(channel)
+
+        def on_event(ev: Any) -> None:
+            transcript.write(json.dumps(ev.raw, ensure_ascii=False) + "\n")
+            transcript.flush()
+            if isinstance(ev, SystemInit):
+                problem = start_problem(prepared, resumed, ev)
+                if problem:
+                    refused.append(problem)
+                    stop.set()
+
+        write_run_files(prepared.invocation.files)
+        argv, env = channel.wrap(prepared.invocation.argv, agent_env(channel.env, prepared))
+        spec = AgentSpec(
+            argv=argv, cwd=cwd, base_env=env, stuck_timeout_s=stuck_s, parse=prepared.parse
+        )
         agent = asyncio.create_task(run_agent(spec, on_event=on_event, stop_requested=stop))
         watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
         try:
@@ -322,6 +339,29 @@ async def _run(
         finally:
             watcher.cancel()
     return outcome, refused
+
+
+def _prepare(
+    cfg: ScaffoldConfig,
+    run: AgentRun,
+    data: PromptData,
+    quest_id: str,
+    signal_dir: Path,
+    home: Path,
+    env: Mapping[str, str],
+    channel: RunChannel,
+) -> PreparedRun:
+    return prepare_run(
+        cfg,
+        run,
+        data,
+        quest_id=quest_id,
+        signal_dir=signal_dir,
+        signal=channel.signal,
+        home=home,
+        env=env,
+        sandboxed=channel.sandbox.active,
+    )
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -376,27 +416,44 @@ def _run_in_worktree(
     confinement = Confinement(
         repo=workspace, cwd=work, private=private, worktree=work, extra_hidden=(out,)
     )
-    channel = RunChannel(sandbox, binding, confinement, python=python, env=base_env)
-    inv = build_invocation(
+    agent = agent_for(cfg.agent, run.role)
+    channel = RunChannel(
+        sandbox,
+        binding,
+        confinement,
+        python=python,
+        env=base_env,
+        model_host=agent.backend.model_host(base_env),
+    )
+    prepare = functools.partial(
+        _prepare,
         cfg,
         run,
         _prompt_data(work, cfg, request.task_id),
-        quest_id=request.quest_id,
-        signal_dir=signal_dir,
-        config_path=channel.config_path,
+        request.quest_id,
+        signal_dir,
+        private / "home",
+        base_env,
     )
     with (
         (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,
     ):
         outcome, refused = asyncio.run(
-            _run(channel, inv, work, cfg.agent.stuck_timeout_s, transcript)
+            _run(
+                channel,
+                prepare,
+                run.resume_session,
+                work,
+                cfg.agent.stuck_timeout_s,
+                transcript,
+            )
         )
 
     signal = None if refused else latest_signal(signal_dir)
     failure = (
         None if signal is not None else describe_failure(outcome, refused[0] if refused else None)
     )
-    lost = signal is None and resume_lost(outcome, run.resume_session is not None)
+    lost = signal is None and resume_lost(agent.backend, outcome, run.resume_session is not None)
     commit: str | None = None
     pushed = False
     if signal is not None:
@@ -419,6 +476,7 @@ def _run_in_worktree(
         pushed=pushed,
         commit=commit,
         lost_session=lost,
+        cost_usd=run_cost(cfg, agent, outcome),
     )
     if signal is not None:
         _write_json(out / SIGNAL_FILE, signal.model_dump(mode="json"))

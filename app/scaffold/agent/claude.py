@@ -1,7 +1,7 @@
-"""What scaffold adds to an agent invocation when the agent is Claude Code.
+"""The Claude Code backend: ``claude -p`` with stream-json, and what scaffold adds.
 
-The contract (``-p``, stream-json, ``--mcp-config``, ``--resume``) is the same for
-every agent; Claude Code also gets: ``--strict-mcp-config`` (only scaffold's server),
+The contract (``-p``, stream-json, ``--mcp-config``, ``--resume``) is also what the
+demo's scripted agents speak; Claude Code itself also gets: ``--strict-mcp-config`` (only scaffold's server),
 ``--allowedTools`` per role (always with ``signal-back``), the role's instructions as
 ``--append-system-prompt``, ``--model`` and ``--max-turns`` from the config, and an
 environment that keeps it hermetic and bounded (no non-essential traffic, bounded API
@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 
+from scaffold.agent.backend import Backend, Invocation, RunRequest
+from scaffold.agent.stream import LineParser, parse_line
 from scaffold.roles import Role
 
 SIGNAL_TOOL = "mcp__scaffold__signal-back"
@@ -82,5 +84,49 @@ def claude_env(max_retries: int = 2) -> dict[str, str]:
     }
 
 
-def resume_was_lost(stderr_tail: str) -> bool:
-    return RESUME_LOST in stderr_tail
+class Claude(Backend):
+    """Claude Code (``claude -p``), and any program that speaks its contract.
+
+    A program that is not Claude Code itself (a wrapper of a user's, the scripted agents
+    of the demo and the tests) gets the contract alone: the role's instructions in the
+    prompt, and no Claude Code options.
+    """
+
+    name = "claude"
+    program = "claude"
+    default_model = "claude-sonnet-4-5"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    key_env = "ANTHROPIC_API_KEY"
+    default_host = ("api.anthropic.com", 443)
+    # A resumed print-mode run may continue under a new session id: the newest counts.
+    verifies_resume = False
+    reports_cost = True
+
+    def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
+        real = is_claude(command)
+        prompt = req.prompt if real else req.whole_prompt
+        argv = [
+            *command,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            str(req.mcp_config_path),
+        ]
+        if req.resume_session:
+            argv += ["--resume", req.resume_session]
+        if not real:
+            return Invocation(argv)
+        argv += claude_args(req.role, req.instructions, model=req.model, max_turns=req.max_turns)
+        return Invocation(argv, claude_env())
+
+    def parser(self, req: RunRequest) -> LineParser:
+        return parse_line
+
+    def resume_lost(self, stderr_tail: str) -> bool:
+        return RESUME_LOST in stderr_tail
+
+    def credential_names(self) -> tuple[str, ...]:
+        return ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

@@ -43,9 +43,11 @@ from scaffold.agent.stream import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     Event,
+    LineParser,
     ResultEvent,
     StreamDecoder,
     StreamSummary,
+    parse_line,
 )
 from scaffold.errors import AgentError
 
@@ -126,6 +128,8 @@ class AgentSpec:
     base_env: Mapping[str, str] | None = None
     # Descriptors the process inherits beside stdio (a sandbox's start gate).
     pass_fds: tuple[int, ...] = ()
+    # The agent's output format, line by line (its backend's parser; Claude Code's by default).
+    parse: LineParser = parse_line
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -212,7 +216,10 @@ class _AgentRun:
         self.children = children
         self.stop_requested = stop_requested
         self.stopped = False
-        self.decoder = StreamDecoder(spec.max_line_bytes)
+        self.decoder = StreamDecoder(spec.max_line_bytes, parse=spec.parse)
+        # A backend whose CLI has no turn limit has its parser count the turns; once
+        # it says the limit was passed, the agent is stopped.
+        self.limit_hit = asyncio.Event()
         self.stderr_tail = bytearray()
         self.last_output = 0.0
         self.stuck = False
@@ -295,7 +302,7 @@ class _AgentRun:
                 stdout_task.result()  # re-raise what on_event raised
             if (watchdog.done() or requested.done()) and not exit_task.done():
                 self.stuck = watchdog.done()
-                self.stopped = requested.done()
+                self.stopped = self.stop_requested is not None and self.stop_requested.is_set()
                 self.stop = await stop_process_group(
                     proc,
                     terminate_wait_s=spec.terminate_grace_s,
@@ -333,10 +340,14 @@ class _AgentRun:
             raise
 
     async def _requested(self) -> None:
-        if self.stop_requested is None:
-            await asyncio.get_running_loop().create_future()  # never set
-        else:
-            await self.stop_requested.wait()
+        waits = [asyncio.ensure_future(self.limit_hit.wait())]
+        if self.stop_requested is not None:
+            waits.append(asyncio.ensure_future(self.stop_requested.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
 
     async def _watchdog(self) -> None:
         """Return once stdout has been silent for stuck_timeout_s."""
@@ -361,6 +372,8 @@ class _AgentRun:
                 break
             self.last_output = loop.time()
             events = decoder.feed(chunk)
+            if any(_turn_limit(e) for e in events):
+                self.limit_hit.set()
             if on_event is not None and events:
                 await _deliver(on_event, events)
                 # Time spent in our own callback is not the agent's silence.
@@ -378,6 +391,10 @@ class _AgentRun:
             tail += chunk
             if len(tail) > STDERR_TAIL_BYTES:
                 del tail[: len(tail) - STDERR_TAIL_BYTES]
+
+
+def _turn_limit(event: Event) -> bool:
+    return isinstance(event, ResultEvent) and event.turn_limit_passed
 
 
 async def _deliver(on_event: OnEvent, events: list[Event]) -> None:

@@ -19,7 +19,7 @@ Field names follow what Claude Code 2.1.x prints (see tests/fixtures/agent/).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -33,6 +33,7 @@ from scaffold.agent.stream_events import (
     StreamLineError,
     SystemInit,
     Unknown,
+    Usage,
     UserMessage,
     excerpt,
     excerpt_of,
@@ -50,6 +51,7 @@ __all__ = [
     "ApiRetry",
     "AssistantMessage",
     "Event",
+    "LineParser",
     "MalformedLine",
     "McpServer",
     "ResultEvent",
@@ -58,11 +60,16 @@ __all__ = [
     "StreamSummary",
     "SystemInit",
     "Unknown",
+    "Usage",
     "UserMessage",
     "aiter_events",
     "iter_events",
     "parse_line",
 ]
+
+# One line of an agent's output to one event (a backend's own format to scaffold's
+# events); raises StreamLineError for a line it cannot understand.
+LineParser = Callable[[bytes, int], Event]
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 DEFAULT_CHUNK_BYTES = 64 * 1024
@@ -147,15 +154,20 @@ class StreamDecoder:
         "_line_no",
         "_pending",
         "max_line_bytes",
+        "parse",
         "summary",
     )
 
     def __init__(
-        self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, summary: StreamSummary | None = None
+        self,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        summary: StreamSummary | None = None,
+        parse: LineParser = parse_line,
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be positive")
         self.max_line_bytes = max_line_bytes
+        self.parse = parse
         self.summary = summary if summary is not None else StreamSummary()
         self._pending = bytearray()
         self._discarding = False
@@ -229,7 +241,7 @@ class StreamDecoder:
         if not line or line.isspace():
             return
         try:
-            event = parse_line(line, self._line_no)
+            event = self.parse(line, self._line_no)
         except StreamLineError as exc:
             summary.note_malformed(exc.line_no, exc.reason, exc.excerpt)
             return

@@ -113,6 +113,16 @@ class ApiRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens a run used. ``input_tokens`` counts every prompt token, cached ones
+    included; ``cached_input_tokens`` says how many of them were read from a cache."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ResultEvent:
     """The last line of a run. An API error is `is_error: true` (subtype may still be
     "success") with `api_error_status` set."""
@@ -128,6 +138,12 @@ class ResultEvent:
     result: str | None
     stop_reason: str | None
     raw: JsonObject = field(repr=False, compare=False)
+    # The tokens of the run, where the agent reports them; the model that used them.
+    usage: Usage | None = None
+    model: str | None = None
+    # Made by scaffold's parser, not the agent: the turn limit of a CLI that has none
+    # was passed, and the agent must be stopped.
+    turn_limit_passed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +246,25 @@ def _result(d: JsonObject) -> ResultEvent:
         result=_opt_str(d, "result"),
         stop_reason=_opt_str(d, "stop_reason"),
         raw=d,
+        usage=_claude_usage(d.get("usage")),
+    )
+
+
+def _count(d: JsonObject, key: str) -> int:
+    value = d.get(key)
+    return value if type(value) is int and value >= 0 else 0
+
+
+def _claude_usage(raw: object) -> Usage | None:
+    """Claude Code's ``usage``: cache reads and writes are prompt tokens too."""
+    if not isinstance(raw, dict):
+        return None
+    cached = _count(raw, "cache_read_input_tokens")
+    written = _count(raw, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=_count(raw, "input_tokens") + cached + written,
+        output_tokens=_count(raw, "output_tokens"),
+        cached_input_tokens=cached,
     )
 
 

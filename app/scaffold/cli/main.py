@@ -28,11 +28,14 @@ from scaffold.quest.model import Quest, TaskRecord
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import (
     NO_COMMITS,
+    agent_programs,
+    describe_program,
     find_agent,
     has_commits,
     missing_agent,
     require_agent,
     require_commit,
+    require_prices,
     scaffold_command,
 )
 from scaffold.runtime.session import (
@@ -129,7 +132,7 @@ def _next_steps(repo: Path, config: ScaffoldConfig) -> str:
     if not has_commits(repo):
         steps.append("git add -A && git commit -m 'scaffold init'   # scaffold needs a commit")
     if find_agent(config, repo) is None:
-        steps.append(f"install the agent: {missing_agent(config)}")
+        steps.append(f"install the agent: {missing_agent(config, repo)}")
     create = 'backlog task create "Add the parser" --ac "parses the sample"'
     if shutil.which("backlog") is None:
         create = f"npm install -g backlog.md, then: {create}"
@@ -420,8 +423,13 @@ def doctor(repo_path: str | None) -> None:
     except ScaffoldError as exc:
         report(False, "config", str(exc))
         sys.exit(2)
-    found = find_agent(config, repo)
-    report(found is not None, "agent", found or missing_agent(config))
+    for program in agent_programs(config, repo):
+        ok = program.found is not None
+        report(ok, f"agent {program.backend.name}", describe_program(program, os.environ))
+    try:
+        require_prices(config, repo)
+    except ScaffoldError as exc:
+        report(False, "prices", str(exc))
     try:
         # As the local CLI sees it; the App and the Action refuse where this says "off"
         # unless sandbox.mode is off in writing.

@@ -253,10 +253,20 @@ def shown_phase(quest: Quest) -> str:
     return quest.phase.value
 
 
-def add_cost(quest: Quest, task_id: str | None, usd: float) -> Quest:
+def add_cost(
+    quest: Quest,
+    task_id: str | None,
+    usd: float,
+    role: str | None = None,
+    backend: str | None = None,
+) -> Quest:
     if usd <= 0:
         return quest
     updates: dict[str, Any] = {"cost_usd": round(quest.cost_usd + usd, 6)}
+    if role is not None:
+        updates["cost_by_role"] = _plus(quest.cost_by_role, role, usd)
+    if backend is not None:
+        updates["cost_by_backend"] = _plus(quest.cost_by_backend, backend, usd)
     if task_id is not None and task_id in quest.tasks:
         t = quest.tasks[task_id]
         updates["tasks"] = {
@@ -264,6 +274,10 @@ def add_cost(quest: Quest, task_id: str | None, usd: float) -> Quest:
             task_id: t.model_copy(update={"cost_usd": round(t.cost_usd + usd, 6)}),
         }
     return quest.model_copy(update=updates)
+
+
+def _plus(totals: dict[str, float], key: str, usd: float) -> dict[str, float]:
+    return {**totals, key: round(totals.get(key, 0.0) + usd, 6)}
 
 
 def due_effects(task: TaskRecord) -> list[Effect]:

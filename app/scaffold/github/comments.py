@@ -152,6 +152,10 @@ def render_status(
         f"Budget: ${quest.cost_usd:.2f} spent, ${cost_left:.2f} left of ${max_cost_usd:.2f}; "
         f"{hours:.1f} h of {max_hours:g} h; slots busy {busy}/{slots}."
     )
+    if quest.cost_by_backend:
+        lines.append(f"Spent by agent: {_dollars(quest.cost_by_backend)}.")
+    if quest.cost_by_role:
+        lines.append(f"Spent by role: {_dollars(quest.cost_by_role)}.")
     pending = quest.pending_questions()
     if pending:
         ids = ", ".join(f"`{q.id}`" for q in pending)
@@ -311,3 +315,7 @@ def render_ambiguous(open_questions: Sequence[Question]) -> str:
         f"{NOTICE_MARKER}\nSeveral questions are open, so I could not tell which one this "
         f"answers:\n\n{listing}\n\nPlease reply with `/answer <id> <your answer>`."
     )
+
+
+def _dollars(totals: dict[str, float]) -> str:
+    return ", ".join(f"{name} ${usd:.2f}" for name, usd in sorted(totals.items()))

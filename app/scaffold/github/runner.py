@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from scaffold.agent.choice import unpriced
+from scaffold.config import CONFIG_PATH
 from scaffold.errors import SandboxError, ScaffoldError
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
@@ -195,9 +197,19 @@ class QuestRunner:
         except SandboxError as exc:
             self.sandbox_modes[ctx.full_name] = "refused"
             log.error("no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name})
-            await self._say_refused(ctx, quest_id, exc)
+            await self._say_refused(ctx, quest_id, exc.reason)
             return
         self.sandbox_modes[ctx.full_name] = sandbox.mode
+        if unpriced_model := next(iter(unpriced(config.agent)), None):
+            # safety.max_cost_usd is a promise: tokens nobody can price are not spent.
+            why = (
+                f"{unpriced_model.role.value} would run {unpriced_model.backend.name} with "
+                f"model {unpriced_model.model!r}, which has no price: set "
+                f"agent.prices.{unpriced_model.model} in {CONFIG_PATH}"
+            )
+            log.error("no agent started: %s", why, extra={"quest": quest_id, "repo": ctx.full_name})
+            await self._say_refused(ctx, quest_id, why)
+            return
         store = quest_store(ctx.checkout.path)
         writer = store.open_writer(quest_id)
         try:
@@ -275,7 +287,7 @@ class QuestRunner:
         finally:
             writer.close()
 
-    async def _say_refused(self, ctx: RepoContext, quest_id: str, exc: SandboxError) -> None:
+    async def _say_refused(self, ctx: RepoContext, quest_id: str, reason: str) -> None:
         """Once per quest, tell the issue why nothing starts (the log says it every time)."""
         key = (ctx.full_name, quest_id)
         link = ctx.links.get(quest_id)
@@ -283,7 +295,7 @@ class QuestRunner:
             return
         self._refusals_said.add(key)
         owner, repo = ctx.full_name.split("/", 1)
-        body = f"scaffold cannot start agents on this server: {exc.reason}."
+        body = f"scaffold cannot start agents on this server: {reason}."
         with contextlib.suppress(ScaffoldError):
             await ctx.client.post(
                 "/repos/{owner}/{repo}/issues/{number}/comments",

@@ -139,6 +139,7 @@ class AppService:
         agents: dict[str, int] = {}
         busy = 0
         cost = 0.0
+        by_backend: dict[str, float] = {}
         for ctx in list(self.repos.values()):
             store = quest_store(ctx.checkout.path)
             for link in ctx.links.all():
@@ -146,6 +147,8 @@ class AppService:
                     quest = store.read(link.quest_id)
                     states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
                     cost += quest.cost_usd
+                    for backend, usd in quest.cost_by_backend.items():
+                        by_backend[backend] = by_backend.get(backend, 0.0) + usd
                     busy += sum(1 for t in quest.tasks.values() if t.agent_running)
                     if quest.phase not in FINISHED:
                         active[ctx.full_name] = active.get(ctx.full_name, 0) + 1
@@ -158,6 +161,7 @@ class AppService:
             quests_by_state=states,
             busy_slots=busy,
             cost_usd_total=cost,
+            cost_usd_by_backend=by_backend,
             sandbox_modes=modes,
             sandbox_available=int(bwrap is not None and probe_bwrap(bwrap) is None),
             agents_running=self.runner.agents.running,

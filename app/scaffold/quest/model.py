@@ -250,6 +250,9 @@ class Quest(_Model):
     tasks: dict[str, TaskRecord] = Field(default_factory=dict)
     questions: dict[str, Question] = Field(default_factory=dict)
     cost_usd: float = 0.0
+    # The same dollars by the role and by the backend (agent CLI) that spent them.
+    cost_by_role: dict[str, float] = Field(default_factory=dict)
+    cost_by_backend: dict[str, float] = Field(default_factory=dict)
     consecutive_failures: int = 0
     started_at: datetime = Field(default_factory=utcnow)
     stop_reason: str | None = None

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import SystemInit
@@ -33,12 +34,16 @@ from scaffold.quest.model import AgentRun, QuestPhase, TaskRecord
 from scaffold.quest.store import draft
 from scaffold.roles import Role
 from scaffold.runtime.agent_runs import (
-    build_invocation,
+    PreparedRun,
+    agent_env,
     describe_failure,
-    init_problem,
+    prepare_run,
     result_notes,
     resume_lost,
+    run_cost,
+    start_problem,
     watch_signal,
+    write_run_files,
 )
 from scaffold.runtime.estimates import AGENT_STARTED
 from scaffold.runtime.prompts import PromptData
@@ -210,38 +215,23 @@ class AgentJobs:
         step_id = PLAN_STEP if is_plan else key
         binding = Binding(signal_dir, step_id, run.role, self.orch.quest.id, self.orch.repo)
         confinement = self.confinement(key)
-        channel = RunChannel(
-            self.orch.sandbox,
-            binding,
-            confinement,
-            python=self.orch.python,
-            env=agent_environment(os.environ, {}),
-            # In a sandbox every agent is made at once and waits at its start gate for
-            # the journal's fsync and the last agent's commit: its sandbox starts
-            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
-            gated=True,
-        )
+        base_env = agent_environment(os.environ, {})
+        channel = self._channel(run, binding, confinement, base_env)
         async with channel:
-            inv = build_invocation(
+            prepared = prepare_run(
                 self.orch.cfg,
                 run,
                 self._prompt_data(key),
                 quest_id=self.orch.quest.id,
                 signal_dir=signal_dir,
-                config_path=channel.config_path,
+                signal=channel.signal,
+                home=confinement.private / "home",
+                env=base_env,
+                sandboxed=channel.sandbox.active,
             )
-            # The sandbox's command line (private folders checked, programs' roots
-            # found): file system work, done off the event loop.
-            argv, env = await asyncio.to_thread(
-                channel.wrap, inv.argv, agent_environment(os.environ, inv.env)
-            )
-            spec = AgentSpec(
-                argv=argv,
-                cwd=confinement.cwd,
-                base_env=env,
-                stuck_timeout_s=self.orch.cfg.agent.stuck_timeout_s,
-                pass_fds=channel.pass_fds,
-            )
+            # The CLI's settings files, and the sandbox's command line (private folders
+            # checked, programs' roots found): file system work, off the event loop.
+            spec = await asyncio.to_thread(self._spec, prepared, channel, confinement.cwd, base_env)
             stop = asyncio.Event()
             refused: list[str] = []
 
@@ -249,7 +239,7 @@ class AgentJobs:
                 if isinstance(ev, SystemInit):
                     if ev.session_id:
                         self._remember_session(key, run.role, ev.session_id)
-                    problem = init_problem(ev)
+                    problem = start_problem(prepared, run.resume_session, ev)
                     if problem:
                         refused.append(problem)
                         stop.set()
@@ -365,6 +355,36 @@ class AgentJobs:
 
         return wrap
 
+    def _spec(
+        self, prepared: PreparedRun, channel: RunChannel, cwd: Path, env: Mapping[str, str]
+    ) -> AgentSpec:
+        write_run_files(prepared.invocation.files)
+        argv, wrapped = channel.wrap(prepared.invocation.argv, agent_env(env, prepared))
+        return AgentSpec(
+            argv=argv,
+            cwd=cwd,
+            base_env=wrapped,
+            stuck_timeout_s=self.orch.cfg.agent.stuck_timeout_s,
+            pass_fds=channel.pass_fds,
+            parse=prepared.parse,
+        )
+
+    def _channel(
+        self, run: AgentRun, binding: Binding, confinement: Confinement, env: Mapping[str, str]
+    ) -> RunChannel:
+        return RunChannel(
+            self.orch.sandbox,
+            binding,
+            confinement,
+            python=self.orch.python,
+            env=env,
+            # In a sandbox every agent is made at once and waits at its start gate for
+            # the journal's fsync and the last agent's commit: its sandbox starts
+            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
+            gated=True,
+            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(env),
+        )
+
     def _finish_run(
         self,
         key: str,
@@ -378,11 +398,12 @@ class AgentJobs:
         step_id = PLAN_STEP if is_plan else key
         if is_plan:
             self.orch.backlog.invalidate()  # planning agents write the backlog itself
-        cost = outcome.summary.total_cost_usd or 0.0
+        agent = agent_for(self.orch.cfg.agent, run.role)
+        cost = run_cost(self.orch.cfg, agent, outcome)
         if cost:
-            self.orch.commit(
-                qf.add_cost(self.orch.quest, None if is_plan else key, cost), sync=False
-            )
+            task_id = None if is_plan else key
+            spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
+            self.orch.commit(spent, sync=False)
         self.orch.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
             self._note(key, f"{run.role.value}: {note}", sync=False)
@@ -391,7 +412,7 @@ class AgentJobs:
         failure = describe_failure(
             outcome, refused[0] if refused else None, self.orch.cfg.agent.stuck_timeout_s
         )
-        fresh = sig is None and resume_lost(outcome, run.resume_session is not None)
+        fresh = sig is None and resume_lost(agent.backend, outcome, run.resume_session is not None)
         if fresh and key in self.restarted:
             # scaffold died before the agent had saved its session: not the agent's
             # failure either, so start the same run again in a new session, for free.

@@ -1,73 +1,129 @@
 """One agent run: the invocation scaffold builds, and what its outcome says.
 
-Pure helpers; the orchestrator does the I/O. Every agent gets the agent contract (the
-README's "The agent contract"); Claude Code also gets the options of :mod:`scaffold.agent.claude`,
-with the role's instructions as its system prompt and the run's data as the prompt.
+Helpers of the orchestrator and the Action's slot: the role's backend
+(:mod:`scaffold.agent.choice`) turns the run into its CLI's command line, environment
+and settings files (:mod:`scaffold.agent.backend`); the outcome is read the same way
+for every backend.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.agent import claude
+from scaffold.agent.backend import Backend, Invocation, RunRequest
+from scaffold.agent.choice import BACKENDS, RoleAgent, agent_for, run_price
+from scaffold.agent.prices import cost_usd
 from scaffold.agent.process import AgentRunOutcome
-from scaffold.agent.stream import SystemInit
+from scaffold.agent.stream import LineParser, SystemInit
 from scaffold.config import ScaffoldConfig
+from scaffold.fsutil import write_file
 from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
 from scaffold.signal_back.tools import SERVER_NAME
 
+# The model keys of the agent CLIs people use; a run keeps only its own backend's.
+MODEL_KEYS = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_API_KEY",
+        "CODEX_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    }
+)
+
 
 @dataclass(frozen=True)
-class Invocation:
-    argv: list[str]
-    env: dict[str, str]
+class PreparedRun:
+    """One run made ready: which agent, what it runs, and how its output is read."""
+
+    agent: RoleAgent
+    invocation: Invocation
+    parse: LineParser
+
+    @property
+    def backend(self) -> Backend:
+        return self.agent.backend
 
 
-def build_invocation(
+def prepare_run(
     cfg: ScaffoldConfig,
     run: AgentRun,
     data: PromptData,
     *,
     quest_id: str,
     signal_dir: Path,
-    config_path: Path,
-) -> Invocation:
-    """The agent's argv and environment; ``config_path`` is the run channel's MCP config."""
+    signal: tuple[str, str, Path],
+    home: Path,
+    env: Mapping[str, str],
+    sandboxed: bool = False,
+) -> PreparedRun:
+    """The run's agent, argv, environment and files. ``signal`` is the run channel's
+    endpoint as the agent reaches it: (url, secret, Claude Code MCP config file);
+    ``home`` the step's private folder for the CLI's state; ``sandboxed``: the run is in
+    scaffold's sandbox."""
     role = run.role
-    command = list(cfg.agent.command)
-    env = {
+    agent = agent_for(cfg.agent, role)
+    url, secret, config_path = signal
+    req = RunRequest(
+        role=role,
+        prompt=run_context(run, data),
+        instructions=role_instructions(role, data.step_id),
+        whole_prompt=build_prompt(role, run, data),
+        model=agent.model,
+        max_turns=agent.max_turns,
+        resume_session=run.resume_session,
+        signal_url=url,
+        signal_secret=secret,
+        mcp_config_path=config_path,
+        home=home,
+        env=env,
+        sandboxed=sandboxed,
+    )
+    inv = agent.backend.invocation(agent.command, req)
+    step_env = {
         "SCAFFOLD_QUEST_ID": quest_id,
         "SCAFFOLD_STEP_ID": data.step_id,
         "SCAFFOLD_ROLE": role.value,
         "SCAFFOLD_SIGNAL_DIR": str(signal_dir),
     }
-    is_claude = claude.is_claude(command)
-    prompt = run_context(run, data) if is_claude else build_prompt(role, run, data)
-    argv = [
-        *command,
-        "-p",
-        prompt,
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--mcp-config",
-        str(config_path),
-    ]
-    if run.resume_session:
-        argv += ["--resume", run.resume_session]
-    if is_claude:
-        argv += claude.claude_args(
-            role,
-            role_instructions(role, data.step_id),
-            model=cfg.agent.model,
-            max_turns=cfg.agent.max_turns,
-        )
-        env.update(claude.claude_env())
-    argv += list(cfg.agent.extra_args)
-    return Invocation(argv, env)
+    argv = [*inv.argv, *agent.extra_args]
+    full = Invocation(argv, {**step_env, **inv.env}, inv.files)
+    return PreparedRun(agent, full, agent.backend.parser(req))
+
+
+def agent_env(base: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
+    """The agent's environment: ``base`` without other backends' model keys, plus the
+    run's own variables."""
+    own = set(prepared.backend.credential_names())
+    known = {n for b in BACKENDS.values() for n in b.credential_names()} | MODEL_KEYS
+    foreign = known - own
+    env = {k: v for k, v in base.items() if k not in foreign}
+    env.update(prepared.invocation.env)
+    return env
+
+
+def write_run_files(files: Mapping[Path, str]) -> None:
+    """The files a CLI reads at start (its settings), private to the agent's user."""
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_file(path, text.encode("utf-8"), mode=0o600, sync=False)
+
+
+def resume_problem(prepared: PreparedRun, resumed: str | None, event: SystemInit) -> str | None:
+    """A resumed run that came back in another session lost its conversation: a failure."""
+    if resumed is None or not prepared.backend.verifies_resume:
+        return None
+    if event.session_id == resumed:
+        return None
+    return (
+        f"failed resume: asked {prepared.backend.name} to resume session {resumed}, "
+        f"it started {event.session_id or 'no session'}"
+    )
 
 
 def init_problem(event: SystemInit) -> str | None:
@@ -78,6 +134,14 @@ def init_problem(event: SystemInit) -> str | None:
                 return None
             return f"failed start: MCP server {SERVER_NAME!r} is {server.status!r}, not connected"
     return f"failed start: MCP server {SERVER_NAME!r} is missing from the agent's init event"
+
+
+def start_problem(prepared: PreparedRun, resumed: str | None, event: SystemInit) -> str | None:
+    """Why a run that just started cannot do its work: its ``signal-back`` server is not
+    connected (where the CLI reports it), or its resume came back in another session."""
+    if prepared.backend.reports_mcp_status and (problem := init_problem(event)):
+        return problem
+    return resume_problem(prepared, resumed, event)
 
 
 def result_notes(outcome: AgentRunOutcome) -> list[str]:
@@ -132,9 +196,21 @@ def describe_failure(
     return " ".join(parts)
 
 
-def resume_lost(outcome: AgentRunOutcome, resumed: bool) -> bool:
-    """``--resume`` named a session the agent cannot find: start afresh next time."""
-    return resumed and claude.resume_was_lost(outcome.stderr_tail)
+def resume_lost(backend: Backend, outcome: AgentRunOutcome, resumed: bool) -> bool:
+    """The resumed session is gone (the CLI says so): start afresh next time."""
+    return resumed and backend.resume_lost(outcome.stderr_tail)
+
+
+def run_cost(cfg: ScaffoldConfig, agent: RoleAgent, outcome: AgentRunOutcome) -> float:
+    """The run's dollars: as the CLI reports them, else its tokens at the model's price."""
+    reported = outcome.summary.total_cost_usd
+    if reported is not None:
+        return reported
+    res = outcome.result
+    price = run_price(cfg.agent, agent)
+    if res is None or res.usage is None or price is None:
+        return 0.0
+    return cost_usd(res.usage, price)
 
 
 # Once a signal is on disk, how long the agent may take to exit by itself.

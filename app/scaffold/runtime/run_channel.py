@@ -73,7 +73,11 @@ class RunChannel:
         python: str,
         env: Mapping[str, str],
         gated: bool = False,
+        model_host: tuple[str, int] | None = None,
     ) -> None:
+        """``model_host``: the model API the agent's backend talks to (the only host
+        the sandbox lets through besides ``sandbox.allow_domains``); by default
+        ``ANTHROPIC_BASE_URL``'s."""
         self.sandbox = sandbox
         self.binding = binding
         self.confinement = confinement
@@ -84,7 +88,9 @@ class RunChannel:
         self.endpoint = SignalEndpoint(binding, unix_path=unix)
         self.mcp_config: dict[str, Any] = {}
         self.routes = (
-            plan_egress(model_endpoint(env), sandbox.allow_domains) if sandbox.active else []
+            plan_egress(model_host or model_endpoint(env), sandbox.allow_domains)
+            if sandbox.active
+            else []
         )
         self._stack = contextlib.AsyncExitStack()
         # (read end, write end); only a sandbox has a bridge to wait on the read end.
@@ -161,11 +167,20 @@ class RunChannel:
         return self
 
     def _config(self) -> dict[str, Any]:
-        endpoint = self.endpoint
+        return mcp_config(self.signal_url, self.endpoint.secret)
+
+    @property
+    def signal_url(self) -> str:
+        """The ``signal-back`` endpoint's URL as the agent reaches it."""
         if self.sandbox.active:
             host, port = SIGNAL_INSIDE
-            return mcp_config(f"http://{host}:{port}{MCP_PATH}", endpoint.secret)
-        return mcp_config(endpoint.url, endpoint.secret)
+            return f"http://{host}:{port}{MCP_PATH}"
+        return self.endpoint.url
+
+    @property
+    def signal(self) -> tuple[str, str, Path]:
+        """(url, secret, MCP config file) of the run's ``signal-back`` endpoint."""
+        return self.signal_url, self.endpoint.secret, self.config_path
 
     def _signal_route(self) -> Route:
         """The bridge's forward of the endpoint into the sandbox."""

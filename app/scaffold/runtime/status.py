@@ -107,6 +107,8 @@ def status_report(repo: Path) -> dict[str, Any]:
             "phase": shown_phase(q),
             "request": q.request,
             "cost_usd": q.cost_usd,
+            "cost_by_backend": dict(sorted(q.cost_by_backend.items())),
+            "cost_by_role": dict(sorted(q.cost_by_role.items())),
             "started_at": q.started_at.isoformat(),
             "stop_reason": q.stop_reason,
             "planning_role": q.planning.role.value,

@@ -37,6 +37,8 @@ class AppGauges:
     quests_by_state: dict[str, int] = field(default_factory=dict)
     busy_slots: int = 0
     cost_usd_total: float = 0.0
+    # The same dollars by the backend (agent CLI) that spent them.
+    cost_usd_by_backend: dict[str, float] = field(default_factory=dict)
     # Repositories by the sandbox their agents run in: bwrap, off, or refused.
     sandbox_modes: dict[str, int] = field(default_factory=dict)
     # 1 when bubblewrap can sandbox agents on this machine.
@@ -127,6 +129,14 @@ class IngestMetrics:
         yield GaugeMetricFamily(
             "scaffold_cost_usd_total", "Agent cost so far in US dollars", g.cost_usd_total
         )
+        by_backend = GaugeMetricFamily(
+            "scaffold_cost_usd_by_backend",
+            "Agent cost so far in US dollars, by the agent CLI that spent it",
+            labels=["backend"],
+        )
+        for backend, usd in sorted(g.cost_usd_by_backend.items()):
+            by_backend.add_metric([backend], usd)
+        yield by_backend
         sandbox = GaugeMetricFamily(
             "scaffold_sandbox_repositories",
             "Repositories by the sandbox their agents run in (bwrap, off, refused)",
