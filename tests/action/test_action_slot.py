@@ -87,7 +87,11 @@ def test_complete_run_is_committed_and_pushed(slot: Slot) -> None:
         "scaffold <scaffold@localhost>|TASK-3 codeweaver: wrote hello"
     )
     assert git(slot.origin, "rev-parse", f"{head}^") == slot.base
-    assert slot.repo.git("symbolic-ref", "--short", "HEAD") == "scaffold/task-3"
+    # the agent worked in a worktree of its own: the workspace's checkout is as it was,
+    # the local branch is at the pushed commit, and the worktree is gone
+    assert slot.repo.git("symbolic-ref", "--short", "HEAD") == "main"
+    assert slot.repo.git("rev-parse", "refs/heads/scaffold/task-3") == head
+    assert slot.repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
 
     signal = slot.read("signal.json")
     assert signal["signal"] == {"signal": "complete", "stepId": "TASK-3", "summary": "wrote hello"}
@@ -114,7 +118,10 @@ def test_complete_run_is_committed_and_pushed(slot: Slot) -> None:
     invocation = json.loads((slot.state / "invocations.jsonl").read_text().splitlines()[0])
     assert invocation["role"] == "codeweaver"
     assert invocation["step"] == "TASK-3"
-    assert invocation["cwd"] == str(slot.repo.root)
+    cwd = Path(invocation["cwd"])
+    assert cwd.parent == slot.step.runner_temp
+    assert cwd.name.startswith("scaffold-task-3-")
+    assert not cwd.exists()
 
 
 def test_crash_pushes_nothing(slot: Slot) -> None:
@@ -241,7 +248,9 @@ def test_resume_carries_the_session_file(slot: Slot) -> None:
     assert outcome["resumed"] == session
     # put where Claude Code looks for it in this checkout, and saved with the run's files
     home = Path(slot.step.env()["HOME"])
-    slug = "".join(c if c.isalnum() else "-" for c in str(slot.repo.root))
+    cwd = json.loads((slot.state / "invocations.jsonl").read_text().splitlines()[0])["cwd"]
+    assert cwd != str(slot.repo.root)  # the agent's own worktree
+    slug = "".join(c if c.isalnum() else "-" for c in cwd)
     assert (home / ".claude" / "projects" / slug / f"{session}.jsonl").read_text() == (
         saved.read_text()
     )
@@ -325,3 +334,44 @@ def test_a_hostile_agent_in_a_slot_gets_nothing(slot: Slot) -> None:
     head = slot.step.outputs()["head-sha"]
     assert git(slot.origin, "show", f"{head}:feature.txt") == "the agent's honest work"
     assert TOKEN not in proc.stdout + proc.stderr
+
+
+def test_only_the_agents_work_is_committed(slot: Slot) -> None:
+    """Issue 27: what other workflow steps left in the workspace (a credential file that
+    google-github-actions/auth writes, build output, an ignored folder, an edit to a
+    tracked file) is not the agent's work and never reaches the task branch."""
+    slot.repo.write(".gitignore", "build/\n")
+    slot.repo.commit("ignore build/")
+    slot.repo.git("push", "-q", "origin", "main")
+    base = slot.repo.head()
+    slot.repo.write("gha-creds-0123.json", '{"type": "external_account"}\n')
+    slot.repo.write("build/out.bin", "binary\n")
+    slot.repo.write("dist/pkg.tar.gz", "tarball\n")
+    slot.repo.write("README.md", "# changed by an earlier step\n")
+    slot.play([{"write": "work/TASK-1.txt", "content": "done\n"}, COMPLETE])
+    proc = slot.run("--task-id", "1", "--role", "codeweaver")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    head = slot.step.outputs()["head-sha"]
+    assert git(slot.origin, "rev-parse", "refs/heads/scaffold/task-1") == head
+    assert git(slot.origin, "rev-parse", f"{head}^") == base
+    changed = git(slot.origin, "diff-tree", "--no-commit-id", "--name-only", "-r", head)
+    assert changed.split() == ["work/TASK-1.txt"]
+    # the workspace is left as the earlier steps made it
+    assert (slot.repo.root / "gha-creds-0123.json").exists()
+    assert (slot.repo.root / "README.md").read_text() == "# changed by an earlier step\n"
+
+
+def test_the_task_branch_checked_out_in_the_workspace(slot: Slot) -> None:
+    """A workflow that checked out the task branch itself (``ref: scaffold/task-2``): the
+    agent's worktree is on that branch all the same, and the commit goes on top of it."""
+    slot.repo.git("checkout", "-q", "-b", "scaffold/task-2")
+    slot.repo.write("first.txt", "1\n")
+    first = slot.repo.commit("first run")
+    slot.repo.write("left-by-a-build.txt", "x\n")
+    slot.play([{"write": "second.txt", "content": "2\n"}, COMPLETE])
+    proc = slot.run("--task-id", "2", "--role", "codeweaver")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    head = git(slot.origin, "rev-parse", "refs/heads/scaffold/task-2")
+    assert git(slot.origin, "rev-parse", f"{head}^") == first
+    changed = git(slot.origin, "diff-tree", "--no-commit-id", "--name-only", "-r", head)
+    assert changed.split() == ["second.txt"]

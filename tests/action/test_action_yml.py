@@ -36,7 +36,12 @@ def test_action_is_composite_with_pinned_actions() -> None:
     assert ACTION["inputs"]["mode"]["required"] is True
     install = next(s for s in _steps() if s.get("name") == "Install scaffold")
     assert install["env"]["SCAFFOLD_ACTION_PATH"] == "${{ github.action_path }}"
-    assert "pip install" in install["run"]
+    # issue 27: pinned versions with hashes, nothing resolved from ranges at run time
+    run = install["run"]
+    assert '-r "$SCAFFOLD_ACTION_PATH/requirements/uv.txt"' in run
+    assert '-r "$SCAFFOLD_ACTION_PATH/requirements/action.txt")' in run
+    assert run.count("--require-hashes") == 2
+    assert "pip install" in run
 
 
 def test_every_mode_has_its_step() -> None:
@@ -47,7 +52,7 @@ def test_every_mode_has_its_step() -> None:
         step = next(s for s in _steps() if s.get("id") == STEP_OF_MODE[mode])
         assert step["if"] == f"inputs.mode == '{mode}'"
         assert f"action {mode} " in step["run"] or step["run"].rstrip("'").endswith(
-            f'action {mode} --state-dir "$RUNNER_TEMP/scaffold-state"'
+            f'action {mode} --state-dir "$GITHUB_WORKSPACE/.scaffold-state"'
         )
         assert mode in check
     upload = next(s for s in _steps() if s.get("uses", "").startswith("actions/upload-artifact"))
@@ -120,9 +125,13 @@ def test_workflows_parse() -> None:
 
 
 def test_event_mode_keeps_its_state_in_the_cache() -> None:
-    restore = next(s for s in _steps() if s.get("uses") == "actions/cache/restore@v4")
-    save = next(s for s in _steps() if s.get("uses") == "actions/cache/save@v4")
-    assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/scaffold-state"
+    restore = next(s for s in _steps() if s.get("name") == "Restore scaffold's state")
+    save = next(s for s in _steps() if s.get("name") == "Save scaffold's state")
+    assert restore["uses"] == "actions/cache/restore@v4"
+    assert save["uses"] == "actions/cache/save@v4"
+    # issue 27: the same path string on every run (act and self-hosted runners give each
+    # job another temp folder and workspace), so the cache version matches
+    assert restore["with"]["path"] == save["with"]["path"] == ".scaffold-state"
     assert save["if"] == "always() && inputs.mode == 'event'"
     assert restore["with"]["restore-keys"] == "scaffold-state-${{ github.repository }}-"
 
@@ -147,3 +156,17 @@ def test_examples_pin_the_release_tag_the_release_workflow_makes() -> None:
     assert "./scripts/test" in runs
     assert any('"scaffold, version ${TAG#v}"' in r for r in runs)  # tag == version
     assert any(r.startswith("gh release create") for r in runs)
+
+
+def test_cache_paths_are_the_same_on_every_run() -> None:
+    """actions/cache hashes the path into the cache's version: no per-run folder in it."""
+    cached = [s for s in _steps() if s.get("uses", "").startswith("actions/cache")]
+    assert len(cached) == 4
+    for step in cached:
+        path = step["with"]["path"]
+        assert "${{" not in path, step["name"]
+        assert "runner.temp" not in path
+        assert "github.workspace" not in path
+    install = [s for s in cached if "install" in s["name"]]
+    assert {s["with"]["path"] for s in install} == {"~/.cache/scaffold-action"}
+    assert {s["with"]["key"] for s in install} == {"${{ steps.mode.outputs.install-key }}"}

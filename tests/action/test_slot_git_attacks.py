@@ -122,7 +122,11 @@ def test_push_uses_credentials_from_memory_and_planted_hooks_never_run(job: Job)
     script, marker = evil_script(job.evil, "hook")
     hooks = "pre-push pre-commit post-commit reference-transaction pre-auto-gc post-checkout"
     job.play(
-        sh(f"for h in {hooks}; do cp {script} .git/hooks/$h; chmod +x .git/hooks/$h; done"),
+        # the agent works in a worktree: the hooks folder is the common git dir's
+        sh(
+            'd="$(git rev-parse --git-common-dir)/hooks"; '
+            f'for h in {hooks}; do cp {script} "$d/$h"; chmod +x "$d/$h"; done'
+        ),
         {"write": "hello.txt", "content": "hi\n"},
         {"run": [sys.executable, "-c", ENVIRON_PROBE, str(job.probe)]},
     )

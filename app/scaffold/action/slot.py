@@ -4,15 +4,17 @@
 command, session) before anything runs. :func:`run_slot` then does what the
 orchestrator's ``_run_agent`` does for one agent, in the workflow's checkout:
 
-1. check out (or create) ``scaffold/task-<n>``;
+1. check out (or create) ``scaffold/task-<n>`` in a worktree of the agent's own, beside
+   the output folder (outside the workspace): whatever other workflow steps left in
+   the workspace (credential files, build output) is not in it and never committed;
 2. build the invocation with :func:`~scaffold.runtime.agent_runs.build_invocation`
    (the role's prompt, the ``scaffold`` MCP server writing signals to the output
    folder) and run it with :func:`~scaffold.agent.process.run_agent`, its
    environment scrubbed of credentials; the checkout's own push credentials were
    taken out of ``.git/config`` into memory before (:func:`slot_git.take_origin`)
    and never go back;
-3. when the agent signalled: commit what it changed as scaffold and push the
-   branch to ``origin``;
+3. when the agent signalled: commit what it changed in its worktree as scaffold and
+   push the branch to ``origin``;
 4. write ``signal.json``, ``transcript.jsonl``, ``outcome.json`` and the Claude
    Code session file (``session.jsonl``) to the output folder for the caller.
 
@@ -378,9 +380,28 @@ def run_slot(
     cfg = _config(workspace, request)
     origin = slot_git.take_origin(workspace)
     branch = slot_git.prepare_branch(workspace, request.task_id, origin)
+    work = Path(tempfile.mkdtemp(prefix=f"scaffold-{request.task_id.lower()}-", dir=out.parent))
+    slot_git.add_worktree(workspace, branch, work)
+    try:
+        return _run_in_worktree(request, workspace, work, out, cfg, origin, branch, python, environ)
+    finally:
+        slot_git.remove_worktree(workspace, work)
+
+
+def _run_in_worktree(
+    request: SlotRequest,
+    workspace: Path,
+    work: Path,
+    out: Path,
+    cfg: ScaffoldConfig,
+    origin: slot_git.Origin,
+    branch: str,
+    python: str,
+    environ: Mapping[str, str] | None,
+) -> SlotResult:
     run = request.run
     if request.session_file is not None and run.resume_session is not None:
-        restore_session_file(request.session_file, run.resume_session, workspace, environ)
+        restore_session_file(request.session_file, run.resume_session, work, environ)
     signal_dir = out / "signals"
     signal_dir.mkdir()
     # The Action, like the App, starts no agent without a sandbox unless told in writing.
@@ -390,10 +411,10 @@ def run_slot(
     # Claude Code's session store: the sandbox's private HOME, else the real one.
     session_env = {**base_env, "HOME": str(private / "home")} if sandbox.active else environ
     if request.session_file is not None and run.resume_session is not None:
-        restore_session_file(request.session_file, run.resume_session, workspace, session_env)
-    binding = Binding(signal_dir, request.task_id, run.role, request.quest_id, workspace)
+        restore_session_file(request.session_file, run.resume_session, work, session_env)
+    binding = Binding(signal_dir, request.task_id, run.role, request.quest_id, work)
     confinement = Confinement(
-        repo=workspace, cwd=workspace, private=private, worktree=workspace, extra_hidden=(out,)
+        repo=workspace, cwd=work, private=private, worktree=work, extra_hidden=(out,)
     )
     agent = agent_for(cfg.agent, run.role)
     channel = RunChannel(
@@ -408,7 +429,7 @@ def run_slot(
         _prepare,
         cfg,
         run,
-        _prompt_data(workspace, cfg, request.task_id),
+        _prompt_data(work, cfg, request.task_id),
         request.quest_id,
         signal_dir,
         private / "home",
@@ -422,7 +443,7 @@ def run_slot(
                 channel,
                 prepare,
                 run.resume_session,
-                workspace,
+                work,
                 cfg.agent.stuck_timeout_s,
                 transcript,
             )
@@ -439,12 +460,12 @@ def run_slot(
         summary = getattr(signal.signal, "summary", signal.signal.signal)
         message = f"{request.task_id} {run.role.value}: {summary}"[:200]
         try:
-            commit = slot_git.commit_work(workspace, message)
-            slot_git.push_branch(workspace, origin, branch)
+            commit = slot_git.commit_work(work, message)
+            slot_git.push_branch(work, origin, branch)
             pushed = True
         except ScaffoldError as exc:
             failure = f"the agent signalled, but its work was not pushed: {exc}"
-    head = slot_git.head_sha(workspace)
+    head = slot_git.head_sha(work)
     document = outcome_document(
         request,
         outcome,

@@ -83,40 +83,58 @@ def _remote(repo: Path, origin: Origin, *args: str) -> GitOutput:
 
 
 def prepare_branch(repo: Path, task_id: str, origin: Origin) -> str:
-    """Check out the task branch: as it is, from ``origin``, or new from HEAD."""
+    """Have a local task branch: as it is, from ``origin``, or new from HEAD.
+
+    The workspace's own checkout is left as it is: the agent works in a worktree of
+    its own (:func:`add_worktree`).
+    """
     branch = task_branch(task_id)
-    current = _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
-    if current.returncode == 0 and current.stdout.strip() == branch:
-        return branch
     local = _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
     if local.returncode == 0:
-        _git(repo, "checkout", "--quiet", branch, "--")
         return branch
     listed = _remote(repo, origin, "ls-remote", "--heads", origin.url, f"refs/heads/{branch}")
     if listed.stdout.strip():
         tracking = f"refs/remotes/origin/{branch}"
         refspec = f"+refs/heads/{branch}:{tracking}"
         _remote(repo, origin, "fetch", "--no-tags", "--quiet", origin.url, refspec)
-        _git(repo, "checkout", "--quiet", "-b", branch, tracking, "--")
+        _git(repo, "branch", "--quiet", "--no-track", branch, tracking)
     else:
-        _git(repo, "checkout", "--quiet", "-b", branch, "--")
+        _git(repo, "branch", "--quiet", "--no-track", branch, "HEAD")
     return branch
 
 
-def commit_work(repo: Path, message: str) -> str | None:
-    """Commit everything the agent changed, as scaffold; ``None`` when nothing changed."""
-    audit_repo_config(repo, "add")
-    _git(repo, "add", "-A")
-    if _git(repo, "diff", "--cached", "--quiet", "--no-ext-diff", check=False).returncode == 0:
+def add_worktree(repo: Path, branch: str, path: Path) -> Path:
+    """A worktree of the task branch at ``path`` (absent or empty): the agent's, and only its.
+
+    Nothing another workflow step left in the workspace (untracked or ignored files,
+    credentials, build output, changes to tracked files) is in it, so nothing of that
+    reaches the commit. ``--force``: the workspace may have the branch checked out.
+    """
+    task_branch(task_for_branch(branch))
+    _git(repo, "worktree", "add", "--quiet", "--force", str(path), branch)
+    return path
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    """Unregister and delete the agent's worktree (best effort: the runner is thrown away)."""
+    _git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
+
+
+def commit_work(worktree: Path, message: str) -> str | None:
+    """Commit everything the agent changed in its worktree, as scaffold; ``None`` when
+    nothing changed. Ignored files stay out (``git add -A`` honours .gitignore)."""
+    audit_repo_config(worktree, "add")
+    _git(worktree, "add", "-A")
+    if _git(worktree, "diff", "--cached", "--quiet", "--no-ext-diff", check=False).returncode == 0:
         return None
     text = message if message.endswith("\n") else message + "\n"
     run_git(
         [*IDENTITY_CONFIG, *SAFE_LOCAL, "commit", "--no-verify", "--no-gpg-sign", "-q", "-F", "-"],
-        repo,
+        worktree,
         env={**IDENTITY_ENV, **ISOLATED_CONFIG_ENV},
         input_text=text,
     )
-    return head_sha(repo)
+    return head_sha(worktree)
 
 
 def head_sha(repo: Path) -> str:

@@ -10,7 +10,8 @@ a lost event would have done).
 
 The quests live on the repository's state branch (``scaffold/state``), pushed with the
 workflow's token, so the state folder (clones, journals) is only a speed-up: the
-composite action keeps it with ``actions/cache``, and a run whose cache was evicted
+composite action keeps it with ``actions/cache`` (at ``.scaffold-state`` in the
+workspace, the same path on every run), and a run whose cache was evicted
 rebuilds every open quest from the branch on its first delivery. The state folder also
 keeps which App the token belongs to (learnt from the first check run scaffold
 creates with it), so a later run knows scaffold's own ``scaffold/diagram-check`` from
@@ -84,6 +85,11 @@ async def run_event(environ: Mapping[str, str], state_dir: Path) -> dict[str, An
         raise UsageError("GITHUB_TOKEN is required (pass `github-token: ${{ github.token }}`)")
     delivery = delivery_from_actions(environ)
     state_dir.mkdir(parents=True, exist_ok=True)
+    # The action keeps the state folder in the workspace (a cache path that is the same
+    # on every run): it ignores itself, so no checkout there ever commits it.
+    ignore = state_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
     known = _known_app_id(state_dir)
     access = TokenAccess(
         token, base_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL, app_id=known
