@@ -45,8 +45,10 @@ def test_action_is_composite_with_pinned_actions() -> None:
 
 
 def test_every_mode_has_its_step() -> None:
-    modes = set(action.commands)
+    modes = set(action.commands) - {"agent-clis"}  # a helper of the install step, not a mode
     assert modes == set(STEP_OF_MODE)
+    install = next(s for s in _steps() if s.get("name") == "Install the agent CLIs")
+    assert "action agent-clis" in install["run"]
     check = _steps()[0]["run"]
     for mode in modes:
         step = next(s for s in _steps() if s.get("id") == STEP_OF_MODE[mode])

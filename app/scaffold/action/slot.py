@@ -50,7 +50,7 @@ from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.stream import SystemInit
 from scaffold.backlog.repository import load_backlog
-from scaffold.config import ScaffoldConfig, load_config
+from scaffold.config import RoleAgentConfig, RoleName, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, UsageError
 from scaffold.ids import normalize_task_id, validate_quest_id
 from scaffold.quest.model import AgentRun
@@ -281,7 +281,11 @@ def _config(workspace: Path, request: SlotRequest) -> ScaffoldConfig:
     cfg = load_config(workspace)
     agent = cfg.agent
     if request.agent_command is not None:
-        agent = agent.model_copy(update={"command": request.agent_command})
+        # The workflow's own program runs this slot's role, whatever its backend.
+        role: RoleName = request.run.role.value
+        own = agent.roles.get(role) or RoleAgentConfig()
+        roles = {**agent.roles, role: own.model_copy(update={"command": request.agent_command})}
+        agent = agent.model_copy(update={"roles": roles})
     if request.stuck_timeout_s is not None:
         agent = agent.model_copy(update={"stuck_timeout_s": request.stuck_timeout_s})
     return cfg.model_copy(update={"agent": agent})

@@ -185,6 +185,34 @@ def slot(
     _guarded(body)
 
 
+@action.command(name="agent-clis")
+@_repo_option
+@click.option("--role", default=None, help="Only this role's (default: every role's).")
+def agent_clis(repo_path: str | None, role: str | None) -> None:
+    """Print the agent CLIs (claude, codex, gemini) the config runs by their own name,
+    one per line: the ones the Action installs at their pinned versions."""
+    from scaffold.agent.choice import agents_in_use
+    from scaffold.config import load_config
+    from scaffold.roles import Role
+
+    def body() -> int:
+        cfg = load_config(_workspace(action_env(), repo_path))
+        try:
+            wanted = {Role(role.lower())} if role else set(Role)
+        except ValueError:
+            raise UsageError(f"unknown role {role!r}") from None
+        names = {
+            a.backend.name
+            for a in agents_in_use(cfg.agent)
+            if a.role in wanted and a.command == (a.backend.program,)
+        }
+        for name in sorted(names):
+            click.echo(name)
+        return 0
+
+    _guarded(body)
+
+
 @action.command(name="event")
 @click.option(
     "--state-dir",
