@@ -173,6 +173,7 @@ def _linked_copy(src: Path, dst: Path) -> None:
 
 
 @pytest.mark.interop
+@pytest.mark.timeout(600)  # three CLIs started on a loaded machine
 def test_real_clis_installed_under_tmp_run_sandboxed(under_tmp: Path) -> None:
     """claude (a native binary), codex (a node launcher that runs its platform package's
     binary) and gemini (a node bundle) from a ``node_modules`` under ``/tmp``."""
@@ -209,6 +210,7 @@ def test_real_clis_installed_under_tmp_run_sandboxed(under_tmp: Path) -> None:
         assert done.stdout.strip(), name
 
 
+@pytest.mark.timeout(600)  # the whole demo, as tests/runtime/test_demo.py runs it
 def test_the_demo_passes_with_scaffold_installed_under_tmp(under_tmp: Path) -> None:
     """``scaffold demo`` (sandbox on: every scripted agent, Ward and the bridge run in
     it) from a venv under ``/tmp``, scaffold itself installed in it."""

@@ -157,6 +157,8 @@ def _root(path: Path) -> list[Path]:
 def _interpreters(program: Path, env: Mapping[str, str]) -> list[Path]:
     """What a script's ``#!`` line runs: its interpreter, and for ``/usr/bin/env name``
     the ``name`` found on the run's ``PATH`` (a ``node`` or ``python3`` anywhere)."""
+    if not program.is_file():  # a FIFO's open would wait for a writer
+        return []
     try:
         with program.open("rb") as fh:
             head = fh.read(_SHEBANG_MAX)
