@@ -19,7 +19,13 @@ import pytest
 import scaffold
 from harness import REPO, require_tool
 from scaffold.config import SandboxConfig
-from scaffold.sandbox.confinement import Confinement, confine, install_root, program_files
+from scaffold.sandbox.confinement import (
+    Confinement,
+    build_view,
+    confine,
+    install_root,
+    program_files,
+)
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 
 NODE_MODULES = REPO / ".tools" / "node_modules"
@@ -123,6 +129,17 @@ def test_install_roots_follow_every_link(under_tmp: Path) -> None:
     nodebin = _node_bin(under_tmp / "nodebin")
     files = program_files(cli, {"PATH": str(nodebin)})
     assert files == [cli, Path("/usr/bin/env"), nodebin / "node"]
+
+
+def test_scaffold_imported_from_the_home_folder_itself_is_bound_alone(under_tmp: Path) -> None:
+    """scaffold imported from HOME itself (``PYTHONPATH=~``): its package is bound, the
+    rest of that HOME stays hidden."""
+    package = Path(scaffold.__file__).resolve().parent
+    repo = under_tmp / "repo"
+    c = Confinement(repo=repo, cwd=repo, private=under_tmp / "private")
+    view = build_view(_sandbox(), c, [], {"HOME": str(package.parent)}, None)
+    assert view.access(package / "sandbox" / "bridge.py") == "ro"
+    assert view.access(package.parent / "elsewhere") == "deny"
 
 
 def test_a_venv_under_tmp_runs_sandboxed(under_tmp: Path) -> None:

@@ -28,6 +28,7 @@ import os
 import pwd
 import shutil
 import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -216,7 +217,12 @@ def _real_homes(env: Mapping[str, str]) -> list[Path]:
 def _python_roots() -> list[Path]:
     """Where this interpreter and scaffold are installed (the bridge runs on them)."""
     roots = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-    roots.append(Path(scaffold.__file__).resolve().parent.parent)
+    # Their libraries, and scaffold's own package, are bound alone when a prefix or the
+    # folder scaffold is imported from is too wide to bind (a HOME itself).
+    libs = sysconfig.get_paths()
+    roots += [Path(libs[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in libs]
+    package = Path(scaffold.__file__).resolve().parent
+    roots += [package.parent, package]
     return roots + install_root(Path(sys.executable))
 
 
