@@ -79,16 +79,20 @@ def _site_packages(venv: Path) -> Path:
 
 def _scaffold_venv(where: Path) -> Path:
     """A venv under ``where`` with a copy of scaffold in it: scaffold installed there.
-    Its dependencies come from this interpreter's site-packages (a ``.pth`` line)."""
-    venv = _venv(where)
+    Its dependencies are this interpreter's site-packages, imported through links under
+    ``where`` named by a ``.pth`` line: a folder under ``/tmp`` outside the venv."""
+    venv = _venv(where / "venv")
     site = _site_packages(venv)
     shutil.copytree(
         Path(scaffold.__file__).parent,
         site / "scaffold",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "scaffold-deps.pth").write_text("\n".join(deps) + "\n", encoding="utf-8")
+    deps = [Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    links = [where / f"deps-{n}" for n in range(len(deps))]
+    for link, dep in zip(links, deps, strict=True):
+        link.symlink_to(dep)
+    (site / "scaffold-deps.pth").write_text("".join(f"{p}\n" for p in links), encoding="utf-8")
     return venv
 
 
@@ -231,7 +235,7 @@ def test_real_clis_installed_under_tmp_run_sandboxed(under_tmp: Path) -> None:
 def test_the_demo_passes_with_scaffold_installed_under_tmp(under_tmp: Path) -> None:
     """``scaffold demo`` (sandbox on: every scripted agent, Ward and the bridge run in
     it) from a venv under ``/tmp``, scaffold itself installed in it."""
-    venv = _scaffold_venv(under_tmp / "venv")
+    venv = _scaffold_venv(under_tmp)
     python = venv / "bin" / "python3"
     where = subprocess.run(
         [str(python), "-c", "import scaffold; print(scaffold.__file__)"],

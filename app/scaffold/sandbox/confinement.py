@@ -223,6 +223,12 @@ def _python_roots() -> list[Path]:
     roots += [Path(libs[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in libs]
     package = Path(scaffold.__file__).resolve().parent
     roots += [package.parent, package]
+    # Every other folder scaffold imports from (a ``.pth`` line, ``PYTHONPATH``): the
+    # scripted agent and the MCP server run on this interpreter. Not the working folder
+    # ``python -m`` puts first.
+    with contextlib.suppress(OSError):
+        cwd = os.getcwd()
+        roots += [Path(p) for p in sys.path if p and p != cwd and Path(p).is_dir()]
     return roots + install_root(Path(sys.executable))
 
 
