@@ -237,15 +237,18 @@ def test_the_demo_passes_with_scaffold_installed_under_tmp(under_tmp: Path) -> N
     it) from a venv under ``/tmp``, scaffold itself installed in it."""
     venv = _scaffold_venv(under_tmp)
     python = venv / "bin" / "python3"
+    # scaffold from the venv alone (no PYTHONPATH), and no operator settings of this run.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCAFFOLD_")}
+    env.pop("PYTHONPATH", None)
     where = subprocess.run(
         [str(python), "-c", "import scaffold; print(scaffold.__file__)"],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
+        env=env,
     )
     assert where.stdout.startswith(str(venv)), where.stdout
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCAFFOLD_")}
     proc = subprocess.run(
         [str(python), "-m", "scaffold", "demo", "--dir", str(under_tmp / "demo")],
         capture_output=True,
