@@ -28,9 +28,10 @@ import os
 import pwd
 import shutil
 import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import scaffold
 from scaffold.errors import SandboxError
@@ -43,6 +44,7 @@ __all__ = [
     "Confinement",
     "confine",
     "install_root",
+    "program_files",
     "worktree_git_dirs",
 ]
 
@@ -65,6 +67,9 @@ _DROPPED_ENV = (
 _POINTERS = ("commondir", "gitdir", "config.worktree")
 # Claude Code's login, copied into a private HOME (the agent needs it to call the model).
 _CLAUDE_LOGIN = Path(".claude") / ".credentials.json"
+# Symlinks followed (the kernel's own limit), and the bytes a ``#!`` line is read from.
+_MAX_HOPS = 40
+_SHEBANG_MAX = 256
 
 
 @dataclass(frozen=True)
@@ -114,25 +119,73 @@ def worktree_git_dirs(worktree: Path) -> tuple[Path, Path]:
 
 
 def install_root(program: Path) -> list[Path]:
-    """The folders a program needs readable to run: its install root, and a venv's base."""
+    """The folders a program needs readable to run: the install root of its path and of
+    every path its symlinks lead through (a ``node_modules/.bin`` link, a venv's
+    ``python`` link), and a venv's base interpreter."""
     roots: list[Path] = []
-    for path in dict.fromkeys([program, program.resolve()]):
-        root: Path | None = None
-        for parent in reversed(path.parents):  # outermost first
-            if parent.name == "node_modules":
-                root = parent
-                break
-        if root is None:
-            for parent in path.parents:
-                cfg = parent / "pyvenv.cfg"
-                if cfg.is_file():
-                    root = parent
-                    roots += _venv_base(cfg)
-                    break
-        if root is None:
-            root = path.parent.parent if path.parent.name == "bin" else path.parent
-        roots.append(root)
+    for path in _hops(program):
+        roots += _root(path)
     return list(dict.fromkeys(roots))
+
+
+def _hops(program: Path) -> list[Path]:
+    """``program``, each path its symlinks lead through, and the file they end at."""
+    hops = [program]
+    current = program
+    for _ in range(_MAX_HOPS):
+        try:
+            target = os.readlink(current)
+        except OSError:
+            break
+        # The link's folder resolved, so a ``..`` in the target is taken where it lands.
+        current = Path(os.path.normpath(current.parent.resolve() / target))
+        hops.append(current)
+    hops.append(program.resolve())
+    return list(dict.fromkeys(hops))
+
+
+def _root(path: Path) -> list[Path]:
+    for parent in reversed(path.parents):  # outermost first
+        if parent.name == "node_modules":
+            return [parent]
+    for parent in path.parents:
+        cfg = parent / "pyvenv.cfg"
+        if cfg.is_file():
+            return [*_venv_base(cfg), parent]
+    return [path.parent.parent if path.parent.name == "bin" else path.parent]
+
+
+def _interpreters(program: Path, env: Mapping[str, str]) -> list[Path]:
+    """What a script's ``#!`` line runs: its interpreter, and for ``/usr/bin/env name``
+    the ``name`` found on the run's ``PATH`` (a ``node`` or ``python3`` anywhere)."""
+    if not program.is_file():  # a FIFO's open would wait for a writer
+        return []
+    try:
+        with program.open("rb") as fh:
+            head = fh.read(_SHEBANG_MAX)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return []
+    found = [Path(words[0])]
+    if found[0].name == "env":
+        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        named = _which(names[0], env) if names else None
+        found += [named] if named is not None else []
+    return found
+
+
+def program_files(program: Path, env: Mapping[str, str]) -> list[Path]:
+    """``program`` and the interpreters it runs on, each followed through its ``#!``."""
+    files = [program]
+    for path in files:
+        if len(files) > _MAX_HOPS:
+            break
+        files += [i for i in _interpreters(path, env) if i not in files]
+    return files
 
 
 def _venv_base(cfg: Path) -> list[Path]:
@@ -164,8 +217,39 @@ def _real_homes(env: Mapping[str, str]) -> list[Path]:
 def _python_roots() -> list[Path]:
     """Where this interpreter and scaffold are installed (the bridge runs on them)."""
     roots = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-    roots.append(Path(scaffold.__file__).resolve().parent.parent)
+    # Their libraries, and scaffold's own package, are bound alone when a prefix or the
+    # folder scaffold is imported from is too wide to bind (a HOME itself).
+    libs = sysconfig.get_paths()
+    roots += [Path(libs[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in libs]
+    package = Path(scaffold.__file__).resolve().parent
+    roots += [package.parent, package]
+    # Every other folder scaffold imports from (a ``.pth`` line, ``PYTHONPATH``): the
+    # scripted agent and the MCP server run on this interpreter. Not the working folder
+    # ``python -m`` puts first.
+    with contextlib.suppress(OSError):
+        cwd = os.getcwd()
+        roots += [Path(p) for p in sys.path if p and p != cwd and Path(p).is_dir()]
     return roots + install_root(Path(sys.executable))
+
+
+def _show_programs(view: View, files: Sequence[Path]) -> None:
+    """Make ``files`` and what they run on readable wherever they are installed: an
+    install root under a hidden folder (HOME) or a scratch one (``/tmp``) is bound
+    read-only over it. A root that would uncover a whole hidden or scratch folder (a
+    script straight in ``~/bin``) is not: the files alone are bound then."""
+    covered = [PurePosixPath(str(r.path)) for r in view.rules]
+    files = [*files, Path(sys.executable)]  # the bridge's interpreter
+    roots = [r for f in files for r in install_root(f)] + _python_roots()
+    for root in dict.fromkeys(roots):
+        if view.access(root) == "ro":
+            continue  # the host's own, seen as it is
+        pure = PurePosixPath(str(root))
+        if any(pure == c or pure in c.parents for c in covered):
+            continue
+        view.ro(root)
+    for hop in dict.fromkeys(h for f in files for h in _hops(f)):
+        if view.access(hop) != "ro":
+            view.ro(hop)
 
 
 def build_view(
@@ -186,8 +270,8 @@ def build_view(
     # Private by default: HOME and service sockets (/run) hidden, temp folders fresh.
     view.deny(*_real_homes(env), "/run")
     view.scratch("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108
-    roots = [r for p in programs for r in install_root(p)] + _python_roots()
-    view.ro(*(r for r in roots if not view.visible(r)), *sandbox.readable)
+    _show_programs(view, [f for p in programs for f in program_files(p, env)])
+    view.ro(*sandbox.readable)
     if c.worktree is None:
         view.ro(c.repo)
     view.deny(*secret)
