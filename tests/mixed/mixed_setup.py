@@ -1,0 +1,93 @@
+"""What the tests of quests on mixed backends share.
+
+The scripted model servers of the CLIs, each the one its own backend's tests use
+(``claude/messages_server``, ``codex/responses_server``), started together; the
+environment that points each CLI at its own server (as a user's environment would:
+each CLI's base URL and key); and a shell command a run makes to show what it sees and
+what it reaches from inside scaffold's sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from claude.messages_server import MessagesServer, claude_env
+from codex.responses_server import ResponsesServer, codex_env
+
+# Every model key of the three CLIs, and a token of the forge.
+KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN")
+
+
+@dataclass(frozen=True)
+class ModelServers:
+    """One scripted model API per backend, by backend name."""
+
+    openai: ResponsesServer
+    anthropic: MessagesServer
+
+    def env(self, home: Path) -> dict[str, str]:
+        """Each CLI's base URL and key (``HOME`` is ``home``); codex's outside traffic
+        goes to its server as a proxy, so an attempt to reach the internet is seen."""
+        return {
+            **claude_env(self.anthropic.base_url, home),
+            **codex_env(self.openai.base_url, self.openai.proxy_url),
+        }
+
+    def ports(self) -> dict[str, int]:
+        """The loopback port of each backend's model host."""
+        urls = {"claude": self.anthropic.base_url, "codex": self.openai.base_url}
+        return {name: int(urlsplit(url).port or 0) for name, url in urls.items()}
+
+    def check(self) -> None:
+        self.openai.check()
+        self.anthropic.check()
+
+    def unused(self) -> list[str]:
+        return [*self.openai.unused(), *(t.name for t in self.anthropic.unused())]
+
+
+@contextlib.contextmanager
+def model_servers() -> Iterator[ModelServers]:
+    with ResponsesServer() as openai, MessagesServer() as anthropic:
+        yield ModelServers(openai, anthropic)
+
+
+def probe(foreign: Iterable[str], ports: dict[str, int]) -> str:
+    """A shell command printing ``KEYS=<n>``, how many of the ``foreign`` variables the
+    shell has, and ``PORT <backend> connected|refused`` for each backend's model port."""
+    names = " ".join(f"-e {shlex.quote(n)}" for n in foreign)
+    tries = "; ".join(f"try_port({name!r}, {port})" for name, port in sorted(ports.items()))
+    script = (
+        "import socket\n"
+        "def try_port(name, port):\n"
+        "    try:\n"
+        "        socket.create_connection(('127.0.0.1', port), 5).close()\n"
+        "        print('PORT', name, 'connected')\n"
+        "    except OSError:\n"
+        "        print('PORT', name, 'refused')\n"
+        f"{tries}\n"
+    )
+    return f'echo "KEYS=$(env | grep -c {names})"; python3 -c {shlex.quote(script)}'
+
+
+def reached(output: str) -> dict[str, str]:
+    """What `probe` printed: ``{backend: "connected" | "refused"}``."""
+    found: dict[str, str] = {}
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "PORT":
+            found[words[1]] = words[2]
+    return found
+
+
+def keys_seen(output: str) -> int | None:
+    """How many foreign variables `probe` counted (None: it did not print)."""
+    for line in output.splitlines():
+        if line.startswith("KEYS="):
+            return int(line[len("KEYS=") :])
+    return None
