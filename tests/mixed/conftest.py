@@ -15,3 +15,8 @@ def claude_bin() -> str:
 @pytest.fixture(scope="session")
 def codex_bin() -> str:
     return require_tool("codex", "SCAFFOLD_CODEX_BIN")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    return require_tool("gemini", "SCAFFOLD_GEMINI_BIN")

@@ -1,7 +1,8 @@
 """One local quest on mixed backends: Codeweaver on the real ``codex`` (the scripted
-Responses API), Lawbringer and Siegemaster on the real ``claude`` (the scripted Messages
-API), all in scaffold's sandbox. Each run reaches only its own model host and gets only
-its own key; ``scaffold status --json`` keeps the quest's cost per backend and per role.
+Responses API), Lawbringer on the real ``claude`` (the scripted Messages API), Siegemaster
+on the real ``gemini`` (the scripted Gemini API), all in scaffold's sandbox. Each run
+reaches only its own model host and gets only its own key; ``scaffold status --json``
+keeps the quest's cost per backend and per role.
 
 ``SCAFFOLD_RECORD_STATUS=1`` writes that status to ``bench/results/mixed_backend_status.json``.
 """
@@ -17,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mixed_setup import KEYS, ModelServers, keys_seen, model_servers, probe, reached
+from mixed_setup import (
+    KEYS,
+    ModelServers,
+    keys_seen,
+    model_servers,
+    probe,
+    reached,
+    tool_output,
+)
 
 from claude.e2e_project import E2EProject
 from claude.messages_server import When as ClaudeWhen
@@ -25,14 +34,27 @@ from claude.messages_server import chain as claude_chain
 from claude.messages_server import signal_back as claude_signal
 from claude.messages_server import tool as claude_tool
 from codex.responses_server import When, chain, shell, signal_back
+from gemini.gemini_server import When as GeminiWhen
+from gemini.gemini_server import chain as gemini_chain
+from gemini.gemini_server import signal_back as gemini_signal
+from gemini.gemini_server import tool as gemini_tool
 from harness import REPO, isolate_git
 from scaffold.runtime.session import BACKLOG_QUEST
 
 pytestmark = pytest.mark.interop
 
+# Variables of a developer's own setup that would take a CLI elsewhere.
+FOREIGN = (
+    "CODEX_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GEMINI_MODEL",
+    "GEMINI_CLI_HOME",
+)
 RECORD = REPO / "bench" / "results" / "mixed_backend_status.json"
 # The backend of each role of the task.
-BACKEND_OF = {"codeweaver": "codex", "siegemaster": "claude", "lawbringer": "claude"}
+BACKEND_OF = {"codeweaver": "codex", "siegemaster": "gemini", "lawbringer": "claude"}
 
 
 @pytest.fixture
@@ -46,7 +68,7 @@ def project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: ModelServers
 ) -> Iterator[E2EProject]:
     proj = E2EProject(tmp_path)
-    isolate_git(tmp_path, monkeypatch, also_unset=("CODEX_HOME", "CLAUDE_CONFIG_DIR"))
+    isolate_git(tmp_path, monkeypatch, also_unset=FOREIGN)
     for name, value in {**servers.env(proj.home), "GITHUB_TOKEN": "ghs_planted_github"}.items():
         monkeypatch.setenv(name, value)
     yield proj
@@ -66,7 +88,11 @@ def _status(project: E2EProject) -> dict[str, Any]:
 
 
 def test_codeweaver_on_codex_the_validators_on_their_own_backends(
-    codex_bin: str, claude_bin: str, servers: ModelServers, project: E2EProject
+    codex_bin: str,
+    claude_bin: str,
+    gemini_bin: str,
+    servers: ModelServers,
+    project: E2EProject,
 ) -> None:
     config = {
         "slots": 1,
@@ -74,7 +100,10 @@ def test_codeweaver_on_codex_the_validators_on_their_own_backends(
         "agent": {
             "command": [claude_bin],
             "max_attempts": 1,
-            "roles": {"codeweaver": {"backend": "codex", "command": [codex_bin]}},
+            "roles": {
+                "codeweaver": {"backend": "codex", "command": [codex_bin]},
+                "siegemaster": {"backend": "gemini", "command": [gemini_bin]},
+            },
         },
     }
     project.build(config, tasks=["Mixed notes"])
@@ -98,11 +127,16 @@ def test_codeweaver_on_codex_the_validators_on_their_own_backends(
             when=ClaudeWhen(role="lawbringer", step="TASK-1"),
             name="lawbringer",
         ),
-        *claude_chain(
-            claude_signal("complete", summary="siegemaster: fine"),
-            when=ClaudeWhen(role="siegemaster", step="TASK-1"),
+    )
+    # From inside Siegemaster's: no key but its own, only its own model host.
+    foreign = [k for k in KEYS if k != "GEMINI_API_KEY"]
+    servers.google.add(
+        *gemini_chain(
+            gemini_tool("run_shell_command", {"command": probe(foreign, ports)}),
+            gemini_signal("complete", summary="siegemaster: fine"),
+            when=GeminiWhen(role="siegemaster", step="TASK-1"),
             name="siegemaster",
-        ),
+        )
     )
 
     result = project.run()
@@ -115,15 +149,19 @@ def test_codeweaver_on_codex_the_validators_on_their_own_backends(
 
     # Each CLI talked to its own API only.
     assert {r.role for r in servers.openai.requests} == {"codeweaver"}
-    assert {r.role for r in servers.anthropic.requests} == {"siegemaster", "lawbringer"}
-    [weaver] = [r for r in servers.openai.requests if r.turn == "codeweaver.1"]
-    output = weaver.tool_result.text if weaver.tool_result else ""
-    assert keys_seen(output) == 0, output
-    assert reached(output) == {"codex": "connected", "claude": "refused"}, output
-    [lawbringer] = [r for r in servers.anthropic.requests if r.turn == "lawbringer.1"]
-    output = lawbringer.tool_result.text if lawbringer.tool_result else ""
-    assert keys_seen(output) == 0, output
-    assert reached(output) == {"codex": "refused", "claude": "connected"}, output
+    assert {r.role for r in servers.anthropic.requests} == {"lawbringer"}
+    assert {r.role for r in servers.google.requests} == {"siegemaster"}
+    probes = {
+        "codex": servers.openai.requests,
+        "claude": servers.anthropic.requests,
+        "gemini": servers.google.requests,
+    }
+    for backend, requests in probes.items():
+        [probed] = [r for r in requests if str(r.turn).endswith(".1")]
+        output = tool_output(probed.tool_result)
+        assert keys_seen(output) == 0, output
+        only = {b: "connected" if b == backend else "refused" for b in probes}
+        assert reached(output) == only, output
 
     # The cost per backend and per role, on the quest and in `scaffold status --json`:
     # codex's priced from tokens, claude's as it reports it.
