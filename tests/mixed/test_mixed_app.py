@@ -3,8 +3,8 @@
 ``scaffold serve`` runs as a child process (``app_harness.app_process``) against the
 GitHub simulator and runs every agent in its bubblewrap sandbox. Planning is the
 scripted agent (Claude Code's contract, no model); the task's roles are real CLIs, each
-against its own scripted model API: Codeweaver on ``codex``, Lawbringer and Siegemaster
-on ``claude``. From inside its run, each CLI's shell shows that it has no key but its
+against its own scripted model API: Codeweaver on ``codex``, Lawbringer on ``claude``,
+Siegemaster on ``gemini``. From inside its run, each CLI's shell shows that it has no key but its
 own and reaches no model host but its own. The quest keeps its cost per backend and per
 role, and the status comment on the issue and the App's ``/metrics`` show it.
 """
@@ -21,13 +21,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mixed_setup import KEYS, ModelServers, keys_seen, model_servers, probe, reached
+from mixed_setup import (
+    KEYS,
+    ModelServers,
+    keys_seen,
+    model_servers,
+    probe,
+    reached,
+    tool_output,
+)
 
 from claude.messages_server import When as ClaudeWhen
 from claude.messages_server import chain as claude_chain
 from claude.messages_server import signal_back as claude_signal
 from claude.messages_server import tool as claude_tool
 from codex.responses_server import When, chain, shell, signal_back
+from gemini.gemini_server import When as GeminiWhen
+from gemini.gemini_server import chain as gemini_chain
+from gemini.gemini_server import signal_back as gemini_signal
+from gemini.gemini_server import tool as gemini_tool
 from ghsim import GitHubSimulator
 from ghsim.fixture import github_sim  # noqa: F401
 from harness import quest_pids
@@ -48,7 +60,7 @@ BRANCH = "scaffold/task-1"
 NOTES = "notes/mixed.txt"
 # The backend of each role that runs on a real CLI; planning is the scripted agent,
 # which speaks Claude Code's contract (backend claude).
-BACKEND_OF = {"codeweaver": "codex", "siegemaster": "claude", "lawbringer": "claude"}
+BACKEND_OF = {"codeweaver": "codex", "siegemaster": "gemini", "lawbringer": "claude"}
 # What no agent's shell may see: the model keys, the forge's token, the App's secrets.
 SECRETS = (*KEYS, "SCAFFOLD_PRIVATE_KEY", "SCAFFOLD_WEBHOOK_SECRET")
 # A deadline for a hung test only: each CLI run takes seconds.
@@ -78,14 +90,10 @@ def _by_backend(metrics: str) -> dict[str, float]:
     return {name: float(value) for name, value in found}
 
 
-def _tool_output(result: Any) -> str:
-    """The text of a scripted server's ToolResult (``text`` on both servers)."""
-    return str(result.text) if result is not None else ""
-
-
 def test_a_labelled_issue_merges_with_each_role_on_its_own_backend(
     codex_bin: str,
     claude_bin: str,
+    gemini_bin: str,
     servers: ModelServers,
     github_sim: GitHubSimulator,  # noqa: F811
     tmp_path: Path,
@@ -98,7 +106,7 @@ def test_a_labelled_issue_merges_with_each_role_on_its_own_backend(
         "max_attempts": 1,
         "roles": {
             "codeweaver": {"backend": "codex", "command": [codex_bin]},
-            "siegemaster": {"command": [claude_bin]},
+            "siegemaster": {"backend": "gemini", "command": [gemini_bin]},
             "lawbringer": {"command": [claude_bin]},
         },
     }
@@ -129,11 +137,15 @@ def test_a_labelled_issue_merges_with_each_role_on_its_own_backend(
             when=ClaudeWhen(role="lawbringer", step="TASK-1"),
             name="lawbringer",
         ),
-        *claude_chain(
-            claude_signal("complete", summary="edge cases hold"),
-            when=ClaudeWhen(role="siegemaster", step="TASK-1"),
+    )
+    foreign = [k for k in SECRETS if k != "GEMINI_API_KEY"]
+    servers.google.add(
+        *gemini_chain(
+            gemini_tool("run_shell_command", {"command": probe(foreign, ports)}),
+            gemini_signal("complete", summary="edge cases hold"),
+            when=GeminiWhen(role="siegemaster", step="TASK-1"),
             name="siegemaster",
-        ),
+        )
     )
     # The App keeps its own HOME and PATH; each agent gets a private HOME in its sandbox.
     env = {k: v for k, v in servers.env(tmp_path / "unused").items() if k not in ("HOME", "PATH")}
@@ -169,15 +181,19 @@ def test_a_labelled_issue_merges_with_each_role_on_its_own_backend(
 
     # Each CLI talked to its own API only, and from its sandbox reached only that.
     assert {r.role for r in servers.openai.requests} == {"codeweaver"}
-    assert {r.role for r in servers.anthropic.requests} == {"siegemaster", "lawbringer"}
-    [weaver] = [r for r in servers.openai.requests if r.turn == "codeweaver.1"]
-    output = _tool_output(weaver.tool_result)
-    assert keys_seen(output) == 0, output
-    assert reached(output) == {"codex": "connected", "claude": "refused"}, output
-    [lawbringer] = [r for r in servers.anthropic.requests if r.turn == "lawbringer.1"]
-    output = _tool_output(lawbringer.tool_result)
-    assert keys_seen(output) == 0, output
-    assert reached(output) == {"codex": "refused", "claude": "connected"}, output
+    assert {r.role for r in servers.anthropic.requests} == {"lawbringer"}
+    assert {r.role for r in servers.google.requests} == {"siegemaster"}
+    probes = {
+        "codex": servers.openai.requests,
+        "claude": servers.anthropic.requests,
+        "gemini": servers.google.requests,
+    }
+    for backend, requests in probes.items():
+        [probed] = [r for r in requests if str(r.turn).endswith(".1")]
+        output = tool_output(probed.tool_result)
+        assert keys_seen(output) == 0, output
+        only = {b: "connected" if b == backend else "refused" for b in probes}
+        assert reached(output) == only, output
 
     # The quest's cost per backend and per role, on the issue and in /metrics.
     quest = quest_store(app.state / "repos" / REPO).read(f"issue-{issue}")
