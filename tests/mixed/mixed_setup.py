@@ -2,10 +2,9 @@
 
 The scripted model servers of the CLIs, each the one its own backend's tests use
 (``claude/messages_server``, ``codex/responses_server``, ``gemini/gemini_server``),
-started together; the
-environment that points each CLI at its own server (as a user's environment would:
-each CLI's base URL and key); and a shell command a run makes to show what it sees and
-what it reaches from inside scaffold's sandbox.
+started together; the environment that points each CLI at its own server (as a user's
+environment would: each CLI's base URL and key); and a shell command a run makes to show
+what it sees and what it reaches from inside scaffold's sandbox.
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN")
 
 @dataclass(frozen=True)
 class ModelServers:
-    """One scripted model API per backend, by backend name."""
+    """One scripted model API per backend: OpenAI's for codex, Anthropic's for claude,
+    Google's for gemini."""
 
     openai: ResponsesServer
     anthropic: MessagesServer

@@ -4,8 +4,8 @@
 GitHub simulator and runs every agent in its bubblewrap sandbox. Planning is the
 scripted agent (Claude Code's contract, no model); the task's roles are real CLIs, each
 against its own scripted model API: Codeweaver on ``codex``, Lawbringer on ``claude``,
-Siegemaster on ``gemini``. From inside its run, each CLI's shell shows that it has no key but its
-own and reaches no model host but its own. The quest keeps its cost per backend and per
+Siegemaster on ``gemini``. From inside its run, each CLI's shell shows that it has no key
+but its own and reaches no model host but its own. The quest keeps its cost per backend and per
 role, and the status comment on the issue and the App's ``/metrics`` show it.
 """
 
