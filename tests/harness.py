@@ -27,6 +27,8 @@ TOOLS_BIN = REPO / ".tools" / "node_modules" / ".bin"
 PINNED = {
     "backlog": "backlog.md@1.52.0",
     "claude": "@anthropic-ai/claude-code@2.1.197",
+    "codex": "@openai/codex@0.169.0",
+    "gemini": "@google/gemini-cli@0.61.0",
     "mermaid": "mermaid@11.12.0",
 }
 
