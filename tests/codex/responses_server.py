@@ -535,6 +535,10 @@ class ResponsesServer:
             return web.json_response({"error": {"message": problem}}, status=400)
         try:
             return await self._play(turn, request, http)
+        except ConnectionResetError:
+            # The client went away mid-answer (scaffold stopped codex, e.g. at its turn
+            # limit): nobody is left to answer.
+            return web.Response(status=499)
         except Exception as exc:  # a bug in a script's callable: report it, answer 400
             self._problem(f"{turn.name} failed on {request.summary()}: {exc!r}")
             return web.json_response({"error": {"message": repr(exc)}}, status=400)

@@ -533,6 +533,9 @@ class GeminiServer:
         self._record(request)
         try:
             return await self._play(turn, request, http)
+        except ConnectionResetError:
+            # The client went away mid-answer (scaffold stopped the CLI): nobody to answer.
+            return web.Response(status=499)
         except Exception as exc:  # a script's bug: reported, answered 500
             return self._problem(f"{turn.name} failed on {request.summary()}: {exc!r}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness import git
@@ -53,6 +54,37 @@ def test_doctor_reports_each_check(tmp_path: Path) -> None:
     broken = runner.invoke(cli, ["doctor", "--repo", str(repo)])
     assert broken.exit_code == 2
     assert "slots" in broken.output
+
+
+def test_doctor_lists_each_backend_with_version_host_and_whether_its_key_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _git_repo(tmp_path / "r")
+    fake = tmp_path / "codex-cli"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.169.0'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    (repo / ".github").mkdir()
+    (repo / ".github" / "scaffold.yml").write_text(
+        "agent:\n  command: [/bin/true]\n  roles:\n"
+        f"    lawbringer: {{backend: codex, command: [{fake}]}}\n"
+        "    siegemaster: {backend: gemini, command: [no-such-gemini]}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+
+    result = CliRunner().invoke(cli, ["doctor", "--repo", str(repo)])
+
+    lines = {line.split(":", 1)[0]: line for line in result.output.splitlines()}
+    codex = lines["ok   agent codex"]
+    assert "(codex-cli 0.169.0); model host 127.0.0.1:9; OPENAI_API_KEY set" in codex
+    assert "roles: lawbringer" in codex
+    gemini = lines["BAD  agent gemini"]
+    assert "'no-such-gemini' not found (agent.roles.siegemaster.command" in gemini
+    assert "ok   agent claude" in lines
+    assert "sk-do-not-print" not in result.output
+    assert result.exit_code == 1
 
 
 def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
