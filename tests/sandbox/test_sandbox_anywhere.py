@@ -1,7 +1,8 @@
 """Programs installed anywhere run in the sandbox: a venv, a ``node_modules`` or scaffold
 itself under ``/tmp`` (a fresh tmpfs inside) or under HOME (hidden inside).
 
-Every folder here is really under ``/tmp``: that is the point of these tests.
+Every folder here is really under ``/tmp``: that is the point of these tests. The demo
+run from a venv there is ``tests/runtime/test_demo.py``.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 import scaffold
 from harness import REPO, require_tool
+from installed_under_tmp import make_venv, real_tmp_dir
 from scaffold.config import SandboxConfig
 from scaffold.sandbox.confinement import (
     Confinement,
@@ -34,14 +34,8 @@ NODE_MODULES = REPO / ".tools" / "node_modules"
 @pytest.fixture
 def under_tmp(tmp_path: Path) -> Iterator[Path]:
     """A fresh folder under the real ``/tmp``, whatever pytest's basetemp is."""
-    if Path("/tmp") in tmp_path.resolve().parents:
-        yield tmp_path.resolve()
-        return
-    path = Path(tempfile.mkdtemp(prefix="scaffold-anywhere-", dir="/tmp"))
-    try:
+    with real_tmp_dir(tmp_path) as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _sandbox() -> Sandbox:
@@ -63,37 +57,6 @@ def _run(root: Path, argv: list[str], env: dict[str, str]) -> subprocess.Complet
         timeout=120,
         check=False,
     )
-
-
-def _venv(where: Path) -> Path:
-    """A venv under ``where`` (its ``python`` a symlink to the base interpreter)."""
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120
-    )
-    return where
-
-
-def _site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3*/site-packages"))
-
-
-def _scaffold_venv(where: Path) -> Path:
-    """A venv under ``where`` with a copy of scaffold in it: scaffold installed there.
-    Its dependencies are this interpreter's site-packages, imported through links under
-    ``where`` named by a ``.pth`` line: a folder under ``/tmp`` outside the venv."""
-    venv = _venv(where / "venv")
-    site = _site_packages(venv)
-    shutil.copytree(
-        Path(scaffold.__file__).parent,
-        site / "scaffold",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    deps = [Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    links = [where / f"deps-{n}" for n in range(len(deps))]
-    for link, dep in zip(links, deps, strict=True):
-        link.symlink_to(dep)
-    (site / "scaffold-deps.pth").write_text("".join(f"{p}\n" for p in links), encoding="utf-8")
-    return venv
 
 
 def _fake_node_package(modules: Path) -> Path:
@@ -147,7 +110,7 @@ def test_scaffold_imported_from_the_home_folder_itself_is_bound_alone(under_tmp:
 
 
 def test_a_venv_under_tmp_runs_sandboxed(under_tmp: Path) -> None:
-    venv = _venv(under_tmp / "venv")
+    venv = make_venv(under_tmp / "venv")
     done = _run(
         under_tmp,
         [str(venv / "bin" / "python3"), "-c", "import sys, json; print(sys.prefix)"],
@@ -229,35 +192,3 @@ def test_real_clis_installed_under_tmp_run_sandboxed(under_tmp: Path) -> None:
         done = _run(under_tmp, [str(modules / ".bin" / name), "--version"], env)
         assert done.returncode == 0, f"{name}: {done.stderr}"
         assert done.stdout.strip(), name
-
-
-@pytest.mark.timeout(600)  # the whole demo, as tests/runtime/test_demo.py runs it
-def test_the_demo_passes_with_scaffold_installed_under_tmp(under_tmp: Path) -> None:
-    """``scaffold demo`` (sandbox on: every scripted agent, Ward and the bridge run in
-    it) from a venv under ``/tmp``, scaffold itself installed in it."""
-    venv = _scaffold_venv(under_tmp)
-    python = venv / "bin" / "python3"
-    # scaffold from the venv alone (no PYTHONPATH), and no operator settings of this run.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCAFFOLD_")}
-    env.pop("PYTHONPATH", None)
-    where = subprocess.run(
-        [str(python), "-c", "import scaffold; print(scaffold.__file__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=env,
-    )
-    assert where.stdout.startswith(str(venv)), where.stdout
-    proc = subprocess.run(
-        [str(python), "-m", "scaffold", "demo", "--dir", str(under_tmp / "demo")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=env,
-        cwd=under_tmp,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "demo finished: every task merged and Done" in proc.stdout
-    assert "WITHOUT a sandbox" not in proc.stdout + proc.stderr
