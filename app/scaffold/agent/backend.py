@@ -79,6 +79,8 @@ class Backend(ABC):
     # base URL (unset: the vendor's public host) and the key.
     base_url_env: ClassVar[str]
     key_env: ClassVar[str]
+    # Every variable that may carry this CLI's model key, ``key_env`` first.
+    credentials: ClassVar[tuple[str, ...]]
     default_host: ClassVar[tuple[str, int]]
     # Whether the run's first event reports the MCP servers' state (scaffold refuses a
     # run whose ``signal-back`` server is not connected).
@@ -111,4 +113,4 @@ class Backend(ABC):
 
     def credential_names(self) -> tuple[str, ...]:
         """The variables that carry this backend's model key (kept in the agent's env)."""
-        return (self.key_env,)
+        return self.credentials

@@ -97,6 +97,7 @@ class Claude(Backend):
     default_model = "claude-sonnet-4-5"
     base_url_env = "ANTHROPIC_BASE_URL"
     key_env = "ANTHROPIC_API_KEY"
+    credentials = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     default_host = ("api.anthropic.com", 443)
     # A resumed print-mode run may continue under a new session id: the newest counts.
     verifies_resume = False
@@ -127,6 +128,3 @@ class Claude(Backend):
 
     def resume_lost(self, stderr_tail: str) -> bool:
         return RESUME_LOST in stderr_tail
-
-    def credential_names(self) -> tuple[str, ...]:
-        return ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

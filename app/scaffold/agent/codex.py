@@ -169,9 +169,6 @@ class Codex(Backend):
     def resume_lost(self, stderr_tail: str) -> bool:
         return RESUME_LOST in stderr_tail
 
-    def credential_names(self) -> tuple[str, ...]:
-        return self.credentials
-
 
 # --- the rollout: a thread's running token total ----------------------------------
 

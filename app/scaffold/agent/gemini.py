@@ -127,6 +127,7 @@ class Gemini(Backend):
     default_model = "gemini-2.5-flash"
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
     key_env = "GEMINI_API_KEY"
+    credentials = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).
     reports_mcp_status = False
@@ -158,9 +159,6 @@ class Gemini(Backend):
 
     def resume_lost(self, stderr_tail: str) -> bool:
         return any(marker in stderr_tail for marker in RESUME_LOST)
-
-    def credential_names(self) -> tuple[str, ...]:
-        return ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
 # --- the stream-json events ---------------------------------------------------------

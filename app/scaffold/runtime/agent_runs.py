@@ -24,17 +24,8 @@ from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
 from scaffold.signal_back.tools import SERVER_NAME
 
-# The model keys of the agent CLIs people use; a run keeps only its own backend's.
-MODEL_KEYS = frozenset(
-    {
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "OPENAI_API_KEY",
-        "CODEX_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-    }
-)
+# The model keys of every backend; a run keeps only its own backend's.
+MODEL_KEYS = frozenset(name for b in BACKENDS.values() for name in b.credentials)
 
 
 @dataclass(frozen=True)
@@ -100,8 +91,7 @@ def agent_env(base: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
     """The agent's environment: ``base`` without other backends' model keys, plus the
     run's own variables."""
     own = set(prepared.backend.credential_names())
-    known = {n for b in BACKENDS.values() for n in b.credential_names()} | MODEL_KEYS
-    foreign = known - own
+    foreign = MODEL_KEYS - own
     env = {k: v for k, v in base.items() if k not in foreign}
     env.update(prepared.invocation.env)
     return env
