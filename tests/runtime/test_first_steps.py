@@ -181,7 +181,7 @@ def test_after_the_failure_limit_scheduling_stops_once(make_project: MakeProject
     # (worktree, "In Progress") and never started, put back (abort_signal).
     events = project.events("TASK-2")
     assert events.count("safety_limit_hit") + events.count("abort_signal") == 1
-    assert project.backlog_task("TASK-2").status == "To Do"
+    assert project.backlog_task("TASK-2").status == "To Do", result.output
     assert project.task("TASK-2").state is Lifecycle.IDLE
     assert result.output.count("stopping new work") == 1
     # The log line of the crash says why, not only "agent_failed".

@@ -170,6 +170,7 @@ def test_cost_limit_stops_new_work_with_exit_4_for_this_run(make_project: MakePr
     )
 
     result = project.run()
+    print(result.output)  # DEBUG
 
     assert result.exit_code == 4, result.output
     assert [(r["step"], r["role"]) for r in project.invocations()] == [("TASK-1", "codeweaver")]
@@ -179,8 +180,8 @@ def test_cost_limit_stops_new_work_with_exit_4_for_this_run(make_project: MakePr
     assert "cost" in quest["stop_reason"]
     assert quest["cost_usd"] == 0.01
     states = {t["id"]: t for t in status["tasks"]}
-    assert states["TASK-2"]["state"] == "Idle"
-    assert states["TASK-1"]["state"] == "Idle"
+    assert states["TASK-2"]["state"] == "Idle", result.output
+    assert states["TASK-1"]["state"] == "Idle", result.output
     assert states["TASK-1"]["outcome"] == "aborted"
     assert states["TASK-1"]["status"] == "To Do"
 

@@ -34,6 +34,7 @@ from scaffold.core import safety
 from scaffold.core.effects import (
     Effect,
     MergePullRequest,
+    RemoveWorktree,
     StartAgent,
     StopAgent,
     SyncBacklog,
@@ -152,7 +153,10 @@ class Orchestrator:
         self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
         # The commits of agents' work still running after their end was applied.
         self.unsettled = Unsettled(reporter.warn, lambda: self.queue.put_nowait(None))
+        # The latest job of each key, and every job not yet ended (a key's earlier job
+        # may still be at work beside its latest).
         self.jobs: dict[str, asyncio.Task[None]] = {}
+        self._running: set[asyncio.Task[None]] = set()
         self._live = False  # between recovery and the end of run(): jobs may start
         self.reported_problems: set[str] = set()
         # The safety budgets are per run (core/safety.py): what this run has used.
@@ -301,7 +305,7 @@ class Orchestrator:
         self.commit(q.model_copy(update=update), entries)
 
     def _idle(self) -> bool:
-        return not self.jobs and self.queue.empty() and not self.unsettled.busy()
+        return not self._running and self.queue.empty() and not self.unsettled.busy()
 
     def _apply_queued(self, item: tuple[str, Event] | None) -> None:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
@@ -314,9 +318,9 @@ class Orchestrator:
                 return
 
     async def _stop_all_jobs(self) -> None:
-        for job in self.jobs.values():
+        for job in self._running:
             job.cancel()
-        for job in list(self.jobs.values()):
+        for job in list(self._running):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await job
         self.agents.children.kill_all()
@@ -379,17 +383,21 @@ class Orchestrator:
         old = self.jobs.get(key)
         if old is not None and not old.done() and stop:
             old.cancel()
-        # A round of the review loop waits for the task's job still at work on the branch
-        # (its pull request being pushed and answered) before it takes the branch in.
-        after = stop or any(isinstance(e, SyncBranch) for e in effects)
+        # A job that takes the task's worktree or branch waits for the task's job still
+        # at work there: a round of the review loop for its pull request being pushed,
+        # the clean-up of a stopped task for the worktree being made (a thread that a
+        # cancel does not stop) or checked.
+        after = stop or any(isinstance(e, (SyncBranch, RemoveWorktree)) for e in effects)
         job = asyncio.create_task(self._execute(key, list(effects), old if after else None))
         self.jobs[key] = job
+        self._running.add(job)
         job.add_done_callback(functools.partial(self._job_done, key))
 
     def _job_done(self, key: str, job: asyncio.Task[None]) -> None:
+        self._running.discard(job)
         if self.jobs.get(key) is job:
             del self.jobs[key]
-        if not self.jobs or key == PLAN_KEY:
+        if not self._running or key == PLAN_KEY:
             # The run may be over, or the planning tick may start the next planning run:
             # the main loop looks again now. (A task's job that ends changes no state.)
             self.queue.put_nowait(None)

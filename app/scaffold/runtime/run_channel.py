@@ -132,10 +132,12 @@ class RunChannel:
         self._close_gate()
 
     def _close_gate(self) -> None:
+        """Close what is left of the gate, once: a descriptor closed twice may by then
+        be another thread's file (a Backlog.md write), which the second close cuts."""
         if self._gate is None:
             return
         read_end, write_end = self._gate
-        self._gate = (read_end, None)
+        self._gate = None
         for fd in (write_end, read_end):
             if fd is not None:
                 with contextlib.suppress(OSError):
