@@ -170,7 +170,6 @@ def test_cost_limit_stops_new_work_with_exit_4_for_this_run(make_project: MakePr
     )
 
     result = project.run()
-    print(result.output)  # DEBUG
 
     assert result.exit_code == 4, result.output
     assert [(r["step"], r["role"]) for r in project.invocations()] == [("TASK-1", "codeweaver")]
