@@ -35,7 +35,9 @@ from scaffold.agent.stream_events import (
     Unknown,
     Usage,
     UserMessage,
+    count,
     excerpt,
+    load_line,
 )
 from scaffold.roles import Role
 from scaffold.signal_back.tools import SERVER_NAME
@@ -202,17 +204,12 @@ def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
     return total
 
 
-def _count(d: Mapping[str, object], key: str) -> int:
-    value = d.get(key)
-    return value if type(value) is int and value >= 0 else 0
-
-
-def _usage(raw: Mapping[str, object]) -> Usage:
+def _usage(raw: JsonObject) -> Usage:
     """Codex's usage: ``input_tokens`` includes the cached ones; reasoning is output."""
     return Usage(
-        input_tokens=_count(raw, "input_tokens"),
-        output_tokens=_count(raw, "output_tokens"),
-        cached_input_tokens=_count(raw, "cached_input_tokens"),
+        input_tokens=count(raw, "input_tokens"),
+        output_tokens=count(raw, "output_tokens"),
+        cached_input_tokens=count(raw, "cached_input_tokens"),
     )
 
 
@@ -288,14 +285,7 @@ class CodexParser:
         self._limited = False
 
     def __call__(self, line: bytes, line_no: int) -> Event:
-        try:
-            data = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            reason = "blank line" if not line.strip() else f"not JSON ({exc})"
-            raise StreamLineError(line_no, reason, excerpt(line)) from None
-        if type(data) is not dict or type(data.get("type")) is not str:
-            raise StreamLineError(line_no, "expected an object with a 'type'", excerpt(line))
-        kind = data["type"]
+        data, kind = load_line(line, line_no)
         if kind == "thread.started":
             return self._started(data, line_no, line)
         if kind in ("item.started", "item.updated", "item.completed"):

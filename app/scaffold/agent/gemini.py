@@ -44,12 +44,12 @@ from scaffold.agent.stream_events import (
     Event,
     JsonObject,
     ResultEvent,
-    StreamLineError,
     SystemInit,
     Unknown,
     Usage,
     UserMessage,
-    excerpt,
+    count,
+    load_line,
 )
 from scaffold.roles import Role
 from scaffold.signal_back.tools import SERVER_NAME
@@ -174,20 +174,15 @@ def _object(d: Mapping[str, Any], key: str) -> JsonObject:
     return v if isinstance(v, dict) else {}
 
 
-def _count(d: Mapping[str, Any], key: str) -> int:
-    v = d.get(key)
-    return v if type(v) is int and v >= 0 else 0
-
-
 def _usage(stats: object) -> Usage | None:
     """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
     read from the context cache."""
     if not isinstance(stats, dict):
         return None
     return Usage(
-        input_tokens=_count(stats, "input_tokens"),
-        output_tokens=_count(stats, "output_tokens"),
-        cached_input_tokens=_count(stats, "cached"),
+        input_tokens=count(stats, "input_tokens"),
+        output_tokens=count(stats, "output_tokens"),
+        cached_input_tokens=count(stats, "cached"),
     )
 
 
@@ -218,15 +213,7 @@ class GeminiParser:
         self._announced = resuming
 
     def __call__(self, line: bytes, line_no: int = 0) -> Event:
-        try:
-            data = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise StreamLineError(line_no, f"not JSON ({exc})", excerpt(line)) from None
-        if type(data) is not dict:
-            raise StreamLineError(line_no, "expected a JSON object", excerpt(line))
-        type_ = data.get("type")
-        if type(type_) is not str:
-            raise StreamLineError(line_no, "object without a string 'type'", excerpt(line))
+        data, type_ = load_line(line, line_no)
         if type_ == "init":
             self.session_id = _str(data, "session_id")
             self.model = _str(data, "model")
