@@ -129,7 +129,7 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
     The status must be one of the statuses in the backlog's ``config.yml``
     (found two folders up from the task file), as the tool requires.
     """
-    return edit_task(path, frontmatter={"status": _configured_status(path, status)}, now=now)
+    return update_task(path, status=status, now=now)
 
 
 def _configured_status(path: Path, status: str) -> str:
@@ -179,14 +179,12 @@ def append_implementation_notes(
     path: Path, text: str, *, now: dt.datetime | None = None
 ) -> BacklogTask:
     """Add a paragraph to the Implementation Notes (created where the tool would put it)."""
-    notes = _check_text(text, "implementation notes", path)
-    return edit_task(path, body=_append_section(sections.NOTES, notes), now=now)
+    return update_task(path, notes=text, now=now)
 
 
 def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) -> BacklogTask:
     """Replace the Final Summary (created where the tool would put it)."""
-    summary = _check_text(text, "final summary", path)
-    return edit_task(path, body=_replace_section(sections.FINAL_SUMMARY, summary), now=now)
+    return update_task(path, summary=text, now=now)
 
 
 def given(text: str | None) -> str | None:
