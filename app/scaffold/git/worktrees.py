@@ -135,17 +135,9 @@ class Worktrees(Repository):
         return head.stdout.strip() == f"refs/heads/{branch}"
 
     def _discard(self, path: Path) -> None:
-        """Remove whatever is at ``path``: a registered worktree or a stale folder.
-
-        The common case, the one worktree registered at ``path`` removed by ``worktree
-        remove``, takes two git processes (list, remove): git took the folder and the
-        registration, and there is nothing left there to unlock or prune.
-        """
-        at_path = [entry for entry in self._entries() if same_path(entry.path, path)]
-        if at_path:
-            out = self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-            if out.returncode == 0 and len(at_path) == 1 and not os.path.lexists(path):
-                return
+        """Remove whatever is at ``path``: a registered worktree or a stale folder."""
+        if self._entry_at(path) is not None:
+            self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
             if self._entry_at(path) is not None:
                 # Locked with its folder gone, or a submodule inside: unlock, then prune.
                 self._git(["worktree", "unlock", str(path)], check=False)
@@ -200,12 +192,7 @@ class Worktrees(Repository):
     def delete_branch(self, task_id: str) -> None:
         """Delete the task's branch, merged or not; nothing happens if it is gone."""
         branch = branch_for_task(task_id)
-        # Tried first: one git process when it works. It refuses a branch that a
-        # worktree, even a gone one, has checked out: prune, then try once more.
-        if self._git(["branch", "-D", branch], check=False).returncode == 0:
-            return
-        if self._rev(f"refs/heads/{branch}") is None:
-            return
+        # git refuses a branch that a worktree, even a gone one, has checked out.
         self.prune()
         out = self._git(["branch", "-D", branch], check=False)
         if out.returncode != 0 and self._rev(f"refs/heads/{branch}") is not None:
