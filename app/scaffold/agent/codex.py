@@ -335,13 +335,11 @@ class CodexParser:
             self._running.discard(item_id)
             if not self._running:
                 self._new_turn = True
-            blocks = [_tool_result(item)]
-            if first:  # no item.started was printed: the call and its result at once
-                event: Event = UserMessage(
-                    session_id=self.thread_id, content=(_tool_use(item), *blocks), raw=data
-                )
-            else:
-                event = UserMessage(session_id=self.thread_id, content=tuple(blocks), raw=data)
+            # No item.started was printed for a first sight: the call and its result at once.
+            blocks = (_tool_use(item),) if first else ()
+            event = UserMessage(
+                session_id=self.thread_id, content=(*blocks, _tool_result(item)), raw=data
+            )
             if self._new_turn and self._over_limit():
                 return self._limit(data)
             return event
