@@ -173,17 +173,13 @@ class Codex(Backend):
 # --- the rollout: a thread's running token total ----------------------------------
 
 
-def _rollout(sessions: Path, thread_id: str) -> Path | None:
-    found = sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
-    return found[-1] if found else None
-
-
 def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
     """The thread's token total so far, from the last ``token_count`` of its rollout
     (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-...-<thread>.jsonl``)."""
-    path = _rollout(sessions, thread_id) if thread_id else None
-    if path is None:
+    found = sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl")) if thread_id else []
+    if not found:
         return None
+    path = found[-1]
     total: Usage | None = None
     try:
         with path.open("rb") as lines:

@@ -147,17 +147,6 @@ class StreamDecoder:
     line costs no more memory than a normal one.
     """
 
-    __slots__ = (
-        "_discard_head",
-        "_discard_len",
-        "_discarding",
-        "_line_no",
-        "_pending",
-        "max_line_bytes",
-        "parse",
-        "summary",
-    )
-
     def __init__(
         self,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

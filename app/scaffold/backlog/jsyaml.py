@@ -199,10 +199,6 @@ def _indent_lines(value: str, spaces: int) -> str:
     )
 
 
-def _drop_ending_newline(value: str) -> str:
-    return value[:-1] if value.endswith("\n") else value
-
-
 def _fold_line(line: str, width: int) -> str:
     if line == "" or line[0] == " ":
         return line
@@ -263,10 +259,10 @@ def dump_string(value: str, level: int = 1) -> str:
     if style == _STYLE_SINGLE:
         return "'" + value.replace("'", "''") + "'"
     if style == _STYLE_LITERAL:
-        return "|" + _block_header(value) + _drop_ending_newline(_indent_lines(value, indent))
+        return "|" + _block_header(value) + _indent_lines(value, indent).removesuffix("\n")
     if style == _STYLE_FOLDED:
         folded = _fold_string(value, width)
-        return ">" + _block_header(value) + _drop_ending_newline(_indent_lines(folded, indent))
+        return ">" + _block_header(value) + _indent_lines(folded, indent).removesuffix("\n")
     return '"' + _escape_double(value) + '"'
 
 
