@@ -66,7 +66,6 @@ class Claude(Backend):
     program = "claude"
     default_model = "claude-sonnet-4-5"
     base_url_env = "ANTHROPIC_BASE_URL"
-    key_env = "ANTHROPIC_API_KEY"
     credentials = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     default_host = ("api.anthropic.com", 443)
     # A resumed print-mode run may continue under a new session id: the newest counts.

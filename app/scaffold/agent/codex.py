@@ -89,7 +89,7 @@ def codex_config(req: RunRequest, base_url: str) -> str:
         'name = "scaffold"',
         f"base_url = {_toml_str(base_url)}",
         'wire_api = "responses"',
-        f"env_key = {_toml_str(Codex.key_env)}",
+        f"env_key = {_toml_str(Codex.credentials[0])}",
         "request_max_retries = 2",
         "stream_max_retries = 2",
         "stream_idle_timeout_ms = 300000",
@@ -125,7 +125,6 @@ class Codex(Backend):
     program = "codex"
     default_model = "gpt-5.5"
     base_url_env = "OPENAI_BASE_URL"
-    key_env = "OPENAI_API_KEY"
     default_host = ("api.openai.com", 443)
     # `required = true` ends the run (exit 1, before any event) when scaffold's server
     # cannot be reached, so a run that prints `thread.started` has it connected: the

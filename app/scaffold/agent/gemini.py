@@ -126,7 +126,6 @@ class Gemini(Backend):
     # them; ``agent.model: gemini-2.5-pro`` for harder work (both are priced).
     default_model = "gemini-2.5-flash"
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
-    key_env = "GEMINI_API_KEY"
     credentials = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).

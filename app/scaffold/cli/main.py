@@ -19,7 +19,7 @@ import click
 
 from scaffold import __version__
 from scaffold.cli.action_cmds import action
-from scaffold.cli.diagram_cmds import diagram_check, diagrams
+from scaffold.cli.diagram_cmds import diagram_check, diagrams, repo_option
 from scaffold.cli.review_cmd import TAKES_FEEDBACK, read_body, request_changes
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
@@ -75,15 +75,6 @@ def cli() -> None:
 
 def _repo(path: str | None) -> Path:
     return find_repo(Path(path) if path else Path.cwd())
-
-
-repo_option = click.option(
-    "--repo",
-    "repo_path",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The git repository (default: the one around the current directory).",
-)
 
 
 @cli.command()
