@@ -75,11 +75,10 @@ class Backend(ABC):
     program: ClassVar[str]
     # Passed explicitly when the configuration names no model; priced in agent.prices.
     default_model: ClassVar[str]
-    # The environment variables a user already sets for this CLI: the model host's
-    # base URL (unset: the vendor's public host) and the key.
+    # The environment variable a user already sets for this CLI's model host's base URL
+    # (unset: the vendor's public host).
     base_url_env: ClassVar[str]
-    key_env: ClassVar[str]
-    # Every variable that may carry this CLI's model key, ``key_env`` first.
+    # Every variable that may carry this CLI's model key, the one it reads first.
     credentials: ClassVar[tuple[str, ...]]
     default_host: ClassVar[tuple[str, int]]
     # Whether the run's first event reports the MCP servers' state (scaffold refuses a

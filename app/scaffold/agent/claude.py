@@ -45,43 +45,13 @@ def is_claude(command: Sequence[str]) -> bool:
     return any(n in ("claude", "claude-code", "@anthropic-ai/claude-code") for n in names)
 
 
-def allowed_tools(role: Role, extra: Sequence[str] = ()) -> list[str]:
-    tools = list(ROLE_TOOLS[role])
-    tools += [t for t in extra if t not in tools]
-    return tools
-
-
-def claude_args(
-    role: Role,
-    system_prompt: str,
-    *,
-    model: str | None = None,
-    max_turns: int | None = None,
-    extra_tools: Sequence[str] = (),
-) -> list[str]:
-    """Arguments placed after the contract's own (``-p``, ``--mcp-config``, ...)."""
-    args = [
-        "--strict-mcp-config",
-        "--allowedTools",
-        ",".join(allowed_tools(role, extra_tools)),
-        "--append-system-prompt",
-        system_prompt,
-    ]
-    if model:
-        args += ["--model", model]
-    if max_turns:
-        args += ["--max-turns", str(max_turns)]
-    return args
-
-
-def claude_env(max_retries: int = 2) -> dict[str, str]:
-    """Environment additions for a bounded, quiet Claude Code run."""
-    return {
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
-        "MCP_CONNECTION_NONBLOCKING": "0",
-        "DISABLE_AUTOUPDATER": "1",
-    }
+# Environment additions for a bounded, quiet Claude Code run.
+CLAUDE_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "2",
+    "MCP_CONNECTION_NONBLOCKING": "0",
+    "DISABLE_AUTOUPDATER": "1",
+}
 
 
 class Claude(Backend):
@@ -96,7 +66,6 @@ class Claude(Backend):
     program = "claude"
     default_model = "claude-sonnet-4-5"
     base_url_env = "ANTHROPIC_BASE_URL"
-    key_env = "ANTHROPIC_API_KEY"
     credentials = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     default_host = ("api.anthropic.com", 443)
     # A resumed print-mode run may continue under a new session id: the newest counts.
@@ -120,8 +89,18 @@ class Claude(Backend):
             argv += ["--resume", req.resume_session]
         if not real:
             return Invocation(argv)
-        argv += claude_args(req.role, req.instructions, model=req.model, max_turns=req.max_turns)
-        return Invocation(argv, claude_env())
+        argv += [
+            "--strict-mcp-config",
+            "--allowedTools",
+            ",".join(ROLE_TOOLS[req.role]),
+            "--append-system-prompt",
+            req.instructions,
+        ]
+        if req.model:
+            argv += ["--model", req.model]
+        if req.max_turns:
+            argv += ["--max-turns", str(req.max_turns)]
+        return Invocation(argv, dict(CLAUDE_ENV))
 
     def parser(self, req: RunRequest) -> LineParser:
         return parse_line

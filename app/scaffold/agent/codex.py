@@ -35,7 +35,9 @@ from scaffold.agent.stream_events import (
     Unknown,
     Usage,
     UserMessage,
+    count,
     excerpt,
+    load_line,
 )
 from scaffold.roles import Role
 from scaffold.signal_back.tools import SERVER_NAME
@@ -87,7 +89,7 @@ def codex_config(req: RunRequest, base_url: str) -> str:
         'name = "scaffold"',
         f"base_url = {_toml_str(base_url)}",
         'wire_api = "responses"',
-        f"env_key = {_toml_str(Codex.key_env)}",
+        f"env_key = {_toml_str(Codex.credentials[0])}",
         "request_max_retries = 2",
         "stream_max_retries = 2",
         "stream_idle_timeout_ms = 300000",
@@ -123,14 +125,11 @@ class Codex(Backend):
     program = "codex"
     default_model = "gpt-5.5"
     base_url_env = "OPENAI_BASE_URL"
-    key_env = "OPENAI_API_KEY"
     default_host = ("api.openai.com", 443)
     # `required = true` ends the run (exit 1, before any event) when scaffold's server
     # cannot be reached, so a run that prints `thread.started` has it connected: the
     # parser reports it so in the SystemInit it makes of that line.
     reports_mcp_status = True
-    verifies_resume = True
-    reports_cost = False
     credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
 
     def codex_home(self, req: RunRequest) -> Path:
@@ -173,17 +172,13 @@ class Codex(Backend):
 # --- the rollout: a thread's running token total ----------------------------------
 
 
-def _rollout(sessions: Path, thread_id: str) -> Path | None:
-    found = sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
-    return found[-1] if found else None
-
-
 def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
     """The thread's token total so far, from the last ``token_count`` of its rollout
     (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-...-<thread>.jsonl``)."""
-    path = _rollout(sessions, thread_id) if thread_id else None
-    if path is None:
+    found = sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl")) if thread_id else []
+    if not found:
         return None
+    path = found[-1]
     total: Usage | None = None
     try:
         with path.open("rb") as lines:
@@ -202,17 +197,12 @@ def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
     return total
 
 
-def _count(d: Mapping[str, object], key: str) -> int:
-    value = d.get(key)
-    return value if type(value) is int and value >= 0 else 0
-
-
-def _usage(raw: Mapping[str, object]) -> Usage:
+def _usage(raw: JsonObject) -> Usage:
     """Codex's usage: ``input_tokens`` includes the cached ones; reasoning is output."""
     return Usage(
-        input_tokens=_count(raw, "input_tokens"),
-        output_tokens=_count(raw, "output_tokens"),
-        cached_input_tokens=_count(raw, "cached_input_tokens"),
+        input_tokens=count(raw, "input_tokens"),
+        output_tokens=count(raw, "output_tokens"),
+        cached_input_tokens=count(raw, "cached_input_tokens"),
     )
 
 
@@ -288,14 +278,7 @@ class CodexParser:
         self._limited = False
 
     def __call__(self, line: bytes, line_no: int) -> Event:
-        try:
-            data = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            reason = "blank line" if not line.strip() else f"not JSON ({exc})"
-            raise StreamLineError(line_no, reason, excerpt(line)) from None
-        if type(data) is not dict or type(data.get("type")) is not str:
-            raise StreamLineError(line_no, "expected an object with a 'type'", excerpt(line))
-        kind = data["type"]
+        data, kind = load_line(line, line_no)
         if kind == "thread.started":
             return self._started(data, line_no, line)
         if kind in ("item.started", "item.updated", "item.completed"):
@@ -347,13 +330,11 @@ class CodexParser:
             self._running.discard(item_id)
             if not self._running:
                 self._new_turn = True
-            blocks = [_tool_result(item)]
-            if first:  # no item.started was printed: the call and its result at once
-                event: Event = UserMessage(
-                    session_id=self.thread_id, content=(_tool_use(item), *blocks), raw=data
-                )
-            else:
-                event = UserMessage(session_id=self.thread_id, content=tuple(blocks), raw=data)
+            # No item.started was printed for a first sight: the call and its result at once.
+            blocks = (_tool_use(item),) if first else ()
+            event = UserMessage(
+                session_id=self.thread_id, content=(*blocks, _tool_result(item)), raw=data
+            )
             if self._new_turn and self._over_limit():
                 return self._limit(data)
             return event

@@ -44,12 +44,12 @@ from scaffold.agent.stream_events import (
     Event,
     JsonObject,
     ResultEvent,
-    StreamLineError,
     SystemInit,
     Unknown,
     Usage,
     UserMessage,
-    excerpt,
+    count,
+    load_line,
 )
 from scaffold.roles import Role
 from scaffold.signal_back.tools import SERVER_NAME
@@ -126,14 +126,12 @@ class Gemini(Backend):
     # them; ``agent.model: gemini-2.5-pro`` for harder work (both are priced).
     default_model = "gemini-2.5-flash"
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
-    key_env = "GEMINI_API_KEY"
     credentials = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).
     reports_mcp_status = False
     # ``--resume <id>`` of a lost session fails (exit 42); checked all the same.
     verifies_resume = True
-    reports_cost = False
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         prompt = req.prompt if req.resume_session else req.whole_prompt
@@ -174,20 +172,15 @@ def _object(d: Mapping[str, Any], key: str) -> JsonObject:
     return v if isinstance(v, dict) else {}
 
 
-def _count(d: Mapping[str, Any], key: str) -> int:
-    v = d.get(key)
-    return v if type(v) is int and v >= 0 else 0
-
-
 def _usage(stats: object) -> Usage | None:
     """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
     read from the context cache."""
     if not isinstance(stats, dict):
         return None
     return Usage(
-        input_tokens=_count(stats, "input_tokens"),
-        output_tokens=_count(stats, "output_tokens"),
-        cached_input_tokens=_count(stats, "cached"),
+        input_tokens=count(stats, "input_tokens"),
+        output_tokens=count(stats, "output_tokens"),
+        cached_input_tokens=count(stats, "cached"),
     )
 
 
@@ -218,15 +211,7 @@ class GeminiParser:
         self._announced = resuming
 
     def __call__(self, line: bytes, line_no: int = 0) -> Event:
-        try:
-            data = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise StreamLineError(line_no, f"not JSON ({exc})", excerpt(line)) from None
-        if type(data) is not dict:
-            raise StreamLineError(line_no, "expected a JSON object", excerpt(line))
-        type_ = data.get("type")
-        if type(type_) is not str:
-            raise StreamLineError(line_no, "object without a string 'type'", excerpt(line))
+        data, type_ = load_line(line, line_no)
         if type_ == "init":
             self.session_id = _str(data, "session_id")
             self.model = _str(data, "model")

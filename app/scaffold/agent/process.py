@@ -292,7 +292,6 @@ class _AgentRun:
     ) -> None:
         """Until the leader exits (or is stopped as stuck or on request); then clear
         its group."""
-        spec = self.spec
         while not exit_task.done():
             waiters: set[asyncio.Future[Any]] = {exit_task, watchdog, requested}
             if not stdout_task.done():
@@ -303,17 +302,17 @@ class _AgentRun:
             if (watchdog.done() or requested.done()) and not exit_task.done():
                 self.stuck = watchdog.done()
                 self.stopped = self.stop_requested is not None and self.stop_requested.is_set()
-                self.stop = await stop_process_group(
-                    proc,
-                    terminate_wait_s=spec.terminate_grace_s,
-                    kill_wait_s=spec.kill_wait_s,
-                )
+                self.stop = await self._stop_group(proc)
                 return
         # The agent is gone; anything left in its group is an orphan (e.g. an MCP server).
         if _group_alive(proc.pid):
-            self.stop = await stop_process_group(
-                proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
-            )
+            self.stop = await self._stop_group(proc)
+
+    def _stop_group(self, proc: asyncio.subprocess.Process) -> Awaitable[StopResult]:
+        spec = self.spec
+        return stop_process_group(
+            proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
+        )
 
     async def _drain(
         self, stdout_task: asyncio.Task[None], stderr_task: asyncio.Task[None]
@@ -325,12 +324,7 @@ class _AgentRun:
             stdout_task.result()
 
     async def _abort(self, proc: asyncio.subprocess.Process) -> None:
-        spec = self.spec
-        stopping = asyncio.ensure_future(
-            stop_process_group(
-                proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
-            )
-        )
+        stopping = asyncio.ensure_future(self._stop_group(proc))
         try:
             self.stop = await asyncio.shield(stopping)
         except asyncio.CancelledError:

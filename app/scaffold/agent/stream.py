@@ -147,17 +147,6 @@ class StreamDecoder:
     line costs no more memory than a normal one.
     """
 
-    __slots__ = (
-        "_discard_head",
-        "_discard_len",
-        "_discarding",
-        "_line_no",
-        "_pending",
-        "max_line_bytes",
-        "parse",
-        "summary",
-    )
-
     def __init__(
         self,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -178,45 +167,10 @@ class StreamDecoder:
     def feed(self, chunk: bytes) -> list[Event]:
         """Take the next chunk; return the events of every line it completes."""
         out: list[Event] = []
-        if not chunk:
-            return out
         self.summary.bytes_read += len(chunk)
-        if self._discarding:
-            nl = chunk.find(b"\n")
-            part = chunk if nl < 0 else chunk[:nl]
-            self._discard_len += len(part)
-            if len(self._discard_head) < EXCERPT_BYTES:
-                self._discard_head = excerpt_of(self._discard_head, part)
-            if nl < 0:
-                return out
-            self._end_discard()
-            chunk = chunk[nl + 1 :]
-        pending = self._pending
-        if pending:
-            nl = chunk.find(b"\n")
-            if nl < 0:
-                self._hold(chunk)
-                return out
-            if len(pending) + nl > self.max_line_bytes:
-                self._line_no += 1
-                self._note_overlong(excerpt_of(pending, chunk[:nl]), len(pending) + nl)
-                pending.clear()
-            else:
-                pending += chunk[:nl]
-                self._note_peak()
-                line = bytes(pending)
-                pending.clear()
-                self._take(line, out)
-            chunk = chunk[nl + 1 :]
-        lines = chunk.split(b"\n")
-        tail = lines.pop()
-        cap = self.max_line_bytes
-        for line in lines:
-            if len(line) > cap:
-                self._line_no += 1
-                self._note_overlong(line[:EXCERPT_BYTES], len(line))
-            else:
-                self._take(line, out)
+        *ends, tail = chunk.split(b"\n")
+        for end in ends:
+            self._end_line(end, out)
         if tail:
             self._hold(tail)
         return out
@@ -248,8 +202,31 @@ class StreamDecoder:
         summary.observe(event)
         out.append(event)
 
+    def _end_line(self, part: bytes, out: list[Event]) -> None:
+        """``part`` ends the line begun by what is held (or being dropped)."""
+        pending = self._pending
+        if self._discarding:
+            self._hold(part)
+            self._end_discard()
+        elif len(pending) + len(part) > self.max_line_bytes:
+            self._line_no += 1
+            self._note_overlong(excerpt_of(pending, part), len(pending) + len(part))
+            pending.clear()
+        elif pending:
+            pending += part
+            self._note_peak()
+            line = bytes(pending)
+            pending.clear()
+            self._take(line, out)
+        else:
+            self._take(part, out)
+
     def _hold(self, part: bytes) -> None:
         """Keep part of an unfinished line, or start dropping it if it is too long."""
+        if self._discarding:
+            self._discard_len += len(part)
+            self._discard_head = excerpt_of(self._discard_head, part)
+            return
         size = len(self._pending) + len(part)
         if size > self.max_line_bytes:
             self._discard_head = excerpt_of(self._pending, part)

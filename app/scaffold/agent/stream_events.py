@@ -250,7 +250,8 @@ def _result(d: JsonObject) -> ResultEvent:
     )
 
 
-def _count(d: JsonObject, key: str) -> int:
+def count(d: JsonObject, key: str) -> int:
+    """A token count: a non-negative integer, else 0."""
     value = d.get(key)
     return value if type(value) is int and value >= 0 else 0
 
@@ -259,11 +260,11 @@ def _claude_usage(raw: object) -> Usage | None:
     """Claude Code's ``usage``: cache reads and writes are prompt tokens too."""
     if not isinstance(raw, dict):
         return None
-    cached = _count(raw, "cache_read_input_tokens")
-    written = _count(raw, "cache_creation_input_tokens")
+    cached = count(raw, "cache_read_input_tokens")
+    written = count(raw, "cache_creation_input_tokens")
     return Usage(
-        input_tokens=_count(raw, "input_tokens") + cached + written,
-        output_tokens=_count(raw, "output_tokens"),
+        input_tokens=count(raw, "input_tokens") + cached + written,
+        output_tokens=count(raw, "output_tokens"),
         cached_input_tokens=cached,
     )
 
@@ -338,8 +339,9 @@ def excerpt_of(first: bytes | bytearray, second: bytes) -> bytes:
     return head + second[: EXCERPT_BYTES - len(head)]
 
 
-def parse_line(line: bytes, line_no: int = 0) -> Event:
-    """Type one stream-json line (without its newline). Raises `StreamLineError`."""
+def load_line(line: bytes, line_no: int) -> tuple[JsonObject, str]:
+    """One JSON-lines object and its ``type`` (every agent CLI prints these); raises
+    `StreamLineError` for anything else."""
     try:
         data = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -356,6 +358,12 @@ def parse_line(line: bytes, line_no: int = 0) -> Event:
     type_ = data.get("type")
     if type(type_) is not str:
         raise StreamLineError(line_no, "object without a string 'type'", excerpt(line))
+    return data, type_
+
+
+def parse_line(line: bytes, line_no: int = 0) -> Event:
+    """Type one stream-json line (without its newline). Raises `StreamLineError`."""
+    data, type_ = load_line(line, line_no)
     build = _BUILDERS.get(type_)
     if build is None:
         return _unknown(data, type_)

@@ -12,10 +12,10 @@ moved to ``completed/``).
 
 from __future__ import annotations
 
-import functools
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaffold.backlog.config import BacklogConfig
 from scaffold.backlog.format import BacklogTask
@@ -24,11 +24,8 @@ from scaffold.errors import BacklogError, InvalidIdError
 from scaffold.ids import task_sort_key
 
 
-@functools.lru_cache(maxsize=16384)
 def id_order(task_id: str) -> tuple[tuple[int, ...], str]:
-    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text.
-
-    Memoised: the orchestrator sorts the whole backlog on every re-read."""
+    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text."""
     try:
         return task_sort_key(task_id), task_id
     except InvalidIdError:
@@ -88,14 +85,15 @@ def describe_cycle(cycle: Sequence[str]) -> str:
     return " -> ".join([*cycle, cycle[0]])
 
 
-def topological_order(edges: Mapping[str, Sequence[str]]) -> list[str]:
-    """Dependencies before dependents, ties in id order; raises BacklogError on a cycle."""
+def dependency_order(edges: Mapping[str, Iterable[str]], rank: Callable[[str], Any]) -> list[str]:
+    """Dependencies before dependents; among nodes free to go, the lowest ``rank`` first
+    (Kahn's algorithm). Nodes in a cycle, and those waiting on one, are left out."""
     pending = {n: {d for d in edges[n] if d in edges and d != n} for n in edges}
     dependents: dict[str, list[str]] = {n: [] for n in edges}
     for node, deps in pending.items():
         for dep in deps:
             dependents[dep].append(node)
-    heap = [(id_order(n), n) for n, deps in pending.items() if not deps]
+    heap = [(rank(n), n) for n, deps in pending.items() if not deps]
     heapq.heapify(heap)
     order: list[str] = []
     while heap:
@@ -104,7 +102,13 @@ def topological_order(edges: Mapping[str, Sequence[str]]) -> list[str]:
         for child in dependents[node]:
             pending[child].discard(node)
             if not pending[child]:
-                heapq.heappush(heap, (id_order(child), child))
+                heapq.heappush(heap, (rank(child), child))
+    return order
+
+
+def topological_order(edges: Mapping[str, Sequence[str]]) -> list[str]:
+    """Dependencies before dependents, ties in id order; raises BacklogError on a cycle."""
+    order = dependency_order(edges, id_order)
     if len(order) != len(edges) or any(n in edges.get(n, ()) for n in edges):
         cycles = find_cycles(edges)
         text = "; ".join(describe_cycle(c) for c in cycles)

@@ -82,7 +82,11 @@ _TIMESTAMP = re.compile(
     r"(?:[Tt]|[ \t]+)([0-9][0-9]?):([0-9][0-9]):([0-9][0-9])"
     r"(?:\.([0-9]*))?(?:[ \t]*(Z|([-+])([0-9][0-9]?)(?::([0-9][0-9]))?))?$"
 )
-_BASE60_TAIL = re.compile(r"^(:[0-5]?[0-9])+$")
+# js-yaml's YAML 1.1 integers: binary, hex, octal, decimal and base 60, "_" between digits.
+_INT = re.compile(
+    r"[-+]?(?:0|0b[01_]*[01]|0x[0-9a-fA-F_]*[0-9a-fA-F]|0[0-7_]*[0-7]"
+    r"|[1-9](?:[0-9_]*[0-9])?|[1-9][0-9_]*(?::[0-5]?[0-9])+)"
+)
 
 
 def _utf16_units(value: str) -> list[int]:
@@ -122,65 +126,12 @@ def _is_plain_safe_first(c: int) -> bool:
     return not (c < 0x80 and chr(c) in _FIRST_UNSAFE)
 
 
-def _resolves_int(data: str) -> bool:
-    if not data:
-        return False
-    index = 0
-    ch = data[0]
-    if ch in "-+":
-        index += 1
-        ch = data[index] if index < len(data) else ""
-    if ch == "0":
-        if index + 1 == len(data):
-            return True
-        index += 1
-        ch = data[index]
-        if ch in "bx":
-            allowed = "01" if ch == "b" else "0123456789abcdefABCDEF"
-            has_digits = False
-            for ch in data[index + 1 :]:
-                if ch == "_":
-                    continue
-                if ch not in allowed:
-                    return False
-                has_digits = True
-            return has_digits and ch != "_"
-        has_digits = False
-        for ch in data[index:]:
-            if ch == "_":
-                continue
-            if ch not in "01234567":
-                return False
-            has_digits = True
-        return has_digits and ch != "_"
-    if ch == "_":
-        return False
-    has_digits = False
-    pos = index
-    while pos < len(data):
-        ch = data[pos]
-        if ch == "_":
-            pos += 1
-            continue
-        if ch == ":":
-            break
-        if ch not in "0123456789":
-            return False
-        has_digits = True
-        pos += 1
-    if not has_digits or ch == "_":
-        return False
-    if ch != ":":
-        return True
-    return bool(_BASE60_TAIL.match(data[pos:]))
-
-
 def _is_ambiguous(data: str) -> bool:
     """True when safeLoad would read ``data`` back as something other than a string."""
     return (
         data in ("~", "null", "Null", "NULL")
         or data in ("true", "True", "TRUE", "false", "False", "FALSE")
-        or _resolves_int(data)
+        or bool(_INT.fullmatch(data))
         or (bool(_FLOAT.match(data)) and not data.endswith("_"))
         or bool(_DATE.match(data) or _TIMESTAMP.match(data))
         or data == "<<"
@@ -248,10 +199,6 @@ def _indent_lines(value: str, spaces: int) -> str:
     )
 
 
-def _drop_ending_newline(value: str) -> str:
-    return value[:-1] if value.endswith("\n") else value
-
-
 def _fold_line(line: str, width: int) -> str:
     if line == "" or line[0] == " ":
         return line
@@ -312,10 +259,10 @@ def dump_string(value: str, level: int = 1) -> str:
     if style == _STYLE_SINGLE:
         return "'" + value.replace("'", "''") + "'"
     if style == _STYLE_LITERAL:
-        return "|" + _block_header(value) + _drop_ending_newline(_indent_lines(value, indent))
+        return "|" + _block_header(value) + _indent_lines(value, indent).removesuffix("\n")
     if style == _STYLE_FOLDED:
         folded = _fold_string(value, width)
-        return ">" + _block_header(value) + _drop_ending_newline(_indent_lines(folded, indent))
+        return ">" + _block_header(value) + _indent_lines(folded, indent).removesuffix("\n")
     return '"' + _escape_double(value) + '"'
 
 

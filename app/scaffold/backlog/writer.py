@@ -19,7 +19,7 @@ from typing import Any
 from scaffold.backlog import sections
 from scaffold.backlog.atomic import replace_file
 from scaffold.backlog.config import load_config, status_key
-from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task, remember_parsed
+from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task
 from scaffold.backlog.frontmatter import key_spans, split_document
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.errors import BacklogError
@@ -119,8 +119,7 @@ def edit_task(
     if not unchanged:
         # Someone (an agent, the CLI) wrote in between: do not clobber their change.
         raise BacklogError(path, "the file changed while scaffold was editing it; try again")
-    written = replace_file(path, content.encode("utf-8"))
-    remember_parsed(path, written, updated, prefix=prefix, folder=folder)
+    replace_file(path, content.encode("utf-8"))
     return updated
 
 
@@ -130,7 +129,7 @@ def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> Ba
     The status must be one of the statuses in the backlog's ``config.yml``
     (found two folders up from the task file), as the tool requires.
     """
-    return edit_task(path, frontmatter={"status": _configured_status(path, status)}, now=now)
+    return update_task(path, status=status, now=now)
 
 
 def _configured_status(path: Path, status: str) -> str:
@@ -180,14 +179,12 @@ def append_implementation_notes(
     path: Path, text: str, *, now: dt.datetime | None = None
 ) -> BacklogTask:
     """Add a paragraph to the Implementation Notes (created where the tool would put it)."""
-    notes = _check_text(text, "implementation notes", path)
-    return edit_task(path, body=_append_section(sections.NOTES, notes), now=now)
+    return update_task(path, notes=text, now=now)
 
 
 def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) -> BacklogTask:
     """Replace the Final Summary (created where the tool would put it)."""
-    summary = _check_text(text, "final summary", path)
-    return edit_task(path, body=_replace_section(sections.FINAL_SUMMARY, summary), now=now)
+    return update_task(path, summary=text, now=now)
 
 
 def given(text: str | None) -> str | None:

@@ -20,7 +20,7 @@ from scaffold.git.runner import repo_toplevel
 # milliseconds (no pydantic, no orchestrator, no aiohttp or mcp). The rest loads on use.
 KINDS = ("architecture", "data-model", "states")
 
-_repo_option = click.option(
+repo_option = click.option(
     "--repo",
     "repo_path",
     type=click.Path(file_okay=False),
@@ -35,7 +35,7 @@ def repo_root(path: str | None) -> Path:
 
 
 @click.command(name="diagram-check")
-@_repo_option
+@repo_option
 @click.option("--base", required=True, help="The commit the change starts from.")
 @click.option("--head", default="HEAD", show_default=True, help="The commit the change ends at.")
 @click.option(
@@ -68,7 +68,7 @@ def diagrams() -> None:
 
 
 @diagrams.command(name="generate")
-@_repo_option
+@repo_option
 @click.option(
     "--kind",
     type=click.Choice([*KINDS, "all"]),

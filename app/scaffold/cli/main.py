@@ -19,7 +19,7 @@ import click
 
 from scaffold import __version__
 from scaffold.cli.action_cmds import action
-from scaffold.cli.diagram_cmds import diagram_check, diagrams
+from scaffold.cli.diagram_cmds import diagram_check, diagrams, repo_option
 from scaffold.cli.review_cmd import TAKES_FEEDBACK, read_body, request_changes
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
@@ -75,15 +75,6 @@ def cli() -> None:
 
 def _repo(path: str | None) -> Path:
     return find_repo(Path(path) if path else Path.cwd())
-
-
-repo_option = click.option(
-    "--repo",
-    "repo_path",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The git repository (default: the one around the current directory).",
-)
 
 
 @cli.command()
@@ -245,10 +236,6 @@ def _task_of(repo: Path, task_id: str, states: tuple[str, ...]) -> tuple[Quest, 
     raise UnknownTask(tid)
 
 
-def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
-    return _task_of(repo, task_id, states)[0].id
-
-
 @cli.command()
 @repo_option
 @click.option("--quest", "quest_id", default=None, help="The quest asking (when ids repeat).")
@@ -271,7 +258,7 @@ def _task_message(
     kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...], text: str = ""
 ) -> None:
     repo = _repo(repo_path)
-    quest_id = _find_task(repo, task_id, states)
+    quest_id = _task_of(repo, task_id, states)[0].id
     tid = normalize_task_id(task_id)
     inbox.post(state_root(repo), inbox.make(kind, quest_id, task_id=tid, text=text))  # type: ignore[arg-type]
     click.echo(f"{kind} {tid} recorded; `scaffold run` carries it out")

@@ -2,9 +2,7 @@
 
 Nothing the agent could touch is trusted: the tree is built in an index of scaffold's
 from the worktree's files, committed on the branch's tip by ``git commit-tree`` and the
-branch moved with a compare-and-swap. scaffold keeps its own copy of each worktree's
-index (:class:`~scaffold.git.index_file.SavedIndexes`) so that ``git add -A`` hashes
-only the files whose stat changed.
+branch moved with a compare-and-swap.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -21,9 +18,9 @@ from scaffold.git.repository import CAS_ATTEMPTS, read_small_file, same_path
 from scaffold.git.worktrees import Worktrees
 from scaffold.ids import branch_for_task
 
-# ``add -A`` trusts an unchanged stat only as git does by default: ctime counts (an
-# agent can restore a file's mtime, never its ctime) and no entry is assumed unchanged;
-# the index it writes is whole (not split) and of a version ``index_file`` reads.
+# ``add -A`` trusts an unchanged stat only as git does by default, whatever config an
+# agent wrote: ctime counts and no entry is assumed unchanged; the index it writes is
+# whole (not split), so it can replace the worktree's.
 _FULL_STAT: tuple[str, ...] = tuple(
     part
     for setting in (
@@ -31,7 +28,6 @@ _FULL_STAT: tuple[str, ...] = tuple(
         "core.checkStat=default",
         "core.ignoreStat=false",
         "core.splitIndex=false",
-        "index.version=2",
     )
     for part in ("-c", setting)
 )
@@ -64,9 +60,7 @@ class Commits(Worktrees):
         (scaffold's index takes its place). Returns the new commit, or None when there
         was nothing to commit.
 
-        With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A`` hashes
-        only the files whose stat changed; without it, ``read-tree`` fills the index from
-        the tip first. A conflict merge being finished gets its ``MERGE_HEAD`` as a second
+        A conflict merge being finished gets its ``MERGE_HEAD`` as a second
         parent and a ``reset`` that ends it. With ``unless_merging``, a worktree in the
         middle of a merge (conflict markers an agent has yet to resolve) is left as it is.
         """
@@ -82,18 +76,8 @@ class Commits(Worktrees):
         try:
             index = Path(tmp) / "index"
             env = {"GIT_INDEX_FILE": str(index)}
-            loaded = self._indexes().load(task_id, wt.tip, index)
-            # Entries whose ctime is this recent are hashed again next time (index_file).
-            since_s = int(time.time()) - 1
-            if not loaded:
-                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
-            added = self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env, check=not loaded)
-            if added.returncode != 0:
-                # A saved index git cannot use (e.g. a split index's half): start afresh.
-                self._indexes().forget(task_id)
-                index.unlink(missing_ok=True)
-                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
-                self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
+            self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
+            self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
             tree = self._git(["write-tree"], cwd=path, env=env).stdout.strip()
             new: str | None = None
             parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
@@ -101,7 +85,6 @@ class Commits(Worktrees):
                 new = self._commit_tree(tree, parents, message)
                 if not self._compare_and_swap(branch, new, wt.tip, f"scaffold: {task_id} work"):
                     raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
-            self._indexes().save(task_id, new or wt.tip, index, since_s)
             if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
                 # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
                 self._git(["reset", "-q"], cwd=path)
@@ -148,12 +131,8 @@ class Commits(Worktrees):
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(CAS_ATTEMPTS):
-            head = self._heads(target).get(target)
-            if head is None or head.commit is None or head.tree is None:
-                old = self._require_rev(f"refs/heads/{target}")
-                old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
-            else:
-                old, old_tree = head.commit, head.tree
+            old = self._require_rev(f"refs/heads/{target}")
+            old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
@@ -162,7 +141,7 @@ class Commits(Worktrees):
             if tree == old_tree:
                 return None
             new = self._commit_tree(tree, [old], message)
-            checkout = self._checkout_from(target, head)
+            checkout = self._checkout_of(target)
             if checkout is not None and same_path(checkout, self.repo_root):
                 self._git(["update-index", "--add", "--remove", "--", *rels])
             elif checkout is not None:

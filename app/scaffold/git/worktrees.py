@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
-    BranchHead,
     ListedWorktree,
     Repository,
     read_small_file,
@@ -85,9 +82,6 @@ class Worktrees(Repository):
     def _default_root(self) -> Path:
         return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
 
-    def _indexes(self) -> SavedIndexes:
-        return SavedIndexes(self.common_dir() / INDEX_CACHE)
-
     # ----------------------------------------------------------------- ignore
 
     def ensure_excluded(self) -> None:
@@ -141,17 +135,9 @@ class Worktrees(Repository):
         return head.stdout.strip() == f"refs/heads/{branch}"
 
     def _discard(self, path: Path) -> None:
-        """Remove whatever is at ``path``: a registered worktree or a stale folder.
-
-        The common case, the one worktree registered at ``path`` removed by ``worktree
-        remove``, takes two git processes (list, remove): git took the folder and the
-        registration, and there is nothing left there to unlock or prune.
-        """
-        at_path = [entry for entry in self._entries() if same_path(entry.path, path)]
-        if at_path:
-            out = self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-            if out.returncode == 0 and len(at_path) == 1 and not os.path.lexists(path):
-                return
+        """Remove whatever is at ``path``: a registered worktree or a stale folder."""
+        if self._entry_at(path) is not None:
+            self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
             if self._entry_at(path) is not None:
                 # Locked with its folder gone, or a submodule inside: unlock, then prune.
                 self._git(["worktree", "unlock", str(path)], check=False)
@@ -177,25 +163,10 @@ class Worktrees(Repository):
         exists. A healthy worktree already on that branch is reused as is
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
-
-        The common case (nothing at the path, the branch checked out nowhere) takes
-        two git processes: ``for-each-ref`` reads both branches and where they are
-        checked out, then ``worktree add`` (``-b`` when the branch is new). Anything
-        else, or that ``worktree add`` failing, takes the repairing path below.
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
-        try:
-            default: str | None = self.default_branch()
-        except (GitError, InvalidIdError):
-            default = None  # needed only for a new branch: the repairing path says why
-        heads = self._heads(branch) if default is None else self._heads(branch, default)
-        own = heads.get(branch)
-        if self._add_fresh(
-            task_id, path, branch, own, None if default is None else heads.get(default)
-        ):
-            return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
         if entry is not None and self._healthy(entry, path, branch):
@@ -211,70 +182,17 @@ class Worktrees(Repository):
         self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
 
-    def _add_fresh(
-        self,
-        task_id: str,
-        path: Path,
-        branch: str,
-        own: BranchHead | None,
-        default: BranchHead | None,
-    ) -> bool:
-        """``worktree add`` when there is nothing to repair; False (having changed
-        nothing that the repairing path does not handle) when it is not that simple.
-
-        Nothing may be at ``path`` (not even a dangling symlink), and the branch may be
-        checked out in no worktree, not even a prunable one; a registration left at
-        ``path`` whose folder is gone makes ``worktree add`` refuse, as does a branch
-        made meanwhile by someone else.
-        """
-        if os.path.lexists(path):
-            return False
-        if own is not None:
-            if own.commit is None or own.checkout:
-                return False
-            args = ["worktree", "add", str(path), branch]
-        else:
-            if default is None or default.commit is None:
-                return False
-            args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
-        tip = own.commit if own is not None else default.commit if default is not None else None
-        self.worktree_root.mkdir(parents=True, exist_ok=True)
-        since_s = int(time.time()) - 1
-        if self._git(args, check=False).returncode != 0:
-            return False
-        if tip is not None:
-            self._seed_index(task_id, path, tip, since_s)
-        return True
-
-    def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
-        """The index ``worktree add`` has just written (no agent has run there yet) is
-        the tip's, with every file's stat: saved, so even the first commit hashes only
-        what the agent changed."""
-        link = read_small_file(path / ".git").strip()
-        admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
-        if admin is None or not admin.is_absolute():
-            return
-        if not same_path(admin.parent, self.common_dir() / "worktrees"):
-            return
-        self._indexes().save(task_id, tip, admin / "index", since_s)
-
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
 
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
         self._discard(self.worktree_path(task_id))
-        self._indexes().forget(task_id)
 
     def delete_branch(self, task_id: str) -> None:
         """Delete the task's branch, merged or not; nothing happens if it is gone."""
         branch = branch_for_task(task_id)
-        # Tried first: one git process when it works. It refuses a branch that a
-        # worktree, even a gone one, has checked out: prune, then try once more.
-        if self._git(["branch", "-D", branch], check=False).returncode == 0:
-            return
-        if self._rev(f"refs/heads/{branch}") is None:
-            return
+        # git refuses a branch that a worktree, even a gone one, has checked out.
         self.prune()
         out = self._git(["branch", "-D", branch], check=False)
         if out.returncode != 0 and self._rev(f"refs/heads/{branch}") is not None:

@@ -11,7 +11,6 @@ half-way -- is refused instead of creating duplicates; ``complete`` is false whi
 from __future__ import annotations
 
 import contextlib
-import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from scaffold.backlog import (
     load_backlog,
     sanitize_filename,
 )
+from scaffold.backlog.graph import dependency_order
 from scaffold.errors import BacklogError, InvalidIdError, StoreError
 from scaffold.ids import normalize_task_id
 from scaffold.signal_back.planning import (
@@ -200,29 +200,6 @@ def _resolve(
     return resolved, problems
 
 
-def _creation_order(
-    specs: Sequence[TaskSpec], edges: Mapping[str, Sequence[str]]
-) -> tuple[TaskSpec, ...]:
-    """Dependencies first; among tasks free to go, the plan's own order (Kahn's algorithm)."""
-    index = {s.key: n for n, s in enumerate(specs)}
-    waiting = {s.key: {d for d in edges[s.key] if d != s.key} for s in specs}
-    dependents: dict[str, list[str]] = {s.key: [] for s in specs}
-    for key, deps in waiting.items():
-        for dep in deps:
-            dependents[dep].append(key)
-    ready = [index[k] for k, deps in waiting.items() if not deps]
-    heapq.heapify(ready)
-    order: list[TaskSpec] = []
-    while ready:
-        spec = specs[heapq.heappop(ready)]
-        order.append(spec)
-        for child in dependents[spec.key]:
-            waiting[child].discard(spec.key)
-            if not waiting[child]:
-                heapq.heappush(ready, index[child])
-    return tuple(order)
-
-
 def validate_plan(
     arguments: Mapping[str, Any] | None, snapshot: BacklogSnapshot
 ) -> ValidPlan | list[Problem]:
@@ -256,7 +233,9 @@ def validate_plan(
         s.key: " ".join(s.priority.split()).lower() if s.priority else None for s in plan.tasks
     }
     file_map = tuple(dict.fromkeys(p.strip() for p in plan.file_map))
-    order = _creation_order(plan.tasks, edges)
+    # Dependencies first; among tasks free to go, the plan's own order.
+    by_key = {s.key: s for s in plan.tasks}  # the keys are unique by now
+    order = tuple(by_key[k] for k in dependency_order(edges, first_of_key.__getitem__))
     return ValidPlan(file_map, order, depends_on, priorities)
 
 

@@ -13,8 +13,6 @@ No MCP types here: :mod:`scaffold.signal_back.tools` serves these.
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.errors import StoreError
-from scaffold.fsutil import fsync_dir
+from scaffold.fsutil import fsync_dir, write_file
 from scaffold.roles import Role
 
 REQUIREMENTS_TOOL = "write-requirements"
@@ -123,56 +121,21 @@ def _ensure_dir(directory: Path) -> None:
         fsync_dir(directory.parent)  # the new directory's own name must survive too
 
 
-def _temp_file(directory: Path, name: str, data: bytes) -> Path:
-    tmp = directory / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return tmp
-
-
 def write_durably(directory: Path, name: str, data: bytes) -> Path:
-    """Temp file + fsync, ``os.replace`` over ``name``, fsync the directory."""
+    """``name`` in ``directory`` (made if needed), written atomically and fsynced."""
     _ensure_dir(directory)
-    tmp = _temp_file(directory, name, data)
-    try:
-        os.replace(tmp, directory / name)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    fsync_dir(directory)
+    write_file(directory / name, data)
     return directory / name
 
 
 def claim_durably(directory: Path, name: str, data: bytes) -> bool:
-    """Like :func:`write_durably`, but only if ``name`` does not exist yet (no clobber).
-
-    Returns False when it exists. A hard link is the atomic "create if absent"; a file
-    system without hard links falls back to a check and ``os.replace``.
-    """
+    """Like :func:`write_durably`, but only if ``name`` does not exist yet (no clobber);
+    False when it exists."""
     _ensure_dir(directory)
-    tmp = _temp_file(directory, name, data)
-    target = directory / name
     try:
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            return False
-        except OSError:
-            if target.exists():
-                return False
-            os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    fsync_dir(directory)
+        write_file(directory / name, data, exclusive=True)
+    except FileExistsError:
+        return False
     return True
 
 
