@@ -12,7 +12,6 @@ import os
 import stat
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -412,64 +411,3 @@ def test_after_settling_a_branch_moved_elsewhere_is_followed(repo: Path) -> None
     new = ws.commit_all(TASK, "work")
     assert new is not None
     assert git(repo, "rev-parse", f"{new}^") == same_tree
-
-
-# ------------------------------------------------ changes git's stat check could miss
-
-
-def rewrite_keeping_stat(path: Path, content: str) -> None:
-    """Same size, same inode, mtime put back: only ctime shows the change."""
-    before = path.stat()
-    assert len(content.encode()) == before.st_size
-    with open(path, "r+", encoding="utf-8") as fh:
-        fh.write(content)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        before.st_size,
-        before.st_mtime_ns,
-        before.st_ino,
-    )
-
-
-def test_a_same_second_rewrite_with_its_mtime_put_back_is_committed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
-    ws = Workspace(repo)
-    wt = ws.create_worktree(TASK)
-    f = write(wt, "data.txt", "alpha\n")
-    old = time.time() - 3600
-    os.utime(f, (old, old))
-    first = ws.commit_all(TASK, "first")
-    assert first is not None
-    rewrite_keeping_stat(f, "omega\n")
-    second = ws.commit_all(TASK, "second")
-    assert second is not None
-    assert git(repo, "show", f"{second}:data.txt") == "omega"
-    assert git(wt, "status", "--porcelain") == ""
-
-
-def test_every_commit_is_the_fresh_index_commit(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
-    ws = Workspace(repo)
-    wt = ws.create_worktree(TASK)
-    steps = [
-        lambda: write(wt, "a/one.py", "print(1)\n"),
-        (wt / "README.md").unlink,
-        lambda: write(wt, "lines.txt", "one\ntwo\nthree\nfour\n"),
-        lambda: os.rename(wt / "a" / "one.py", wt / "a" / "two.py"),
-        lambda: (wt / "a" / "two.py").chmod(0o755),
-        lambda: os.symlink("lines.txt", wt / "link"),
-        lambda: write(wt, ".gitignore", "*.log\n") and write(wt, "x.log", "ignored\n"),
-        lambda: None,
-        lambda: os.utime(wt / "lines.txt"),  # stat only: no write-tree, no commit
-        lambda: write(wt, "lines.txt", "one\ntwo\nthree\nfour\n"),  # the same bytes again
-        lambda: (wt / "a" / "two.py").chmod(0o644),  # the mode alone
-        lambda: write(wt, "lines.txt", "ONE\ntwo\nthree\nfour\n"),  # same size, same second
-    ]
-    for step in steps:
-        step()
-        old = git(repo, "rev-parse", "scaffold/task-1")
-        expected = fresh_tree(wt, old)
-        new = ws.commit_all(TASK, "step")
-        got = git(repo, "rev-parse", f"{new or old}^{{tree}}")
-        assert got == expected

@@ -2,7 +2,9 @@
 
 Nothing the agent could touch is trusted: the tree is built in an index of scaffold's
 from the worktree's files, committed on the branch's tip by ``git commit-tree`` and the
-branch moved with a compare-and-swap.
+branch moved with a compare-and-swap. scaffold keeps its own copy of each worktree's
+index (:class:`~scaffold.git.index_file.SavedIndexes`) so that ``git add -A`` hashes
+only the files whose stat changed.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -18,9 +21,9 @@ from scaffold.git.repository import CAS_ATTEMPTS, read_small_file, same_path
 from scaffold.git.worktrees import Worktrees
 from scaffold.ids import branch_for_task
 
-# ``add -A`` trusts an unchanged stat only as git does by default, whatever config an
-# agent wrote: ctime counts and no entry is assumed unchanged; the index it writes is
-# whole (not split), so it can replace the worktree's.
+# ``add -A`` trusts an unchanged stat only as git does by default: ctime counts (an
+# agent can restore a file's mtime, never its ctime) and no entry is assumed unchanged;
+# the index it writes is whole (not split) and of a version ``index_file`` reads.
 _FULL_STAT: tuple[str, ...] = tuple(
     part
     for setting in (
@@ -28,6 +31,7 @@ _FULL_STAT: tuple[str, ...] = tuple(
         "core.checkStat=default",
         "core.ignoreStat=false",
         "core.splitIndex=false",
+        "index.version=2",
     )
     for part in ("-c", setting)
 )
@@ -60,7 +64,9 @@ class Commits(Worktrees):
         (scaffold's index takes its place). Returns the new commit, or None when there
         was nothing to commit.
 
-        A conflict merge being finished gets its ``MERGE_HEAD`` as a second
+        With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A`` hashes
+        only the files whose stat changed; without it, ``read-tree`` fills the index from
+        the tip first. A conflict merge being finished gets its ``MERGE_HEAD`` as a second
         parent and a ``reset`` that ends it. With ``unless_merging``, a worktree in the
         middle of a merge (conflict markers an agent has yet to resolve) is left as it is.
         """
@@ -76,8 +82,18 @@ class Commits(Worktrees):
         try:
             index = Path(tmp) / "index"
             env = {"GIT_INDEX_FILE": str(index)}
-            self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
-            self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
+            loaded = self._indexes().load(task_id, wt.tip, index)
+            # Entries whose ctime is this recent are hashed again next time (index_file).
+            since_s = int(time.time()) - 1
+            if not loaded:
+                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
+            added = self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env, check=not loaded)
+            if added.returncode != 0:
+                # A saved index git cannot use (e.g. a split index's half): start afresh.
+                self._indexes().forget(task_id)
+                index.unlink(missing_ok=True)
+                self._git([*_FULL_STAT, "read-tree", wt.tip], cwd=path, env=env)
+                self._git([*_FULL_STAT, "add", "-A"], cwd=path, env=env)
             tree = self._git(["write-tree"], cwd=path, env=env).stdout.strip()
             new: str | None = None
             parents = [wt.tip, *self._merging_parent(wt.merge_head, wt.tip)]
@@ -85,6 +101,7 @@ class Commits(Worktrees):
                 new = self._commit_tree(tree, parents, message)
                 if not self._compare_and_swap(branch, new, wt.tip, f"scaffold: {task_id} work"):
                     raise GitError(["update-ref", branch], 1, f"{branch} moved while committing")
+            self._indexes().save(task_id, new or wt.tip, index, since_s)
             if any(os.path.lexists(wt.admin / name) for name in _BRANCH_STATE):
                 # A merge (or cherry-pick...) in progress: ``reset`` ends it, as before.
                 self._git(["reset", "-q"], cwd=path)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.errors import GitError, InvalidIdError
+from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
+    BranchHead,
     ListedWorktree,
     Repository,
     read_small_file,
@@ -81,6 +84,9 @@ class Worktrees(Repository):
 
     def _default_root(self) -> Path:
         return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
+
+    def _indexes(self) -> SavedIndexes:
+        return SavedIndexes(self.common_dir() / INDEX_CACHE)
 
     # ----------------------------------------------------------------- ignore
 
@@ -163,10 +169,25 @@ class Worktrees(Repository):
         exists. A healthy worktree already on that branch is reused as is
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
+
+        The common case (nothing at the path, the branch checked out nowhere) takes
+        two git processes: ``for-each-ref`` reads both branches and where they are
+        checked out, then ``worktree add`` (``-b`` when the branch is new). Anything
+        else, or that ``worktree add`` failing, takes the repairing path below.
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
+        try:
+            default: str | None = self.default_branch()
+        except (GitError, InvalidIdError):
+            default = None  # needed only for a new branch: the repairing path says why
+        heads = self._heads(branch) if default is None else self._heads(branch, default)
+        own = heads.get(branch)
+        if self._add_fresh(
+            task_id, path, branch, own, None if default is None else heads.get(default)
+        ):
+            return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
         if entry is not None and self._healthy(entry, path, branch):
@@ -182,12 +203,60 @@ class Worktrees(Repository):
         self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
         return path
 
+    def _add_fresh(
+        self,
+        task_id: str,
+        path: Path,
+        branch: str,
+        own: BranchHead | None,
+        default: BranchHead | None,
+    ) -> bool:
+        """``worktree add`` when there is nothing to repair; False (having changed
+        nothing that the repairing path does not handle) when it is not that simple.
+
+        Nothing may be at ``path`` (not even a dangling symlink), and the branch may be
+        checked out in no worktree, not even a prunable one; a registration left at
+        ``path`` whose folder is gone makes ``worktree add`` refuse, as does a branch
+        made meanwhile by someone else.
+        """
+        if os.path.lexists(path):
+            return False
+        if own is not None:
+            if own.commit is None or own.checkout:
+                return False
+            args = ["worktree", "add", str(path), branch]
+        else:
+            if default is None or default.commit is None:
+                return False
+            args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
+        tip = own.commit if own is not None else default.commit if default is not None else None
+        self.worktree_root.mkdir(parents=True, exist_ok=True)
+        since_s = int(time.time()) - 1
+        if self._git(args, check=False).returncode != 0:
+            return False
+        if tip is not None:
+            self._seed_index(task_id, path, tip, since_s)
+        return True
+
+    def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
+        """The index ``worktree add`` has just written (no agent has run there yet) is
+        the tip's, with every file's stat: saved, so even the first commit hashes only
+        what the agent changed."""
+        link = read_small_file(path / ".git").strip()
+        admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
+        if admin is None or not admin.is_absolute():
+            return
+        if not same_path(admin.parent, self.common_dir() / "worktrees"):
+            return
+        self._indexes().save(task_id, tip, admin / "index", since_s)
+
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
 
     def remove_worktree(self, task_id: str) -> None:
         """Remove the task's worktree, uncommitted and untracked files included."""
         self._discard(self.worktree_path(task_id))
+        self._indexes().forget(task_id)
 
     def delete_branch(self, task_id: str) -> None:
         """Delete the task's branch, merged or not; nothing happens if it is gone."""
