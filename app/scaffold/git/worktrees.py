@@ -17,7 +17,6 @@ from pathlib import Path
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
-    BranchHead,
     ListedWorktree,
     Repository,
     read_small_file,
@@ -170,24 +169,10 @@ class Worktrees(Repository):
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
 
-        The common case (nothing at the path, the branch checked out nowhere) takes
-        two git processes: ``for-each-ref`` reads both branches and where they are
-        checked out, then ``worktree add`` (``-b`` when the branch is new). Anything
-        else, or that ``worktree add`` failing, takes the repairing path below.
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
-        try:
-            default: str | None = self.default_branch()
-        except (GitError, InvalidIdError):
-            default = None  # needed only for a new branch: the repairing path says why
-        heads = self._heads(branch) if default is None else self._heads(branch, default)
-        own = heads.get(branch)
-        if self._add_fresh(
-            task_id, path, branch, own, None if default is None else heads.get(default)
-        ):
-            return path
         self._ensure_branch(branch)
         entry = self._entry_at(path)
         if entry is not None and self._healthy(entry, path, branch):
@@ -200,43 +185,11 @@ class Worktrees(Repository):
             if other.ref == f"refs/heads/{branch}" and self._under_root(other.path):
                 self._discard(other.path)
         self.worktree_root.mkdir(parents=True, exist_ok=True)
-        self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
-        return path
-
-    def _add_fresh(
-        self,
-        task_id: str,
-        path: Path,
-        branch: str,
-        own: BranchHead | None,
-        default: BranchHead | None,
-    ) -> bool:
-        """``worktree add`` when there is nothing to repair; False (having changed
-        nothing that the repairing path does not handle) when it is not that simple.
-
-        Nothing may be at ``path`` (not even a dangling symlink), and the branch may be
-        checked out in no worktree, not even a prunable one; a registration left at
-        ``path`` whose folder is gone makes ``worktree add`` refuse, as does a branch
-        made meanwhile by someone else.
-        """
-        if os.path.lexists(path):
-            return False
-        if own is not None:
-            if own.commit is None or own.checkout:
-                return False
-            args = ["worktree", "add", str(path), branch]
-        else:
-            if default is None or default.commit is None:
-                return False
-            args = ["worktree", "add", "--no-track", "-b", branch, str(path), default.commit]
-        tip = own.commit if own is not None else default.commit if default is not None else None
-        self.worktree_root.mkdir(parents=True, exist_ok=True)
+        tip = self._require_rev(f"refs/heads/{branch}")
         since_s = int(time.time()) - 1
-        if self._git(args, check=False).returncode != 0:
-            return False
-        if tip is not None:
-            self._seed_index(task_id, path, tip, since_s)
-        return True
+        self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
+        self._seed_index(task_id, path, tip, since_s)
+        return path
 
     def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
         """The index ``worktree add`` has just written (no agent has run there yet) is
