@@ -67,10 +67,6 @@ _ER_OPEN = re.compile(r"^\s*([\w.\-\"]+)\s*(?:\[[^\]]*\])?\s*\{\s*$")
 _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-# The same, for many lines joined: a tag never spans two lines (as when read line by line).
-_HTML_TAG_IN_LINE = re.compile(r"</?[a-zA-Z][^>\n]*>")
-# A statement without these has balanced brackets and quotes.
-_BRACKETISH = re.compile(r'["()\[\]{}]')
 _QUOTED = re.compile(r'"[^"]*"')
 _ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
 _EDGE_LABEL = re.compile(r"\|[^|]*\|")
@@ -121,7 +117,7 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
     lines = text.splitlines()
     i = 0
     while i < len(lines):
-        m = _FENCE.match(lines[i]) if lines[i].lstrip(" ").startswith(("```", "~~~")) else None
+        m = _FENCE.match(lines[i])
         if not m:
             i += 1
             continue
@@ -129,9 +125,6 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
         lang = info.split()[0].strip("{}.") if info else ""
         end = i + 1
         while end < len(lines):
-            if fence[0] not in lines[end]:
-                end += 1
-                continue
             close = lines[end].strip()
             if close.startswith(fence[0] * len(fence)) and set(close) <= {fence[0]}:
                 break
@@ -144,11 +137,7 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
 
 def words(text: str) -> set[str]:
     """Every identifier-like word, dotted paths whole and split."""
-    return _words(_HTML_TAG.sub(" ", text) if "<" in text else text)
-
-
-def _words(text: str) -> set[str]:
-    found = set(_WORD.findall(text))
+    found = set(_WORD.findall(_HTML_TAG.sub(" ", text)))
     for word in [w for w in found if "." in w]:
         parts = word.split(".")
         found.update(parts)
@@ -157,20 +146,12 @@ def _words(text: str) -> set[str]:
     return found
 
 
-def _words_of_lines(lines: list[str]) -> set[str]:
-    """``words`` of every line, united (one pass over the lines joined)."""
-    text = "\n".join(lines)
-    return _words(_HTML_TAG_IN_LINE.sub(" ", text) if "<" in text else text)
-
-
 def _strip_quoted(line: str) -> str:
     return _QUOTED.sub('""', line)
 
 
 def _balanced(line: str, kind: str) -> str | None:
     """Why a statement's brackets or quotes do not pair up, or ``None``."""
-    if not _BRACKETISH.search(line):
-        return None
     if line.count('"') % 2:
         return "unbalanced double quote"
     bare = _strip_quoted(line)
@@ -196,8 +177,6 @@ def _balanced(line: str, kind: str) -> str | None:
 
 def _split_statements(line: str) -> list[str]:
     """A flowchart line split at ``;`` outside double quotes."""
-    if ";" not in line:
-        return [line] if line.strip() else []
     parts: list[str] = []
     buf: list[str] = []
     quoted = False
@@ -223,17 +202,8 @@ def _family(header: str) -> str:
     return header
 
 
-def _may_link(text: str) -> bool:
-    """Whether ``text`` can hold an arrow (:data:`_ARROW`) or a link (:data:`_LINK`):
-    each of them has ``--``, ``==``, ``..``, ``-.`` or ``~~`` in it."""
-    return "--" in text or "==" in text or ".." in text or "-." in text or "~~" in text
-
-
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
-    if not _may_link(line) and ":::" not in line:
-        # No link (removing a ``:::class`` suffix could join two dashes into one).
-        return []
     body = _QUOTED.sub('""', line)
     body = _NODE_SHAPE.sub(r"\1", body)
     body = _CLASS_SUFFIX.sub("", body)
@@ -305,10 +275,8 @@ class _Reader:
         if problem:
             self.problem(n, f"{problem}: {stmt}")
             return
-        if (
-            not (self.kind == "stateDiagram" and stmt == "--")
-            and _may_link(stmt)
-            and (_DANGLING_END.search(stmt) or _DANGLING_START.match(stmt))
+        if not (self.kind == "stateDiagram" and stmt == "--") and (
+            _DANGLING_END.search(stmt) or _DANGLING_START.match(stmt)
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return
@@ -318,7 +286,7 @@ class _Reader:
     def end_body(self) -> None:
         """The words of the body just read go to its class or entity."""
         if self.current is not None:
-            self.d.members.setdefault(self.current, set()).update(_words_of_lines(self.body))
+            self.d.members.setdefault(self.current, set()).update(*map(words, self.body))
         self.current = None
         self.body = []
 
@@ -406,14 +374,12 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
     reader = _Reader(diagram, kind)
     statements_seen = 0
-    # The words of every line are the diagram's names: read in one pass over the lines.
-    named: list[str] = []
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
         if not line or line.startswith("%%"):
             continue
         statements_seen += 1
-        named.append(line)
+        diagram.names |= words(line)
         if not structured:
             continue
         if kind == "flowchart":
@@ -421,7 +387,6 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
                 reader.statement(stmt.strip(), n)
         else:
             reader.statement(line, n)
-    diagram.names |= _words_of_lines(named)
     if structured:
         reader.finish()
     if kind in _NEEDS_A_STATEMENT and not statements_seen:

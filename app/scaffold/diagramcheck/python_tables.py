@@ -110,8 +110,6 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
-        if type(value) is ast.Constant or type(value) is ast.Name:
-            continue  # no rows in these (what _table_rows would find)
         rows = _table_rows(value, aliases)
         if len(rows) < 2:
             continue

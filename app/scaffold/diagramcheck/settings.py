@@ -71,6 +71,14 @@ class DefaultSettings:
 DEFAULTS = DefaultSettings()
 
 
+def diagram_paths(cfg: DiagramSettings) -> tuple[str, ...]:
+    """The configured diagram files, normalized, without duplicates."""
+    from scaffold.diagramcheck.paths import normalize_path
+
+    paths = (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
+    return tuple(dict.fromkeys(normalize_path(p) for p in paths))
+
+
 _PATH_FIELDS = ("architecture", "data_model", "states", "roadmap")
 _LIST_FIELDS = ("source_roots", "ignore", "data_model_sources", "state_enum_suffixes")
 

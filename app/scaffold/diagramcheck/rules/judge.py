@@ -8,7 +8,7 @@ from scaffold.diagramcheck import mermaid, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import backlog_kind
-from scaffold.diagramcheck.paths import matches_any, normalize_path, under_roots
+from scaffold.diagramcheck.paths import matches_any, under_roots
 from scaffold.diagramcheck.rules.architecture import module_requirements, moves, stub_of_module
 from scaffold.diagramcheck.rules.classes import analyse
 from scaffold.diagramcheck.rules.data_model import class_requirements
@@ -23,14 +23,12 @@ from scaffold.diagramcheck.rules.model import (
 )
 from scaffold.diagramcheck.rules.roadmap import milestone_requirements
 from scaffold.diagramcheck.rules.states import mermaid_source_requirements, state_requirements
-from scaffold.diagramcheck.settings import DiagramSettings
+from scaffold.diagramcheck.settings import DiagramSettings, diagram_paths
 
 
 def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
     """What the diff requires of the diagrams, and warnings about files it cannot read."""
-    diagram_paths = {
-        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
-    }
+    diagrams = set(diagram_paths(cfg))
     out: list[Requirement] = []
     warnings: list[Finding] = []
     python: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = []
@@ -45,9 +43,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
         if is_python(path) or is_python(change.source_path):
             old_ok = (
                 change.status not in ("A",)
-                and (
-                    change.old_text is not None or change.old_binary or change.old_info is not None
-                )
+                and (change.old_text is not None or change.old_binary)
                 and is_python(change.source_path)
                 and not ignored_old
                 and under_roots(change.source_path, cfg.source_roots) is not None
@@ -80,9 +76,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 continue
             old_text = change.old_text if old_ok else None
             new_text = change.new_text if new_ok else None
-            new_info = change.new_info if new_ok else None
-            if new_info is None and new_text is not None:
-                new_info = python_reader.read_module(new_text)
+            new_info = python_reader.read_module(new_text) if new_text is not None else None
             if new_info is not None and (problem := new_info.error):
                 warnings.append(
                     Finding(
@@ -97,14 +91,12 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                     )
                 )
                 continue
-            old_info = change.old_info if old_ok else None
-            if old_info is None and old_text is not None:
-                old_info = python_reader.read_module(old_text)
+            old_info = python_reader.read_module(old_text) if old_text is not None else None
             if old_info is not None and old_info.error is not None:
                 old_info = None
             view = SourceChange(change.status, path, change.old_path, old_text, new_text)
             python.append((view, old_info, new_info))
-        elif is_mermaid_source(path, diagram_paths) and not ignored_new:
+        elif is_mermaid_source(path, diagrams) and not ignored_new:
             out += mermaid_source_requirements(change, cfg)
     analysis = analyse(python, cfg, data)
     out += class_requirements(analysis, cfg)
@@ -160,8 +152,7 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
     for path, dfile in data.diagrams.items():
         if path in needed:
-            found = dfile.index if dfile.index is not None else read_diagram(dfile)
-            indexes[path], texts[path] = found
+            indexes[path], texts[path] = read_diagram(dfile)
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
@@ -218,11 +209,9 @@ def _finding(req: Requirement, message: str) -> Finding:
 def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> list[Finding]:
     """Broken Mermaid in changed Markdown/``.mmd`` files outside the configured diagrams."""
     findings: list[Finding] = []
-    diagram_paths = {
-        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
-    }
+    diagrams = set(diagram_paths(cfg))
     for change in changes:
-        if change.new_text is None or change.path in diagram_paths:
+        if change.new_text is None or change.path in diagrams:
             continue
         if not change.path.endswith((".md", ".markdown", ".mmd", ".mermaid")):
             continue

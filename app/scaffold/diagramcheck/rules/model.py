@@ -32,9 +32,6 @@ class SourceChange:
     new_text: str | None = None
     old_binary: bool = False
     new_binary: bool = False
-    # Python already parsed (by the analyzer, or from its cache): stands for the text.
-    old_info: pm.ModuleInfo | None = None
-    new_info: pm.ModuleInfo | None = None
 
     @property
     def source_path(self) -> str:
@@ -43,15 +40,11 @@ class SourceChange:
 
 @dataclass(frozen=True)
 class DiagramFile:
-    """A configured diagram at the head: its text (``None`` if absent), changed or not.
-
-    ``index`` is what :func:`read_diagram` finds in it, when the analyzer has it
-    already (from its cache)."""
+    """A configured diagram at the head: its text (``None`` if absent), changed or not."""
 
     path: str
     text: str | None
     changed: bool
-    index: tuple[mermaid.DiagramIndex, str] | None = None
 
 
 def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
