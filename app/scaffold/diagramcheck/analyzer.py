@@ -25,6 +25,7 @@ from scaffold.diagramcheck.rules import (
     judge,
     requirements,
 )
+from scaffold.diagramcheck.rules.model import is_python
 from scaffold.diagramcheck.settings import (
     CONFIG_FILE,
     DEFAULTS,
@@ -51,13 +52,9 @@ def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramSettings:
     return read_settings(text or "", where)
 
 
-def _is_py(path: str) -> bool:
-    return path.endswith((".py", ".pyi"))
-
-
 def _python_files(repo: Path, commit: str) -> dict[str, str]:
     """``path -> blob id`` of every ``.py``/``.pyi`` file of ``commit``."""
-    return {p: sha for p, sha in git_diff.list_tree(repo, commit, ()) if _is_py(p)}
+    return {p: sha for p, sha in git_diff.list_tree(repo, commit, ()) if is_python(p)}
 
 
 def _text(data: bytes | None) -> str | None:
@@ -76,7 +73,7 @@ def _read_changes(
     def wanted(blob: str | None, mode: str, path: str) -> str | None:
         if not blob or mode in _SKIP_MODES:
             return None
-        if _is_py(path) and (
+        if is_python(path) and (
             matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None
         ):
             return None
@@ -164,7 +161,7 @@ def analyze_commits(
     mb = git_diff.merge_base(repo, base_sha, head_sha)
     raw = git_diff.diff_commits(repo, mb, head_sha)
     changed = frozenset(c.path for c in raw if c.status != "D")
-    has_python = any(_is_py(c.path) or _is_py(c.source_path) for c in raw)
+    has_python = any(is_python(c.path) or is_python(c.source_path) for c in raw)
     trees: dict[Side, dict[str, str]] = {"old": {}, "new": {}}
     if has_python:
         trees = {"old": _python_files(repo, mb), "new": _python_files(repo, head_sha)}

@@ -29,6 +29,7 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
 from scaffold.diagramcheck.rules import mermaid_type
+from scaffold.diagramcheck.rules.model import mermaid_id
 from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.git.runner import run_git
 
@@ -41,10 +42,6 @@ class SourceFile:
     path: str
     module: str
     info: pm.ModuleInfo
-
-
-def _id(name: str) -> str:
-    return re.sub(r"\W", "_", name)
 
 
 def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
@@ -100,18 +97,18 @@ def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | 
     for pkg in sorted(groups):
         members = groups[pkg]
         if not pkg:
-            lines += [f'    {_id(m)}["{m}"]' for m in members]
+            lines += [f'    {mermaid_id(m)}["{m}"]' for m in members]
             continue
         title = f"{pkg} · {titles[pkg]}" if titles and pkg in titles else pkg
-        lines.append(f'    subgraph pkg_{_id(pkg)}["{title}"]')
-        lines += [f'        {_id(m)}["{m}"]' for m in members if m != pkg]
+        lines.append(f'    subgraph pkg_{mermaid_id(pkg)}["{title}"]')
+        lines += [f'        {mermaid_id(m)}["{m}"]' for m in members if m != pkg]
         if pkg in members:
-            lines.append(f'        {_id(pkg)}["{pkg}"]')
+            lines.append(f'        {mermaid_id(pkg)}["{pkg}"]')
         lines.append("    end")
 
     def endpoint(module: str) -> str:
         pkg = package_of[module]
-        return f"pkg_{_id(pkg)}" if pkg else _id(module)
+        return f"pkg_{mermaid_id(pkg)}" if pkg else mermaid_id(module)
 
     edges: set[tuple[str, str]] = set()
     for f in files:
@@ -135,16 +132,7 @@ def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
 
 
 def state_enums(files: Sequence[SourceFile], cfg: DiagramSettings) -> set[str]:
-    kinds = _kinds(files)
-    found = {t.enum for f in files for t in f.info.tables}
-    for f in files:
-        for m in f.info.machines:
-            found.update(
-                s.name.removeprefix("@enum:") for s in m.states if s.name.startswith("@enum:")
-            )
-    suffixes = tuple(cfg.state_enum_suffixes)
-    found.update(n for n, k in kinds.items() if k == pm.ENUM and suffixes and n.endswith(suffixes))
-    return found
+    return pm.state_enums((f.info for f in files), _kinds(files).items(), cfg.state_enum_suffixes)
 
 
 def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
@@ -191,9 +179,9 @@ def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, s
     lines = ["stateDiagram-v2", f"    %% {title}"]
     seen: set[str] = set()
     for a, b, event in edges:
-        lines.append(f"    {_id(a)} --> {_id(b)}" + (f" : {event}" if event else ""))
+        lines.append(f"    {mermaid_id(a)} --> {mermaid_id(b)}" + (f" : {event}" if event else ""))
         seen.update((a, b))
-    lines += [f"    state {_id(s)}" for s in states if s not in seen]
+    lines += [f"    state {mermaid_id(s)}" for s in states if s not in seen]
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from scaffold.diagramcheck.python_syntax import (
     dotted,
     is_classvar,
     last,
+    resolve_relative,
     str_value,
 )
 from scaffold.diagramcheck.python_tables import read_machines, read_tables
@@ -246,10 +247,7 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = module.split(".")
-                keep = len(parts) - node.level + (1 if is_package else 0)
-                prefix = ".".join(parts[: max(keep, 0)])
-                base = f"{prefix}.{base}".strip(".") if base else prefix
+                base = resolve_relative("." * node.level + base, module, is_package)
             if not base:
                 continue
             found.add(base)

@@ -19,6 +19,16 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
+def resolve_relative(ref: str, module: str, is_package: bool) -> str:
+    """``..base.Model`` seen from ``module`` -> ``pkg.base.Model``."""
+    level = len(ref) - len(ref.lstrip("."))
+    parts = module.split(".") if module else []
+    keep = len(parts) - level + (1 if is_package else 0)
+    prefix = ".".join(parts[: max(keep, 0)])
+    rest = ref[level:]
+    return f"{prefix}.{rest}".strip(".") if prefix else rest
+
+
 def last(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 

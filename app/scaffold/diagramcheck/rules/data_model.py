@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.paths import normalize_path
 from scaffold.diagramcheck.rules.classes import Located, data_classes
@@ -19,16 +17,7 @@ from scaffold.diagramcheck.rules.type_text import (
 from scaffold.diagramcheck.settings import DiagramSettings
 
 
-def _same_fields(old: Sequence[pm.FieldInfo], new: Sequence[pm.FieldInfo]) -> bool:
-    """The same names and types in the same order (lines aside): nothing to require."""
-    return len(old) == len(new) and all(
-        a.name == b.name and a.type == b.type for a, b in zip(old, new, strict=True)
-    )
-
-
 def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requirement]:
-    if _same_fields(old.cls.fields, new.cls.fields):
-        return []
     cls = new.cls.name
     label = f"{new.kind} `{cls}`"
     out: list[Requirement] = []

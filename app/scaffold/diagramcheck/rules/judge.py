@@ -188,18 +188,13 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     for path, dfile in data.diagrams.items():
         if not dfile.changed or dfile.text is None:
             continue
-        for problem in indexes[path].problems:
-            findings.append(
-                Finding(
-                    "mermaid-invalid",
-                    path,
-                    path,
-                    problem.line,
-                    path,
-                    f"{path}:{problem.line}: Mermaid does not parse: {problem.message}",
-                )
-            )
+        findings += [_invalid(path, problem) for problem in indexes[path].problems]
     return findings
+
+
+def _invalid(path: str, problem: mermaid.MermaidProblem) -> Finding:
+    message = f"{path}:{problem.line}: Mermaid does not parse: {problem.message}"
+    return Finding("mermaid-invalid", path, path, problem.line, path, message)
 
 
 def _finding(req: Requirement, message: str) -> Finding:
@@ -218,15 +213,5 @@ def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> li
         if matches_any(change.path, cfg.ignore):
             continue
         for block in mermaid.extract_blocks(change.new_text, change.path):
-            for problem in mermaid.parse_block(block).problems:
-                findings.append(
-                    Finding(
-                        "mermaid-invalid",
-                        change.path,
-                        change.path,
-                        problem.line,
-                        change.path,
-                        f"{change.path}:{problem.line}: Mermaid does not parse: {problem.message}",
-                    )
-                )
+            findings += [_invalid(change.path, p) for p in mermaid.parse_block(block).problems]
     return findings

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -117,16 +116,10 @@ class Analysis:
     state_enums: set[str] = field(default_factory=set)
 
 
-# The small text helpers below are pure and see the same few type names and identifiers
-# over and over in a big diff: their answers are kept.
-
-
-@functools.lru_cache(maxsize=16384)
 def mermaid_id(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-@functools.lru_cache(maxsize=65536)
 def norm(name: str) -> str:
     return re.sub(r"[_\-\s]", "", name).lower()
 

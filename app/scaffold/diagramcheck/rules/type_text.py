@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import re
 
 from scaffold.diagramcheck import python_model as pm
@@ -18,13 +17,11 @@ _TYPE_NOISE = frozenset(
 MAX_DRAFT_FIELDS = 40
 
 
-@functools.lru_cache(maxsize=16384)
 def type_words(type_text: str) -> tuple[str, ...]:
     found = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", type_text)
     return tuple(dict.fromkeys(w for w in found if w not in _TYPE_NOISE))
 
 
-@functools.lru_cache(maxsize=16384)
 def mermaid_type(type_text: str) -> str:
     """A field type spelled the way a Mermaid class diagram accepts (``list~str~``)."""
     text = type_text.replace(" ", "").replace(",...", "").replace("[", "~").replace("]", "~")
@@ -105,7 +102,6 @@ def _union_members(node: ast.expr) -> list[str] | None:
     return None
 
 
-@functools.lru_cache(maxsize=16384)
 def same_type(a: str, b: str) -> bool:
     """Whether two annotations, as written, name the same type."""
     if norm(a) == norm(b):
