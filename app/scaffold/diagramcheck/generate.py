@@ -28,8 +28,8 @@ from pathlib import Path
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
-from scaffold.diagramcheck.rules import mermaid_type
 from scaffold.diagramcheck.rules.model import mermaid_id
+from scaffold.diagramcheck.rules.type_text import class_draft
 from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.git.runner import run_git
 
@@ -150,21 +150,11 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     lines = ["classDiagram"]
     links: list[str] = []
     for name, cls in drawn.items():
-        kind = kinds[name]
-        lines.append(f"    class {name} {{")
-        if kind == pm.ENUM:
-            lines.append("        <<enumeration>>")
-            lines += [f"        {m.value or m.name}" for m in cls.members]
-        else:
-            if kind != pm.DATACLASS:
-                lines.append(f"        <<{kind}>>")
-            for fld in cls.fields:
-                typ = mermaid_type(fld.type)
-                lines.append(f"        +{typ} {fld.name}" if typ else f"        +{fld.name}")
-                for word in set(re.findall(r"[A-Za-z_]\w*", fld.type)):
-                    if word in drawn and word != name:
-                        links.append(f"    {name} --> {word} : {fld.name}")
-        lines.append("    }")
+        lines += class_draft(cls, kinds[name], limit=None, stereotype=True)
+        for fld in cls.fields if kinds[name] != pm.ENUM else ():
+            for word in set(re.findall(r"[A-Za-z_]\w*", fld.type)):
+                if word in drawn and word != name:
+                    links.append(f"    {name} --> {word} : {fld.name}")
     lines += sorted(set(links))
     if not drawn:
         # Mermaid refuses a class diagram with nothing in it; say why it is empty.
@@ -264,11 +254,9 @@ def replace_block(
 ) -> str:
     """``existing`` with the generated block of ``kind`` replaced (or appended under
     ``heading``, by default the kind's)."""
-    block = f"{begin_marker(kind)}\n{fenced(bodies)}\n{end_marker(kind)}"
-    pattern = re.compile(
-        re.escape(begin_marker(kind)) + r".*?" + re.escape(end_marker(kind)), re.DOTALL
-    )
-    found = pattern.search(existing)
+    begin, end = begin_marker(kind), end_marker(kind)
+    block = f"{begin}\n{fenced(bodies)}\n{end}"
+    found = re.search(re.escape(begin) + r".*?" + re.escape(end), existing, re.DOTALL)
     if found:
         text = existing[: found.start()] + block + existing[found.end() :]
     else:

@@ -114,17 +114,12 @@ def parse_raw_z(output: str) -> list[RawChange]:
             raise ValueError(f"unexpected raw diff record {meta!r}")
         old_mode, new_mode, old_sha, new_sha, status = parts
         letter, score = status[0], status[1:]
-        if letter in ("R", "C"):
-            if i + 2 >= len(fields):
-                raise ValueError(f"truncated {letter} record")
-            old_path: str | None = fields[i + 1]
-            path = fields[i + 2]
-            i += 3
-        else:
-            if i + 1 >= len(fields):
-                raise ValueError(f"truncated {letter} record")
-            old_path, path = None, fields[i + 1]
-            i += 2
+        paths = 2 if letter in ("R", "C") else 1  # a rename or copy: source, then path
+        if i + paths >= len(fields):
+            raise ValueError(f"truncated {letter} record")
+        old_path = fields[i + 1] if paths == 2 else None
+        path = fields[i + paths]
+        i += paths + 1
         changes.append(
             RawChange(
                 status=letter,

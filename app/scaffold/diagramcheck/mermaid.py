@@ -68,6 +68,8 @@ _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _QUOTED = re.compile(r'"[^"]*"')
+# A statement of a flowchart line: up to a ``;`` outside double quotes.
+_STATEMENT = re.compile(r'(?:[^;"]|"[^"]*(?:"|$))+')
 _ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
 _EDGE_LABEL = re.compile(r"\|[^|]*\|")
 _NODE_SHAPE = re.compile(
@@ -146,15 +148,11 @@ def words(text: str) -> set[str]:
     return found
 
 
-def _strip_quoted(line: str) -> str:
-    return _QUOTED.sub('""', line)
-
-
 def _balanced(line: str, kind: str) -> str | None:
     """Why a statement's brackets or quotes do not pair up, or ``None``."""
     if line.count('"') % 2:
         return "unbalanced double quote"
-    bare = _strip_quoted(line)
+    bare = _QUOTED.sub('""', line)
     if kind in ("stateDiagram", "classDiagram", "erDiagram") and " : " in bare:
         bare = bare.split(" : ", 1)[0]
     if kind == "flowchart":
@@ -176,20 +174,8 @@ def _balanced(line: str, kind: str) -> str | None:
 
 
 def _split_statements(line: str) -> list[str]:
-    """A flowchart line split at ``;`` outside double quotes."""
-    parts: list[str] = []
-    buf: list[str] = []
-    quoted = False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-        if ch == ";" and not quoted:
-            parts.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-    parts.append("".join(buf))
-    return [p for p in parts if p.strip()]
+    """A flowchart line split at ``;`` outside double quotes (an open quote runs to the end)."""
+    return [p for p in _STATEMENT.findall(line) if p.strip()]
 
 
 def _family(header: str) -> str:

@@ -43,8 +43,6 @@ class BacklogEntry:
 
 def backlog_kind(path: str) -> str | None:
     """``"milestone"``, ``"archived-milestone"`` or ``"task"`` for a Backlog.md file."""
-    if not path.endswith(".md"):
-        return None  # before splitting: most paths a check sees are code
     parts = path.split("/")
     if len(parts) < 3 or parts[0] not in BACKLOG_DIRS or not path.endswith(".md"):
         return None

@@ -20,6 +20,30 @@ from scaffold.diagramcheck.settings import DiagramSettings
 def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requirement]:
     cls = new.cls.name
     label = f"{new.kind} `{cls}`"
+
+    def need(kind: str, f: pm.FieldInfo, shown: str, note: str = "") -> Requirement:
+        what = f"field {shown} of {label}{note}"
+        also = () if kind == "field-renamed" else type_words(f.type)
+        draft = (f"    {cls} : {field_line(f)}",)
+        return Requirement(
+            kind,
+            diagram,
+            new.path,
+            f.line,
+            f.name,
+            what,
+            (f.name,),
+            scope=cls,
+            also=also,
+            draft=draft,
+        )
+
+    def drop(kind: str, f: pm.FieldInfo, note: str = "") -> Requirement:
+        what = f"field `{f.name}` of {label}{note}"
+        return Requirement(
+            kind, diagram, old.path, f.line, f.name, what, (f.name,), remove=True, scope=cls
+        )
+
     out: list[Requirement] = []
     old_fields = {f.name: f for f in old.cls.fields}
     new_fields = {f.name: f for f in new.cls.fields}
@@ -27,81 +51,17 @@ def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requir
     removed = [f for n, f in old_fields.items() if n not in new_fields]
     if len(added) == 1 and len(removed) == 1:
         a, r = added[0], removed[0]
-        out.append(
-            Requirement(
-                "field-renamed",
-                diagram,
-                new.path,
-                a.line,
-                a.name,
-                f"field `{a.name}` of {label} (renamed from `{r.name}`)",
-                (a.name,),
-                scope=cls,
-                draft=(f"    {cls} : {field_line(a)}",),
-            )
-        )
-        out.append(
-            Requirement(
-                "field-renamed",
-                diagram,
-                old.path,
-                r.line,
-                r.name,
-                f"field `{r.name}` of {label} (renamed to `{a.name}`)",
-                (r.name,),
-                remove=True,
-                scope=cls,
-            )
-        )
+        out.append(need("field-renamed", a, f"`{a.name}`", f" (renamed from `{r.name}`)"))
+        out.append(drop("field-renamed", r, f" (renamed to `{a.name}`)"))
         added, removed = [], []
     for f in added:
-        typed = f"`{f.name}: {f.type}`" if f.type else f"`{f.name}`"
-        out.append(
-            Requirement(
-                "field-added",
-                diagram,
-                new.path,
-                f.line,
-                f.name,
-                f"field {typed} of {label}",
-                (f.name,),
-                scope=cls,
-                also=type_words(f.type),
-                draft=(f"    {cls} : {field_line(f)}",),
-            )
-        )
-    for f in removed:
-        out.append(
-            Requirement(
-                "field-removed",
-                diagram,
-                old.path,
-                f.line,
-                f.name,
-                f"field `{f.name}` of {label}",
-                (f.name,),
-                remove=True,
-                scope=cls,
-            )
-        )
+        out.append(need("field-added", f, f"`{f.name}: {f.type}`" if f.type else f"`{f.name}`"))
+    out += [drop("field-removed", f) for f in removed]
     for name, f in new_fields.items():
         before = old_fields.get(name)
-        if before is None or not f.type or same_type(before.type, f.type):
-            continue
-        out.append(
-            Requirement(
-                "field-retyped",
-                diagram,
-                new.path,
-                f.line,
-                f.name,
-                f"field `{f.name}` of {label} retyped from `{before.type or '?'}` to `{f.type}`",
-                (f.name,),
-                scope=cls,
-                also=type_words(f.type),
-                draft=(f"    {cls} : {field_line(f)}",),
-            )
-        )
+        if before is not None and f.type and not same_type(before.type, f.type):
+            note = f" retyped from `{before.type or '?'}` to `{f.type}`"
+            out.append(need("field-retyped", f, f"`{f.name}`", note))
     return out
 
 

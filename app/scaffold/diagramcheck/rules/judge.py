@@ -106,15 +106,10 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
 
 
 def _dedupe(reqs: Iterable[Requirement]) -> list[Requirement]:
-    seen: set[tuple[str, str, str, bool, str | None]] = set()
-    out: list[Requirement] = []
+    first: dict[tuple[str, str, str, bool, str | None], Requirement] = {}
     for r in reqs:
-        key = (r.kind, r.diagram, r.name, r.remove, r.scope)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(r)
-    return out
+        first.setdefault((r.kind, r.diagram, r.name, r.remove, r.scope), r)
+    return list(first.values())
 
 
 def _named(req: Requirement, index: mermaid.DiagramIndex, text: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
+from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import normalize_path
 from scaffold.diagramcheck.rules.model import DiffInput, Requirement, SourceChange, mermaid_id
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -13,8 +13,6 @@ from scaffold.diagramcheck.settings import DiagramSettings
 def milestone_requirements(
     changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramSettings
 ) -> list[Requirement]:
-    from scaffold.diagramcheck.milestones import read_entry
-
     roadmap = normalize_path(cfg.roadmap)
     out: list[Requirement] = []
     reported: set[str] = set()

@@ -34,13 +34,19 @@ def field_line(f: pm.FieldInfo) -> str:
     return f"+{typ} {f.name}" if typ else f"+{f.name}"
 
 
-def class_draft(cls: pm.ClassInfo, kind: str) -> tuple[str, ...]:
+def class_draft(
+    cls: pm.ClassInfo, kind: str, limit: int | None = MAX_DRAFT_FIELDS, stereotype: bool = False
+) -> tuple[str, ...]:
+    """``class X { ... }``: an Enum's members or the fields (the first ``limit``); with
+    ``stereotype`` a kind other than dataclass is named (``<<pydantic model>>``)."""
     lines = [f"    class {cls.name} {{"]
     if kind == pm.ENUM:
         lines.append("        <<enumeration>>")
-        lines += [f"        {m.value or m.name}" for m in cls.members[:MAX_DRAFT_FIELDS]]
+        lines += [f"        {m.value or m.name}" for m in cls.members[:limit]]
     else:
-        lines += [f"        {field_line(f)}" for f in cls.fields[:MAX_DRAFT_FIELDS]]
+        if stereotype and kind != pm.DATACLASS:
+            lines.append(f"        <<{kind}>>")
+        lines += [f"        {field_line(f)}" for f in cls.fields[:limit]]
     lines.append("    }")
     return tuple(lines)
 
