@@ -8,7 +8,7 @@ plain text to the rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from scaffold.diagramcheck import git_diff, python_reader
@@ -105,35 +105,28 @@ def _read_changes(
     return out
 
 
-class _Modules:
-    """The repository's modules on both sides of the diff, read when asked for."""
+def _module_lookup(
+    reader: git_diff.BlobReader,
+    trees: dict[Side, dict[str, str]],
+    packages: dict[Side, frozenset[str]],
+    roots: Sequence[str],
+) -> Callable[[Side, str], pm.ModuleInfo | None]:
+    """A module of the repository by dotted name on one side, read and parsed when asked
+    for (every file of that side is named on the first question)."""
+    names: dict[Side, dict[str, str]] = {}
 
-    def __init__(
-        self, reader: git_diff.BlobReader, trees: dict[Side, dict[str, str]], roots: Sequence[str]
-    ) -> None:
-        self._reader = reader
-        self._trees = trees
-        self._roots = roots
-        self._names: dict[Side, dict[str, str]] = {}
-
-    def packages(self, side: Side) -> frozenset[str]:
-        return frozenset(
-            p for p in self._trees[side] if p == "__init__.py" or p.endswith("/__init__.py")
-        )
-
-    def lookup(self, side: Side, module: str) -> pm.ModuleInfo | None:
-        if side not in self._names:
-            packages = self.packages(side)
-            names: dict[str, str] = {}
-            for path in self._trees[side]:
-                if path.endswith(".py"):
-                    name = module_name(path, self._roots, packages)
-                    if name is not None:
-                        names.setdefault(name, path)
-            self._names[side] = names
-        found = self._names[side].get(module)
-        text = _text(self._reader.read(self._trees[side][found])) if found is not None else None
+    def lookup(side: Side, module: str) -> pm.ModuleInfo | None:
+        if side not in names:
+            names[side] = {}
+            for path in trees[side]:
+                name = module_name(path, roots, packages[side]) if path.endswith(".py") else None
+                if name is not None:
+                    names[side].setdefault(name, path)
+        found = names[side].get(module)
+        text = _text(reader.read(trees[side][found])) if found is not None else None
         return python_reader.read_module(text) if text is not None else None
+
+    return lookup
 
 
 def _backlog_at(
@@ -178,18 +171,21 @@ def analyze_commits(
         head_milestones: tuple[BacklogEntry, ...] = ()
         if any(backlog_kind(c.path) == "task" for c in raw if c.status != "D"):
             head_tasks, head_milestones = _backlog_at(repo, reader, head_sha)
-        modules = _Modules(reader, trees, cfg.source_roots)
+        packages: dict[Side, frozenset[str]] = {
+            side: frozenset(p for p in files if p == "__init__.py" or p.endswith("/__init__.py"))
+            for side, files in trees.items()
+        }
         data = DiffInput(
             changes=tuple(changes),
             diagrams=diagrams,
-            packages_old=modules.packages("old"),
-            packages_new=modules.packages("new"),
+            packages_old=packages["old"],
+            packages_new=packages["new"],
             head_tasks=head_tasks,
             head_milestones=head_milestones,
             changed_paths=changed,
             python_old=frozenset(trees["old"]),
             python_new=frozenset(trees["new"]),
-            lookup=modules.lookup,
+            lookup=_module_lookup(reader, trees, packages, cfg.source_roots),
         )
         reqs, warnings = requirements(data, cfg)
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]

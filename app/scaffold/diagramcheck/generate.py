@@ -178,42 +178,26 @@ def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, s
 def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str]:
     """One ``stateDiagram-v2`` per table, state Enum, statemachine class and machine."""
     kinds = _kinds(files)
-    enums: dict[str, pm.ClassInfo] = {}
+    # Each Enum's members as a diagram shows them: the value, else the name.
+    labels: dict[str, dict[str, str]] = {}
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.ENUM:
-                enums.setdefault(cls.name, cls)
-    wanted = state_enums(files, cfg)
+                labels.setdefault(cls.name, {m.name: m.value or m.name for m in cls.members})
     blocks: list[str] = []
-    tabled: set[str] = set()
-
-    def label(enum: str, member: str) -> str:
-        cls = enums.get(enum)
-        for m in cls.members if cls else ():
-            if m.name == member:
-                return m.value or m.name
-        return member
-
     for f in files:
         for table in f.info.tables:
-            tabled.add(table.enum)
-            members = (
-                [m.value or m.name for m in enums[table.enum].members]
-                if (table.enum in enums)
-                else []
-            )
+            shown = labels.get(table.enum, {})
             edges = [
-                (label(table.enum, r.source), label(table.enum, r.target), r.event)
+                (shown.get(r.source, r.source), shown.get(r.target, r.target), r.event)
                 for r in table.rows
             ]
-            blocks.append(
-                _state_block(
-                    f"{f.module}.{table.name} ({table.enum})", members, list(dict.fromkeys(edges))
-                )
-            )
-    for name in sorted(wanted - tabled):
-        if name in enums:
-            blocks.append(_state_block(name, [m.value or m.name for m in enums[name].members], []))
+            title = f"{f.module}.{table.name} ({table.enum})"
+            blocks.append(_state_block(title, list(shown.values()), list(dict.fromkeys(edges))))
+    tabled = {t.enum for f in files for t in f.info.tables}
+    for name in sorted(state_enums(files, cfg) - tabled):
+        if name in labels:
+            blocks.append(_state_block(name, list(labels[name].values()), []))
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.STATEMACHINE and cls.states:
@@ -226,9 +210,8 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
         for machine in f.info.machines:
             states = [s.name for s in machine.states if not s.name.startswith("@enum:")]
             for s in machine.states:
-                enum = s.name.removeprefix("@enum:")
-                if s.name.startswith("@enum:") and enum in enums:
-                    states += [m.value or m.name for m in enums[enum].members]
+                if s.name.startswith("@enum:"):
+                    states += labels.get(s.name.removeprefix("@enum:"), {}).values()
             edges = [(t.source, t.target, t.event) for t in machine.transitions]
             blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
     return blocks

@@ -181,10 +181,9 @@ def _split_statements(line: str) -> list[str]:
 def _family(header: str) -> str:
     if header in ("flowchart", "graph"):
         return "flowchart"
-    if header.startswith("classDiagram"):
-        return "classDiagram"
-    if header.startswith("stateDiagram"):
-        return "stateDiagram"
+    for family in ("classDiagram", "stateDiagram"):
+        if header.startswith(family):
+            return family
     return header
 
 

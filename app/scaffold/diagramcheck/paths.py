@@ -14,31 +14,17 @@ def normalize_path(path: str) -> str:
     return "/".join(parts)
 
 
+# A glob's parts, wildcards first (``**/`` before ``**`` before ``*``), and their regexes.
+_GLOB_PART = re.compile(r"\*\*/|\*\*|\*|\?|[^*?]+")
+_GLOB_REGEX = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
+
 @functools.lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     pat = normalize_path(pattern.strip())
-    anchored = "/" in pat
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
+    body = _GLOB_PART.sub(lambda m: _GLOB_REGEX.get(m[0]) or re.escape(m[0]), pat)
     # Like .gitignore: a pattern without a slash matches a name at any depth.
-    prefix = "" if anchored else "(?:.*/)?"
+    prefix = "" if "/" in pat else "(?:.*/)?"
     return re.compile(f"^{prefix}{body}(?:/.*)?$")
 
 

@@ -198,10 +198,5 @@ def check_annotations(report: Report) -> list[CheckAnnotation]:
 
 def render(report: Report, fmt: str) -> str:
     """``text``, ``json``, ``github`` or ``markdown``."""
-    if fmt == "json":
-        return render_json(report)
-    if fmt == "github":
-        return render_github(report)
-    if fmt == "markdown":
-        return render_markdown(report)
-    return render_text(report)
+    renderers = {"json": render_json, "github": render_github, "markdown": render_markdown}
+    return renderers.get(fmt, render_text)(report)

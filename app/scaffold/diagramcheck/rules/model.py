@@ -108,11 +108,9 @@ class Requirement:
 class Analysis:
     """The parsed modules of a diff, both sides."""
 
-    pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = field(
-        default_factory=list
-    )
-    kinds_old: dict[str, str] = field(default_factory=dict)
-    kinds_new: dict[str, str] = field(default_factory=dict)
+    pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]]
+    kinds_old: dict[str, str]
+    kinds_new: dict[str, str]
     state_enums: set[str] = field(default_factory=set)
 
 
