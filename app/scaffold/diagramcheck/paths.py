@@ -5,13 +5,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Sequence
-from pathlib import PurePosixPath
 
 
 def normalize_path(path: str) -> str:
     """``./docs//x.md`` -> ``docs/x.md``: the form git prints paths in."""
-    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
-    return "/".join(parts)
+    return "/".join(p for p in path.replace("\\", "/").split("/") if p not in (".", ""))
 
 
 # A glob's parts, wildcards first (``**/`` before ``**`` before ``*``), and their regexes.
