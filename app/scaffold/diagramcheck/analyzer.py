@@ -47,18 +47,13 @@ def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramSettings:
     data = reader.read(f"{commit}:{CONFIG_FILE}")
     if data is None:
         return DEFAULTS
-    text = git_diff.decode_text(data)
     where = f"{CONFIG_FILE} (at {commit[:12]})"
-    return read_settings(text or "", where)
+    return read_settings(git_diff.decode_text(data) or "", where)
 
 
 def _python_files(repo: Path, commit: str) -> dict[str, str]:
     """``path -> blob id`` of every ``.py``/``.pyi`` file of ``commit``."""
     return {p: sha for p, sha in git_diff.list_tree(repo, commit, ()) if is_python(p)}
-
-
-def _text(data: bytes | None) -> str | None:
-    return git_diff.decode_text(data) if data is not None else None
 
 
 def _read_changes(
@@ -90,7 +85,7 @@ def _read_changes(
     for c, (old, new) in zip(chosen, sides, strict=True):
         old_data = blobs[old] if old else None
         new_data = blobs[new] if new else None
-        old_text, new_text = _text(old_data), _text(new_data)
+        old_text, new_text = git_diff.decode_text(old_data), git_diff.decode_text(new_data)
         out.append(
             SourceChange(
                 status=c.status if c.status in "ACDMR" else "M",
@@ -123,7 +118,7 @@ def _module_lookup(
                 if name is not None:
                     names[side].setdefault(name, path)
         found = names[side].get(module)
-        text = _text(reader.read(trees[side][found])) if found is not None else None
+        text = git_diff.decode_text(reader.read(trees[side][found])) if found is not None else None
         return python_reader.read_module(text) if text is not None else None
 
     return lookup
@@ -138,9 +133,8 @@ def _backlog_at(
     tasks: list[BacklogEntry] = []
     milestones: list[BacklogEntry] = []
     for (path, _), blob in zip(files, data, strict=True):
-        text = _text(blob)
         kind = backlog_kind(path)
-        entry = read_entry(path, text) if text is not None and kind else None
+        entry = read_entry(path, git_diff.decode_text(blob)) if kind else None
         if entry is None:
             continue
         (milestones if kind == "milestone" else tasks).append(entry)
@@ -163,7 +157,7 @@ def analyze_commits(
         paths = diagram_paths(cfg)
         texts = reader.read_many([f"{head_sha}:{p}" for p in paths])
         diagrams = {
-            p: DiagramFile(p, _text(data), changed=p in changed)
+            p: DiagramFile(p, git_diff.decode_text(data), changed=p in changed)
             for p, data in zip(paths, texts, strict=True)
         }
         changes = _read_changes(reader, raw, cfg)

@@ -228,9 +228,10 @@ def list_tree(repo: Path, commit: str, prefixes: Sequence[str]) -> list[tuple[st
     return found
 
 
-def decode_text(data: bytes) -> str | None:
-    """The text of a blob, or ``None`` when it is binary (a NUL byte) or not UTF-8."""
-    if b"\0" in data[:8000]:
+def decode_text(data: bytes | None) -> str | None:
+    """The text of a blob, or ``None`` when there is none, or it is binary (a NUL byte)
+    or not UTF-8."""
+    if data is None or b"\0" in data[:8000]:
         return None
     try:
         return data.decode("utf-8-sig")

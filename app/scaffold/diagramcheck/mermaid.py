@@ -81,7 +81,6 @@ _LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*
 _LINK_TEXT = re.compile(r"^--\s.*$")
 _STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
 _NEEDS_A_STATEMENT = frozenset({"classDiagram"})
-_HEADER_DIRECTIVE = re.compile(r"^\s*%%\{.*\}%%\s*$")
 
 
 @dataclass(frozen=True)
@@ -214,11 +213,8 @@ def _skip_preamble(lines: list[str]) -> int:
         while idx < len(lines) and lines[idx].strip() != "---":
             idx += 1
         idx += 1
-    while idx < len(lines) and (
-        not lines[idx].strip()
-        or lines[idx].strip().startswith("%%")
-        or _HEADER_DIRECTIVE.match(lines[idx])
-    ):
+    # Comments and ``%%{init: ...}%%`` directives both start with ``%%``.
+    while idx < len(lines) and (not lines[idx].strip() or lines[idx].strip().startswith("%%")):
         idx += 1
     return idx
 
@@ -392,9 +388,6 @@ class DiagramIndex:
     states: set[str] = field(default_factory=set)
     kinds: list[str] = field(default_factory=list)
     problems: list[MermaidProblem] = field(default_factory=list)
-
-    def names_any(self, candidates: Iterable[str]) -> bool:
-        return any(c in self.names for c in candidates)
 
 
 def index_text(text: str, path: str = "") -> DiagramIndex:

@@ -55,8 +55,10 @@ def backlog_kind(path: str) -> str | None:
     return None
 
 
-def read_entry(path: str, text: str) -> BacklogEntry | None:
-    """The fields of one file; ``None`` when it has no readable frontmatter."""
+def read_entry(path: str, text: str | None) -> BacklogEntry | None:
+    """The fields of one file; ``None`` when it has no text or no readable frontmatter."""
+    if text is None:
+        return None
     # The Backlog.md reader (YAML) loads only when a task or milestone changed.
     from scaffold.backlog.format import load_yaml_mapping, scalar_text
     from scaffold.backlog.frontmatter import split_document

@@ -167,10 +167,7 @@ class ModuleInfo:
     imported: Mapping[str, str] = field(default_factory=dict)
 
     def class_named(self, name: str) -> ClassInfo | None:
-        for cls in self.classes:
-            if cls.name == name:
-                return cls
-        return None
+        return next((cls for cls in self.classes if cls.name == name), None)
 
 
 def state_enums(

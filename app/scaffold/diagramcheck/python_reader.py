@@ -128,7 +128,7 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
                     if src and dst:
                         pair = (src, dst) if meth == "to" else (dst, src)
                         transitions.append(Transition(last(pair[0]), event, last(pair[1]), line))
-            elif meth in ("itself",):
+            elif meth == "itself":
                 src = dotted(expr.func.value)
                 if src:
                     transitions.append(Transition(last(src), event, last(src), line))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.paths import matches_any, module_name
@@ -109,9 +108,7 @@ class Located:
     kind: str
 
 
-def data_classes(
-    analysis: Analysis, cfg: DiagramSettings, side: Literal["old", "new"]
-) -> dict[str, Located]:
+def data_classes(analysis: Analysis, cfg: DiagramSettings, side: Side) -> dict[str, Located]:
     kinds = analysis.kinds_old if side == "old" else analysis.kinds_new
     found: dict[str, Located] = {}
     for change, old, new in analysis.pairs:

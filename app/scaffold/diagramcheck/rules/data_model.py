@@ -97,12 +97,8 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
                 )
             continue
         if old is None:
-            fields = ", ".join(
-                f.name
-                for f in (new.cls.members if new.kind == pm.ENUM else new.cls.fields)[
-                    :MAX_DRAFT_FIELDS
-                ]
-            )
+            listed = new.cls.members if new.kind == pm.ENUM else new.cls.fields
+            fields = ", ".join(f.name for f in listed[:MAX_DRAFT_FIELDS])
             out.append(
                 Requirement(
                     "class-added",
@@ -115,8 +111,8 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
                     draft=class_draft(new.cls, new.kind),
                 )
             )
-            empty = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
-            old = empty
+            # Every field or member of a new class is new.
+            old = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
         if new.kind == pm.ENUM:
             out += member_requirements(
                 old.cls.members,

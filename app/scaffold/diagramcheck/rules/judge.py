@@ -42,7 +42,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
             continue
         if is_python(path) or is_python(change.source_path):
             old_ok = (
-                change.status not in ("A",)
+                change.status != "A"
                 and (change.old_text is not None or change.old_binary)
                 and is_python(change.source_path)
                 and not ignored_old
@@ -62,34 +62,19 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
             if path.endswith(".py") or change.source_path.endswith(".py"):
                 out += module_requirements(change, old_ok, new_ok, cfg, data)
             if (change.new_binary and new_ok) or (change.old_binary and old_ok):
-                warnings.append(
-                    Finding(
-                        "python-unreadable",
-                        "",
-                        path,
-                        1,
-                        path,
-                        f"{path} is binary or not UTF-8; DiagramCheck did not read its classes",
-                        level="warning",
-                    )
-                )
+                why = f"{path} is binary or not UTF-8; DiagramCheck did not read its classes"
+                warnings.append(Finding("python-unreadable", "", path, 1, path, why, "warning"))
                 continue
             old_text = change.old_text if old_ok else None
             new_text = change.new_text if new_ok else None
             new_info = python_reader.read_module(new_text) if new_text is not None else None
             if new_info is not None and (problem := new_info.error):
-                warnings.append(
-                    Finding(
-                        "python-syntax-error",
-                        "",
-                        path,
-                        problem.line,
-                        path,
-                        f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
-                        " and states were not compared with the diagrams",
-                        level="warning",
-                    )
+                why = (
+                    f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
+                    " and states were not compared with the diagrams"
                 )
+                kind = "python-syntax-error"
+                warnings.append(Finding(kind, "", path, problem.line, path, why, "warning"))
                 continue
             old_info = python_reader.read_module(old_text) if old_text is not None else None
             if old_info is not None and old_info.error is not None:
@@ -128,7 +113,7 @@ def _named(req: Requirement, index: mermaid.DiagramIndex, text: str) -> bool:
         if body is not None:
             ok = any(a in body for a in req.accept)
             return ok and (req.remove or all(w in body or w in index.names for w in req.also))
-    ok = index.names_any(req.accept)
+    ok = any(a in index.names for a in req.accept)
     return ok and (req.remove or all(w in index.names for w in req.also))
 
 

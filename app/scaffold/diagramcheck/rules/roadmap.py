@@ -43,10 +43,8 @@ def milestone_requirements(
         old_kind = backlog_kind(change.source_path) if change.old_text is not None else None
         if new_kind is None and old_kind is None:
             continue  # not a Backlog.md file: its frontmatter is nobody's milestone
-        new = read_entry(change.path, change.new_text) if change.new_text is not None else None
-        old = (
-            read_entry(change.source_path, change.old_text) if change.old_text is not None else None
-        )
+        new = read_entry(change.path, change.new_text)
+        old = read_entry(change.source_path, change.old_text)
         if new_kind == "archived-milestone" and old_kind != "archived-milestone" and new:
             require("milestone-completed", new, change.path, "archived")
         elif new_kind == "milestone" and new is not None:

@@ -51,9 +51,6 @@ def class_draft(
     return tuple(lines)
 
 
-_TYPING_PREFIXES = ("typing.", "typing_extensions.", "t.", "te.")
-
-
 _BUILTIN_GENERICS = {
     "List": "list",
     "Dict": "dict",
@@ -83,10 +80,7 @@ def _canonical_type(node: ast.expr) -> str:
     if isinstance(node, ast.List | ast.Tuple):
         return "[" + ",".join(_canonical_type(e) for e in node.elts) + "]"
     text = ast.unparse(node).replace(" ", "")
-    for prefix in _TYPING_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
+    text = re.sub(r"^(?:typing|typing_extensions|t|te)\.", "", text)
     return _BUILTIN_GENERICS.get(text, text)
 
 
