@@ -68,10 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import scaffold
-from scaffold.diagramcheck import paths as dc_paths
-from scaffold.diagramcheck import rules as dc_rules
 from scaffold.diagramcheck.analyzer import analyze
-from scaffold.diagramcheck.cache import cache_file
 
 RESULTS = Path(__file__).resolve().parent / "results" / "diagram_check.json"
 IDENTITY = ("-c", "user.name=Bench", "-c", "user.email=bench@localhost")
@@ -224,10 +221,9 @@ _TIMER = """
 import shutil, sys, time
 from pathlib import Path
 from scaffold.diagramcheck.analyzer import analyze
-from scaffold.diagramcheck.cache import cache_file
 root, base, head, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 if mode == "cold":
-    shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
+    shutil.rmtree(root / ".git" / "scaffold", ignore_errors=True)
 else:
     analyze(root, base, head)
 start = time.perf_counter()
@@ -252,11 +248,8 @@ def timed_in_child(app: Path, root: Path, base: str, head: str, mode: str) -> tu
 
 
 def forget(root: Path) -> None:
-    """Make the next analysis cold: no cache file, no in-process memo tables."""
-    shutil.rmtree(cache_file(root / ".git").parent, ignore_errors=True)
-    dc_paths._matches_any.cache_clear()
-    dc_paths._module_name_cached.cache_clear()
-    dc_rules.same_type.cache_clear()
+    """Make the next analysis cold: no cache files (an older scaffold's, for --baseline)."""
+    shutil.rmtree(root / ".git" / "scaffold", ignore_errors=True)
 
 
 def main() -> None:

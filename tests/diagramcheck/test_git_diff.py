@@ -73,9 +73,10 @@ def test_blobs_and_odd_names(repo: Repo) -> None:
     changes = diff_commits(repo.root, base, head)
     assert sorted(c.path for c in changes) == sorted([odd, "app/pkg/big.py"])
     with BlobReader(repo.root) as reader:
-        blobs = reader.read_many([c.new_blob or "" for c in changes] + ["0" * 40, f"{head}:nope"])
+        names = [c.new_blob or "" for c in changes] + ["0" * 40, f"{head}:nope", head]
+        blobs = reader.read_many(names)
     assert sorted(len(b or b"") for b in blobs[:2]) == [len("X = 'odd'\n"), 6 * 50_000]
-    assert blobs[2:] == [None, None]
+    assert blobs[2:] == [None, None, None]  # missing, missing, a commit (not a blob)
     assert merge_base(repo.root, base, head) == base
     assert resolve_commit(repo.root, "HEAD~1") == base
     with pytest.raises(UsageError):

@@ -1,30 +1,9 @@
 """``read_module`` on adversarial files (class-like text in strings and docstrings,
-files that do not parse), and annotations written as ``ast.unparse`` writes them."""
+files that do not parse)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import corpus
-
-from scaffold.diagramcheck import python_model as pm
-from scaffold.diagramcheck import python_reader, python_syntax
-
-APP = Path(pm.__file__).resolve().parents[1]
-
-
-def _corpus_sources() -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for archive in sorted(corpus.FIXTURES.glob("*.tar.xz")):
-        for version, files in corpus.releases(archive).items():
-            for path, data in sorted(files.items()):
-                if path.endswith((".py", ".pyi")):
-                    try:
-                        found.append((f"{archive.stem} {version} {path}", data.decode()))
-                    except UnicodeDecodeError:
-                        continue
-    return found
-
+from scaffold.diagramcheck import python_reader
 
 ADVERSARIAL = {
     "class in a docstring": (
@@ -101,22 +80,3 @@ def test_files_that_do_not_parse_give_an_error_and_nothing_else() -> None:
         info = python_reader.read_module(ADVERSARIAL[name])
         assert info.error is not None, name
         assert info.classes == ()
-
-
-def test_plain_annotations_are_written_as_unparse_writes_them() -> None:
-    import ast
-
-    checked = 0
-    sources = [p.read_text(encoding="utf-8") for p in sorted(APP.rglob("*.py"))]
-    sources += [s for _, s in _corpus_sources()[::7]]
-    sources.append("x: (a | b).c\ny: (a | b)[c]\nz: a | (b | c)\nw: dict[str, int | None]\n")
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.expr) and (text := python_syntax.plain_text(node)):
-                assert text == ast.unparse(node)
-                checked += 1
-    assert checked > 10_000

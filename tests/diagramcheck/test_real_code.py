@@ -1,13 +1,10 @@
-"""Shapes real projects have: inherited kinds, stubs, modules that become packages, the cache."""
+"""Shapes real projects have: inherited kinds, stubs, modules that become packages."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from dcrepo import ARCH, DATA, Repo, kinds, mermaid_doc
 
-from scaffold.diagramcheck import cache as dc_cache
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.analyzer import analyze
@@ -98,43 +95,6 @@ def test_a_move_the_diagram_does_not_name_is_one_finding(repo: Repo) -> None:
     report = repo.check(base)
     assert kinds(report) == [("module-moved", "pkg.client")]
     assert "moved from app/pkg/client.py" in report.failures[0].message
-
-
-def test_a_recheck_parses_only_new_blobs(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = "from dataclasses import dataclass\n\n\n@dataclass\nclass M{i}:\n    a: int\n"
-    for i in range(5):
-        repo.write(f"app/pkg/m{i}.py", model.format(i=i))
-    base = repo.commit("models")
-    for i in range(5):
-        repo.write(f"app/pkg/m{i}.py", model.format(i=i) + "    b: str\n")
-    head = repo.commit("fields")
-    parsed: list[str] = []
-    _count_parses(monkeypatch, parsed)
-    first = analyze(repo.root, base, head)
-    assert len(parsed) == 10
-    assert any(Path(repo.root, ".git", "scaffold").iterdir())
-    parsed.clear()
-    again = analyze(repo.root, base, head)
-    assert parsed == []
-    assert again.findings == first.findings
-    repo.write("app/pkg/m0.py", model.format(i=0) + "    b: str\n    c: bytes\n")
-    head2 = repo.commit("push")
-    analyze(repo.root, base, head2)
-    assert len(parsed) == 1
-
-
-def test_the_cache_can_be_turned_off(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dc_cache.ENV_DISABLE, "0")
-    repo.change({"app/pkg/a.py": "X = 1\n"})
-    assert not (repo.root / ".git" / "scaffold").exists()
-
-
-def test_a_broken_cache_file_is_an_empty_cache(repo: Repo) -> None:
-    path = dc_cache.cache_file(repo.root / ".git")
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not a pickle")
-    report = repo.change({"app/pkg/a.py": "X = 1\n"})
-    assert kinds(report) == [("module-added", "pkg.a")]
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 Level = Literal["failure", "warning"]
@@ -34,17 +34,9 @@ class Finding:
         return self.level == "failure"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "diagram": self.diagram,
-            "source": self.source,
-            "line": self.line,
-            "name": self.name,
-            "message": self.message,
-            "level": self.level,
-            "blocking": self.blocking,
-            "draft": list(self.draft),
-        }
+        fields = asdict(self)
+        draft = fields.pop("draft")
+        return {**fields, "blocking": self.blocking, "draft": list(draft)}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from pathlib import Path
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
 from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
-from scaffold.diagramcheck.rules import mermaid_type
+from scaffold.diagramcheck.rules.model import mermaid_id
+from scaffold.diagramcheck.rules.type_text import class_draft
 from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.git.runner import run_git
 
@@ -41,10 +42,6 @@ class SourceFile:
     path: str
     module: str
     info: pm.ModuleInfo
-
-
-def _id(name: str) -> str:
-    return re.sub(r"\W", "_", name)
 
 
 def read_sources(repo: Path, cfg: DiagramSettings) -> list[SourceFile]:
@@ -100,18 +97,18 @@ def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | 
     for pkg in sorted(groups):
         members = groups[pkg]
         if not pkg:
-            lines += [f'    {_id(m)}["{m}"]' for m in members]
+            lines += [f'    {mermaid_id(m)}["{m}"]' for m in members]
             continue
         title = f"{pkg} · {titles[pkg]}" if titles and pkg in titles else pkg
-        lines.append(f'    subgraph pkg_{_id(pkg)}["{title}"]')
-        lines += [f'        {_id(m)}["{m}"]' for m in members if m != pkg]
+        lines.append(f'    subgraph pkg_{mermaid_id(pkg)}["{title}"]')
+        lines += [f'        {mermaid_id(m)}["{m}"]' for m in members if m != pkg]
         if pkg in members:
-            lines.append(f'        {_id(pkg)}["{pkg}"]')
+            lines.append(f'        {mermaid_id(pkg)}["{pkg}"]')
         lines.append("    end")
 
     def endpoint(module: str) -> str:
         pkg = package_of[module]
-        return f"pkg_{_id(pkg)}" if pkg else _id(module)
+        return f"pkg_{mermaid_id(pkg)}" if pkg else mermaid_id(module)
 
     edges: set[tuple[str, str]] = set()
     for f in files:
@@ -135,16 +132,7 @@ def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
 
 
 def state_enums(files: Sequence[SourceFile], cfg: DiagramSettings) -> set[str]:
-    kinds = _kinds(files)
-    found = {t.enum for f in files for t in f.info.tables}
-    for f in files:
-        for m in f.info.machines:
-            found.update(
-                s.name.removeprefix("@enum:") for s in m.states if s.name.startswith("@enum:")
-            )
-    suffixes = tuple(cfg.state_enum_suffixes)
-    found.update(n for n, k in kinds.items() if k == pm.ENUM and suffixes and n.endswith(suffixes))
-    return found
+    return pm.state_enums((f.info for f in files), _kinds(files).items(), cfg.state_enum_suffixes)
 
 
 def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
@@ -162,21 +150,11 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     lines = ["classDiagram"]
     links: list[str] = []
     for name, cls in drawn.items():
-        kind = kinds[name]
-        lines.append(f"    class {name} {{")
-        if kind == pm.ENUM:
-            lines.append("        <<enumeration>>")
-            lines += [f"        {m.value or m.name}" for m in cls.members]
-        else:
-            if kind != pm.DATACLASS:
-                lines.append(f"        <<{kind}>>")
-            for fld in cls.fields:
-                typ = mermaid_type(fld.type)
-                lines.append(f"        +{typ} {fld.name}" if typ else f"        +{fld.name}")
-                for word in set(re.findall(r"[A-Za-z_]\w*", fld.type)):
-                    if word in drawn and word != name:
-                        links.append(f"    {name} --> {word} : {fld.name}")
-        lines.append("    }")
+        lines += class_draft(cls, kinds[name], limit=None, stereotype=True)
+        for fld in cls.fields if kinds[name] != pm.ENUM else ():
+            for word in set(re.findall(r"[A-Za-z_]\w*", fld.type)):
+                if word in drawn and word != name:
+                    links.append(f"    {name} --> {word} : {fld.name}")
     lines += sorted(set(links))
     if not drawn:
         # Mermaid refuses a class diagram with nothing in it; say why it is empty.
@@ -191,51 +169,35 @@ def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, s
     lines = ["stateDiagram-v2", f"    %% {title}"]
     seen: set[str] = set()
     for a, b, event in edges:
-        lines.append(f"    {_id(a)} --> {_id(b)}" + (f" : {event}" if event else ""))
+        lines.append(f"    {mermaid_id(a)} --> {mermaid_id(b)}" + (f" : {event}" if event else ""))
         seen.update((a, b))
-    lines += [f"    state {_id(s)}" for s in states if s not in seen]
+    lines += [f"    state {mermaid_id(s)}" for s in states if s not in seen]
     return "\n".join(lines) + "\n"
 
 
 def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str]:
     """One ``stateDiagram-v2`` per table, state Enum, statemachine class and machine."""
     kinds = _kinds(files)
-    enums: dict[str, pm.ClassInfo] = {}
+    # Each Enum's members as a diagram shows them: the value, else the name.
+    labels: dict[str, dict[str, str]] = {}
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.ENUM:
-                enums.setdefault(cls.name, cls)
-    wanted = state_enums(files, cfg)
+                labels.setdefault(cls.name, {m.name: m.value or m.name for m in cls.members})
     blocks: list[str] = []
-    tabled: set[str] = set()
-
-    def label(enum: str, member: str) -> str:
-        cls = enums.get(enum)
-        for m in cls.members if cls else ():
-            if m.name == member:
-                return m.value or m.name
-        return member
-
     for f in files:
         for table in f.info.tables:
-            tabled.add(table.enum)
-            members = (
-                [m.value or m.name for m in enums[table.enum].members]
-                if (table.enum in enums)
-                else []
-            )
+            shown = labels.get(table.enum, {})
             edges = [
-                (label(table.enum, r.source), label(table.enum, r.target), r.event)
+                (shown.get(r.source, r.source), shown.get(r.target, r.target), r.event)
                 for r in table.rows
             ]
-            blocks.append(
-                _state_block(
-                    f"{f.module}.{table.name} ({table.enum})", members, list(dict.fromkeys(edges))
-                )
-            )
-    for name in sorted(wanted - tabled):
-        if name in enums:
-            blocks.append(_state_block(name, [m.value or m.name for m in enums[name].members], []))
+            title = f"{f.module}.{table.name} ({table.enum})"
+            blocks.append(_state_block(title, list(shown.values()), list(dict.fromkeys(edges))))
+    tabled = {t.enum for f in files for t in f.info.tables}
+    for name in sorted(state_enums(files, cfg) - tabled):
+        if name in labels:
+            blocks.append(_state_block(name, list(labels[name].values()), []))
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.STATEMACHINE and cls.states:
@@ -248,9 +210,8 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
         for machine in f.info.machines:
             states = [s.name for s in machine.states if not s.name.startswith("@enum:")]
             for s in machine.states:
-                enum = s.name.removeprefix("@enum:")
-                if s.name.startswith("@enum:") and enum in enums:
-                    states += [m.value or m.name for m in enums[enum].members]
+                if s.name.startswith("@enum:"):
+                    states += labels.get(s.name.removeprefix("@enum:"), {}).values()
             edges = [(t.source, t.target, t.event) for t in machine.transitions]
             blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
     return blocks
@@ -276,11 +237,9 @@ def replace_block(
 ) -> str:
     """``existing`` with the generated block of ``kind`` replaced (or appended under
     ``heading``, by default the kind's)."""
-    block = f"{begin_marker(kind)}\n{fenced(bodies)}\n{end_marker(kind)}"
-    pattern = re.compile(
-        re.escape(begin_marker(kind)) + r".*?" + re.escape(end_marker(kind)), re.DOTALL
-    )
-    found = pattern.search(existing)
+    begin, end = begin_marker(kind), end_marker(kind)
+    block = f"{begin}\n{fenced(bodies)}\n{end}"
+    found = re.search(re.escape(begin) + r".*?" + re.escape(end), existing, re.DOTALL)
     if found:
         text = existing[: found.start()] + block + existing[found.end() :]
     else:

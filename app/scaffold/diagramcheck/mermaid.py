@@ -67,11 +67,9 @@ _ER_OPEN = re.compile(r"^\s*([\w.\-\"]+)\s*(?:\[[^\]]*\])?\s*\{\s*$")
 _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-# The same, for many lines joined: a tag never spans two lines (as when read line by line).
-_HTML_TAG_IN_LINE = re.compile(r"</?[a-zA-Z][^>\n]*>")
-# A statement without these has balanced brackets and quotes.
-_BRACKETISH = re.compile(r'["()\[\]{}]')
 _QUOTED = re.compile(r'"[^"]*"')
+# A statement of a flowchart line: up to a ``;`` outside double quotes.
+_STATEMENT = re.compile(r'(?:[^;"]|"[^"]*(?:"|$))+')
 _ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
 _EDGE_LABEL = re.compile(r"\|[^|]*\|")
 _NODE_SHAPE = re.compile(
@@ -83,7 +81,6 @@ _LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*
 _LINK_TEXT = re.compile(r"^--\s.*$")
 _STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
 _NEEDS_A_STATEMENT = frozenset({"classDiagram"})
-_HEADER_DIRECTIVE = re.compile(r"^\s*%%\{.*\}%%\s*$")
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
     lines = text.splitlines()
     i = 0
     while i < len(lines):
-        m = _FENCE.match(lines[i]) if lines[i].lstrip(" ").startswith(("```", "~~~")) else None
+        m = _FENCE.match(lines[i])
         if not m:
             i += 1
             continue
@@ -129,9 +126,6 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
         lang = info.split()[0].strip("{}.") if info else ""
         end = i + 1
         while end < len(lines):
-            if fence[0] not in lines[end]:
-                end += 1
-                continue
             close = lines[end].strip()
             if close.startswith(fence[0] * len(fence)) and set(close) <= {fence[0]}:
                 break
@@ -144,11 +138,7 @@ def extract_blocks(text: str, path: str = "") -> list[MermaidBlock]:
 
 def words(text: str) -> set[str]:
     """Every identifier-like word, dotted paths whole and split."""
-    return _words(_HTML_TAG.sub(" ", text) if "<" in text else text)
-
-
-def _words(text: str) -> set[str]:
-    found = set(_WORD.findall(text))
+    found = set(_WORD.findall(_HTML_TAG.sub(" ", text)))
     for word in [w for w in found if "." in w]:
         parts = word.split(".")
         found.update(parts)
@@ -157,23 +147,11 @@ def _words(text: str) -> set[str]:
     return found
 
 
-def _words_of_lines(lines: list[str]) -> set[str]:
-    """``words`` of every line, united (one pass over the lines joined)."""
-    text = "\n".join(lines)
-    return _words(_HTML_TAG_IN_LINE.sub(" ", text) if "<" in text else text)
-
-
-def _strip_quoted(line: str) -> str:
-    return _QUOTED.sub('""', line)
-
-
 def _balanced(line: str, kind: str) -> str | None:
     """Why a statement's brackets or quotes do not pair up, or ``None``."""
-    if not _BRACKETISH.search(line):
-        return None
     if line.count('"') % 2:
         return "unbalanced double quote"
-    bare = _strip_quoted(line)
+    bare = _QUOTED.sub('""', line)
     if kind in ("stateDiagram", "classDiagram", "erDiagram") and " : " in bare:
         bare = bare.split(" : ", 1)[0]
     if kind == "flowchart":
@@ -195,45 +173,21 @@ def _balanced(line: str, kind: str) -> str | None:
 
 
 def _split_statements(line: str) -> list[str]:
-    """A flowchart line split at ``;`` outside double quotes."""
-    if ";" not in line:
-        return [line] if line.strip() else []
-    parts: list[str] = []
-    buf: list[str] = []
-    quoted = False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-        if ch == ";" and not quoted:
-            parts.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-    parts.append("".join(buf))
-    return [p for p in parts if p.strip()]
+    """A flowchart line split at ``;`` outside double quotes (an open quote runs to the end)."""
+    return [p for p in _STATEMENT.findall(line) if p.strip()]
 
 
 def _family(header: str) -> str:
     if header in ("flowchart", "graph"):
         return "flowchart"
-    if header.startswith("classDiagram"):
-        return "classDiagram"
-    if header.startswith("stateDiagram"):
-        return "stateDiagram"
+    for family in ("classDiagram", "stateDiagram"):
+        if header.startswith(family):
+            return family
     return header
-
-
-def _may_link(text: str) -> bool:
-    """Whether ``text`` can hold an arrow (:data:`_ARROW`) or a link (:data:`_LINK`):
-    each of them has ``--``, ``==``, ``..``, ``-.`` or ``~~`` in it."""
-    return "--" in text or "==" in text or ".." in text or "-." in text or "~~" in text
 
 
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
-    if not _may_link(line) and ":::" not in line:
-        # No link (removing a ``:::class`` suffix could join two dashes into one).
-        return []
     body = _QUOTED.sub('""', line)
     body = _NODE_SHAPE.sub(r"\1", body)
     body = _CLASS_SUFFIX.sub("", body)
@@ -259,11 +213,8 @@ def _skip_preamble(lines: list[str]) -> int:
         while idx < len(lines) and lines[idx].strip() != "---":
             idx += 1
         idx += 1
-    while idx < len(lines) and (
-        not lines[idx].strip()
-        or lines[idx].strip().startswith("%%")
-        or _HEADER_DIRECTIVE.match(lines[idx])
-    ):
+    # Comments and ``%%{init: ...}%%`` directives both start with ``%%``.
+    while idx < len(lines) and (not lines[idx].strip() or lines[idx].strip().startswith("%%")):
         idx += 1
     return idx
 
@@ -305,10 +256,8 @@ class _Reader:
         if problem:
             self.problem(n, f"{problem}: {stmt}")
             return
-        if (
-            not (self.kind == "stateDiagram" and stmt == "--")
-            and _may_link(stmt)
-            and (_DANGLING_END.search(stmt) or _DANGLING_START.match(stmt))
+        if not (self.kind == "stateDiagram" and stmt == "--") and (
+            _DANGLING_END.search(stmt) or _DANGLING_START.match(stmt)
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return
@@ -318,7 +267,7 @@ class _Reader:
     def end_body(self) -> None:
         """The words of the body just read go to its class or entity."""
         if self.current is not None:
-            self.d.members.setdefault(self.current, set()).update(_words_of_lines(self.body))
+            self.d.members.setdefault(self.current, set()).update(*map(words, self.body))
         self.current = None
         self.body = []
 
@@ -406,14 +355,12 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
     reader = _Reader(diagram, kind)
     statements_seen = 0
-    # The words of every line are the diagram's names: read in one pass over the lines.
-    named: list[str] = []
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
         if not line or line.startswith("%%"):
             continue
         statements_seen += 1
-        named.append(line)
+        diagram.names |= words(line)
         if not structured:
             continue
         if kind == "flowchart":
@@ -421,7 +368,6 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
                 reader.statement(stmt.strip(), n)
         else:
             reader.statement(line, n)
-    diagram.names |= _words_of_lines(named)
     if structured:
         reader.finish()
     if kind in _NEEDS_A_STATEMENT and not statements_seen:
@@ -442,9 +388,6 @@ class DiagramIndex:
     states: set[str] = field(default_factory=set)
     kinds: list[str] = field(default_factory=list)
     problems: list[MermaidProblem] = field(default_factory=list)
-
-    def names_any(self, candidates: Iterable[str]) -> bool:
-        return any(c in self.names for c in candidates)
 
 
 def index_text(text: str, path: str = "") -> DiagramIndex:

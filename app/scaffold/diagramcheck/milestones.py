@@ -43,8 +43,6 @@ class BacklogEntry:
 
 def backlog_kind(path: str) -> str | None:
     """``"milestone"``, ``"archived-milestone"`` or ``"task"`` for a Backlog.md file."""
-    if not path.endswith(".md"):
-        return None  # before splitting: most paths a check sees are code
     parts = path.split("/")
     if len(parts) < 3 or parts[0] not in BACKLOG_DIRS or not path.endswith(".md"):
         return None
@@ -57,8 +55,10 @@ def backlog_kind(path: str) -> str | None:
     return None
 
 
-def read_entry(path: str, text: str) -> BacklogEntry | None:
-    """The fields of one file; ``None`` when it has no readable frontmatter."""
+def read_entry(path: str, text: str | None) -> BacklogEntry | None:
+    """The fields of one file; ``None`` when it has no text or no readable frontmatter."""
+    if text is None:
+        return None
     # The Backlog.md reader (YAML) loads only when a task or milestone changed.
     from scaffold.backlog.format import load_yaml_mapping, scalar_text
     from scaffold.backlog.frontmatter import split_document

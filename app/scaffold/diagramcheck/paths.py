@@ -5,61 +5,24 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Sequence
-from pathlib import PurePosixPath
 
 
 def normalize_path(path: str) -> str:
     """``./docs//x.md`` -> ``docs/x.md``: the form git prints paths in."""
-    if _is_clean(path):
-        return path  # already in git's form (the common case: paths from git itself)
-    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
-    return "/".join(parts)
+    return "/".join(p for p in path.replace("\\", "/").split("/") if p not in (".", ""))
 
 
-# A relative path with no empty, ``.`` segment or backslash: nothing to normalize.
-_CLEAN = re.compile(r"^(?!\.?/|\.$)(?:(?!\./|//)[^\\])*(?<![/.])$|^[^/\\.][^/\\]*$")
-
-
-def _is_clean(path: str) -> bool:
-    """``_CLEAN.match(path)``, with string methods (several times faster)."""
-    if "\\" in path:
-        return False
-    if "/" not in path and path[:1] != ".":
-        return True  # one segment (the second alternative)
-    return (
-        path != "."
-        and not path.startswith("/")
-        and "./" not in path
-        and "//" not in path
-        and not path.endswith(("/", "."))
-    )
+# A glob's parts, wildcards first (``**/`` before ``**`` before ``*``), and their regexes.
+_GLOB_PART = re.compile(r"\*\*/|\*\*|\*|\?|[^*?]+")
+_GLOB_REGEX = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
 
 
 @functools.lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     pat = normalize_path(pattern.strip())
-    anchored = "/" in pat
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
+    body = _GLOB_PART.sub(lambda m: _GLOB_REGEX.get(m[0]) or re.escape(m[0]), pat)
     # Like .gitignore: a pattern without a slash matches a name at any depth.
-    prefix = "" if anchored else "(?:.*/)?"
+    prefix = "" if "/" in pat else "(?:.*/)?"
     return re.compile(f"^{prefix}{body}(?:/.*)?$")
 
 
@@ -70,23 +33,8 @@ def matches_any(path: str, patterns: Sequence[str]) -> bool:
     ``/`` matches a file or folder name anywhere; a folder pattern covers what
     is inside it.
     """
-    return _matches_any(path, tuple(patterns))
-
-
-@functools.lru_cache(maxsize=65536)
-def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
-    either = _either_regex(patterns)
-    return either is not None and either.match(normalize_path(path)) is not None
-
-
-@functools.lru_cache(maxsize=64)
-def _either_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One regex for "matches one of the globs": one match per path, not one per glob.
-
-    Each glob's regex is ``^...$``: the alternation of their insides, anchored once,
-    matches exactly the paths one of them matches."""
-    inner = [_glob_regex(p).pattern[1:-1] for p in patterns if p.strip()]
-    return re.compile("^(?:" + "|".join(inner) + ")$") if inner else None
+    norm = normalize_path(path)
+    return any(_glob_regex(p).match(norm) for p in patterns if p.strip())
 
 
 def under_roots(path: str, roots: Sequence[str]) -> str | None:
@@ -104,17 +52,6 @@ def under_roots(path: str, roots: Sequence[str]) -> str | None:
 
 
 def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
-    if isinstance(packages, frozenset):
-        return _module_name_cached(path, tuple(roots), packages)
-    return _module_name(path, roots, packages)
-
-
-@functools.lru_cache(maxsize=65536)
-def _module_name_cached(path: str, roots: tuple[str, ...], packages: frozenset[str]) -> str | None:
-    return _module_name(path, roots, packages)
-
-
-def _module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
     """The dotted import name of a ``.py`` file, or ``None`` outside the source roots.
 
     With ``roots`` the name is the path below the root. Without, the name

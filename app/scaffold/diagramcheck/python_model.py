@@ -14,54 +14,33 @@ is a pydantic model in another changed file is a pydantic model too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scaffold.diagramcheck.python_syntax import last
 
 # Kinds of class the data-model diagram draws.
 DATACLASS = "dataclass"
-
-
 PYDANTIC = "pydantic model"
-
-
 ATTRS = "attrs class"
-
-
 TYPEDDICT = "TypedDict"
-
-
 NAMEDTUPLE = "NamedTuple"
-
-
 SQLALCHEMY = "SQLAlchemy model"
-
-
 ENUM = "Enum"
-
-
 STATEMACHINE = "state machine"
-
 
 # A declarative base (``class Base(DeclarativeBase)``): not a table itself.
 _SQLA_BASE = "SQLAlchemy base"
 
-
 DATA_KINDS = (DATACLASS, PYDANTIC, ATTRS, TYPEDDICT, NAMEDTUPLE, SQLALCHEMY, ENUM)
-
 
 _ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
 
-
 _PYDANTIC_BASES = {"BaseModel", "RootModel", "BaseSettings", "GenericModel"}
-
 
 _SQLA_BASES = {"DeclarativeBase", "DeclarativeBaseNoMeta", "MappedAsDataclass"}
 
-
 _SM_BASES = {"StateMachine", "StateChart"}
-
 
 # Library classes whose shape their subclasses inherit, by the name they are imported as.
 _LIBRARY_KINDS = {
@@ -75,9 +54,7 @@ _LIBRARY_KINDS = {
     "typing_extensions.TypedDict": "TypedDict",
 }
 
-
 _DATACLASS_DECOS = {"dataclass", "dataclasses.dataclass", "pydantic.dataclasses.dataclass"}
-
 
 _ATTRS_DECOS = {
     "attr.s",
@@ -190,10 +167,24 @@ class ModuleInfo:
     imported: Mapping[str, str] = field(default_factory=dict)
 
     def class_named(self, name: str) -> ClassInfo | None:
-        for cls in self.classes:
-            if cls.name == name:
-                return cls
-        return None
+        return next((cls for cls in self.classes if cls.name == name), None)
+
+
+def state_enums(
+    infos: Iterable[ModuleInfo], kinds: Iterable[tuple[str, str]], suffixes: Sequence[str]
+) -> set[str]:
+    """The Enums that hold states: keyed in a transition table, a machine's ``states=``,
+    or named with one of ``suffixes`` (``kinds``: class name and kind pairs)."""
+    found: set[str] = set()
+    for info in infos:
+        found.update(t.enum for t in info.tables)
+        for machine in info.machines:
+            found.update(
+                s.name.removeprefix("@enum:") for s in machine.states if s.name.startswith("@enum:")
+            )
+    ends = tuple(suffixes)
+    found.update(n for n, k in kinds if k == ENUM and ends and n.endswith(ends))
+    return found
 
 
 def _direct_kind(cls: ClassInfo) -> str | None:

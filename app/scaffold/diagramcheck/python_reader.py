@@ -21,6 +21,7 @@ from scaffold.diagramcheck.python_syntax import (
     dotted,
     is_classvar,
     last,
+    resolve_relative,
     str_value,
 )
 from scaffold.diagramcheck.python_tables import read_machines, read_tables
@@ -54,18 +55,11 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
             if name == "__tablename__":
                 has_tablename = True
                 continue
-            annotation = stmt.annotation
-            if type(annotation) is ast.Constant:
-                tail = ""  # dotted() of a constant
-                classvar = is_classvar(annotation)
-            else:
-                tail = last(dotted(annotation))
-                classvar = tail == "ClassVar"  # what is_classvar finds
-            if classvar or (name.startswith("__") and name.endswith("__")):
+            if is_classvar(stmt.annotation) or (name.startswith("__") and name.endswith("__")):
                 continue
             if name == "model_config":
                 continue
-            if tail == "Mapped":
+            if last(dotted(stmt.annotation)) == "Mapped":
                 uses_mapped = True
             fields.append(FieldInfo(name, annotation_text(stmt.annotation), stmt.lineno))
         elif isinstance(stmt, ast.Assign):
@@ -101,11 +95,10 @@ def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
     for stmt in node.body:
         targets: list[ast.expr]
         value: ast.expr | None
-        kind = type(stmt)  # ast.parse makes these exact types, never subclasses
-        if kind is ast.Assign:
-            targets, value = stmt.targets, stmt.value  # type: ignore[attr-defined]
-        elif kind is ast.AnnAssign and stmt.value is not None:  # type: ignore[attr-defined]
-            targets, value = [stmt.target], stmt.value  # type: ignore[attr-defined]
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
         else:
             continue
         for target in targets:
@@ -135,7 +128,7 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
                     if src and dst:
                         pair = (src, dst) if meth == "to" else (dst, src)
                         transitions.append(Transition(last(pair[0]), event, last(pair[1]), line))
-            elif meth in ("itself",):
+            elif meth == "itself":
                 src = dotted(expr.func.value)
                 if src:
                     transitions.append(Transition(last(src), event, last(src), line))
@@ -149,8 +142,6 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
         if not isinstance(target, ast.Name):
             continue
         value = stmt.value
-        if type(value) is ast.Constant:
-            continue  # neither a State() nor a transition (collect() finds nothing in it)
         if isinstance(value, ast.Call) and last(dotted(value.func)) in (
             "State",
             "Compound",
@@ -256,10 +247,7 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> tuple[str, ...]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = module.split(".")
-                keep = len(parts) - node.level + (1 if is_package else 0)
-                prefix = ".".join(parts[: max(keep, 0)])
-                base = f"{prefix}.{base}".strip(".") if base else prefix
+                base = resolve_relative("." * node.level + base, module, is_package)
             if not base:
                 continue
             found.add(base)
@@ -275,17 +263,16 @@ def _class_defs(body: list[ast.stmt], out: list[ast.ClassDef] | None = None) -> 
     """
     found: list[ast.ClassDef] = [] if out is None else out
     for stmt in body:
-        kind = type(stmt)
-        if kind is ast.ClassDef:
-            found.append(stmt)  # type: ignore[arg-type]
-            _class_defs(stmt.body, found)  # type: ignore[attr-defined]
-        elif kind is ast.If or kind is ast.With or kind is ast.AsyncWith:
-            _class_defs(stmt.body, found)  # type: ignore[attr-defined]
+        if isinstance(stmt, ast.ClassDef):
+            found.append(stmt)
+            _class_defs(stmt.body, found)
+        elif isinstance(stmt, ast.If | ast.With | ast.AsyncWith):
+            _class_defs(stmt.body, found)
             _class_defs(getattr(stmt, "orelse", []), found)
-        elif kind is ast.Try or kind is ast.TryStar:
-            for part in (stmt.body, stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            for part in (stmt.body, stmt.orelse, stmt.finalbody):
                 _class_defs(part, found)
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
+            for handler in stmt.handlers:
                 _class_defs(handler.body, found)
     return found
 
@@ -296,6 +283,8 @@ def read_module(
     """Read one file's declarations. A syntax error yields ``error`` and nothing else.
 
     ``imports`` also lists the modules it imports (``module`` resolves relative ones).
+    The tables come out in order: the module's, then those of its functions, then its
+    classes'.
     """
     try:
         tree = ast.parse(source)
@@ -303,29 +292,15 @@ def read_module(
         return ModuleInfo(error=SyntaxProblem(exc.lineno or 1, exc.msg or "invalid syntax"))
     except ValueError as exc:  # e.g. NUL bytes
         return ModuleInfo(error=SyntaxProblem(1, str(exc)))
-    return _module_info(tree, source, module, is_package, imports)
-
-
-def _module_info(
-    tree: ast.Module, source: str, module: str, is_package: bool, imports: bool
-) -> ModuleInfo:
-    """What the top-level statements declare.
-
-    One pass over the statements, each read only by what can use its kind; the tables
-    come out in order: the module's, then those of its functions, then its classes'.
-    """
     body = tree.body
     aliases = _aliases(body)
     imported = _imported(body)
-    classes: list[ClassInfo] = []
     functionals: list[ClassInfo] = []
     tables: list[TableInfo] = []
     function_tables: list[TableInfo] = []
-    class_tables: list[TableInfo] = []
     bases: list[str] = []
     for top in body:
-        kind = type(top)
-        if kind is ast.Assign or kind is ast.AnnAssign:
+        if isinstance(top, ast.Assign | ast.AnnAssign):
             tables += read_tables([top], aliases)
             functional = _functional(top)
             if functional is not None:
@@ -342,31 +317,30 @@ def _module_info(
                 TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
                 for t in read_tables(top.body, aliases)
             ]
-        elif isinstance(top, _HOLDS_CLASSES):
-            for node in _class_defs([top]):
-                fields, tablename, mapped = _class_fields(node)
-                states, transitions = _sm_states_and_transitions(node)
-                classes.append(
-                    ClassInfo(
-                        name=node.name,
-                        line=node.lineno,
-                        bases=tuple(
-                            imported.get(b, aliases.get(b, b))
-                            for b in (dotted(x) for x in node.bases)
-                            if b
-                        ),
-                        decorators=tuple(
-                            aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
-                        ),
-                        fields=tuple(fields),
-                        members=tuple(_enum_members(node)),
-                        states=tuple(states),
-                        transitions=tuple(transitions),
-                        has_tablename=tablename,
-                        uses_mapped=mapped,
-                    )
-                )
-                class_tables += read_tables(node.body, aliases)
+    classes: list[ClassInfo] = []
+    class_tables: list[TableInfo] = []
+    for node in _class_defs(body):
+        fields, tablename, mapped = _class_fields(node)
+        states, transitions = _sm_states_and_transitions(node)
+        classes.append(
+            ClassInfo(
+                name=node.name,
+                line=node.lineno,
+                bases=tuple(
+                    imported.get(b, aliases.get(b, b)) for b in (dotted(x) for x in node.bases) if b
+                ),
+                decorators=tuple(
+                    aliases.get(d, d) for d in (dotted(x) for x in node.decorator_list) if d
+                ),
+                fields=tuple(fields),
+                members=tuple(_enum_members(node)),
+                states=tuple(states),
+                transitions=tuple(transitions),
+                has_tablename=tablename,
+                uses_mapped=mapped,
+            )
+        )
+        class_tables += read_tables(node.body, aliases)
     # Machine(...) calls can sit anywhere, so finding them walks the whole tree:
     # only done when the text can hold one.
     machines = read_machines(tree) if "Machine" in source else []
@@ -379,7 +353,3 @@ def _module_info(
         aliases=aliases,
         imported=imported,
     )
-
-
-# Statements _class_defs looks into.
-_HOLDS_CLASSES = (ast.ClassDef, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)

@@ -80,12 +80,9 @@ def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, 
                 rows.append(found)
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
         for item in value.elts:
-            if isinstance(item, ast.Tuple | ast.List):
-                found = _row(list(item.elts), aliases, item.lineno)
-            elif isinstance(item, ast.Call):
-                found = _row([*item.args, *(k.value for k in item.keywords)], aliases, item.lineno)
-            else:
-                found = None
+            if not isinstance(item, ast.Tuple | ast.List | ast.Call):
+                continue
+            found = _row(_flat(item), aliases, item.lineno)
             if found:
                 rows.append(found)
     return rows
@@ -110,8 +107,6 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
             target, value = stmt.target, stmt.value
         if not isinstance(target, ast.Name) or value is None:
             continue
-        if type(value) is ast.Constant or type(value) is ast.Name:
-            continue  # no rows in these (what _table_rows would find)
         rows = _table_rows(value, aliases)
         if len(rows) < 2:
             continue
@@ -123,12 +118,18 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
     return tables
 
 
+def _value_of(node: ast.expr, assigned: Mapping[str, ast.expr]) -> ast.expr:
+    """What a name (``states``, ``self.states``) was assigned, else the node itself."""
+    if isinstance(node, ast.Name) and node.id in assigned:
+        return assigned[node.id]
+    if isinstance(node, ast.Attribute) and node.attr in assigned:
+        return assigned[node.attr]
+    return node
+
+
 def _literal_names(node: ast.expr, assigned: Mapping[str, ast.expr]) -> list[tuple[str, int]]:
     """State names from a ``states=`` argument: strings, ``{'name': ...}``, ``State('x')``."""
-    if isinstance(node, ast.Name) and node.id in assigned:
-        node = assigned[node.id]
-    elif isinstance(node, ast.Attribute) and node.attr in assigned:
-        node = assigned[node.attr]
+    node = _value_of(node, assigned)
     found: list[tuple[str, int]] = []
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         for item in node.elts:
@@ -149,10 +150,7 @@ def _literal_names(node: ast.expr, assigned: Mapping[str, ast.expr]) -> list[tup
 
 
 def _literal_transitions(node: ast.expr, assigned: Mapping[str, ast.expr]) -> list[Transition]:
-    if isinstance(node, ast.Name) and node.id in assigned:
-        node = assigned[node.id]
-    elif isinstance(node, ast.Attribute) and node.attr in assigned:
-        node = assigned[node.attr]
+    node = _value_of(node, assigned)
     out: list[Transition] = []
     if not isinstance(node, ast.List | ast.Tuple):
         return out

@@ -29,10 +29,6 @@ class CheckAnnotation(TypedDict):
     message: str
 
 
-def _short(sha: str) -> str:
-    return sha[:12]
-
-
 def _title(f: Finding) -> str:
     where = f.diagram or "DiagramCheck"
     return f"DiagramCheck: {f.kind} ({where})"[:_MAX_TITLE]
@@ -43,7 +39,7 @@ def _title(f: Finding) -> str:
 
 def render_text(report: Report) -> str:
     """For a person at a terminal: one line per finding, with the draft under it."""
-    span = f"{_short(report.merge_base)}..{_short(report.head)}"
+    span = f"{report.merge_base[:12]}..{report.head[:12]}"
     if not report.findings:
         checked = ", ".join(report.diagrams_checked) or "no diagram was needed"
         return f"DiagramCheck passed ({span}): diagrams are in sync with the code ({checked})\n"
@@ -124,7 +120,7 @@ def _md_code(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     """A check summary or PR comment: a checklist of what is missing, or a pass line."""
-    span = f"{_short(report.merge_base)}..{_short(report.head)}"
+    span = f"{report.merge_base[:12]}..{report.head[:12]}"
     if not report.blocking:
         checked = ", ".join(_md_code(d) for d in report.diagrams_checked)
         body = [
@@ -202,10 +198,5 @@ def check_annotations(report: Report) -> list[CheckAnnotation]:
 
 def render(report: Report, fmt: str) -> str:
     """``text``, ``json``, ``github`` or ``markdown``."""
-    if fmt == "json":
-        return render_json(report)
-    if fmt == "github":
-        return render_github(report)
-    if fmt == "markdown":
-        return render_markdown(report)
-    return render_text(report)
+    renderers = {"json": render_json, "github": render_github, "markdown": render_markdown}
+    return renderers.get(fmt, render_text)(report)

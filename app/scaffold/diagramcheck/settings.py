@@ -71,6 +71,14 @@ class DefaultSettings:
 DEFAULTS = DefaultSettings()
 
 
+def diagram_paths(cfg: DiagramSettings) -> tuple[str, ...]:
+    """The configured diagram files, normalized, without duplicates."""
+    from scaffold.diagramcheck.paths import normalize_path
+
+    paths = (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
+    return tuple(dict.fromkeys(normalize_path(p) for p in paths))
+
+
 _PATH_FIELDS = ("architecture", "data_model", "states", "roadmap")
 _LIST_FIELDS = ("source_roots", "ignore", "data_model_sources", "state_enum_suffixes")
 
@@ -98,11 +106,9 @@ def read_settings(text: str, where: str) -> DefaultSettings:
         return DEFAULTS
     if not isinstance(doc, dict):
         raise ConfigError(where, "", f"expected a mapping at the top, got {type(doc).__name__}")
-    section = doc.get("diagrams")
-    if section is None:
-        if "diagrams" in doc:
-            raise ConfigError(where, _at(doc, "diagrams"), "expected a mapping, got NoneType None")
+    if "diagrams" not in doc:
         return DEFAULTS
+    section = doc["diagrams"]
     if not isinstance(section, dict):
         raise ConfigError(where, _at(doc, "diagrams"), f"expected a mapping, got {_got(section)}")
     values: dict[str, object] = {}
@@ -118,7 +124,7 @@ def read_settings(text: str, where: str) -> DefaultSettings:
                 raise ConfigError(where, loc, f"expected a list, got {_got(value)}")
             for i, item in enumerate(value):
                 if not isinstance(item, str):
-                    at = _item_at(value, i, f"diagrams.{name}.{i}")
+                    at = _at(value, i, f"diagrams.{name}.{i}", item=True)
                     raise ConfigError(where, at, f"expected a string, got {_got(item)}")
             values[name] = tuple(str(v) for v in value)
         else:
@@ -131,20 +137,12 @@ def _got(value: object) -> str:
     return f"{type(value).__name__} {plain!r}"
 
 
-def _item_at(node: object, index: int, dotted: str) -> str:
-    lc = getattr(node, "lc", None)
-    try:
-        line = lc.item(index)[0] + 1 if lc is not None else None
-    except (KeyError, IndexError, AttributeError, TypeError):
-        line = None
-    return f"{dotted} (line {line})" if line else dotted
-
-
-def _at(node: object, key: object, dotted: str | None = None) -> str:
+def _at(node: object, key: object, dotted: str | None = None, item: bool = False) -> str:
+    """``dotted`` (or ``key``) with the line ruamel saw it on, when it knows."""
     name = dotted or str(key)
     lc = getattr(node, "lc", None)
     try:
-        line = lc.key(key)[0] + 1 if lc is not None else None
-    except (KeyError, AttributeError, TypeError):
+        line = (lc.item(key) if item else lc.key(key))[0] + 1 if lc is not None else None
+    except (KeyError, IndexError, AttributeError, TypeError):
         line = None
     return f"{name} (line {line})" if line else name

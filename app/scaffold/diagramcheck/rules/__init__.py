@@ -29,7 +29,7 @@ from scaffold.diagramcheck.rules.model import (
     SourceChange,
     read_diagram,
 )
-from scaffold.diagramcheck.rules.type_text import mermaid_type, same_type
+from scaffold.diagramcheck.rules.type_text import same_type
 
 __all__ = [
     "DiagramFile",
@@ -39,7 +39,6 @@ __all__ = [
     "SourceChange",
     "invalid_sources",
     "judge",
-    "mermaid_type",
     "read_diagram",
     "requirements",
     "same_type",

@@ -69,23 +69,13 @@ def moves(reqs: list[Requirement]) -> list[Requirement]:
     added = {(r.diagram, r.name): r for r in reqs if r.kind == "module-added"}
     removed = {(r.diagram, r.name): r for r in reqs if r.kind == "module-removed"}
     both = added.keys() & removed.keys()
-    if not both:
-        return reqs
     out: list[Requirement] = []
     for r in reqs:
         key = (r.diagram, r.name)
-        if key not in both or r.kind == "module-removed":
-            if key not in both:
-                out.append(r)
-            continue
-        gone = removed[key]
-        what = "package" if r.source.endswith(("__init__.py", "__init__.pyi")) else "module"
-        out.append(
-            replace(
-                r,
-                kind="module-moved",
-                what=f"{what} `{r.name}` ({r.source}, moved from {gone.source})",
-                needs_change=False,
-            )
-        )
+        if key not in both:
+            out.append(r)
+        elif r.kind != "module-removed":
+            what = "package" if r.source.endswith(("__init__.py", "__init__.pyi")) else "module"
+            what = f"{what} `{r.name}` ({r.source}, moved from {removed[key].source})"
+            out.append(replace(r, kind="module-moved", what=what, needs_change=False))
     return out

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.paths import matches_any, module_name
+from scaffold.diagramcheck.python_syntax import resolve_relative
 from scaffold.diagramcheck.rules.model import Analysis, DiffInput, Side, SourceChange
 from scaffold.diagramcheck.settings import DiagramSettings
 
 _MAX_BASE_DEPTH = 4
-
-
-def _resolve_relative(ref: str, module: str, is_package: bool) -> str:
-    """``..base.Model`` seen from ``module`` -> ``pkg.base.Model``."""
-    level = len(ref) - len(ref.lstrip("."))
-    parts = module.split(".") if module else []
-    keep = len(parts) - level + (1 if is_package else 0)
-    prefix = ".".join(parts[: max(keep, 0)])
-    rest = ref[level:]
-    return f"{prefix}.{rest}".strip(".") if prefix else rest
 
 
 def _inherited(
@@ -62,7 +52,7 @@ def _inherited(
             for base in cls.bases:
                 if "." not in base or base.rpartition(".")[2] in known:
                     continue
-                full = _resolve_relative(base, module, is_pkg) if base.startswith(".") else base
+                full = resolve_relative(base, module, is_pkg) if base.startswith(".") else base
                 if full not in seen:
                     seen.add(full)
                     wanted.append(full)
@@ -77,7 +67,7 @@ def _inherited(
                 if ref is None:
                     info = None
                     break
-                mod, _, name = _resolve_relative(ref, mod, True).rpartition(".")
+                mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
                 info = lookup(side, mod) if mod else None
                 hops += 1
             found = info.class_named(name) if info is not None else None
@@ -94,51 +84,20 @@ def _inherited(
 def analyse(
     parsed: Sequence[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]],
     cfg: DiagramSettings,
-    data: DiffInput | None = None,
+    data: DiffInput,
 ) -> Analysis:
-    result = Analysis()
-    old_classes: list[pm.ClassInfo] = []
-    new_classes: list[pm.ClassInfo] = []
-    old_bases: list[str] = []
-    new_bases: list[str] = []
-    for change, old, new in parsed:
-        result.pairs.append((change, old, new))
-        if old is not None:
-            old_classes += old.classes
-            old_bases += old.declarative_bases
-        if new is not None:
-            new_classes += new.classes
-            new_bases += new.declarative_bases
-    result.kinds_old = pm.classify(old_classes, old_bases)
-    result.kinds_new = pm.classify(new_classes, new_bases)
-    if data is not None and data.lookup is not None:
-        for side in ("old", "new"):
-            classes = old_classes if side == "old" else new_classes
-            bases = old_bases if side == "old" else new_bases
-            kinds = result.kinds_old if side == "old" else result.kinds_new
-            extra = _inherited(parsed, side, kinds, cfg, data)
-            if extra:
-                kinds = pm.classify([*extra, *classes], bases)
-                if side == "old":
-                    result.kinds_old = kinds
-                else:
-                    result.kinds_new = kinds
-    suffixes = tuple(cfg.state_enum_suffixes)
-    for _, old, new in result.pairs:
-        for info in (old, new):
-            if info is None:
-                continue
-            result.state_enums.update(t.enum for t in info.tables)
-            for machine in info.machines:
-                result.state_enums.update(
-                    s.name.removeprefix("@enum:")
-                    for s in machine.states
-                    if s.name.startswith("@enum:")
-                )
-    for kinds in (result.kinds_old, result.kinds_new):
-        result.state_enums.update(
-            n for n, k in kinds.items() if k == pm.ENUM and suffixes and n.endswith(suffixes)
-        )
+    def kinds(side: Side) -> dict[str, str]:
+        infos = [i for _, old, new in parsed if (i := old if side == "old" else new) is not None]
+        classes = [c for info in infos for c in info.classes]
+        bases = [b for info in infos for b in info.declarative_bases]
+        found = pm.classify(classes, bases)
+        extra = _inherited(parsed, side, found, cfg, data)
+        return pm.classify([*extra, *classes], bases) if extra else found
+
+    result = Analysis(list(parsed), kinds("old"), kinds("new"))
+    infos = [info for _, old, new in parsed for info in (old, new) if info is not None]
+    pairs = [*result.kinds_old.items(), *result.kinds_new.items()]
+    result.state_enums = pm.state_enums(infos, pairs, cfg.state_enum_suffixes)
     return result
 
 
@@ -149,9 +108,7 @@ class Located:
     kind: str
 
 
-def data_classes(
-    analysis: Analysis, cfg: DiagramSettings, side: Literal["old", "new"]
-) -> dict[str, Located]:
+def data_classes(analysis: Analysis, cfg: DiagramSettings, side: Side) -> dict[str, Located]:
     kinds = analysis.kinds_old if side == "old" else analysis.kinds_new
     found: dict[str, Located] = {}
     for change, old, new in analysis.pairs:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.paths import normalize_path
 from scaffold.diagramcheck.rules.classes import Located, data_classes
@@ -19,18 +17,33 @@ from scaffold.diagramcheck.rules.type_text import (
 from scaffold.diagramcheck.settings import DiagramSettings
 
 
-def _same_fields(old: Sequence[pm.FieldInfo], new: Sequence[pm.FieldInfo]) -> bool:
-    """The same names and types in the same order (lines aside): nothing to require."""
-    return len(old) == len(new) and all(
-        a.name == b.name and a.type == b.type for a, b in zip(old, new, strict=True)
-    )
-
-
 def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requirement]:
-    if _same_fields(old.cls.fields, new.cls.fields):
-        return []
     cls = new.cls.name
     label = f"{new.kind} `{cls}`"
+
+    def need(kind: str, f: pm.FieldInfo, shown: str, note: str = "") -> Requirement:
+        what = f"field {shown} of {label}{note}"
+        also = () if kind == "field-renamed" else type_words(f.type)
+        draft = (f"    {cls} : {field_line(f)}",)
+        return Requirement(
+            kind,
+            diagram,
+            new.path,
+            f.line,
+            f.name,
+            what,
+            (f.name,),
+            scope=cls,
+            also=also,
+            draft=draft,
+        )
+
+    def drop(kind: str, f: pm.FieldInfo, note: str = "") -> Requirement:
+        what = f"field `{f.name}` of {label}{note}"
+        return Requirement(
+            kind, diagram, old.path, f.line, f.name, what, (f.name,), remove=True, scope=cls
+        )
+
     out: list[Requirement] = []
     old_fields = {f.name: f for f in old.cls.fields}
     new_fields = {f.name: f for f in new.cls.fields}
@@ -38,81 +51,17 @@ def _field_requirements(old: Located, new: Located, diagram: str) -> list[Requir
     removed = [f for n, f in old_fields.items() if n not in new_fields]
     if len(added) == 1 and len(removed) == 1:
         a, r = added[0], removed[0]
-        out.append(
-            Requirement(
-                "field-renamed",
-                diagram,
-                new.path,
-                a.line,
-                a.name,
-                f"field `{a.name}` of {label} (renamed from `{r.name}`)",
-                (a.name,),
-                scope=cls,
-                draft=(f"    {cls} : {field_line(a)}",),
-            )
-        )
-        out.append(
-            Requirement(
-                "field-renamed",
-                diagram,
-                old.path,
-                r.line,
-                r.name,
-                f"field `{r.name}` of {label} (renamed to `{a.name}`)",
-                (r.name,),
-                remove=True,
-                scope=cls,
-            )
-        )
+        out.append(need("field-renamed", a, f"`{a.name}`", f" (renamed from `{r.name}`)"))
+        out.append(drop("field-renamed", r, f" (renamed to `{a.name}`)"))
         added, removed = [], []
     for f in added:
-        typed = f"`{f.name}: {f.type}`" if f.type else f"`{f.name}`"
-        out.append(
-            Requirement(
-                "field-added",
-                diagram,
-                new.path,
-                f.line,
-                f.name,
-                f"field {typed} of {label}",
-                (f.name,),
-                scope=cls,
-                also=type_words(f.type),
-                draft=(f"    {cls} : {field_line(f)}",),
-            )
-        )
-    for f in removed:
-        out.append(
-            Requirement(
-                "field-removed",
-                diagram,
-                old.path,
-                f.line,
-                f.name,
-                f"field `{f.name}` of {label}",
-                (f.name,),
-                remove=True,
-                scope=cls,
-            )
-        )
+        out.append(need("field-added", f, f"`{f.name}: {f.type}`" if f.type else f"`{f.name}`"))
+    out += [drop("field-removed", f) for f in removed]
     for name, f in new_fields.items():
         before = old_fields.get(name)
-        if before is None or not f.type or same_type(before.type, f.type):
-            continue
-        out.append(
-            Requirement(
-                "field-retyped",
-                diagram,
-                new.path,
-                f.line,
-                f.name,
-                f"field `{f.name}` of {label} retyped from `{before.type or '?'}` to `{f.type}`",
-                (f.name,),
-                scope=cls,
-                also=type_words(f.type),
-                draft=(f"    {cls} : {field_line(f)}",),
-            )
-        )
+        if before is not None and f.type and not same_type(before.type, f.type):
+            note = f" retyped from `{before.type or '?'}` to `{f.type}`"
+            out.append(need("field-retyped", f, f"`{f.name}`", note))
     return out
 
 
@@ -148,12 +97,8 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
                 )
             continue
         if old is None:
-            fields = ", ".join(
-                f.name
-                for f in (new.cls.members if new.kind == pm.ENUM else new.cls.fields)[
-                    :MAX_DRAFT_FIELDS
-                ]
-            )
+            listed = new.cls.members if new.kind == pm.ENUM else new.cls.fields
+            fields = ", ".join(f.name for f in listed[:MAX_DRAFT_FIELDS])
             out.append(
                 Requirement(
                     "class-added",
@@ -166,8 +111,8 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
                     draft=class_draft(new.cls, new.kind),
                 )
             )
-            empty = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
-            old = empty
+            # Every field or member of a new class is new.
+            old = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
         if new.kind == pm.ENUM:
             out += member_requirements(
                 old.cls.members,

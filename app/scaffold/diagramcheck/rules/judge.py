@@ -8,7 +8,7 @@ from scaffold.diagramcheck import mermaid, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import backlog_kind
-from scaffold.diagramcheck.paths import matches_any, normalize_path, under_roots
+from scaffold.diagramcheck.paths import matches_any, under_roots
 from scaffold.diagramcheck.rules.architecture import module_requirements, moves, stub_of_module
 from scaffold.diagramcheck.rules.classes import analyse
 from scaffold.diagramcheck.rules.data_model import class_requirements
@@ -23,14 +23,12 @@ from scaffold.diagramcheck.rules.model import (
 )
 from scaffold.diagramcheck.rules.roadmap import milestone_requirements
 from scaffold.diagramcheck.rules.states import mermaid_source_requirements, state_requirements
-from scaffold.diagramcheck.settings import DiagramSettings
+from scaffold.diagramcheck.settings import DiagramSettings, diagram_paths
 
 
 def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
     """What the diff requires of the diagrams, and warnings about files it cannot read."""
-    diagram_paths = {
-        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
-    }
+    diagrams = set(diagram_paths(cfg))
     out: list[Requirement] = []
     warnings: list[Finding] = []
     python: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = []
@@ -44,10 +42,8 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
             continue
         if is_python(path) or is_python(change.source_path):
             old_ok = (
-                change.status not in ("A",)
-                and (
-                    change.old_text is not None or change.old_binary or change.old_info is not None
-                )
+                change.status != "A"
+                and (change.old_text is not None or change.old_binary)
                 and is_python(change.source_path)
                 and not ignored_old
                 and under_roots(change.source_path, cfg.source_roots) is not None
@@ -66,45 +62,26 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
             if path.endswith(".py") or change.source_path.endswith(".py"):
                 out += module_requirements(change, old_ok, new_ok, cfg, data)
             if (change.new_binary and new_ok) or (change.old_binary and old_ok):
-                warnings.append(
-                    Finding(
-                        "python-unreadable",
-                        "",
-                        path,
-                        1,
-                        path,
-                        f"{path} is binary or not UTF-8; DiagramCheck did not read its classes",
-                        level="warning",
-                    )
-                )
+                why = f"{path} is binary or not UTF-8; DiagramCheck did not read its classes"
+                warnings.append(Finding("python-unreadable", "", path, 1, path, why, "warning"))
                 continue
             old_text = change.old_text if old_ok else None
             new_text = change.new_text if new_ok else None
-            new_info = change.new_info if new_ok else None
-            if new_info is None and new_text is not None:
-                new_info = python_reader.read_module(new_text)
+            new_info = python_reader.read_module(new_text) if new_text is not None else None
             if new_info is not None and (problem := new_info.error):
-                warnings.append(
-                    Finding(
-                        "python-syntax-error",
-                        "",
-                        path,
-                        problem.line,
-                        path,
-                        f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
-                        " and states were not compared with the diagrams",
-                        level="warning",
-                    )
+                why = (
+                    f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
+                    " and states were not compared with the diagrams"
                 )
+                kind = "python-syntax-error"
+                warnings.append(Finding(kind, "", path, problem.line, path, why, "warning"))
                 continue
-            old_info = change.old_info if old_ok else None
-            if old_info is None and old_text is not None:
-                old_info = python_reader.read_module(old_text)
+            old_info = python_reader.read_module(old_text) if old_text is not None else None
             if old_info is not None and old_info.error is not None:
                 old_info = None
             view = SourceChange(change.status, path, change.old_path, old_text, new_text)
             python.append((view, old_info, new_info))
-        elif is_mermaid_source(path, diagram_paths) and not ignored_new:
+        elif is_mermaid_source(path, diagrams) and not ignored_new:
             out += mermaid_source_requirements(change, cfg)
     analysis = analyse(python, cfg, data)
     out += class_requirements(analysis, cfg)
@@ -114,15 +91,10 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
 
 
 def _dedupe(reqs: Iterable[Requirement]) -> list[Requirement]:
-    seen: set[tuple[str, str, str, bool, str | None]] = set()
-    out: list[Requirement] = []
+    first: dict[tuple[str, str, str, bool, str | None], Requirement] = {}
     for r in reqs:
-        key = (r.kind, r.diagram, r.name, r.remove, r.scope)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(r)
-    return out
+        first.setdefault((r.kind, r.diagram, r.name, r.remove, r.scope), r)
+    return list(first.values())
 
 
 def _named(req: Requirement, index: mermaid.DiagramIndex, text: str) -> bool:
@@ -141,7 +113,7 @@ def _named(req: Requirement, index: mermaid.DiagramIndex, text: str) -> bool:
         if body is not None:
             ok = any(a in body for a in req.accept)
             return ok and (req.remove or all(w in body or w in index.names for w in req.also))
-    ok = index.names_any(req.accept)
+    ok = any(a in index.names for a in req.accept)
     return ok and (req.remove or all(w in index.names for w in req.also))
 
 
@@ -160,8 +132,7 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
     for path, dfile in data.diagrams.items():
         if path in needed:
-            found = dfile.index if dfile.index is not None else read_diagram(dfile)
-            indexes[path], texts[path] = found
+            indexes[path], texts[path] = read_diagram(dfile)
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
@@ -197,18 +168,13 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     for path, dfile in data.diagrams.items():
         if not dfile.changed or dfile.text is None:
             continue
-        for problem in indexes[path].problems:
-            findings.append(
-                Finding(
-                    "mermaid-invalid",
-                    path,
-                    path,
-                    problem.line,
-                    path,
-                    f"{path}:{problem.line}: Mermaid does not parse: {problem.message}",
-                )
-            )
+        findings += [_invalid(path, problem) for problem in indexes[path].problems]
     return findings
+
+
+def _invalid(path: str, problem: mermaid.MermaidProblem) -> Finding:
+    message = f"{path}:{problem.line}: Mermaid does not parse: {problem.message}"
+    return Finding("mermaid-invalid", path, path, problem.line, path, message)
 
 
 def _finding(req: Requirement, message: str) -> Finding:
@@ -218,26 +184,14 @@ def _finding(req: Requirement, message: str) -> Finding:
 def invalid_sources(changes: Sequence[SourceChange], cfg: DiagramSettings) -> list[Finding]:
     """Broken Mermaid in changed Markdown/``.mmd`` files outside the configured diagrams."""
     findings: list[Finding] = []
-    diagram_paths = {
-        normalize_path(p) for p in (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
-    }
+    diagrams = set(diagram_paths(cfg))
     for change in changes:
-        if change.new_text is None or change.path in diagram_paths:
+        if change.new_text is None or change.path in diagrams:
             continue
         if not change.path.endswith((".md", ".markdown", ".mmd", ".mermaid")):
             continue
         if matches_any(change.path, cfg.ignore):
             continue
         for block in mermaid.extract_blocks(change.new_text, change.path):
-            for problem in mermaid.parse_block(block).problems:
-                findings.append(
-                    Finding(
-                        "mermaid-invalid",
-                        change.path,
-                        change.path,
-                        problem.line,
-                        change.path,
-                        f"{change.path}:{problem.line}: Mermaid does not parse: {problem.message}",
-                    )
-                )
+            findings += [_invalid(change.path, p) for p in mermaid.parse_block(block).problems]
     return findings

@@ -19,15 +19,6 @@ def member_requirements(
     as_states: bool,
 ) -> list[Requirement]:
     """Enum members (data model) or states (state diagram) added, removed, renamed."""
-    if (
-        len(old_members) == len(new_members)
-        and all(
-            a.name == b.name and a.value == b.value
-            for a, b in zip(old_members, new_members, strict=True)
-        )
-        and len({m.name for m in new_members}) == len(new_members)
-    ):
-        return []  # the same names (each once) and values, in order: nothing to require
     kind = "state" if as_states else "member"
     match: Match = "state" if as_states else "name"
     scope = None if as_states else owner

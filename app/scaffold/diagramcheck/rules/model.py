@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,9 +31,6 @@ class SourceChange:
     new_text: str | None = None
     old_binary: bool = False
     new_binary: bool = False
-    # Python already parsed (by the analyzer, or from its cache): stands for the text.
-    old_info: pm.ModuleInfo | None = None
-    new_info: pm.ModuleInfo | None = None
 
     @property
     def source_path(self) -> str:
@@ -43,15 +39,11 @@ class SourceChange:
 
 @dataclass(frozen=True)
 class DiagramFile:
-    """A configured diagram at the head: its text (``None`` if absent), changed or not.
-
-    ``index`` is what :func:`read_diagram` finds in it, when the analyzer has it
-    already (from its cache)."""
+    """A configured diagram at the head: its text (``None`` if absent), changed or not."""
 
     path: str
     text: str | None
     changed: bool
-    index: tuple[mermaid.DiagramIndex, str] | None = None
 
 
 def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
@@ -116,24 +108,16 @@ class Requirement:
 class Analysis:
     """The parsed modules of a diff, both sides."""
 
-    pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]] = field(
-        default_factory=list
-    )
-    kinds_old: dict[str, str] = field(default_factory=dict)
-    kinds_new: dict[str, str] = field(default_factory=dict)
+    pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]]
+    kinds_old: dict[str, str]
+    kinds_new: dict[str, str]
     state_enums: set[str] = field(default_factory=set)
 
 
-# The small text helpers below are pure and see the same few type names and identifiers
-# over and over in a big diff: their answers are kept.
-
-
-@functools.lru_cache(maxsize=16384)
 def mermaid_id(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-@functools.lru_cache(maxsize=65536)
 def norm(name: str) -> str:
     return re.sub(r"[_\-\s]", "", name).lower()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind
+from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import normalize_path
 from scaffold.diagramcheck.rules.model import DiffInput, Requirement, SourceChange, mermaid_id
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -13,8 +13,6 @@ from scaffold.diagramcheck.settings import DiagramSettings
 def milestone_requirements(
     changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramSettings
 ) -> list[Requirement]:
-    from scaffold.diagramcheck.milestones import read_entry
-
     roadmap = normalize_path(cfg.roadmap)
     out: list[Requirement] = []
     reported: set[str] = set()
@@ -45,10 +43,8 @@ def milestone_requirements(
         old_kind = backlog_kind(change.source_path) if change.old_text is not None else None
         if new_kind is None and old_kind is None:
             continue  # not a Backlog.md file: its frontmatter is nobody's milestone
-        new = read_entry(change.path, change.new_text) if change.new_text is not None else None
-        old = (
-            read_entry(change.source_path, change.old_text) if change.old_text is not None else None
-        )
+        new = read_entry(change.path, change.new_text)
+        old = read_entry(change.source_path, change.old_text)
         if new_kind == "archived-milestone" and old_kind != "archived-milestone" and new:
             require("milestone-completed", new, change.path, "archived")
         elif new_kind == "milestone" and new is not None:

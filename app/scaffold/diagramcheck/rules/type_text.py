@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import re
 
 from scaffold.diagramcheck import python_model as pm
@@ -18,13 +17,11 @@ _TYPE_NOISE = frozenset(
 MAX_DRAFT_FIELDS = 40
 
 
-@functools.lru_cache(maxsize=16384)
 def type_words(type_text: str) -> tuple[str, ...]:
     found = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", type_text)
     return tuple(dict.fromkeys(w for w in found if w not in _TYPE_NOISE))
 
 
-@functools.lru_cache(maxsize=16384)
 def mermaid_type(type_text: str) -> str:
     """A field type spelled the way a Mermaid class diagram accepts (``list~str~``)."""
     text = type_text.replace(" ", "").replace(",...", "").replace("[", "~").replace("]", "~")
@@ -37,18 +34,21 @@ def field_line(f: pm.FieldInfo) -> str:
     return f"+{typ} {f.name}" if typ else f"+{f.name}"
 
 
-def class_draft(cls: pm.ClassInfo, kind: str) -> tuple[str, ...]:
+def class_draft(
+    cls: pm.ClassInfo, kind: str, limit: int | None = MAX_DRAFT_FIELDS, stereotype: bool = False
+) -> tuple[str, ...]:
+    """``class X { ... }``: an Enum's members or the fields (the first ``limit``); with
+    ``stereotype`` a kind other than dataclass is named (``<<pydantic model>>``)."""
     lines = [f"    class {cls.name} {{"]
     if kind == pm.ENUM:
         lines.append("        <<enumeration>>")
-        lines += [f"        {m.value or m.name}" for m in cls.members[:MAX_DRAFT_FIELDS]]
+        lines += [f"        {m.value or m.name}" for m in cls.members[:limit]]
     else:
-        lines += [f"        {field_line(f)}" for f in cls.fields[:MAX_DRAFT_FIELDS]]
+        if stereotype and kind != pm.DATACLASS:
+            lines.append(f"        <<{kind}>>")
+        lines += [f"        {field_line(f)}" for f in cls.fields[:limit]]
     lines.append("    }")
     return tuple(lines)
-
-
-_TYPING_PREFIXES = ("typing.", "typing_extensions.", "t.", "te.")
 
 
 _BUILTIN_GENERICS = {
@@ -80,10 +80,7 @@ def _canonical_type(node: ast.expr) -> str:
     if isinstance(node, ast.List | ast.Tuple):
         return "[" + ",".join(_canonical_type(e) for e in node.elts) + "]"
     text = ast.unparse(node).replace(" ", "")
-    for prefix in _TYPING_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
+    text = re.sub(r"^(?:typing|typing_extensions|t|te)\.", "", text)
     return _BUILTIN_GENERICS.get(text, text)
 
 
@@ -105,7 +102,6 @@ def _union_members(node: ast.expr) -> list[str] | None:
     return None
 
 
-@functools.lru_cache(maxsize=16384)
 def same_type(a: str, b: str) -> bool:
     """Whether two annotations, as written, name the same type."""
     if norm(a) == norm(b):
