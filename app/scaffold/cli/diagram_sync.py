@@ -50,7 +50,7 @@ PACKAGE_ROLES = {
     "scaffold.signal_back": "signal-back: the run's tools, served by the mcp SDK, and its records",
     "scaffold.sandbox": "the trust boundary: bubblewrap views, egress routes, the bridge",
     "scaffold.git": "git: worktrees, hand-off commits, merges",
-    "scaffold.diagramcheck": "DiagramCheck: the ast analyzer of a diff, its cache, Mermaid, drafts",
+    "scaffold.diagramcheck": "DiagramCheck: the ast analyzer of a diff, Mermaid, drafts",
     "scaffold.diagramcheck.rules": "what a diff requires of each diagram, and the judge",
     "scaffold.runtime": "the imperative shell: executes effects",
     "scaffold.cli": "the scaffold command",
