@@ -29,7 +29,7 @@ from scaffold.config import ActionsConfig
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import GitHubClient
+from scaffold.github.client import GitHubClient, repo_vars
 from scaffold.quest.model import AgentRun, Quest, TaskRecord
 from scaffold.signal_back.records import SignalRecord
 
@@ -128,8 +128,7 @@ class ActionsExecutor:
         self.cfg = config
         self.waiters = waiters
         self.sessions = SessionRuns(checkout.path / ".scaffold" / "github" / "session-runs.json")
-        owner, _, name = checkout.full_name.partition("/")
-        self.repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
+        self.repo_vars = repo_vars(checkout.full_name)
 
     def _push(self, branch: str, token: str) -> None:
         """The branch as the runner is to start from it: scaffold's commits pushed over the

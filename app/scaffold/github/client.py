@@ -33,6 +33,12 @@ USER_AGENT = "scaffold-app"
 UrlVars = Mapping[str, str | int]
 
 
+def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
+    """The ``owner`` and ``repo`` URL variables of ``full_name``, with ``more``."""
+    owner, _, name = full_name.partition("/")
+    return {"owner": owner, "repo": name, **more}
+
+
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
     """gidgethub's aiohttp transport, retrying timeouts, 5xx and rate limits."""
 

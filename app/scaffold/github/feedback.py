@@ -99,19 +99,27 @@ def from_fix(comment: Mapping[str, Any], text: str, *, in_thread: bool) -> Feedb
     )
 
 
-async def required_checks(
+async def required_status_checks(
     gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
-) -> set[str]:
-    """The status checks branch protection requires on ``base`` (empty: none required)."""
+) -> Mapping[str, Any]:
+    """Branch protection's ``required_status_checks`` on ``base`` (empty: none required,
+    or the token may not read the protection)."""
     try:
         protection = await gh.get(
             "/repos/{owner}/{repo}/branches/{branch}/protection", {**repo_vars, "branch": base}
         )
     except GitHubError as exc:
         if exc.status in (403, 404):
-            return set()
+            return {}
         raise
-    return set((protection.get("required_status_checks") or {}).get("contexts") or [])
+    return protection.get("required_status_checks") or {}
+
+
+async def required_checks(
+    gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
+) -> set[str]:
+    """The status checks branch protection requires on ``base`` (empty: none required)."""
+    return set((await required_status_checks(gh, repo_vars, base)).get("contexts") or [])
 
 
 def blocks_merge(name: str, required: set[str], *, own: bool) -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands, review_routes
+from scaffold.github.access import is_bot
 from scaffold.github.comments import NOTICE_MARKER, match_answer, parse_command, render_ambiguous
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
@@ -45,7 +46,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     issue = p["issue"]
     number = int(issue["number"])
     sender = p.get("sender") or {}
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.warning(
             "label ignored: the sender lacks write access or is a bot",
             extra={"delivery": d.id, "sender": sender.get("login"), "issue": number},
@@ -116,7 +117,7 @@ async def unlabeled(service: AppService, d: Delivery) -> None:
     config = ctx.checkout.config()
     if str((p.get("label") or {}).get("name", "")) != config.trigger_label:
         return
-    if not await service.is_writer(ctx, p.get("sender") or {}):
+    if not await ctx.permissions.is_writer(p.get("sender") or {}):
         return
     by = str(p["sender"]["login"])
     service.post(
@@ -128,7 +129,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     p = d.payload
     sender = p.get("sender") or {}
     comment = p.get("comment") or {}
-    if sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]"):
+    if is_bot(sender):
         return  # scaffold's own comments, and other bots
     body = str(comment.get("body") or "")
     ctx = await service.context(p, d.installation_id)
@@ -140,7 +141,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     command = parse_command(body)
     if link is None or (command is None and NOTICE_MARKER in body):
         return
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.info(
             "comment ignored: the sender lacks write access",
             extra={"delivery": d.id, "sender": sender.get("login")},

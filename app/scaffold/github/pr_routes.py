@@ -23,10 +23,11 @@ from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github import review_routes
+from scaffold.github.client import repo_vars
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.reconcile import closed_message
-from scaffold.github.runner import RepoContext, repo_vars
+from scaffold.github.runner import RepoContext
 from scaffold.runtime import inbox
 from scaffold.server.delivery import Delivery
 
@@ -48,8 +49,8 @@ async def review(service: AppService, d: Delivery) -> None:
     if found is None:
         return
     reviewer = review.get("user") or {}
-    if reviewer.get("login") == await service.bot_login() or not await service.is_writer(
-        ctx, reviewer
+    if reviewer.get("login") == await service.bot_login() or not await ctx.permissions.is_writer(
+        reviewer
     ):
         log.info(
             "review ignored",
@@ -58,7 +59,7 @@ async def review(service: AppService, d: Delivery) -> None:
         return
     if state == "changes_requested":
         link, task_id = found
-        item = await fb.from_review(ctx.client, repo_vars(ctx), int(pr["number"]), review)
+        item = await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), review)
         service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         return
     if review.get("commit_id") != (pr.get("head") or {}).get("sha"):
@@ -81,7 +82,7 @@ async def pr_closed(service: AppService, d: Delivery) -> None:
         return
     link, task_id = found
     sender = p.get("sender") or {}
-    if not pr.get("merged") and not await service.is_writer(ctx, sender):
+    if not pr.get("merged") and not await ctx.permissions.is_writer(sender):
         log.warning(
             "pull request closed by someone without write access: the task goes on",
             extra={"delivery": d.id, "sender": sender.get("login"), "pr": pr.get("number")},
@@ -111,7 +112,9 @@ async def pr_changed(service: AppService, d: Delivery) -> None:
     found = service.pr_task(ctx, pr)
     if found is None:
         return
-    if d.action == "reopened" and not await service.is_writer(ctx, d.payload.get("sender") or {}):
+    if d.action == "reopened" and not await ctx.permissions.is_writer(
+        d.payload.get("sender") or {}
+    ):
         return  # reopening a task's PR counts from a writer only
     service.runner.poke(ctx, found[0].quest_id)
 
@@ -132,11 +135,10 @@ async def check_requested(service: AppService, d: Delivery) -> None:
     if run and not ctx.app.owns(run):
         return  # a check of the same name from another App or workflow
     force = d.action == "rerequested"
-    owner, _, name = ctx.full_name.partition("/")
     for ref in refs:
         pr = await ctx.client.get(
             "/repos/{owner}/{repo}/pulls/{number}",
-            {"owner": owner, "repo": name, "number": int(ref["number"])},
+            repo_vars(ctx.full_name, number=int(ref["number"])),
         )
         if pr.get("state") == "open":
             await _diagram_check(service, ctx, pr, force=force)

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands
 from scaffold.github import feedback as fb
+from scaffold.github.access import is_bot
+from scaffold.github.client import repo_vars
 from scaffold.github.comments import parse_command
-from scaffold.github.runner import RepoContext, repo_vars
+from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import Feedback
 from scaffold.runtime import inbox
@@ -45,13 +47,12 @@ async def pr_comment(
     work with it; the other commands do what they do on the issue; the rest is ignored."""
     sender = comment.get("user") or (d.payload.get("sender") or {})
     command = parse_command(str(comment.get("body") or ""))
-    bot = sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
-    if command is None or bot:
+    if command is None or is_bot(sender):
         return
     found = service.task_of_pr(ctx, number)
     if found is None:
         return
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.info(
             "command ignored: the sender lacks write access",
             extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
@@ -77,7 +78,7 @@ async def pr_comment(
 
 async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Feedback]:
     """The merge-blocking failures a check delivery tells of, on the PR's current head."""
-    where = repo_vars(ctx)
+    where = repo_vars(ctx.full_name)
     pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": number})
     if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
         return []
@@ -108,7 +109,7 @@ async def status_failed(service: AppService, d: Delivery) -> None:
         return
     ctx = await service.context(p, d.installation_id)
     sha = str(p.get("sha") or "")
-    where = repo_vars(ctx)
+    where = repo_vars(ctx.full_name)
     for link in ctx.links.all():
         with contextlib.suppress(ScaffoldError, OSError):
             quest = service.quest_of(ctx, link.quest_id)

@@ -10,7 +10,7 @@ own echoes).
 A pull request is a task's only by identity (trust.py): the number scaffold opened for
 the task, with its head in this repository; never by its branch name, which a fork may
 copy. Nothing here trusts a payload's claims about permissions: write access is asked of
-GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
+GitHub. Deliveries only ever post inbox messages and poke a quest; the
 quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
 pull requests and issues on a timer, so a lost delivery never strands a quest.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +31,7 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import issue_routes, pr_routes, review_routes
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
+from scaffold.github.client import repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
 from scaffold.github.runner import QuestRunner, RepoContext
@@ -103,7 +105,7 @@ class AppService:
         )
         self.repos: dict[str, RepoContext] = {}
         self._reconciler: asyncio.Task[None] | None = None
-        self.handled: dict[str, int] = {}
+        self.handled: Counter[str] = Counter()
         self._delivery_locks: dict[tuple[str, bool], asyncio.Lock] = {}
         self._repo_locks: dict[str, asyncio.Lock] = {}
 
@@ -134,28 +136,26 @@ class AppService:
         return await asyncio.to_thread(self._read_gauges)
 
     def _read_gauges(self) -> AppGauges:
-        states: dict[str, int] = {}
-        active: dict[str, int] = {}
+        states: Counter[str] = Counter()
+        active: Counter[str] = Counter()
         agents: dict[str, int] = {}
         busy = 0
         cost = 0.0
-        by_backend: dict[str, float] = {}
+        by_backend: defaultdict[str, float] = defaultdict(float)
         for ctx in list(self.repos.values()):
             store = quest_store(ctx.checkout.path)
             for link in ctx.links.all():
                 with contextlib.suppress(ScaffoldError, OSError):
                     quest = store.read(link.quest_id)
-                    states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
+                    states[quest.phase.value] += 1
                     cost += quest.cost_usd
                     for backend, usd in quest.cost_by_backend.items():
-                        by_backend[backend] = by_backend.get(backend, 0.0) + usd
+                        by_backend[backend] += usd
                     busy += sum(1 for t in quest.tasks.values() if t.agent_running)
                     if quest.phase not in FINISHED:
-                        active[ctx.full_name] = active.get(ctx.full_name, 0) + 1
+                        active[ctx.full_name] += 1
             agents[ctx.full_name] = self.runner.agents.running_in(ctx.full_name)
-        modes: dict[str, int] = {}
-        for mode in list(self.runner.sandbox_modes.values()):
-            modes[mode] = modes.get(mode, 0) + 1
+        modes = Counter(list(self.runner.sandbox_modes.values()))
         bwrap = find_bwrap()
         return AppGauges(
             quests_by_state=states,
@@ -185,7 +185,7 @@ class AppService:
                 await route(self, delivery)
             outcome = "handled"
         key = f"{delivery.event}.{delivery.action}:{outcome}"
-        self.handled[key] = self.handled.get(key, 0) + 1
+        self.handled[key] += 1
         log.info(
             "delivery processed",
             extra={
@@ -216,8 +216,7 @@ class AppService:
         ctx = self.repos.get(full_name)
         if ctx is None or ctx.installation_id != installation_id:
             client = self.github.installation(installation_id)
-            owner, _, name = full_name.partition("/")
-            info = await client.get("/repos/{owner}/{repo}", {"owner": owner, "repo": name})
+            info = await client.get("/repos/{owner}/{repo}", repo_vars(full_name))
             checkout = Checkout(
                 self.options.state_dir,
                 full_name,
@@ -268,22 +267,14 @@ class AppService:
             if link is not None and link.active:
                 self.runner.poke(ctx, quest_id)
 
-    async def is_writer(self, ctx: RepoContext, sender: dict[str, Any]) -> bool:
-        """A person (not a bot) with write access to the repository, asked of GitHub."""
-        return await ctx.permissions.is_writer(sender)
-
     async def react(self, ctx: RepoContext, path: str, content: str, **ids: int) -> None:
-        owner, _, name = ctx.full_name.partition("/")
         with contextlib.suppress(GitHubError):
-            await ctx.client.post(
-                path, {"owner": owner, "repo": name, **ids}, data={"content": content}
-            )
+            await ctx.client.post(path, repo_vars(ctx.full_name, **ids), data={"content": content})
 
     async def comment(self, ctx: RepoContext, number: int, body: str) -> None:
-        owner, _, name = ctx.full_name.partition("/")
         await ctx.client.post(
             "/repos/{owner}/{repo}/issues/{number}/comments",
-            {"owner": owner, "repo": name, "number": number},
+            repo_vars(ctx.full_name, number=number),
             data={"body": body},
         )
 

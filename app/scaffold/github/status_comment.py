@@ -31,7 +31,7 @@ class StatusComment:
         client: GitHubClient,
         links: LinkStore,
         config: ScaffoldConfig,
-        repo_vars: dict[str, str],
+        repo_vars: dict[str, str | int],
         *,
         clock: Callable[[], datetime],
         interval_s: float,
