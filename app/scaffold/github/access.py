@@ -103,13 +103,11 @@ class TokenAccess:
             transport = RetryingTransport(
                 self._session, base_url=self.base_url, policy=RetryPolicy()
             )
-            token = self._token
-
-            async def source() -> str:
-                return token
-
-            self._client = GitHubClient(transport, source)
+            self._client = GitHubClient(transport, self._source)
         return self._client
+
+    async def _source(self) -> str:
+        return self._token
 
     def identity(self) -> AppIdentity:
         return self._identity

@@ -27,6 +27,7 @@ from scaffold.agent.process import AgentRunOutcome
 from scaffold.agent.stream import ResultEvent, StreamSummary
 from scaffold.config import ActionsConfig
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.fsutil import write_file
 from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import GitHubClient, repo_vars
@@ -46,11 +47,7 @@ class WorkflowWaiters:
     futures: dict[int, asyncio.Future[str]] = field(default_factory=dict)
 
     def expect(self, run_id: int) -> asyncio.Future[str]:
-        fut = self.futures.get(run_id)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            self.futures[run_id] = fut
-        return fut
+        return self.futures.setdefault(run_id, asyncio.get_running_loop().create_future())
 
     def completed(self, run_id: int, conclusion: str) -> bool:
         fut = self.futures.get(run_id)
@@ -83,9 +80,7 @@ class SessionRuns:
         data = self._load()
         data[session_id] = run_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        tmp.replace(self.path)
+        write_file(self.path, json.dumps(data, indent=1).encode("utf-8"))
 
 
 def _outcome(

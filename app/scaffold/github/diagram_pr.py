@@ -42,10 +42,6 @@ COMMENT_MARKER = "<!-- scaffold:diagram-check -->"
 MAX_ANNOTATIONS = 50  # per request, GitHub's limit
 
 
-def _conclusion(report: Report) -> str:
-    return "failure" if report.blocking else "success"
-
-
 def _title(report: Report) -> str:
     if not report.blocking:
         return "Diagrams in sync"
@@ -166,7 +162,11 @@ async def check_pull_request(
     for start in range(0, max(len(annotations), 1), MAX_ANNOTATIONS):
         batch = annotations[start : start + MAX_ANNOTATIONS]
         output = {"title": _title(report), "summary": summary[:60000], "annotations": batch}
-        done = {"status": "completed", "conclusion": _conclusion(report)} if not start else {}
+        done = (
+            {"status": "completed", "conclusion": "failure" if report.blocking else "success"}
+            if not start
+            else {}
+        )
         await ctx.client.patch(
             "/repos/{owner}/{repo}/check-runs/{check_run_id}",
             {**where, "check_run_id": int(run["id"])},

@@ -188,6 +188,20 @@ async def from_check_run(
     )
 
 
+async def from_check_runs(
+    gh: GitHubClient,
+    repo_vars: Mapping[str, str | int],
+    runs: list[Any],
+    app: AppIdentity,
+    base: str,
+) -> list[Feedback]:
+    """The merge-blocking failures among ``runs`` (all of one head) of a PR into ``base``."""
+    failed = [r for r in runs if r.get("conclusion") in FAILED]
+    required = await required_checks(gh, repo_vars, base) if failed else set()
+    found = [await from_check_run(gh, repo_vars, run, app, required) for run in failed]
+    return [item for item in found if item is not None]
+
+
 async def _job_log_tail(
     gh: GitHubClient, repo_vars: Mapping[str, str | int], run: Mapping[str, Any]
 ) -> str:

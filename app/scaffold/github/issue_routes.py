@@ -17,9 +17,15 @@ from typing import TYPE_CHECKING, Any
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands, review_routes
 from scaffold.github.access import is_bot
-from scaffold.github.comments import NOTICE_MARKER, match_answer, parse_command, render_ambiguous
+from scaffold.github.comments import (
+    COMMENT_REACTIONS,
+    NOTICE_MARKER,
+    match_answer,
+    parse_command,
+    render_ambiguous,
+)
 from scaffold.github.links import QuestLink
-from scaffold.github.runner import RepoContext
+from scaffold.github.runner import FINISHED, RepoContext
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource
 from scaffold.roles import Role
 from scaffold.runtime import inbox
@@ -31,8 +37,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
 async def labeled(service: AppService, d: Delivery) -> None:
@@ -165,10 +169,5 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
         )
         await service.comment(ctx, number, text)
         return
-    await service.react(
-        ctx,
-        "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
-        "+1",
-        comment_id=comment_id,
-    )
+    await service.react(ctx, COMMENT_REACTIONS, "+1", comment_id=comment_id)
     service.answer(ctx, link, match.question_id, match.text, by)

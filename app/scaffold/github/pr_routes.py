@@ -49,16 +49,15 @@ async def review(service: AppService, d: Delivery) -> None:
     if found is None:
         return
     reviewer = review.get("user") or {}
-    if reviewer.get("login") == await service.bot_login() or not await ctx.permissions.is_writer(
-        reviewer
-    ):
+    own = reviewer.get("login") == await service.github.bot_login()
+    if own or not await ctx.permissions.is_writer(reviewer):
         log.info(
             "review ignored",
             extra={"delivery": d.id, "sender": reviewer.get("login"), "state": state},
         )
         return
+    link, task_id = found
     if state == "changes_requested":
-        link, task_id = found
         item = await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), review)
         service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         return
@@ -68,7 +67,6 @@ async def review(service: AppService, d: Delivery) -> None:
             extra={"delivery": d.id, "commit": review.get("commit_id")},
         )
         return
-    link, task_id = found
     by = str(reviewer["login"])
     service.post(ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by))
 
@@ -148,7 +146,7 @@ async def _diagram_check(
     service: AppService, ctx: RepoContext, pr: dict[str, Any], *, force: bool
 ) -> None:
     try:
-        await check_pull_request(ctx, pr, force=force, bot=await service.bot_login())
+        await check_pull_request(ctx, pr, force=force, bot=await service.github.bot_login())
     except (ScaffoldError, GitHubError) as exc:
         log.warning(
             "diagram check failed to run",
@@ -171,11 +169,6 @@ async def check_done(service: AppService, d: Delivery) -> None:
             for item in await review_routes.check_failures(ctx, d, int(ref["number"])):
                 service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         service.runner.poke(ctx, link.quest_id)
-
-
-async def status(service: AppService, d: Delivery) -> None:
-    """A commit status: one that fails a task's PR head and blocks the merge is CI feedback."""
-    await review_routes.status_failed(service, d)
 
 
 async def workflow_run(service: AppService, d: Delivery) -> None:

@@ -110,7 +110,7 @@ async def _missed_feedback(
     """Feedback whose delivery was lost: each writer's newest review when it requests
     changes, and merge-blocking checks failed on the head. True when any was posted."""
     found: list[Feedback] = []
-    bot = await service.bot_login()
+    bot = await service.github.bot_login()
     for login, r in latest_decisions(reviews).items():
         if r.get("state") != "CHANGES_REQUESTED" or login == bot:
             continue
@@ -127,17 +127,8 @@ async def _missed_feedback(
         repo_vars(ctx.full_name, ref=head, filter="latest"),
         key="check_runs",
     )
-    failed = [r for r in runs if r.get("conclusion") in fb.FAILED]
-    if failed:
-        required = await fb.required_checks(
-            ctx.client, repo_vars(ctx.full_name), str(pr["base"]["ref"])
-        )
-        for run in failed:
-            item = await fb.from_check_run(
-                ctx.client, repo_vars(ctx.full_name), run, ctx.app, required
-            )
-            if item is not None:
-                found.append(item)
+    base = str(pr["base"]["ref"])
+    found += await fb.from_check_runs(ctx.client, repo_vars(ctx.full_name), runs, ctx.app, base)
     posted = False
     for item in review.fresh(task, found):
         service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))

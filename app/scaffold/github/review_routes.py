@@ -19,7 +19,7 @@ from scaffold.github import commands
 from scaffold.github import feedback as fb
 from scaffold.github.access import is_bot
 from scaffold.github.client import repo_vars
-from scaffold.github.comments import parse_command
+from scaffold.github.comments import COMMENT_REACTIONS, parse_command
 from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import Feedback
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-ISSUE_COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
 
 
 async def pr_comment(
@@ -71,7 +69,7 @@ async def pr_comment(
         )
         return
     if not in_thread:  # in a thread, the reply after the round answers it
-        await service.react(ctx, ISSUE_COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
     item = fb.from_fix(comment, command.text, in_thread=in_thread)
     service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
 
@@ -83,7 +81,6 @@ async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Fee
     if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
         return []
     head = str((pr.get("head") or {}).get("sha") or "")
-    required = await fb.required_checks(ctx.client, where, str(pr["base"]["ref"]))
     if d.event == "check_run":
         runs = [d.payload["check_run"]]
     else:
@@ -92,14 +89,8 @@ async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Fee
             {**where, "check_suite_id": int(d.payload["check_suite"]["id"])},
             key="check_runs",
         )
-    out = []
-    for run in runs:
-        if run.get("head_sha") != head or run.get("conclusion") not in fb.FAILED:
-            continue  # an earlier head's, or no failure
-        item = await fb.from_check_run(ctx.client, where, run, ctx.app, required)
-        if item is not None:
-            out.append(item)
-    return out
+    on_head = [run for run in runs if run.get("head_sha") == head]  # not an earlier head's
+    return await fb.from_check_runs(ctx.client, where, on_head, ctx.app, str(pr["base"]["ref"]))
 
 
 async def status_failed(service: AppService, d: Delivery) -> None:

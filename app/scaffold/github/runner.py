@@ -47,6 +47,8 @@ from scaffold.state.publisher import StatePublisher
 
 log = logging.getLogger("scaffold.app")
 
+FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
+
 
 class _LogStream(io.TextIOBase):
     """The orchestrator's report lines, as log records of the quest."""
@@ -59,9 +61,6 @@ class _LogStream(io.TextIOBase):
             if line.strip():
                 log.info(line.strip(), extra=self.where)
         return len(text)
-
-    def isatty(self) -> bool:
-        return False
 
 
 @dataclass

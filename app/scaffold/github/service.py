@@ -1,11 +1,8 @@
 """The App's service: one context per repository, deliveries routed by feature.
 
-``ROUTES`` maps each ``event.action`` the App handles to its route: the issue's
-(``issue_routes``: the trigger label, comments, answers), the pull request's
-(``pr_routes``: approvals, closes, new heads, checks) and the review loop's
-(``review_routes``: ``/scaffold fix``, failing checks). Everything else is ignored.
-One repository's deliveries are handled one at a time per lane (a person's, the App's
-own echoes).
+``ROUTES`` maps each ``event.action`` the App handles to its route (``issue_routes``,
+``pr_routes``, ``review_routes``); everything else is ignored. One repository's
+deliveries are handled one at a time per lane (a person's, the App's own echoes).
 
 A pull request is a task's only by identity (trust.py): the number scaffold opened for
 the task, with its head in this repository; never by its branch name, which a fork may
@@ -34,10 +31,10 @@ from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.client import repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
-from scaffold.github.runner import QuestRunner, RepoContext
+from scaffold.github.runner import FINISHED, QuestRunner, RepoContext
 from scaffold.github.state_sync import restore_repository
 from scaffold.github.trust import same_repository
-from scaffold.quest.model import Quest, QuestPhase, utcnow
+from scaffold.quest.model import Quest, utcnow
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
 from scaffold.sandbox.settings import find_bwrap, probe_bwrap
@@ -49,14 +46,13 @@ log = logging.getLogger("scaffold.app")
 
 Handler = Callable[["AppService", Delivery], Awaitable[None]]
 
-# event.action -> its route; anything else is ignored.
 ROUTES: dict[str, Handler] = {
     "issues.labeled": issue_routes.labeled,
     "issues.unlabeled": issue_routes.unlabeled,
     "issue_comment.created": issue_routes.issue_comment,
     "pull_request_review.submitted": pr_routes.review,
     "pull_request_review_comment.created": review_routes.review_comment,
-    "status.None": pr_routes.status,
+    "status.None": review_routes.status_failed,
     "pull_request.closed": pr_routes.pr_closed,
     "pull_request.opened": pr_routes.pr_changed,
     "pull_request.reopened": pr_routes.pr_changed,
@@ -68,9 +64,6 @@ ROUTES: dict[str, Handler] = {
     "check_run.completed": pr_routes.check_done,
     "check_suite.completed": pr_routes.check_done,
 }
-
-
-FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
 @dataclass(frozen=True)
@@ -198,9 +191,6 @@ class AppService:
         )
 
     # ------------------------------------------------------------------ helpers
-
-    async def bot_login(self) -> str:
-        return await self.github.bot_login()
 
     async def context(self, payload: dict[str, Any], installation_id: int | None) -> RepoContext:
         repo = payload.get("repository") or {}
