@@ -11,7 +11,8 @@ GitHub whether a person has write access (a delivery's claims are never taken).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import aiohttp
@@ -28,6 +29,7 @@ from scaffold.github.retry import RetryPolicy
 
 ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+PERMISSION_TTL_S = 60.0
 
 
 def is_bot(user: Mapping[str, Any]) -> bool:
@@ -37,16 +39,30 @@ def is_bot(user: Mapping[str, Any]) -> bool:
 
 class Permissions:
     """Who may steer scaffold in one repository: people (not bots) with write access,
-    asked of GitHub each time (a revoked access counts at once)."""
+    asked of GitHub and remembered for ``ttl_s``."""
 
-    def __init__(self, client: GitHubClient, full_name: str) -> None:
+    def __init__(
+        self,
+        client: GitHubClient,
+        full_name: str,
+        *,
+        ttl_s: float = PERMISSION_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = client
         self.full_name = full_name
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._cache: dict[str, tuple[float, bool]] = {}
 
     async def is_writer(self, user: Mapping[str, Any]) -> bool:
         login = str(user.get("login", ""))
         if not login or is_bot(user):
             return False
+        now = self._clock()
+        cached = self._cache.get(login)
+        if cached is not None and now - cached[0] < self.ttl_s:
+            return cached[1]
         try:
             data = await self.client.get(
                 "/repos/{owner}/{repo}/collaborators/{username}/permission",
@@ -54,12 +70,15 @@ class Permissions:
             )
         except GitHubError as exc:
             if exc.status == 404:
+                self._cache[login] = (now, False)
                 return False
             raise
-        return (
+        allowed = (
             data.get("permission") in WRITE_PERMISSIONS
             or data.get("role_name") in WRITE_PERMISSIONS
         )
+        self._cache[login] = (now, allowed)
+        return allowed
 
 
 class GitHubAccess(Protocol):

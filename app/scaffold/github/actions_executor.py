@@ -14,6 +14,7 @@ occupies its slot until it is done.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -272,11 +273,8 @@ class ActionsExecutor:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         outcome: dict[str, Any] = {}
-        if "outcome.json" in files:
-            try:
-                outcome = json.loads(files["outcome.json"])
-            except ValueError:
-                outcome = {}
+        with contextlib.suppress(ValueError):
+            outcome = json.loads(files.get("outcome.json", b"{}"))
         if "signal.json" in files:
             try:
                 record = SignalRecord.model_validate_json(files["signal.json"])

@@ -286,6 +286,7 @@ class GitHubApp:
         self._clients: dict[int, GitHubClient] = {}
         self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
         self.tokens_minted = 0
+        self._bot_login: str | None = None
         self._identity = AppIdentity(credentials.app_id)
 
     def transport(self) -> RetryingTransport:
@@ -324,8 +325,10 @@ class GitHubApp:
 
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""
-        app = await self.app_client().get("/app")
-        return f"{app['slug']}[bot]"
+        if self._bot_login is None:
+            app = await self.app_client().get("/app")
+            self._bot_login = f"{app['slug']}[bot]"
+        return self._bot_login
 
     async def installation_ids(self) -> list[int]:
         installations = await self.app_client().get_all("/app/installations")

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scaffold import backlog as bl
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands, review_routes
 from scaffold.github.access import is_bot
@@ -82,8 +83,6 @@ async def labeled(service: AppService, d: Delivery) -> None:
 
 
 def _new_quest(service: AppService, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
-    from scaffold import backlog as bl
-
     store = quest_store(ctx.checkout.path)
     number = int(issue["number"])
     quest_id = f"issue-{number}"

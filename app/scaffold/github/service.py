@@ -7,7 +7,7 @@ deliveries are handled one at a time per lane (a person's, the App's own echoes)
 A pull request is a task's only by identity (trust.py): the number scaffold opened for
 the task, with its head in this repository; never by its branch name, which a fork may
 copy. Nothing here trusts a payload's claims about permissions: write access is asked of
-GitHub. Deliveries only ever post inbox messages and poke a quest; the
+GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
 quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
 pull requests and issues on a timer, so a lost delivery never strands a quest.
 """
