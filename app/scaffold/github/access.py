@@ -23,6 +23,7 @@ from scaffold.github.client import (
     AppIdentity,
     GitHubClient,
     RetryingTransport,
+    repo_vars,
 )
 from scaffold.github.retry import RetryPolicy
 
@@ -62,11 +63,10 @@ class Permissions:
         cached = self._cache.get(login)
         if cached is not None and now - cached[0] < self.ttl_s:
             return cached[1]
-        owner, _, name = self.full_name.partition("/")
         try:
             data = await self.client.get(
                 "/repos/{owner}/{repo}/collaborators/{username}/permission",
-                {"owner": owner, "repo": name, "username": login},
+                repo_vars(self.full_name, username=login),
             )
         except GitHubError as exc:
             if exc.status == 404:
@@ -122,13 +122,11 @@ class TokenAccess:
             transport = RetryingTransport(
                 self._session, base_url=self.base_url, policy=RetryPolicy()
             )
-            token = self._token
-
-            async def source() -> str:
-                return token
-
-            self._client = GitHubClient(transport, source)
+            self._client = GitHubClient(transport, self._source)
         return self._client
+
+    async def _source(self) -> str:
+        return self._token
 
     def identity(self) -> AppIdentity:
         return self._identity

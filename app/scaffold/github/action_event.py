@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from scaffold.errors import ScaffoldError, UsageError
+from scaffold.errors import UsageError
 from scaffold.github.access import TokenAccess
 from scaffold.github.client import DEFAULT_API_URL
 from scaffold.github.service import AppOptions, AppService
@@ -105,8 +105,6 @@ async def run_event(environ: Mapping[str, str], state_dir: Path) -> dict[str, An
         else:
             await service.handle(delivery)
         await service.runner.wait_idle()
-    except ScaffoldError:
-        raise
     finally:
         await service.stop()
         learnt = access.identity().app_id

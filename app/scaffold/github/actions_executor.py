@@ -14,6 +14,7 @@ occupies its slot until it is done.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -27,9 +28,10 @@ from scaffold.agent.process import AgentRunOutcome
 from scaffold.agent.stream import ResultEvent, StreamSummary
 from scaffold.config import ActionsConfig
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.fsutil import write_file
 from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import GitHubClient
+from scaffold.github.client import GitHubClient, repo_vars
 from scaffold.quest.model import AgentRun, Quest, TaskRecord
 from scaffold.signal_back.records import SignalRecord
 
@@ -46,11 +48,7 @@ class WorkflowWaiters:
     futures: dict[int, asyncio.Future[str]] = field(default_factory=dict)
 
     def expect(self, run_id: int) -> asyncio.Future[str]:
-        fut = self.futures.get(run_id)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            self.futures[run_id] = fut
-        return fut
+        return self.futures.setdefault(run_id, asyncio.get_running_loop().create_future())
 
     def completed(self, run_id: int, conclusion: str) -> bool:
         fut = self.futures.get(run_id)
@@ -83,9 +81,7 @@ class SessionRuns:
         data = self._load()
         data[session_id] = run_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        tmp.replace(self.path)
+        write_file(self.path, json.dumps(data, indent=1).encode("utf-8"))
 
 
 def _outcome(
@@ -128,8 +124,7 @@ class ActionsExecutor:
         self.cfg = config
         self.waiters = waiters
         self.sessions = SessionRuns(checkout.path / ".scaffold" / "github" / "session-runs.json")
-        owner, _, name = checkout.full_name.partition("/")
-        self.repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
+        self.repo_vars = repo_vars(checkout.full_name)
 
     def _push(self, branch: str, token: str) -> None:
         """The branch as the runner is to start from it: scaffold's commits pushed over the
@@ -278,11 +273,8 @@ class ActionsExecutor:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         outcome: dict[str, Any] = {}
-        if "outcome.json" in files:
-            try:
-                outcome = json.loads(files["outcome.json"])
-            except ValueError:
-                outcome = {}
+        with contextlib.suppress(ValueError):
+            outcome = json.loads(files.get("outcome.json", b"{}"))
         if "signal.json" in files:
             try:
                 record = SignalRecord.model_validate_json(files["signal.json"])

@@ -16,11 +16,13 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
+from urllib.parse import urlsplit
 
 import aiohttp
 import gidgethub
 import gidgethub.aiohttp
+from gidgethub import sansio
 
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
@@ -31,6 +33,12 @@ log = logging.getLogger("scaffold.github")
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "scaffold-app"
 UrlVars = Mapping[str, str | int]
+
+
+def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
+    """The ``owner`` and ``repo`` URL variables of ``full_name``, with ``more``."""
+    owner, _, name = full_name.partition("/")
+    return {"owner": owner, "repo": name, **more}
 
 
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
@@ -94,9 +102,7 @@ class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
 
 def _path_of(url: str) -> str:
     """The path of a request URL, for errors and logs (no query: it may name things)."""
-    rest = url.split("://", 1)[-1]
-    path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
-    return path.split("?", 1)[0]
+    return urlsplit(url).path or "/"
 
 
 TokenSource = Callable[[], Awaitable[str]]
@@ -153,6 +159,11 @@ class AppIdentity:
         )
 
 
+class _Auth(TypedDict):
+    jwt: str | None
+    oauth_token: str | None
+
+
 class GitHubClient:
     """REST calls authenticated by a token source (installation token, or a plain token)."""
 
@@ -169,10 +180,12 @@ class GitHubClient:
         """The current token, for git over HTTPS (never for an agent's environment)."""
         return await self._token()
 
-    async def _auth(self) -> tuple[str | None, str | None]:
-        """``(jwt, oauth_token)``: exactly one of them is set."""
+    async def _auth(self) -> _Auth:
+        """The ``jwt`` and ``oauth_token`` arguments: exactly one of them is set."""
         value = await self._token()
-        return (value, None) if self._jwt else (None, value)
+        return (
+            _Auth(jwt=value, oauth_token=None) if self._jwt else _Auth(jwt=None, oauth_token=value)
+        )
 
     async def _call(self, method: str, path: str, coro: Awaitable[Any]) -> Any:
         try:
@@ -184,69 +197,54 @@ class GitHubClient:
             raise GitHubError(method, path, None, str(exc)) from None
 
     async def get(self, path: str, url_vars: UrlVars | None = None) -> Any:
-        jwt, oauth = await self._auth()
-        return await self._call(
-            "GET", path, self._api.getitem(path, _vars(url_vars), jwt=jwt, oauth_token=oauth)
-        )
+        auth = await self._auth()
+        return await self._call("GET", path, self._api.getitem(path, _vars(url_vars), **auth))
 
     async def get_all(
         self, path: str, url_vars: UrlVars | None = None, *, key: str = ""
     ) -> list[Any]:
         """Every page of a list endpoint (``key`` names the list in a wrapped answer)."""
-        jwt, oauth = await self._auth()
+        auth = await self._auth()
 
         async def collect() -> list[Any]:
-            items: list[Any] = []
-            async for item in self._api.getiter(
-                path, _vars(url_vars), iterable_key=key or None, jwt=jwt, oauth_token=oauth
-            ):
-                items.append(item)
-            return items
+            pages = self._api.getiter(path, _vars(url_vars), iterable_key=key or None, **auth)
+            return [item async for item in pages]
 
         result: list[Any] = await self._call("GET", path, collect())
         return result
 
     async def post(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        jwt, oauth = await self._auth()
+        auth = await self._auth()
         body = b"" if data is None else data
         return await self._call(
-            "POST",
-            path,
-            self._api.post(path, _vars(url_vars), data=body, jwt=jwt, oauth_token=oauth),
+            "POST", path, self._api.post(path, _vars(url_vars), data=body, **auth)
         )
 
     async def patch(self, path: str, url_vars: UrlVars | None = None, *, data: Any) -> Any:
-        jwt, oauth = await self._auth()
+        auth = await self._auth()
         return await self._call(
-            "PATCH",
-            path,
-            self._api.patch(path, _vars(url_vars), data=data, jwt=jwt, oauth_token=oauth),
+            "PATCH", path, self._api.patch(path, _vars(url_vars), data=data, **auth)
         )
 
     async def put(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        jwt, oauth = await self._auth()
+        auth = await self._auth()
         body = b"" if data is None else data
         return await self._call(
-            "PUT", path, self._api.put(path, _vars(url_vars), data=body, jwt=jwt, oauth_token=oauth)
+            "PUT", path, self._api.put(path, _vars(url_vars), data=body, **auth)
         )
 
     async def download(self, path: str, url_vars: UrlVars | None = None) -> bytes:
         """A binary download (an artifact archive), following GitHub's redirect."""
-        from gidgethub import sansio
-
         url = sansio.format_url(path, _vars(url_vars), base_url=self.base_url)
-        jwt, oauth = await self._auth()
-        headers = sansio.create_headers(USER_AGENT, jwt=jwt, oauth_token=oauth)
+        headers = sansio.create_headers(USER_AGENT, **await self._auth())
         status, _, body = await self._api._request("GET", url, headers)
         if status >= 400:
             raise GitHubError("GET", path, status, body[:200].decode("utf-8", "replace"))
         return body
 
     async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
-        jwt, oauth = await self._auth()
-        await self._call(
-            "DELETE", path, self._api.delete(path, _vars(url_vars), jwt=jwt, oauth_token=oauth)
-        )
+        auth = await self._auth()
+        await self._call("DELETE", path, self._api.delete(path, _vars(url_vars), **auth))
 
 
 def _vars(url_vars: UrlVars | None) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scaffold.github.comments import NOTICE_MARKER
+from scaffold.github.comments import COMMENT_REACTIONS, NOTICE_MARKER
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
 from scaffold.runtime import inbox
@@ -30,12 +30,7 @@ async def run_command(
     react: bool = True,
 ) -> None:
     if react:
-        await service.react(
-            ctx,
-            "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
-            "eyes",
-            comment_id=comment_id,
-        )
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
     if command.problem or command.verb == "fix":
         problem = command.problem or "`/scaffold fix` works on a task's pull request"
         await service.comment(

@@ -30,6 +30,7 @@ CHECK_NAME = "scaffold/diagram-check"
 STATUS_MARKER = "<!-- scaffold:status {quest} -->"
 QUESTION_MARKER = "<!-- scaffold:question {qid} -->"
 NOTICE_MARKER = "<!-- scaffold:notice -->"
+COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
 
 _STATE_ICON = {
     Lifecycle.IDLE: "⏸️",
@@ -117,11 +118,8 @@ def render_status(
         lines += [f"> ⏹️ Stopped: {quest.stop_reason}", ""]
     if quest.phase.value in ("requirements", "planning"):
         role = quest.planning.role.display if quest.planning.role else "-"
-        waiting = (
-            f", waiting for an answer ({quest.planning.question_id})"
-            if (quest.planning.question_id)
-            else ""
-        )
+        qid = quest.planning.question_id
+        waiting = f", waiting for an answer ({qid})" if qid else ""
         lines += [f"Planning: {role}{waiting}.", ""]
     if quest.tasks:
         lines += [

@@ -30,6 +30,7 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
+from scaffold.github.client import repo_vars
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.own_checks import already_checked
 from scaffold.github.runner import RepoContext
@@ -39,10 +40,6 @@ log = logging.getLogger("scaffold.app")
 
 COMMENT_MARKER = "<!-- scaffold:diagram-check -->"
 MAX_ANNOTATIONS = 50  # per request, GitHub's limit
-
-
-def _conclusion(report: Report) -> str:
-    return "failure" if report.blocking else "success"
 
 
 def _title(report: Report) -> str:
@@ -113,8 +110,7 @@ async def check_pull_request(
     """Run DiagramCheck on ``pr``'s head and report it; None when it was already done.
 
     ``bot`` is the App's own login: the comment it edits is its own, no one else's."""
-    owner, _, name = ctx.full_name.partition("/")
-    repo_vars: dict[str, str | int] = {"owner": owner, "repo": name}
+    where = repo_vars(ctx.full_name)
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
     # One check run per head: the quest's own report may be checking it at this moment
@@ -123,11 +119,11 @@ async def check_pull_request(
     if not force and not claimed:
         return None
     try:
-        if not force and await already_checked(ctx.client, repo_vars, head_sha, ctx.app):
+        if not force and await already_checked(ctx.client, where, head_sha, ctx.app):
             return None
         run = await ctx.client.post(
             "/repos/{owner}/{repo}/check-runs",
-            repo_vars,
+            where,
             data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
         )
     except BaseException:
@@ -150,7 +146,7 @@ async def check_pull_request(
         )
         await ctx.client.patch(
             "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**repo_vars, "check_run_id": int(run["id"])},
+            {**where, "check_run_id": int(run["id"])},
             data={
                 "status": "completed",
                 "conclusion": "failure",
@@ -162,30 +158,21 @@ async def check_pull_request(
         raise ScaffoldError(f"#{number}: DiagramCheck could not run: {text}") from None
     summary = render_markdown(report)
     annotations = [dict(a) for a in check_annotations(report)]
-    first, rest = annotations[:MAX_ANNOTATIONS], annotations[MAX_ANNOTATIONS:]
-    await ctx.client.patch(
-        "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-        {**repo_vars, "check_run_id": int(run["id"])},
-        data={
-            "status": "completed",
-            "conclusion": _conclusion(report),
-            "output": {"title": _title(report), "summary": summary[:60000], "annotations": first},
-        },
-    )
-    while rest:
-        batch, rest = rest[:MAX_ANNOTATIONS], rest[MAX_ANNOTATIONS:]
+    # The first request completes the run; later ones add the rest of the annotations.
+    for start in range(0, max(len(annotations), 1), MAX_ANNOTATIONS):
+        batch = annotations[start : start + MAX_ANNOTATIONS]
+        output = {"title": _title(report), "summary": summary[:60000], "annotations": batch}
+        done = (
+            {"status": "completed", "conclusion": "failure" if report.blocking else "success"}
+            if not start
+            else {}
+        )
         await ctx.client.patch(
             "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**repo_vars, "check_run_id": int(run["id"])},
-            data={
-                "output": {
-                    "title": _title(report),
-                    "summary": summary[:60000],
-                    "annotations": batch,
-                }
-            },
+            {**where, "check_run_id": int(run["id"])},
+            data={**done, "output": output},
         )
-    await _sync_comment(ctx, repo_vars, number, report, summary, bot)
+    await _sync_comment(ctx, where, number, report, summary, bot)
     log.info(
         "diagram check reported",
         extra={"repo": ctx.full_name, "pr": number, "blocking": report.blocking},
@@ -195,14 +182,14 @@ async def check_pull_request(
 
 async def _sync_comment(
     ctx: RepoContext,
-    repo_vars: dict[str, str | int],
+    where: dict[str, str | int],
     number: int,
     report: Report,
     summary: str,
     bot: str | None,
 ) -> None:
     comments = await ctx.client.get_all(
-        "/repos/{owner}/{repo}/issues/{number}/comments", {**repo_vars, "number": number}
+        "/repos/{owner}/{repo}/issues/{number}/comments", {**where, "number": number}
     )
 
     def mine(comment: dict[str, Any]) -> bool:
@@ -218,13 +205,13 @@ async def _sync_comment(
         if report.blocking:
             await ctx.client.post(
                 "/repos/{owner}/{repo}/issues/{number}/comments",
-                {**repo_vars, "number": number},
+                {**where, "number": number},
                 data={"body": body},
             )
         return
     if ours.get("body") != body:
         await ctx.client.patch(
             "/repos/{owner}/{repo}/issues/comments/{comment_id}",
-            {**repo_vars, "comment_id": int(ours["id"])},
+            {**where, "comment_id": int(ours["id"])},
             data={"body": body},
         )

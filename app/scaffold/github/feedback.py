@@ -99,19 +99,27 @@ def from_fix(comment: Mapping[str, Any], text: str, *, in_thread: bool) -> Feedb
     )
 
 
-async def required_checks(
+async def required_status_checks(
     gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
-) -> set[str]:
-    """The status checks branch protection requires on ``base`` (empty: none required)."""
+) -> Mapping[str, Any]:
+    """Branch protection's ``required_status_checks`` on ``base`` (empty: none required,
+    or the token may not read the protection)."""
     try:
         protection = await gh.get(
             "/repos/{owner}/{repo}/branches/{branch}/protection", {**repo_vars, "branch": base}
         )
     except GitHubError as exc:
         if exc.status in (403, 404):
-            return set()
+            return {}
         raise
-    return set((protection.get("required_status_checks") or {}).get("contexts") or [])
+    return protection.get("required_status_checks") or {}
+
+
+async def required_checks(
+    gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
+) -> set[str]:
+    """The status checks branch protection requires on ``base`` (empty: none required)."""
+    return set((await required_status_checks(gh, repo_vars, base)).get("contexts") or [])
 
 
 def blocks_merge(name: str, required: set[str], *, own: bool) -> bool:
@@ -178,6 +186,20 @@ async def from_check_run(
         check=check,
         url=check.url,
     )
+
+
+async def from_check_runs(
+    gh: GitHubClient,
+    repo_vars: Mapping[str, str | int],
+    runs: list[Any],
+    app: AppIdentity,
+    base: str,
+) -> list[Feedback]:
+    """The merge-blocking failures among ``runs`` (all of one head) of a PR into ``base``."""
+    failed = [r for r in runs if r.get("conclusion") in FAILED]
+    required = await required_checks(gh, repo_vars, base) if failed else set()
+    found = [await from_check_run(gh, repo_vars, run, app, required) for run in failed]
+    return [item for item in found if item is not None]
 
 
 async def _job_log_tail(

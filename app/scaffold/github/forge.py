@@ -36,9 +36,10 @@ from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
+from scaffold.github import feedback as fb
 from scaffold.github.access import Permissions
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient
+from scaffold.github.client import AppIdentity, GitHubClient, repo_vars
 from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
@@ -82,8 +83,7 @@ class GitHubForge:
         self.cfg = config
         self.lock = ops.default_branch_lock
         self.clock = clock
-        owner, _, name = checkout.full_name.partition("/")
-        self.repo_vars = {"owner": owner, "repo": name}
+        self.repo_vars = repo_vars(checkout.full_name)
         self.status = StatusComment(
             client, links, config, self.repo_vars, clock=clock, interval_s=status_interval_s
         )
@@ -187,14 +187,19 @@ class GitHubForge:
                 return head, head != built, None
         raise ScaffoldError(f"{branch} kept moving while scaffold pushed it; trying again later")
 
+    def _pr_number(self, quest: Quest, task: TaskRecord) -> int | None:
+        """The task's PR: the quest file's record, or the link's (written as it opened)."""
+        if task.pr is not None and task.pr.number:
+            return task.pr.number
+        link = self.links.get(quest.id)
+        return link.pull_requests.get(task.id) if link is not None else None
+
     async def _merged_already(self, quest: Quest, task: TaskRecord) -> Opened | None:
         """The task's pull request, merged on GitHub meanwhile (a person pressed the button,
         or scaffold's own merge whose end this run has not seen): nothing to push or open
         (a new pull request would be refused: no commits between the branches); the merge
         is finished the way a merged delivery finishes it."""
-        number = task.pr.number if task.pr is not None else None
-        link = self.links.get(quest.id)
-        number = number or (link.pull_requests.get(task.id) if link is not None else None)
+        number = self._pr_number(quest, task)
         if number is None:
             return None
         pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
@@ -279,9 +284,7 @@ class GitHubForge:
     ) -> Any | None:
         """The task's own PR, reopened when someone without write access closed it (such
         a close does not reject the task, so the task goes on with the same PR)."""
-        link = self.links.get(quest.id)
-        number = task.pr.number if task.pr is not None else None
-        number = number or (link.pull_requests.get(task.id) if link is not None else None)
+        number = self._pr_number(quest, task)
         if number is None:
             return None
         pr = await self.gh.get("/repos/{owner}/{repo}/pulls/{number}", self._vars(number=number))
@@ -395,10 +398,7 @@ class GitHubForge:
         self.app.learn(created)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
-        number = task.pr.number if task.pr is not None else None
-        if number is None:
-            link = self.links.get(quest.id)
-            number = link.pull_requests.get(task.id) if link is not None else None
+        number = self._pr_number(quest, task)
         if number is None:
             # Approved while the PR was still being opened: find it by its branch.
             found = await self._open_pr_of(task.branch or "")
@@ -482,16 +482,10 @@ class GitHubForge:
         )
 
     async def _required_checks_green(self, head_sha: str) -> bool:
-        try:
-            protection = await self.gh.get(
-                "/repos/{owner}/{repo}/branches/{branch}/protection",
-                self._vars(branch=self.checkout.default_branch),
-            )
-        except GitHubError as exc:
-            if exc.status in (403, 404):
-                return True
-            raise
-        checks = (protection.get("required_status_checks") or {}).get("contexts") or []
+        required = await fb.required_status_checks(
+            self.gh, self.repo_vars, self.checkout.default_branch
+        )
+        checks = required.get("contexts") or []
         if not checks:
             return True
         runs = await self.gh.get_all(
@@ -503,7 +497,7 @@ class GitHubForge:
         # scaffold's App, whatever else reports under its name.
         pinned: dict[str, int] = {
             str(c.get("context")): int(c["app_id"])
-            for c in (protection.get("required_status_checks") or {}).get("checks") or []
+            for c in required.get("checks") or []
             if type(c.get("app_id")) is int and c["app_id"] > 0
         }
         latest: dict[str, Any] = {}

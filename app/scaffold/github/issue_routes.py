@@ -14,11 +14,19 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scaffold import backlog as bl
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands, review_routes
-from scaffold.github.comments import NOTICE_MARKER, match_answer, parse_command, render_ambiguous
+from scaffold.github.access import is_bot
+from scaffold.github.comments import (
+    COMMENT_REACTIONS,
+    NOTICE_MARKER,
+    match_answer,
+    parse_command,
+    render_ambiguous,
+)
 from scaffold.github.links import QuestLink
-from scaffold.github.runner import RepoContext
+from scaffold.github.runner import FINISHED, RepoContext
 from scaffold.quest.model import AgentRun, PlanningState, Quest, QuestPhase, QuestSource
 from scaffold.roles import Role
 from scaffold.runtime import inbox
@@ -30,8 +38,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
 async def labeled(service: AppService, d: Delivery) -> None:
@@ -45,7 +51,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     issue = p["issue"]
     number = int(issue["number"])
     sender = p.get("sender") or {}
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.warning(
             "label ignored: the sender lacks write access or is a bot",
             extra={"delivery": d.id, "sender": sender.get("login"), "issue": number},
@@ -77,8 +83,6 @@ async def labeled(service: AppService, d: Delivery) -> None:
 
 
 def _new_quest(service: AppService, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
-    from scaffold import backlog as bl
-
     store = quest_store(ctx.checkout.path)
     number = int(issue["number"])
     quest_id = f"issue-{number}"
@@ -116,7 +120,7 @@ async def unlabeled(service: AppService, d: Delivery) -> None:
     config = ctx.checkout.config()
     if str((p.get("label") or {}).get("name", "")) != config.trigger_label:
         return
-    if not await service.is_writer(ctx, p.get("sender") or {}):
+    if not await ctx.permissions.is_writer(p.get("sender") or {}):
         return
     by = str(p["sender"]["login"])
     service.post(
@@ -128,7 +132,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     p = d.payload
     sender = p.get("sender") or {}
     comment = p.get("comment") or {}
-    if sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]"):
+    if is_bot(sender):
         return  # scaffold's own comments, and other bots
     body = str(comment.get("body") or "")
     ctx = await service.context(p, d.installation_id)
@@ -140,7 +144,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     command = parse_command(body)
     if link is None or (command is None and NOTICE_MARKER in body):
         return
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.info(
             "comment ignored: the sender lacks write access",
             extra={"delivery": d.id, "sender": sender.get("login")},
@@ -164,10 +168,5 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
         )
         await service.comment(ctx, number, text)
         return
-    await service.react(
-        ctx,
-        "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
-        "+1",
-        comment_id=comment_id,
-    )
+    await service.react(ctx, COMMENT_REACTIONS, "+1", comment_id=comment_id)
     service.answer(ctx, link, match.question_id, match.text, by)

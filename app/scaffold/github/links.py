@@ -45,12 +45,8 @@ _LOCKS_GUARD = threading.Lock()
 
 def _lock_for(folder: Path) -> threading.RLock:
     """The one lock of a repository's links folder, whichever store asks for it."""
-    key = os.path.abspath(folder)
     with _LOCKS_GUARD:
-        lock = _LOCKS.get(key)
-        if lock is None:
-            lock = _LOCKS[key] = threading.RLock()
-        return lock
+        return _LOCKS.setdefault(os.path.abspath(folder), threading.RLock())
 
 
 class LinkStore:

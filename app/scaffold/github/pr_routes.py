@@ -23,10 +23,11 @@ from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github import review_routes
+from scaffold.github.client import repo_vars
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.reconcile import closed_message
-from scaffold.github.runner import RepoContext, repo_vars
+from scaffold.github.runner import RepoContext
 from scaffold.runtime import inbox
 from scaffold.server.delivery import Delivery
 
@@ -48,17 +49,16 @@ async def review(service: AppService, d: Delivery) -> None:
     if found is None:
         return
     reviewer = review.get("user") or {}
-    if reviewer.get("login") == await service.bot_login() or not await service.is_writer(
-        ctx, reviewer
-    ):
+    own = reviewer.get("login") == await service.github.bot_login()
+    if own or not await ctx.permissions.is_writer(reviewer):
         log.info(
             "review ignored",
             extra={"delivery": d.id, "sender": reviewer.get("login"), "state": state},
         )
         return
+    link, task_id = found
     if state == "changes_requested":
-        link, task_id = found
-        item = await fb.from_review(ctx.client, repo_vars(ctx), int(pr["number"]), review)
+        item = await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), review)
         service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         return
     if review.get("commit_id") != (pr.get("head") or {}).get("sha"):
@@ -67,7 +67,6 @@ async def review(service: AppService, d: Delivery) -> None:
             extra={"delivery": d.id, "commit": review.get("commit_id")},
         )
         return
-    link, task_id = found
     by = str(reviewer["login"])
     service.post(ctx, link, inbox.make("approve", link.quest_id, task_id=task_id, text=by, by=by))
 
@@ -81,7 +80,7 @@ async def pr_closed(service: AppService, d: Delivery) -> None:
         return
     link, task_id = found
     sender = p.get("sender") or {}
-    if not pr.get("merged") and not await service.is_writer(ctx, sender):
+    if not pr.get("merged") and not await ctx.permissions.is_writer(sender):
         log.warning(
             "pull request closed by someone without write access: the task goes on",
             extra={"delivery": d.id, "sender": sender.get("login"), "pr": pr.get("number")},
@@ -111,7 +110,9 @@ async def pr_changed(service: AppService, d: Delivery) -> None:
     found = service.pr_task(ctx, pr)
     if found is None:
         return
-    if d.action == "reopened" and not await service.is_writer(ctx, d.payload.get("sender") or {}):
+    if d.action == "reopened" and not await ctx.permissions.is_writer(
+        d.payload.get("sender") or {}
+    ):
         return  # reopening a task's PR counts from a writer only
     service.runner.poke(ctx, found[0].quest_id)
 
@@ -132,11 +133,10 @@ async def check_requested(service: AppService, d: Delivery) -> None:
     if run and not ctx.app.owns(run):
         return  # a check of the same name from another App or workflow
     force = d.action == "rerequested"
-    owner, _, name = ctx.full_name.partition("/")
     for ref in refs:
         pr = await ctx.client.get(
             "/repos/{owner}/{repo}/pulls/{number}",
-            {"owner": owner, "repo": name, "number": int(ref["number"])},
+            repo_vars(ctx.full_name, number=int(ref["number"])),
         )
         if pr.get("state") == "open":
             await _diagram_check(service, ctx, pr, force=force)
@@ -146,7 +146,7 @@ async def _diagram_check(
     service: AppService, ctx: RepoContext, pr: dict[str, Any], *, force: bool
 ) -> None:
     try:
-        await check_pull_request(ctx, pr, force=force, bot=await service.bot_login())
+        await check_pull_request(ctx, pr, force=force, bot=await service.github.bot_login())
     except (ScaffoldError, GitHubError) as exc:
         log.warning(
             "diagram check failed to run",
@@ -169,11 +169,6 @@ async def check_done(service: AppService, d: Delivery) -> None:
             for item in await review_routes.check_failures(ctx, d, int(ref["number"])):
                 service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         service.runner.poke(ctx, link.quest_id)
-
-
-async def status(service: AppService, d: Delivery) -> None:
-    """A commit status: one that fails a task's PR head and blocks the merge is CI feedback."""
-    await review_routes.status_failed(service, d)
 
 
 async def workflow_run(service: AppService, d: Delivery) -> None:

@@ -21,10 +21,11 @@ from scaffold.core import review
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
+from scaffold.github.client import repo_vars
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import approver_of, same_repository
+from scaffold.github.trust import approver_of, latest_decisions, same_repository
 from scaffold.quest.model import Feedback, Quest, QuestPhase, TaskRecord
 from scaffold.runtime import inbox
 
@@ -60,11 +61,6 @@ async def reconcile_quest(service: AppService, ctx: RepoContext, link: QuestLink
     service.runner.poke(ctx, link.quest_id)
 
 
-def _repo_vars(ctx: RepoContext, **more: str | int) -> dict[str, str | int]:
-    owner, _, name = ctx.full_name.partition("/")
-    return {"owner": owner, "repo": name, **more}
-
-
 async def _pull_requests(
     service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
 ) -> None:
@@ -72,7 +68,7 @@ async def _pull_requests(
         at_pr = task.state in (Lifecycle.PR_CREATED, Lifecycle.MERGING)
         if not at_pr or task.pr is None or task.pr.number is None:
             continue
-        where = _repo_vars(ctx, number=task.pr.number)
+        where = repo_vars(ctx.full_name, number=task.pr.number)
         pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
         if not same_repository(pr, ctx.full_name):
             continue  # never the case for a PR scaffold opened
@@ -84,7 +80,7 @@ async def _pull_requests(
             # Rejected only when closed by a writer (who closed it: the issue says).
             issue = await ctx.client.get("/repos/{owner}/{repo}/issues/{number}", where)
             closer = issue.get("closed_by") or {}
-            if await service.is_writer(ctx, closer):
+            if await ctx.permissions.is_writer(closer):
                 service.post(ctx, link, closed_message(link, task.id, pr, str(closer["login"])))
             else:
                 log.info(
@@ -114,32 +110,25 @@ async def _missed_feedback(
     """Feedback whose delivery was lost: each writer's newest review when it requests
     changes, and merge-blocking checks failed on the head. True when any was posted."""
     found: list[Feedback] = []
-    newest: dict[str, Any] = {}
-    for r in sorted(reviews, key=lambda r: int(r.get("id") or 0)):
-        if r.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
-            newest[str((r.get("user") or {}).get("login"))] = r
-    bot = await service.bot_login()
-    for login, r in newest.items():
+    bot = await service.github.bot_login()
+    for login, r in latest_decisions(reviews).items():
         if r.get("state") != "CHANGES_REQUESTED" or login == bot:
             continue
-        if f"review:{r['id']}" in task.seen_feedback or not await service.is_writer(
-            ctx, r.get("user") or {}
+        if f"review:{r['id']}" in task.seen_feedback or not await ctx.permissions.is_writer(
+            r.get("user") or {}
         ):
             continue
-        found.append(await fb.from_review(ctx.client, _repo_vars(ctx), int(pr["number"]), r))
+        found.append(
+            await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), r)
+        )
     head = str(pr["head"]["sha"])
     runs = await ctx.client.get_all(
         "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
-        _repo_vars(ctx, ref=head, filter="latest"),
+        repo_vars(ctx.full_name, ref=head, filter="latest"),
         key="check_runs",
     )
-    failed = [r for r in runs if r.get("conclusion") in fb.FAILED]
-    if failed:
-        required = await fb.required_checks(ctx.client, _repo_vars(ctx), str(pr["base"]["ref"]))
-        for run in failed:
-            item = await fb.from_check_run(ctx.client, _repo_vars(ctx), run, ctx.app, required)
-            if item is not None:
-                found.append(item)
+    base = str(pr["base"]["ref"])
+    found += await fb.from_check_runs(ctx.client, repo_vars(ctx.full_name), runs, ctx.app, base)
     posted = False
     for item in review.fresh(task, found):
         service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
@@ -160,14 +149,15 @@ async def _answers(service: AppService, ctx: RepoContext, link: QuestLink, quest
     if not pending:
         return
     comments = await ctx.client.get_all(
-        "/repos/{owner}/{repo}/issues/{number}/comments", _repo_vars(ctx, number=link.issue_number)
+        "/repos/{owner}/{repo}/issues/{number}/comments",
+        repo_vars(ctx.full_name, number=link.issue_number),
     )
     asked = min(link.question_comments.get(q.id, 0) for q in pending)
     for comment in comments:
         if int(comment["id"]) <= asked:
             continue
         user = comment.get("user") or {}
-        if not await service.is_writer(ctx, user):
+        if not await ctx.permissions.is_writer(user):
             continue
         match = match_answer(str(comment.get("body") or ""), [q.id for q in pending])
         if match is not None and match.question_id is not None:
@@ -181,7 +171,7 @@ async def _label_removed(
     service: AppService, ctx: RepoContext, link: QuestLink, quest: Quest
 ) -> bool:
     issue = await ctx.client.get(
-        "/repos/{owner}/{repo}/issues/{number}", _repo_vars(ctx, number=link.issue_number)
+        "/repos/{owner}/{repo}/issues/{number}", repo_vars(ctx.full_name, number=link.issue_number)
     )
     labels = {str(label.get("name")) for label in issue.get("labels") or []}
     if ctx.checkout.config().trigger_label in labels or quest.stop_reason:

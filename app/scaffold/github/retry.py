@@ -36,10 +36,7 @@ def _backoff(policy: RetryPolicy, attempt: int) -> float:
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
-    return None
+    return next((value for key, value in headers.items() if key.lower() == name), None)
 
 
 def _number(text: str | None) -> float | None:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from scaffold.errors import ScaffoldError
 from scaffold.github import commands
 from scaffold.github import feedback as fb
-from scaffold.github.comments import parse_command
-from scaffold.github.runner import RepoContext, repo_vars
+from scaffold.github.access import is_bot
+from scaffold.github.client import repo_vars
+from scaffold.github.comments import COMMENT_REACTIONS, parse_command
+from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
 from scaffold.quest.model import Feedback
 from scaffold.runtime import inbox
@@ -28,8 +30,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-ISSUE_COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
 
 
 async def pr_comment(
@@ -45,13 +45,12 @@ async def pr_comment(
     work with it; the other commands do what they do on the issue; the rest is ignored."""
     sender = comment.get("user") or (d.payload.get("sender") or {})
     command = parse_command(str(comment.get("body") or ""))
-    bot = sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
-    if command is None or bot:
+    if command is None or is_bot(sender):
         return
     found = service.task_of_pr(ctx, number)
     if found is None:
         return
-    if not await service.is_writer(ctx, sender):
+    if not await ctx.permissions.is_writer(sender):
         log.info(
             "command ignored: the sender lacks write access",
             extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
@@ -70,19 +69,18 @@ async def pr_comment(
         )
         return
     if not in_thread:  # in a thread, the reply after the round answers it
-        await service.react(ctx, ISSUE_COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
     item = fb.from_fix(comment, command.text, in_thread=in_thread)
     service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
 
 
 async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Feedback]:
     """The merge-blocking failures a check delivery tells of, on the PR's current head."""
-    where = repo_vars(ctx)
+    where = repo_vars(ctx.full_name)
     pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": number})
     if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
         return []
     head = str((pr.get("head") or {}).get("sha") or "")
-    required = await fb.required_checks(ctx.client, where, str(pr["base"]["ref"]))
     if d.event == "check_run":
         runs = [d.payload["check_run"]]
     else:
@@ -91,14 +89,8 @@ async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Fee
             {**where, "check_suite_id": int(d.payload["check_suite"]["id"])},
             key="check_runs",
         )
-    out = []
-    for run in runs:
-        if run.get("head_sha") != head or run.get("conclusion") not in fb.FAILED:
-            continue  # an earlier head's, or no failure
-        item = await fb.from_check_run(ctx.client, where, run, ctx.app, required)
-        if item is not None:
-            out.append(item)
-    return out
+    on_head = [run for run in runs if run.get("head_sha") == head]  # not an earlier head's
+    return await fb.from_check_runs(ctx.client, where, on_head, ctx.app, str(pr["base"]["ref"]))
 
 
 async def status_failed(service: AppService, d: Delivery) -> None:
@@ -108,7 +100,7 @@ async def status_failed(service: AppService, d: Delivery) -> None:
         return
     ctx = await service.context(p, d.installation_id)
     sha = str(p.get("sha") or "")
-    where = repo_vars(ctx)
+    where = repo_vars(ctx.full_name)
     for link in ctx.links.all():
         with contextlib.suppress(ScaffoldError, OSError):
             quest = service.quest_of(ctx, link.quest_id)

@@ -30,7 +30,7 @@ from scaffold.errors import SandboxError, ScaffoldError
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient
+from scaffold.github.client import AppIdentity, GitHubClient, repo_vars
 from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore
 from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
@@ -47,11 +47,7 @@ from scaffold.state.publisher import StatePublisher
 
 log = logging.getLogger("scaffold.app")
 
-
-def repo_vars(ctx: RepoContext) -> dict[str, str | int]:
-    """The ``owner`` and ``repo`` URL variables of the context's repository."""
-    owner, _, name = ctx.full_name.partition("/")
-    return {"owner": owner, "repo": name}
+FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
 class _LogStream(io.TextIOBase):
@@ -65,9 +61,6 @@ class _LogStream(io.TextIOBase):
             if line.strip():
                 log.info(line.strip(), extra=self.where)
         return len(text)
-
-    def isatty(self) -> bool:
-        return False
 
 
 @dataclass
@@ -294,12 +287,11 @@ class QuestRunner:
         if key in self._refusals_said or link is None:
             return
         self._refusals_said.add(key)
-        owner, repo = ctx.full_name.split("/", 1)
         body = f"scaffold cannot start agents on this server: {reason}."
         with contextlib.suppress(ScaffoldError):
             await ctx.client.post(
                 "/repos/{owner}/{repo}/issues/{number}/comments",
-                {"owner": owner, "repo": repo, "number": str(link.issue_number)},
+                repo_vars(ctx.full_name, number=link.issue_number),
                 data={"body": body},
             )
 

@@ -1,11 +1,8 @@
 """The App's service: one context per repository, deliveries routed by feature.
 
-``ROUTES`` maps each ``event.action`` the App handles to its route: the issue's
-(``issue_routes``: the trigger label, comments, answers), the pull request's
-(``pr_routes``: approvals, closes, new heads, checks) and the review loop's
-(``review_routes``: ``/scaffold fix``, failing checks). Everything else is ignored.
-One repository's deliveries are handled one at a time per lane (a person's, the App's
-own echoes).
+``ROUTES`` maps each ``event.action`` the App handles to its route (``issue_routes``,
+``pr_routes``, ``review_routes``); everything else is ignored. One repository's
+deliveries are handled one at a time per lane (a person's, the App's own echoes).
 
 A pull request is a task's only by identity (trust.py): the number scaffold opened for
 the task, with its head in this repository; never by its branch name, which a fork may
@@ -20,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,12 +28,13 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import issue_routes, pr_routes, review_routes
 from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
+from scaffold.github.client import repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
-from scaffold.github.runner import QuestRunner, RepoContext
+from scaffold.github.runner import FINISHED, QuestRunner, RepoContext
 from scaffold.github.state_sync import restore_repository
 from scaffold.github.trust import same_repository
-from scaffold.quest.model import Quest, QuestPhase, utcnow
+from scaffold.quest.model import Quest, utcnow
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
 from scaffold.sandbox.settings import find_bwrap, probe_bwrap
@@ -47,14 +46,13 @@ log = logging.getLogger("scaffold.app")
 
 Handler = Callable[["AppService", Delivery], Awaitable[None]]
 
-# event.action -> its route; anything else is ignored.
 ROUTES: dict[str, Handler] = {
     "issues.labeled": issue_routes.labeled,
     "issues.unlabeled": issue_routes.unlabeled,
     "issue_comment.created": issue_routes.issue_comment,
     "pull_request_review.submitted": pr_routes.review,
     "pull_request_review_comment.created": review_routes.review_comment,
-    "status.None": pr_routes.status,
+    "status.None": review_routes.status_failed,
     "pull_request.closed": pr_routes.pr_closed,
     "pull_request.opened": pr_routes.pr_changed,
     "pull_request.reopened": pr_routes.pr_changed,
@@ -66,9 +64,6 @@ ROUTES: dict[str, Handler] = {
     "check_run.completed": pr_routes.check_done,
     "check_suite.completed": pr_routes.check_done,
 }
-
-
-FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
 @dataclass(frozen=True)
@@ -103,7 +98,7 @@ class AppService:
         )
         self.repos: dict[str, RepoContext] = {}
         self._reconciler: asyncio.Task[None] | None = None
-        self.handled: dict[str, int] = {}
+        self.handled: Counter[str] = Counter()
         self._delivery_locks: dict[tuple[str, bool], asyncio.Lock] = {}
         self._repo_locks: dict[str, asyncio.Lock] = {}
 
@@ -134,28 +129,26 @@ class AppService:
         return await asyncio.to_thread(self._read_gauges)
 
     def _read_gauges(self) -> AppGauges:
-        states: dict[str, int] = {}
-        active: dict[str, int] = {}
+        states: Counter[str] = Counter()
+        active: Counter[str] = Counter()
         agents: dict[str, int] = {}
         busy = 0
         cost = 0.0
-        by_backend: dict[str, float] = {}
+        by_backend: defaultdict[str, float] = defaultdict(float)
         for ctx in list(self.repos.values()):
             store = quest_store(ctx.checkout.path)
             for link in ctx.links.all():
                 with contextlib.suppress(ScaffoldError, OSError):
                     quest = store.read(link.quest_id)
-                    states[quest.phase.value] = states.get(quest.phase.value, 0) + 1
+                    states[quest.phase.value] += 1
                     cost += quest.cost_usd
                     for backend, usd in quest.cost_by_backend.items():
-                        by_backend[backend] = by_backend.get(backend, 0.0) + usd
+                        by_backend[backend] += usd
                     busy += sum(1 for t in quest.tasks.values() if t.agent_running)
                     if quest.phase not in FINISHED:
-                        active[ctx.full_name] = active.get(ctx.full_name, 0) + 1
+                        active[ctx.full_name] += 1
             agents[ctx.full_name] = self.runner.agents.running_in(ctx.full_name)
-        modes: dict[str, int] = {}
-        for mode in list(self.runner.sandbox_modes.values()):
-            modes[mode] = modes.get(mode, 0) + 1
+        modes = Counter(list(self.runner.sandbox_modes.values()))
         bwrap = find_bwrap()
         return AppGauges(
             quests_by_state=states,
@@ -185,7 +178,7 @@ class AppService:
                 await route(self, delivery)
             outcome = "handled"
         key = f"{delivery.event}.{delivery.action}:{outcome}"
-        self.handled[key] = self.handled.get(key, 0) + 1
+        self.handled[key] += 1
         log.info(
             "delivery processed",
             extra={
@@ -198,9 +191,6 @@ class AppService:
         )
 
     # ------------------------------------------------------------------ helpers
-
-    async def bot_login(self) -> str:
-        return await self.github.bot_login()
 
     async def context(self, payload: dict[str, Any], installation_id: int | None) -> RepoContext:
         repo = payload.get("repository") or {}
@@ -216,8 +206,7 @@ class AppService:
         ctx = self.repos.get(full_name)
         if ctx is None or ctx.installation_id != installation_id:
             client = self.github.installation(installation_id)
-            owner, _, name = full_name.partition("/")
-            info = await client.get("/repos/{owner}/{repo}", {"owner": owner, "repo": name})
+            info = await client.get("/repos/{owner}/{repo}", repo_vars(full_name))
             checkout = Checkout(
                 self.options.state_dir,
                 full_name,
@@ -268,22 +257,14 @@ class AppService:
             if link is not None and link.active:
                 self.runner.poke(ctx, quest_id)
 
-    async def is_writer(self, ctx: RepoContext, sender: dict[str, Any]) -> bool:
-        """A person (not a bot) with write access to the repository, asked of GitHub."""
-        return await ctx.permissions.is_writer(sender)
-
     async def react(self, ctx: RepoContext, path: str, content: str, **ids: int) -> None:
-        owner, _, name = ctx.full_name.partition("/")
         with contextlib.suppress(GitHubError):
-            await ctx.client.post(
-                path, {"owner": owner, "repo": name, **ids}, data={"content": content}
-            )
+            await ctx.client.post(path, repo_vars(ctx.full_name, **ids), data={"content": content})
 
     async def comment(self, ctx: RepoContext, number: int, body: str) -> None:
-        owner, _, name = ctx.full_name.partition("/")
         await ctx.client.post(
             "/repos/{owner}/{repo}/issues/{number}/comments",
-            {"owner": owner, "repo": name, "number": number},
+            repo_vars(ctx.full_name, number=number),
             data={"body": body},
         )
 

@@ -31,7 +31,7 @@ class StatusComment:
         client: GitHubClient,
         links: LinkStore,
         config: ScaffoldConfig,
-        repo_vars: dict[str, str],
+        repo_vars: dict[str, str | int],
         *,
         clock: Callable[[], datetime],
         interval_s: float,
@@ -54,9 +54,9 @@ class StatusComment:
         self._dirty = True
         if self._task is None or self._task.done():
             with contextlib.suppress(RuntimeError):
-                self._task = asyncio.get_running_loop().create_task(self._soon(quest))
+                self._task = asyncio.get_running_loop().create_task(self._soon())
 
-    async def _soon(self, quest: Quest) -> None:
+    async def _soon(self) -> None:
         wait = self._last_at + self.interval_s - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
