@@ -396,8 +396,6 @@ class AgentJobs:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
-        if is_plan:
-            self.orch.backlog.invalidate()  # planning agents write the backlog itself
         agent = agent_for(self.orch.cfg.agent, run.role)
         cost = run_cost(self.orch.cfg, agent, outcome)
         if cost:

@@ -52,7 +52,6 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
         return None
     if isinstance(effect, CreateWorktree):
         await orch.forge.prepare_allocation(orch.quest, orch.quest.tasks[effect.task_id])
-        orch.backlog.invalidate()  # the forge may have brought the checkout up to date
         return await asyncio.to_thread(orch.ops.create_worktree, effect.task_id)
     if isinstance(effect, RunWard):
         return await asyncio.to_thread(
@@ -68,10 +67,7 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
         task = orch.quest.tasks[effect.task_id]
         if task.state is not Lifecycle.MERGING:
             return None  # stale (re-issued after a restart, and moved on since)
-        try:
-            return await orch.forge.merge_pull_request(orch.quest, task)
-        finally:
-            orch.backlog.invalidate()  # the merge moved the checkout's files
+        return await orch.forge.merge_pull_request(orch.quest, task)
     if isinstance(effect, SyncBacklog):
         await in_background(
             orch.ops.write_backlog_status,

@@ -103,8 +103,7 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        # Listed again on scaffold's own writes at once, on a person's within poll_s.
-        self.backlog = BacklogCache(repo, recheck_s=poll_s)
+        self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
             self.ops.default_branch_lock = default_branch_lock
@@ -136,7 +135,7 @@ class Orchestrator:
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
         self.estimates = (
-            LearnedEstimates(repo, branch=publisher.branch if publisher else None, background=True)
+            LearnedEstimates(repo, branch=publisher.branch if publisher else None)
             if config.scheduler.learn_estimates
             else None
         )
