@@ -2,7 +2,7 @@
 
 A task's first agent takes a lease on a slot (kept between its agents until the task
 holds no slot); the run gets its channel and sandbox, waits at its start gate for the
-journal and the last agent's commit, and runs here or remotely (``executor: actions``).
+last agent's commit, and runs here or remotely (``executor: actions``).
 Its end becomes the event its signal implies (or a failure), with its cost and notes;
 the commit of what it changed runs beside that (``Unsettled``). What the agent is
 given and what its outcome says are :mod:`~scaffold.runtime.agent_runs`' pure helpers.
@@ -192,12 +192,12 @@ class AgentJobs:
         return await self._run_here(key, run, signal_dir, None if leased else start)
 
     def _mark_started(self, key: str, run: AgentRun, marks: dict[str, Any]) -> None:
-        """Journal the agent's start (made durable before it runs) and say it."""
+        """Journal the agent's start and say it."""
         if key == PLAN_KEY:
             self.orch.update_planning(**marks)
         else:
             note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
-            self.orch.update_task(key, note, sync=False, **marks)
+            self.orch.update_task(key, note, **marks)
         step_id = PLAN_STEP if key == PLAN_KEY else key
         self.orch.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
 
@@ -244,7 +244,7 @@ class AgentJobs:
                         refused.append(problem)
                         stop.set()
 
-            # The journal on disk and the last agent's work committed, then the agent
+            # The last agent's work committed, then the agent
             # runs: in a sandbox, made meanwhile and let through its start gate; without
             # one, spawned then.
             before = (
@@ -286,7 +286,7 @@ class AgentJobs:
             if ready.done() and not ready.cancelled() and (problem := ready.exception()):
                 if isinstance(problem, _Withdrawn):
                     return self._stopped_before_start()  # the agent never ran
-                raise problem  # as when the journal failed before a start: the job fails
+                raise problem  # the job fails
             # The agent's group is gone: commit its work. Its end is applied meanwhile;
             # the task's next steps wait for the commit (self.orch.unsettled).
             if not is_plan:
@@ -294,9 +294,8 @@ class AgentJobs:
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     async def _ready_to_run(self, key: str) -> None:
-        """What an agent of ``key`` waits for before it runs: its start (and every line
-        before it) on disk, and the commit of the task's last agent's work."""
-        await self.orch.durable()
+        """What an agent of ``key`` waits for before it runs: the commit of the task's
+        last agent's work."""
         await self.orch.unsettled.settle(key)
 
     async def _then_permitted(
@@ -325,8 +324,7 @@ class AgentJobs:
         try:
             await ready
         except Exception:
-            # Withdrawn (the quest stopped), or the journal cannot be synced: the
-            # agent never runs.
+            # Withdrawn (the quest stopped), or waiting failed: the agent never runs.
             channel.withdraw()
             stop.set()
             return
@@ -379,8 +377,8 @@ class AgentJobs:
             python=self.orch.python,
             env=env,
             # In a sandbox every agent is made at once and waits at its start gate for
-            # the journal's fsync and the last agent's commit: its sandbox starts
-            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
+            # the last agent's commit: its sandbox starts meanwhile. (Without a sandbox
+            # there is no gate: spawned once it is done.)
             gated=True,
             model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(env),
         )
@@ -401,10 +399,10 @@ class AgentJobs:
         if cost:
             task_id = None if is_plan else key
             spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
-            self.orch.commit(spent, sync=False)
+            self.orch.commit(spent)
         self.orch.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
-            self._note(key, f"{run.role.value}: {note}", sync=False)
+            self._note(key, f"{run.role.value}: {note}")
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
@@ -426,7 +424,7 @@ class AgentJobs:
             event = replace(event, extra={**event.extra, "fresh_session": "1"})
         return event
 
-    def _note(self, key: str, text: str, *, sync: bool = True) -> None:
+    def _note(self, key: str, text: str) -> None:
         entry = draft(
             "note",
             "agent_result",
@@ -434,7 +432,7 @@ class AgentJobs:
             detail={"note": text},
             at=self.orch.clock(),
         )
-        self.orch.commit(self.orch.quest, [entry], sync=sync)
+        self.orch.commit(self.orch.quest, [entry])
         self.orch.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
@@ -444,8 +442,7 @@ class AgentJobs:
         else:
             task = self.orch.quest.tasks[key]
             sessions = {**task.sessions, role.value: session_id}
-            # Written at once (a killed scaffold keeps it); the next sync makes it durable.
-            self.orch.update_task(key, None, sync=False, sessions=sessions)
+            self.orch.update_task(key, None, sessions=sessions)
 
     def outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
@@ -454,7 +451,7 @@ class AgentJobs:
         if key == PLAN_KEY:
             self.orch.update_planning(agent_running=False)
         else:
-            self.orch.update_task(key, None, sync=False, agent_running=False)
+            self.orch.update_task(key, None, agent_running=False)
         if sig is None:
             return Event(
                 EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure

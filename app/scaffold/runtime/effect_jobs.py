@@ -1,7 +1,7 @@
 """What the core's effects do here: git, Ward, DiagramCheck, the forge, Backlog.md.
 
-Each runs in a task's job (:meth:`Orchestrator.start_job`), after every journal line that
-led to it is on disk and the last agent's work is committed; an agent run is
+Each runs in a task's job (:meth:`Orchestrator.start_job`), after the last agent's work
+is committed; an agent run is
 :mod:`~scaffold.runtime.agent_jobs`'s. An effect re-issued after a restart, or one whose
 task moved on before it ran, is noticed and does nothing.
 """
@@ -41,9 +41,7 @@ if TYPE_CHECKING:
 async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
     """Carry out one effect of ``key``'s job; the event it leads to, if any."""
     if isinstance(effect, StartAgent):
-        # Durable and committed before the agent runs, while its sandbox is made.
         return await orch.agents.run_agent(key, effect.run)
-    await orch.durable()  # every line that led here is durable before the effect runs
     if isinstance(effect, RunWard) and not orch.cfg.ward:
         return Event(EventName.WARD_PASSED, at=orch.clock())  # nothing to run or wait for
     await orch.unsettled.settle(key)  # the last agent's work is on the branch first
