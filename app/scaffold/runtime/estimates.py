@@ -13,11 +13,11 @@ features of each task (description, acceptance criteria, labels) come from its
 Backlog.md file, which stays in the repository after the task is Done.
 
 A task that was started again from Ready (after an abort or a safety stop) counts from
-its last start. A task made ready ahead of its slot (its worktree created while every
-slot was busy) counts from its first agent's start (the journal note
-:data:`AGENT_STARTED`), not from the wait for the slot. Time scaffold itself was down while a task was in flight is counted
-(the journal cannot tell it apart); the model's winsorised means keep such an outlier
-from dominating.
+its last start. A task whose worktree was made before a slot was free (as earlier
+versions did while every slot was busy) counts from its first agent's start (the
+journal note :data:`AGENT_STARTED`), not from the wait for the slot. Time scaffold
+itself was down while a task was in flight is counted (the journal cannot tell it
+apart); the model's winsorised means keep such an outlier from dominating.
 
 :class:`LearnedEstimates` reads the journals again only when a task merged. Any
 unreadable journal is skipped: estimates are advice, never a reason to stop.

@@ -67,11 +67,6 @@ from scaffold.state.publisher import StatePublisher
 
 MAX_DIAGRAM_AUTOFIX = 2
 
-# Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
-# work, so that a slot given back goes to an agent at once, not to a task's allocation.
-# Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
-LOOKAHEAD = 1
-
 
 class Orchestrator:
     def __init__(
@@ -428,10 +423,6 @@ class Orchestrator:
         slots = self.cfg.slots
         if self.slot_pool is not None:
             slots = len(busy) + self.slot_pool.allowance(self.quest.id)
-        elif len(busy) >= slots and all(tid in self.agents.leases for tid in busy):
-            # Every slot at work: make the next task ready. It is the only one without
-            # a slot, so it is the next to get one (in the scheduler's order).
-            slots += LOOKAHEAD
         candidates = [
             SchedTask(
                 id=t.id,
