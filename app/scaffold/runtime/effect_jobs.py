@@ -31,7 +31,6 @@ from scaffold.core.effects import (
 from scaffold.core.events import Event
 from scaffold.core.states import EventName, Lifecycle
 from scaffold.runtime.agent_jobs import PLAN_STEP
-from scaffold.runtime.background import in_background
 from scaffold.runtime.run_channel import private_dir
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
             orch.agents.ward_wrap(effect.task_id),
         )
     if isinstance(effect, RunDiagramCheck):
-        return await in_background(orch.ops.check_diagrams, effect.task_id)
+        return await asyncio.to_thread(orch.ops.check_diagrams, effect.task_id)
     if isinstance(effect, OpenPullRequest):
         return await _open_pull_request(orch, effect.task_id)
     if isinstance(effect, MergePullRequest):
@@ -67,7 +66,7 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
             return None  # stale (re-issued after a restart, and moved on since)
         return await orch.forge.merge_pull_request(orch.quest, task)
     if isinstance(effect, SyncBacklog):
-        await in_background(
+        await asyncio.to_thread(
             orch.ops.write_backlog_status,
             effect.task_id,
             effect.status,
@@ -76,12 +75,12 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
         )
         return None
     if isinstance(effect, RemoveWorktree):
-        await in_background(orch.workspace.remove_worktree, effect.task_id)
+        await asyncio.to_thread(orch.workspace.remove_worktree, effect.task_id)
         private = private_dir(orch.repo, orch.quest.id, effect.task_id)
-        await in_background(shutil.rmtree, private, True)
+        await asyncio.to_thread(shutil.rmtree, private, True)
         return None
     if isinstance(effect, DeleteBranch):
-        await in_background(orch.workspace.delete_branch, effect.task_id)
+        await asyncio.to_thread(orch.workspace.delete_branch, effect.task_id)
         await orch.forge.branch_deleted(orch.quest, effect.task_id)
         return None
     if isinstance(effect, AskQuestion):

@@ -50,7 +50,6 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_jobs import PLAN_KEY, AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
-from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
 from scaffold.runtime.estimates import LearnedEstimates
@@ -253,7 +252,7 @@ class Orchestrator:
             except ScaffoldError as exc:
                 self._say_publish_error(str(exc))
                 return
-        if await in_background(pub.publish, reason):
+        if await asyncio.to_thread(pub.publish, reason):
             self._publish_error_said = None
         elif pub.last_error is not None:
             self._say_publish_error(pub.last_error)
