@@ -191,7 +191,18 @@ class AgentJobs:
         binding = Binding(signal_dir, step_id, run.role, self.orch.quest.id, self.orch.repo)
         confinement = self.confinement(key)
         base_env = agent_environment(os.environ, {})
-        channel = self._channel(run, binding, confinement, base_env)
+        channel = RunChannel(
+            self.orch.sandbox,
+            binding,
+            confinement,
+            python=self.orch.python,
+            env=base_env,
+            # In a sandbox every agent is made at once and waits at its start gate for
+            # the last agent's commit: its sandbox starts meanwhile. (Without a sandbox
+            # there is no gate: spawned once it is done.)
+            gated=True,
+            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(base_env),
+        )
         async with channel:
             prepared = prepare_run(
                 self.orch.cfg,
@@ -327,22 +338,6 @@ class AgentJobs:
             parse=prepared.parse,
         )
 
-    def _channel(
-        self, run: AgentRun, binding: Binding, confinement: Confinement, env: Mapping[str, str]
-    ) -> RunChannel:
-        return RunChannel(
-            self.orch.sandbox,
-            binding,
-            confinement,
-            python=self.orch.python,
-            env=env,
-            # In a sandbox every agent is made at once and waits at its start gate for
-            # the last agent's commit: its sandbox starts meanwhile. (Without a sandbox
-            # there is no gate: spawned once it is done.)
-            gated=True,
-            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(env),
-        )
-
     def _finish_run(
         self,
         key: str,
@@ -412,18 +407,20 @@ class AgentJobs:
             self.orch.update_planning(agent_running=False)
         else:
             self.orch.update_task(key, None, agent_running=False)
-        if sig is None:
+
+        def failed(detail: str) -> Event:
             return Event(
-                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure
+                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=detail
             )
+
+        if sig is None:
+            return failed(failure)
         qid = self._question_id(key)
         if key == PLAN_KEY:
             try:
                 name = planning_event_for(self.orch.quest.phase, sig.signal)
             except IllegalTransition as exc:
-                return Event(
-                    EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
-                )
+                return failed(str(exc))
             if name is EventName.CODE_COMPLETE:
                 phase = self.orch.quest.phase
                 planned = self._take_planning_output(
@@ -432,16 +429,9 @@ class AgentJobs:
                 if phase is QuestPhase.PLANNING and not planned:
                     # Its create-tasks refused (or never called): a failed run, retried
                     # with the reason, never a quest that executes nothing.
-                    failure = (
+                    return failed(
                         "PathSeeker signalled complete but planned no task: create-tasks "
                         "was refused or not called"
-                    )
-                    return Event(
-                        EventName.AGENT_FAILED,
-                        at=now,
-                        role=role,
-                        session_id=session,
-                        detail=failure,
                     )
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
