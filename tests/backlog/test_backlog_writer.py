@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,3 +310,31 @@ def test_concurrent_change_is_not_clobbered(fixture_backlog: Path) -> None:
     with pytest.raises(BacklogError, match="changed while scaffold was editing"):
         edit_task(path, body=someone_writes_meanwhile, now=NOW)
     assert path.read_text(encoding="utf-8") == theirs
+
+
+def test_an_edit_parses_the_frontmatter_once_before_and_once_after(
+    fixture_backlog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the file, checking the rewrite and the parsed result share their parses."""
+    import scaffold.backlog.format as fmt
+
+    loads: list[str] = []
+    real = fmt._yaml
+
+    def counting() -> Any:
+        yaml = real()
+        load = yaml.load
+
+        def counted(stream: Any) -> Any:
+            loads.append(stream.getvalue())
+            return load(stream)
+
+        yaml.load = counted
+        return yaml
+
+    monkeypatch.setattr(fmt, "_yaml", counting)
+    fmt._load_yaml_mapping.cache_clear()
+    path = task_file(fixture_backlog, "task-2")
+    update_task(path, status="Done", notes="n", summary="s", now=NOW)
+    assert len(loads) == 2
+    assert "status: Done" in loads[1]

@@ -8,16 +8,20 @@ tool's ``task-*.md`` scan).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from scaffold.errors import BacklogError
 from scaffold.fsutil import write_file
 
 
-def replace_file(target: Path, data: bytes) -> None:
-    """Atomically replace an existing file, keeping its permission bits."""
+def replace_file(target: Path, data: bytes) -> os.stat_result:
+    """Atomically replace an existing file, keeping its permission bits.
+
+    Returns the new file's stat as it was written (taken before the rename, so it
+    describes this content even if someone replaces the file again right after)."""
     try:
-        write_file(target, data, mode=target.stat().st_mode & 0o7777)
+        return write_file(target, data, mode=target.stat().st_mode & 0o7777)
     except OSError as exc:
         raise BacklogError(target, f"cannot write: {exc.strerror or exc}") from exc
 

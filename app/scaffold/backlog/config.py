@@ -8,6 +8,7 @@ defaults; an unreadable one is reported and the defaults are used.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,18 +147,42 @@ def parse_config(data: Mapping[str, Any]) -> tuple[BacklogConfig, list[str]]:
     return config, problems
 
 
+# Parsed configs by (path, mtime, size, inode): the orchestrator re-reads the backlog
+# after every status change, and the YAML parser costs more than the rest of the re-read.
+_LOADED: dict[tuple[str, int, int, int], tuple[BacklogConfig, tuple[str, ...]]] = {}
+_LOADED_MAX = 256
+
+
 def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
-    """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported."""
+    """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported.
+
+    A file unchanged since the last read (same mtime, size and inode) is not parsed again."""
     path = config_path(backlog_dir)
-    if not path.is_file():
+    try:
+        st = path.stat()
+    except OSError:
         return BacklogConfig(), []
+    if not stat.S_ISREG(st.st_mode):
+        return BacklogConfig(), []
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    cached = _LOADED.get(key)
+    if cached is None:
+        cached = _parse_config_file(path)
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.clear()
+        _LOADED[key] = cached
+    return cached[0], list(cached[1])
+
+
+def _parse_config_file(path: Path) -> tuple[BacklogConfig, tuple[str, ...]]:
     try:
         data = YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
     except (YAMLError, UnicodeDecodeError, OSError) as exc:
         reason = " ".join(str(exc).split())
-        return BacklogConfig(), [f"cannot read config ({reason}); using the defaults"]
+        return BacklogConfig(), (f"cannot read config ({reason}); using the defaults",)
     if data is None:
-        return BacklogConfig(), []
+        return BacklogConfig(), ()
     if not isinstance(data, Mapping):
-        return BacklogConfig(), ["config is not a mapping of keys to values; using the defaults"]
-    return parse_config(data)
+        return BacklogConfig(), ("config is not a mapping of keys to values; using the defaults",)
+    config, problems = parse_config(data)
+    return config, tuple(problems)

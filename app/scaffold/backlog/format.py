@@ -9,7 +9,9 @@ reason, so the loader can report it instead of skipping the task.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -89,7 +91,15 @@ def _yaml() -> YAML:
 
 
 def load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
-    """Parse frontmatter YAML; an empty frontmatter is an empty mapping."""
+    """Parse frontmatter YAML; an empty frontmatter is an empty mapping.
+
+    The last few results are kept (an edit reads the same frontmatter before and after
+    its check, about 1 ms of parsing each): the mapping is shared, read it only."""
+    return _load_yaml_mapping(yaml_text, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
     try:
         data = _yaml().load(StringIO(yaml_text))
     except YAMLError as exc:
@@ -224,12 +234,40 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     )
 
 
+# Parsed tasks by (path, prefix, folder, mtime, size, inode). The orchestrator re-reads
+# the backlog after every status change; YAML parsing dominates that, and most files have
+# not changed. Atomic writes replace the inode, so an edit always misses the cache.
+_PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
+_PARSED_MAX = 8192
+
+
+def remember_parsed(
+    path: Path, st: os.stat_result, task: BacklogTask, *, prefix: str, folder: str
+) -> None:
+    """What scaffold just wrote to ``path`` (``st``: the written file's stat), parsed:
+    the next :func:`read_task` of that very file needs no parse. Another write after it
+    has another inode (writes are atomic renames), so it is never mistaken for this one."""
+    key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = task
+
+
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
-    """Read and parse one task file."""
+    """Read and parse one task file (a file unchanged since the last read is not re-parsed)."""
     try:
+        st = path.stat()
+        key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = _PARSED.get(key)
+        if cached is not None:
+            return cached
         raw = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_task(raw, path, prefix=prefix, folder=folder)
+    task = parse_task(raw, path, prefix=prefix, folder=folder)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = task
+    return task

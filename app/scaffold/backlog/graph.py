@@ -12,6 +12,7 @@ moved to ``completed/``).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,11 @@ from scaffold.errors import BacklogError, InvalidIdError
 from scaffold.ids import task_sort_key
 
 
+@functools.lru_cache(maxsize=16384)
 def id_order(task_id: str) -> tuple[tuple[int, ...], str]:
-    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text."""
+    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text.
+
+    Memoised: the orchestrator sorts the whole backlog on every re-read."""
     try:
         return task_sort_key(task_id), task_id
     except InvalidIdError:

@@ -19,7 +19,7 @@ from typing import Any
 from scaffold.backlog import sections
 from scaffold.backlog.atomic import replace_file
 from scaffold.backlog.config import load_config, status_key
-from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task
+from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task, remember_parsed
 from scaffold.backlog.frontmatter import key_spans, split_document
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.errors import BacklogError
@@ -119,7 +119,8 @@ def edit_task(
     if not unchanged:
         # Someone (an agent, the CLI) wrote in between: do not clobber their change.
         raise BacklogError(path, "the file changed while scaffold was editing it; try again")
-    replace_file(path, content.encode("utf-8"))
+    written = replace_file(path, content.encode("utf-8"))
+    remember_parsed(path, written, updated, prefix=prefix, folder=folder)
     return updated
 
 
