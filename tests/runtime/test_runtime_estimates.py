@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from repo_builder import MakeProject, Project, TaskSpec, codeweaver_done
 
@@ -65,7 +68,8 @@ def test_the_orchestrator_starts_the_longer_task_first(make_project: MakeProject
     assert minutes["TASK-1"] > 0
     assert learned.model is not None
     assert learned.model.samples == 1
-    assert learned.minutes(snapshot, 0) == minutes
+    # Cached: the same generation and snapshot give the very same mapping back.
+    assert learned.minutes(snapshot, 0) is minutes
     # Another clone has no journal, only the state branch: the same history.
     elsewhere = QuestStore(project.root / "no-journals")
     from_branch = LearnedEstimates(project.repo, elsewhere, state_branch(project.repo))
@@ -194,3 +198,58 @@ def test_slot_seconds_needs_the_start_of_a_task() -> None:
         tr(6, 15, "TASK-1", "backlog_synced", "Cleanup", "Idle"),
     ]
     assert slot_seconds(entries) == {}
+
+
+def test_a_refit_after_a_merge_runs_in_the_background(make_project: MakeProject) -> None:
+    """The orchestrator's estimates: the first fit answers at once; a later one (a task
+    merged) runs in a thread, and the model before it answers meanwhile."""
+    project = make_project([FIRST], RUNS, {"slots": 1})
+    assert project.run().exit_code == 0
+    snapshot = bl.load_backlog(project.repo)
+    journals = project.root / "journals-later"
+    learned = LearnedEstimates(project.repo, QuestStore(journals), background=True)
+    assert learned.minutes(snapshot, 0) == {}  # first fit, in the caller: no history yet
+
+    shutil.copytree(project.repo / ".scaffold" / "quests", journals)
+    release = threading.Event()
+    real_samples = learned.samples
+
+    def held_samples(tasks: Any) -> Any:
+        release.wait()
+        return real_samples(tasks)
+
+    learned.samples = held_samples  # type: ignore[method-assign]
+    assert learned.minutes(snapshot, 1) == {}  # the refit waits; the old model answers
+    refit = learned._refitting
+    assert refit is not None
+    release.set()
+    refit.join()
+    minutes = learned.minutes(snapshot, 1)
+    assert set(minutes) == {"TASK-1"}
+    assert learned.model is not None
+    assert learned.model.samples == 1
+
+
+def test_refits_are_paced_by_how_much_the_history_grew(make_project: MakeProject) -> None:
+    """With 8 samples behind the last fit, one more merge waits; two more refit."""
+    project = make_project([FIRST], RUNS, {"slots": 1})
+    assert project.run().exit_code == 0
+    snapshot = bl.load_backlog(project.repo)
+    learned = LearnedEstimates(project.repo)
+    fits: list[int] = []
+    real_samples = learned.samples
+
+    def counted(tasks: Any) -> Any:
+        fits.append(1)
+        return real_samples(tasks) * 8  # as if eight tasks had merged
+
+    learned.samples = counted  # type: ignore[method-assign]
+    learned.minutes(snapshot, 0)
+    assert len(fits) == 1
+    for path in (project.repo / ".scaffold" / "quests").glob("*/journal.jsonl"):
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n")  # the journals changed: only the pacing can hold a refit back
+    learned.minutes(snapshot, 1)
+    assert len(fits) == 1
+    learned.minutes(snapshot, 2)
+    assert len(fits) == 2

@@ -2,7 +2,7 @@
 
 A task's first agent takes a lease on a slot (kept between its agents until the task
 holds no slot); the run gets its channel and sandbox, waits at its start gate for the
-last agent's commit, and runs here or remotely (``executor: actions``).
+journal and the last agent's commit, and runs here or remotely (``executor: actions``).
 Its end becomes the event its signal implies (or a failure), with its cost and notes;
 the commit of what it changed runs beside that (``Unsettled``). What the agent is
 given and what its outcome says are :mod:`~scaffold.runtime.agent_runs`' pure helpers.
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,10 @@ PLAN_KEY = "plan"
 PLAN_STEP = "PLAN"
 
 
+class _Withdrawn(Exception):
+    """A sandbox made ahead of its slot is not let through: the quest stopped."""
+
+
 def holds_slot(task: TaskRecord) -> bool:
     return task.state in HOLDS_SLOT and task.question_id is None
 
@@ -73,9 +78,9 @@ class AgentJobs:
         self.children = LiveChildren()
         # At most ``slots`` task agents at work at once: a task's first agent takes a
         # permit (its lease on a slot) and the task keeps it between its agents, until
-        # it no longer holds a slot (``release_leases``). Tasks that went back to their
-        # agents from a state that holds no slot (a merge conflict, a diagram fix) wait
-        # for one.
+        # it no longer holds a slot (``release_leases``). Tasks made ready ahead (the
+        # orchestrator's LOOKAHEAD) and tasks that went back to their agents from a
+        # state that holds no slot (a merge conflict, a diagram fix) wait for one.
         self.permits = asyncio.Semaphore(orch.cfg.slots)
         self.leases: set[str] = set()
         # Steps whose agent run was started again after a restart of scaffold.
@@ -121,9 +126,18 @@ class AgentJobs:
         )
 
     async def run_agent(self, key: str, run: AgentRun) -> Event | None:
-        if key != PLAN_KEY and not await self._take_slot(key):
+        if key == PLAN_KEY:
+            return await self._run_agent_now(key, run)
+        if key not in self.leases and self._sandbox_waits_for_the_slot(run):
+            # A task made ready ahead: its sandbox is made now and waits for the slot
+            # at its start gate, so the agent runs the moment a slot frees.
+            return await self._run_agent_now(key, run, leased=False)
+        if not await self._take_slot(key):
             return self._stopped_before_start()
         return await self._run_agent_now(key, run)
+
+    def _sandbox_waits_for_the_slot(self, run: AgentRun) -> bool:
+        return self.orch.sandbox.active and self.orch.remote is None and run.kind != "conflict_fix"
 
     async def _take_slot(self, key: str) -> bool:
         """The task's lease on a slot (kept until it holds none); False when the quest
@@ -146,8 +160,9 @@ class AgentJobs:
                 self.leases.discard(key)
                 self.permits.release()
 
-    async def _run_agent_now(self, key: str, run: AgentRun) -> Event | None:
-        """Start ``run`` of ``key`` and wait for its end."""
+    async def _run_agent_now(self, key: str, run: AgentRun, leased: bool = True) -> Event | None:
+        """Start ``run`` of ``key`` and wait for its end; ``leased=False``: the task has
+        no slot yet, its sandbox is made and waits at its gate for one."""
         is_plan = key == PLAN_KEY
         worktree = None if is_plan else self.orch.quest.tasks[key].worktree
         if not is_plan and (worktree is None or not Path(worktree).is_dir()):
@@ -163,7 +178,9 @@ class AgentJobs:
             await self._ready_to_run(key)
             await asyncio.to_thread(self.orch.ops.start_conflict_merge, self.worktree(key))
         marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
-        self._mark_started(key, run, marks)
+        start = functools.partial(self._mark_started, key, run, marks)
+        if leased:
+            start()
         if self.orch.remote is not None and not is_plan:
             await self._ready_to_run(key)  # the remote run starts from the pushed branch
             outcome = await self.orch.remote.run_agent(
@@ -172,37 +189,34 @@ class AgentJobs:
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
-        return await self._run_here(key, run, signal_dir)
+        return await self._run_here(key, run, signal_dir, None if leased else start)
 
     def _mark_started(self, key: str, run: AgentRun, marks: dict[str, Any]) -> None:
-        """Journal the agent's start and say it."""
+        """Journal the agent's start (made durable before it runs) and say it."""
         if key == PLAN_KEY:
             self.orch.update_planning(**marks)
         else:
             note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
-            self.orch.update_task(key, note, **marks)
+            self.orch.update_task(key, note, sync=False, **marks)
         step_id = PLAN_STEP if key == PLAN_KEY else key
         self.orch.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
 
-    async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
-        """The agent run on this machine: its channel, its sandbox, its end."""
+    async def _run_here(
+        self,
+        key: str,
+        run: AgentRun,
+        signal_dir: Path,
+        start_on_slot: Callable[[], None] | None = None,
+    ) -> Event | None:
+        """The agent run on this machine: its channel, its sandbox, its end. With
+        ``start_on_slot`` the task takes its slot while its sandbox waits at the gate,
+        and that marks the agent started."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
         binding = Binding(signal_dir, step_id, run.role, self.orch.quest.id, self.orch.repo)
         confinement = self.confinement(key)
         base_env = agent_environment(os.environ, {})
-        channel = RunChannel(
-            self.orch.sandbox,
-            binding,
-            confinement,
-            python=self.orch.python,
-            env=base_env,
-            # In a sandbox every agent is made at once and waits at its start gate for
-            # the last agent's commit: its sandbox starts meanwhile. (Without a sandbox
-            # there is no gate: spawned once it is done.)
-            gated=True,
-            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(base_env),
-        )
+        channel = self._channel(run, binding, confinement, base_env)
         async with channel:
             prepared = prepare_run(
                 self.orch.cfg,
@@ -230,11 +244,16 @@ class AgentJobs:
                         refused.append(problem)
                         stop.set()
 
-            # The last agent's work committed, then the agent
+            # The journal on disk and the last agent's work committed, then the agent
             # runs: in a sandbox, made meanwhile and let through its start gate; without
             # one, spawned then.
+            before = (
+                functools.partial(self._ready_to_run, key)
+                if start_on_slot is None
+                else functools.partial(self._ready_on_slot, key, start_on_slot)
+            )
             permitted: list[bool] = []
-            ready = asyncio.ensure_future(self._then_permitted(key, permitted))
+            ready = asyncio.ensure_future(self._then_permitted(before, permitted))
             released = asyncio.Event()
             if not channel.gated:
                 try:
@@ -265,7 +284,9 @@ class AgentJobs:
                 if permitted and self.orch.agent_limit is not None:
                     self.orch.agent_limit.release(self.orch.quest.id)
             if ready.done() and not ready.cancelled() and (problem := ready.exception()):
-                raise problem  # the agent never ran: the job fails
+                if isinstance(problem, _Withdrawn):
+                    return self._stopped_before_start()  # the agent never ran
+                raise problem  # as when the journal failed before a start: the job fails
             # The agent's group is gone: commit its work. Its end is applied meanwhile;
             # the task's next steps wait for the commit (self.orch.unsettled).
             if not is_plan:
@@ -273,17 +294,26 @@ class AgentJobs:
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     async def _ready_to_run(self, key: str) -> None:
-        """What an agent of ``key`` waits for before it runs: the commit of the task's
-        last agent's work."""
+        """What an agent of ``key`` waits for before it runs: its start (and every line
+        before it) on disk, and the commit of the task's last agent's work."""
+        await self.orch.durable()
         await self.orch.unsettled.settle(key)
 
-    async def _then_permitted(self, key: str, permitted: list[bool]) -> None:
-        """``_ready_to_run``, then a permit of the server-wide agent limit (noted in
-        ``permitted``)."""
-        await self._ready_to_run(key)
+    async def _then_permitted(
+        self, before: Callable[[], Awaitable[None]], permitted: list[bool]
+    ) -> None:
+        """``before()``, then a permit of the server-wide agent limit (noted in ``permitted``)."""
+        await before()
         if self.orch.agent_limit is not None:
             await self.orch.agent_limit.acquire(self.orch.quest.id)
             permitted.append(True)
+
+    async def _ready_on_slot(self, key: str, start: Callable[[], None]) -> None:
+        """``_ready_to_run`` for a sandbox made before its task had a slot."""
+        if not await self._take_slot(key):
+            raise _Withdrawn
+        start()
+        await self._ready_to_run(key)
 
     @staticmethod
     async def _open_when(
@@ -295,7 +325,8 @@ class AgentJobs:
         try:
             await ready
         except Exception:
-            # Waiting failed: the agent never runs.
+            # Withdrawn (the quest stopped), or the journal cannot be synced: the
+            # agent never runs.
             channel.withdraw()
             stop.set()
             return
@@ -338,6 +369,22 @@ class AgentJobs:
             parse=prepared.parse,
         )
 
+    def _channel(
+        self, run: AgentRun, binding: Binding, confinement: Confinement, env: Mapping[str, str]
+    ) -> RunChannel:
+        return RunChannel(
+            self.orch.sandbox,
+            binding,
+            confinement,
+            python=self.orch.python,
+            env=env,
+            # In a sandbox every agent is made at once and waits at its start gate for
+            # the journal's fsync and the last agent's commit: its sandbox starts
+            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
+            gated=True,
+            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(env),
+        )
+
     def _finish_run(
         self,
         key: str,
@@ -349,15 +396,17 @@ class AgentJobs:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
         is_plan = key == PLAN_KEY
         step_id = PLAN_STEP if is_plan else key
+        if is_plan:
+            self.orch.backlog.invalidate()  # planning agents write the backlog itself
         agent = agent_for(self.orch.cfg.agent, run.role)
         cost = run_cost(self.orch.cfg, agent, outcome)
         if cost:
             task_id = None if is_plan else key
             spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
-            self.orch.commit(spent)
+            self.orch.commit(spent, sync=False)
         self.orch.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
-            self._note(key, f"{run.role.value}: {note}")
+            self._note(key, f"{run.role.value}: {note}", sync=False)
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
@@ -379,7 +428,7 @@ class AgentJobs:
             event = replace(event, extra={**event.extra, "fresh_session": "1"})
         return event
 
-    def _note(self, key: str, text: str) -> None:
+    def _note(self, key: str, text: str, *, sync: bool = True) -> None:
         entry = draft(
             "note",
             "agent_result",
@@ -387,7 +436,7 @@ class AgentJobs:
             detail={"note": text},
             at=self.orch.clock(),
         )
-        self.orch.commit(self.orch.quest, [entry])
+        self.orch.commit(self.orch.quest, [entry], sync=sync)
         self.orch.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
@@ -397,7 +446,8 @@ class AgentJobs:
         else:
             task = self.orch.quest.tasks[key]
             sessions = {**task.sessions, role.value: session_id}
-            self.orch.update_task(key, None, sessions=sessions)
+            # Written at once (a killed scaffold keeps it); the next sync makes it durable.
+            self.orch.update_task(key, None, sync=False, sessions=sessions)
 
     def outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
@@ -406,21 +456,19 @@ class AgentJobs:
         if key == PLAN_KEY:
             self.orch.update_planning(agent_running=False)
         else:
-            self.orch.update_task(key, None, agent_running=False)
-
-        def failed(detail: str) -> Event:
-            return Event(
-                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=detail
-            )
-
+            self.orch.update_task(key, None, sync=False, agent_running=False)
         if sig is None:
-            return failed(failure)
+            return Event(
+                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure
+            )
         qid = self._question_id(key)
         if key == PLAN_KEY:
             try:
                 name = planning_event_for(self.orch.quest.phase, sig.signal)
             except IllegalTransition as exc:
-                return failed(str(exc))
+                return Event(
+                    EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
+                )
             if name is EventName.CODE_COMPLETE:
                 phase = self.orch.quest.phase
                 planned = self._take_planning_output(
@@ -429,9 +477,16 @@ class AgentJobs:
                 if phase is QuestPhase.PLANNING and not planned:
                     # Its create-tasks refused (or never called): a failed run, retried
                     # with the reason, never a quest that executes nothing.
-                    return failed(
+                    failure = (
                         "PathSeeker signalled complete but planned no task: create-tasks "
                         "was refused or not called"
+                    )
+                    return Event(
+                        EventName.AGENT_FAILED,
+                        at=now,
+                        role=role,
+                        session_id=session,
+                        detail=failure,
                     )
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid

@@ -13,18 +13,23 @@ features of each task (description, acceptance criteria, labels) come from its
 Backlog.md file, which stays in the repository after the task is Done.
 
 A task that was started again from Ready (after an abort or a safety stop) counts from
-its last start. A task whose worktree was made before a slot was free (as earlier
-versions did while every slot was busy) counts from its first agent's start (the
-journal note :data:`AGENT_STARTED`), not from the wait for the slot. Time scaffold
-itself was down while a task was in flight is counted (the journal cannot tell it
-apart); the model's winsorised means keep such an outlier from dominating.
+its last start. A task made ready ahead of its slot (its worktree created while every
+slot was busy) counts from its first agent's start (the journal note
+:data:`AGENT_STARTED`), not from the wait for the slot. Time scaffold itself was down while a task was in flight is counted
+(the journal cannot tell it apart); the model's winsorised means keep such an outlier
+from dominating.
 
-:class:`LearnedEstimates` reads the journals again only when a task merged. Any
-unreadable journal is skipped: estimates are advice, never a reason to stop.
+Cost. :class:`LearnedEstimates` reads the journals only when the orchestrator says the
+history may have grown (a task merged) and a journal's size actually changed; a tick
+costs a dictionary lookup per task. Any unreadable journal is skipped: estimates are
+advice, never a reason to stop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -40,7 +45,7 @@ from scaffold.core.estimates import (
 from scaffold.core.states import HOLDS_SLOT, EventName, Lifecycle
 from scaffold.errors import ScaffoldError
 from scaffold.quest.model import HistoryEntry
-from scaffold.quest.store import QuestStore
+from scaffold.quest.store import JOURNAL_NAME, QuestStore
 from scaffold.signal_back.plan import QUEST_LABEL_PREFIX
 from scaffold.state.branch import StateBranch
 
@@ -111,16 +116,49 @@ def slot_seconds(entries: Iterable[HistoryEntry]) -> dict[str, dict[str, float]]
 
 
 class LearnedEstimates:
-    """The model fitted to one repository's history, fitted again when a task merged."""
+    """Per-repository cache of the fitted model and of each task's estimate.
+
+    With ``background=True`` (the orchestrator) only the first fit runs in the caller;
+    a refit after a merge (it reads every journal: tens of ms, growing with history) runs
+    in a worker thread, and the previous model answers until it is done. The
+    orchestrator's loop asks on every scheduling tick; a refit there held up every hand-off.
+    """
 
     def __init__(
-        self, repo: Path, store: QuestStore | None = None, branch: StateBranch | None = None
+        self,
+        repo: Path,
+        store: QuestStore | None = None,
+        branch: StateBranch | None = None,
+        *,
+        background: bool = False,
     ) -> None:
         self.repo = repo
+        self.background = background
+        self._lock = threading.Lock()
+        self._refitting: threading.Thread | None = None
+        self._pending_tasks: list[bl.BacklogTask] | None = None
         self.store = store or QuestStore(repo / ".scaffold" / "quests")
         self.branch = branch
-        self.model: DurationModel | None = None
         self._generation: object = object()
+        self._signature: tuple[object, ...] | None = None
+        self._model: DurationModel | None = None
+        self._snapshot: object = None
+        self._minutes: dict[str, float] = {}
+        self._samples_seen = 0  # samples of the last fit: paces the next one
+
+    @property
+    def model(self) -> DurationModel | None:
+        return self._model
+
+    def _journal_signature(self) -> tuple[object, ...]:
+        sig: list[object] = []
+        for qid in self.store.list_ids():
+            with contextlib.suppress(OSError):
+                sig.append((qid, os.stat(self.store.root / qid / JOURNAL_NAME).st_size))
+        if self.branch is not None:
+            with contextlib.suppress(ScaffoldError, OSError):
+                sig.append(self.branch.tip())
+        return tuple(sig)
 
     def _histories(self) -> Iterator[Iterable[HistoryEntry]]:
         """The local journals, then the state branch's (newest entries of each quest)
@@ -154,18 +192,74 @@ class LearnedEstimates:
                     seen[tid] = TaskSample(task_features(bt), roles)
         return [seen[tid] for tid in sorted(seen)]
 
-    def minutes(self, snapshot: bl.BacklogSnapshot, generation: object) -> Mapping[str, float]:
-        """Learned estimate (minutes) of every task of ``snapshot``; empty without history.
+    def refresh(self, snapshot: bl.BacklogSnapshot, generation: object) -> None:
+        """Refit when ``generation`` changed (the caller bumps it when a task merges)
+        and the journals grew since the last fit.
 
-        The model is fitted again when ``generation`` changed (the caller bumps it when
-        a task merges: only then can the history have grown)."""
-        if generation != self._generation:
-            self._generation = generation
-            try:
-                self.model = fit(self.samples(snapshot.tasks))
-            except (ScaffoldError, OSError, ValueError, ArithmeticError):
-                self.model = None  # advice only: no estimate is never a reason to stop
-        model = self.model
-        if model is None:
-            return {}
-        return {t.id: model.estimate(task_features(t)) / _SECONDS_PER_UNIT for t in snapshot.tasks}
+        With an integer generation (the number of merged tasks), a refit waits until
+        the history has grown by a quarter of what the last fit saw (at least one
+        task): one more sample among forty barely moves the model, and every refit
+        reads every journal, so refitting at each merge made a long quest's hand-offs
+        cost O(n) each (O(n^2) in all)."""
+        if generation == self._generation:
+            return
+        first = self._signature is None
+        if (
+            not first
+            and isinstance(generation, int)
+            and isinstance(self._generation, int)
+            and generation - self._generation < max(1, self._samples_seen // 4)
+        ):
+            return
+        self._generation = generation
+        if self.background and not first:
+            with self._lock:
+                self._pending_tasks = list(snapshot.tasks)
+                if self._refitting is None:
+                    self._refitting = threading.Thread(target=self._refit_loop, daemon=True)
+                    self._refitting.start()
+                # else: the running refit goes round once more with these tasks
+            return
+        self._refit(snapshot.tasks)
+
+    def _refit_loop(self) -> None:
+        while True:
+            with self._lock:
+                tasks, self._pending_tasks = self._pending_tasks, None
+                if tasks is None:
+                    self._refitting = None
+                    return
+            with contextlib.suppress(Exception):  # advice only; never an error in a thread
+                self._refit(tasks)
+
+    def _refit(self, tasks: Sequence[bl.BacklogTask]) -> None:
+        signature = self._journal_signature()
+        if signature == self._signature:
+            return
+        seen = self._samples_seen
+        try:
+            samples = self.samples(tasks)
+            seen = len(samples)
+            model = fit(samples)
+        except (ScaffoldError, OSError, ValueError, ArithmeticError):
+            model = None  # advice only: no estimate is never a reason to stop
+        with self._lock:
+            self._samples_seen = seen
+            self._signature = signature
+            self._model = model
+            self._snapshot = None
+
+    def minutes(self, snapshot: bl.BacklogSnapshot, generation: object) -> Mapping[str, float]:
+        """Learned estimate (minutes) of every task of ``snapshot``; empty without history."""
+        self.refresh(snapshot, generation)
+        with self._lock:
+            model = self._model
+            if model is None:
+                return {}
+            if self._snapshot is not snapshot:
+                self._snapshot = snapshot
+                self._minutes = {
+                    t.id: model.estimate(task_features(t)) / _SECONDS_PER_UNIT
+                    for t in snapshot.tasks
+                }
+            return self._minutes

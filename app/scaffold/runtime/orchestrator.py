@@ -50,6 +50,7 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_jobs import PLAN_KEY, AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
+from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
 from scaffold.runtime.estimates import LearnedEstimates
@@ -65,6 +66,11 @@ from scaffold.signal_back.plan import QUEST_LABEL_PREFIX
 from scaffold.state.publisher import StatePublisher
 
 MAX_DIAGRAM_AUTOFIX = 2
+
+# Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
+# work, so that a slot given back goes to an agent at once, not to a task's allocation.
+# Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
+LOOKAHEAD = 1
 
 
 class Orchestrator:
@@ -97,7 +103,8 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        self.backlog = BacklogCache(repo)
+        # Listed again on scaffold's own writes at once, on a person's within poll_s.
+        self.backlog = BacklogCache(repo, recheck_s=poll_s)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         if default_branch_lock is not None:
             self.ops.default_branch_lock = default_branch_lock
@@ -129,7 +136,7 @@ class Orchestrator:
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
         self.estimates = (
-            LearnedEstimates(repo, branch=publisher.branch if publisher else None)
+            LearnedEstimates(repo, branch=publisher.branch if publisher else None, background=True)
             if config.scheduler.learn_estimates
             else None
         )
@@ -162,17 +169,30 @@ class Orchestrator:
     def quest(self) -> Quest:
         return self.writer.quest
 
-    def commit(self, quest: Quest, entries: Sequence[Any] = ()) -> None:
-        """Journal the new state (on disk before any effect it allows runs)."""
-        self.writer.commit(quest, entries)
+    def commit(self, quest: Quest, entries: Sequence[Any] = (), *, sync: bool = True) -> None:
+        """Journal the new state. ``sync=False`` (the hand-off path: an agent's end, the
+        events it leads to, the scheduler's picks, an agent's start) leaves the fsync to
+        :meth:`durable`, which runs before any effect: at the start of every job step
+        (``effect_jobs.execute``), before an agent is spawned, at the end of the main
+        loop's turn that applied the events, before the state is published. One fsync
+        then covers the lines of a hand-off, off the event loop."""
+        self.writer.commit(quest, entries, sync=sync)
 
-    def update_task(self, task_id: str, note: str | None = None, **updates: Any) -> None:
+    async def durable(self) -> None:
+        """Every journal line written so far on disk; the fdatasync runs in a worker
+        thread, so the event loop goes on with other tasks' events meanwhile."""
+        if self.writer.unsynced:
+            await asyncio.to_thread(self.writer.sync)
+
+    def update_task(
+        self, task_id: str, note: str | None = None, *, sync: bool = True, **updates: Any
+    ) -> None:
         task = self.quest.tasks[task_id]
         quest = self.quest.model_copy(
             update={"tasks": {**self.quest.tasks, task_id: task.model_copy(update=updates)}}
         )
         entries = [draft("note", note, task_id=task_id, at=self.clock())] if note else []
-        self.commit(quest, entries)
+        self.commit(quest, entries, sync=sync)
 
     def update_planning(self, **updates: Any) -> None:
         planning = self.quest.planning.model_copy(update=updates)
@@ -217,6 +237,7 @@ class Orchestrator:
                     # the state, or the tick would start that job's run again.
                     item = None
                 self._apply_queued(item)
+                await self.durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             self._live = False
@@ -246,13 +267,14 @@ class Orchestrator:
         pub = self.publisher
         if pub is None:
             return
+        await self.durable()  # never publish a state the journal could still lose
         if self.before_publish is not None:
             try:
                 await self.before_publish()
             except ScaffoldError as exc:
                 self._say_publish_error(str(exc))
                 return
-        if await asyncio.to_thread(pub.publish, reason):
+        if await in_background(pub.publish, reason):
             self._publish_error_said = None
         elif pub.last_error is not None:
             self._say_publish_error(pub.last_error)
@@ -289,7 +311,7 @@ class Orchestrator:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
         while True:
             if item is not None:
-                self.apply(*item)
+                self.apply(*item, sync=False)
             try:
                 item = self.queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -303,8 +325,11 @@ class Orchestrator:
                 await job
         self.agents.children.kill_all()
 
-    def apply(self, key: str, event: Event) -> None:
-        """Feed one event to the core, persist the result, start the effects."""
+    def apply(self, key: str, event: Event, *, sync: bool = True) -> None:
+        """Feed one event to the core, persist the result, start the effects.
+
+        With ``sync=False`` the lines wait for the next :meth:`durable`; the effects
+        started here run only after one (each job step begins with it)."""
         now = self.clock()
         try:
             if key == PLAN_KEY:
@@ -315,7 +340,7 @@ class Orchestrator:
             # A stale event (e.g. an answer for a task that was aborted meanwhile).
             self.out.warn(f"{key}: ignored {event.name.value}: {exc}")
             return
-        self.commit(step.quest, step.entries)
+        self.commit(step.quest, step.entries, sync=sync)
         for entry in step.entries:
             if entry.kind == "transition":
                 where = entry.task_id or key
@@ -407,7 +432,7 @@ class Orchestrator:
                 break
             idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
             if idle and task.id in ready_ids:
-                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
+                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now), sync=False)
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         busy = [t.id for t in self.quest.tasks.values() if holds_slot(t)]
         if self.slot_pool is not None:
@@ -422,6 +447,10 @@ class Orchestrator:
         slots = self.cfg.slots
         if self.slot_pool is not None:
             slots = len(busy) + self.slot_pool.allowance(self.quest.id)
+        elif len(busy) >= slots and all(tid in self.agents.leases for tid in busy):
+            # Every slot at work: make the next task ready. It is the only one without
+            # a slot, so it is the next to get one (in the scheduler's order).
+            slots += LOOKAHEAD
         candidates = [
             SchedTask(
                 id=t.id,
@@ -437,7 +466,8 @@ class Orchestrator:
             candidates = fill_estimates(candidates, self.estimates.minutes(snapshot, merged))
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
-            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
+            # Its allocation job makes the line durable before it does anything.
+            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True), sync=False)
         if self.slot_pool is not None and started:
             held = len(busy) + len(started)
             self.slot_pool.report(self.quest.id, held, held + len(ready) - len(started))
