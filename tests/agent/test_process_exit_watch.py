@@ -1,7 +1,7 @@
-"""The agent's exit is an event, whatever holds its pipes.
+"""The agent's exit is an event: no sleeping loop, whatever holds its pipes.
 
 `spawn_watched` resolves a future when the child watcher reaps the leader; what is left
-of the group is awaited until it is gone. Deadlines here only keep a broken build from
+of the group is awaited through pidfds. Deadlines here only keep a broken build from
 hanging the suite: nothing is timed.
 """
 
@@ -131,7 +131,7 @@ def test_a_process_that_exited_before_anyone_waited_is_seen(tmp_path: Path) -> N
     assert asyncio.run(main()) == 0
 
 
-def test_exit_of_a_process_not_spawned_watched_is_seen(tmp_path: Path) -> None:
+def test_exit_of_a_process_not_spawned_watched_is_seen_through_a_pidfd(tmp_path: Path) -> None:
     """`stop_process_group` also takes a plain asyncio Process (no exit future)."""
     pidfile = tmp_path / "escaped.pid"
     agent = script(tmp_path, "escaper.py", ESCAPER)
@@ -231,9 +231,9 @@ def test_an_empty_group_is_seen_without_listing_proc(
     assert outcome.stop is None
 
 
-def test_stop_waits_for_each_group_member(tmp_path: Path) -> None:
-    """A member that outlives SIGTERM for a while (it traps it) is awaited: the stop
-    says "terminated" once it is gone."""
+def test_stop_waits_for_each_group_member_through_its_pidfd(tmp_path: Path) -> None:
+    """A member that outlives SIGTERM for a while (it traps it) is awaited, not
+    polled: the stop says "terminated" once it is gone."""
     body = """\
     import os, signal, subprocess, sys, time
     code = ("import os, signal, sys, time\\n"
@@ -258,3 +258,37 @@ def test_stop_waits_for_each_group_member(tmp_path: Path) -> None:
     result, member = asyncio.run(main())
     assert result == "terminated"
     assert not alive(member) or _is_zombie(member)
+
+
+def test_nothing_waits_on_a_poll_interval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fallback poll interval set to an hour, a run whose agent exits and
+    leaves a process in its group still ends at once: the exit and the group's end
+    are events."""
+    monkeypatch.setattr(process_group, "_POLL_S", 3600.0)
+    agent = script(
+        tmp_path,
+        "leaver.py",
+        """\
+        import os, subprocess, sys, time
+        code = ("import os, sys, time; p = sys.argv[1]; open(p + '.tmp', 'w').write(str(os.getpid()));"
+                " os.replace(p + '.tmp', p); time.sleep(120)")
+        subprocess.Popen([sys.executable, "-c", code, sys.argv[1]], stdout=subprocess.DEVNULL)
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.01)
+        print('{"type": "heartbeat"}', flush=True)
+        """,
+    )
+    pidfile = tmp_path / "left.pid"
+    spec = AgentSpec(argv=[sys.executable, str(agent), str(pidfile)], cwd=tmp_path)
+
+    async def main() -> AgentRunOutcome:
+        return await asyncio.wait_for(run_agent(spec), HANG_GUARD_S)
+
+    outcome = asyncio.run(main())
+    left = int(pidfile.read_text())
+    try:
+        assert outcome.exit_code == 0
+        assert outcome.stop == "terminated"
+        assert not alive(left) or _is_zombie(left)
+    finally:
+        kill_and_wait(left)

@@ -132,6 +132,7 @@ class Gemini(Backend):
     reports_mcp_status = False
     # ``--resume <id>`` of a lost session fails (exit 42); checked all the same.
     verifies_resume = True
+    reports_cost = False
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         prompt = req.prompt if req.resume_session else req.whole_prompt

@@ -4,13 +4,14 @@
 group, wait. :class:`LiveChildren` tracks the groups of running agents so the
 orchestrator can stop them all when it exits.
 
-The agent's exit is an event: the process is spawned with a protocol (`_ExitWatch`)
-whose `process_exited`, called as soon as the event loop's child watcher has reaped the
-leader, resolves a future; unlike `proc.wait()` before Python 3.12, it does not wait for
-stdout and stderr to close, which an escaped grandchild can keep open for ever. What is
-left of the group after that (an MCP server the agent forgot) is looked at every 25 ms; a
+Nothing here polls. The agent's exit is an event: the process is spawned with a protocol
+(`_ExitWatch`) whose `process_exited`, called as soon as the event loop's child watcher
+has reaped the leader, resolves a future; unlike `proc.wait()` before Python 3.12, it does
+not wait for stdout and stderr to close, which an escaped grandchild can keep open for
+ever. What is left of the group after that (an MCP server the agent forgot) is watched
+through one pidfd per member (`os.pidfd_open`, readable once the process has ended); a
 group that is already empty is seen with a single `killpg(pgid, 0)`, without listing
-/proc.
+/proc. Only a kernel without pidfds falls back to re-checking the group every 25 ms.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from scaffold.agent.stream import DEFAULT_CHUNK_BYTES
@@ -123,24 +125,94 @@ async def spawn_watched(
     return WatchedProcess(transport, protocol, loop)
 
 
+def _pidfds(pids: Sequence[int]) -> list[int] | None:
+    """A pidfd for each pid still there; None when this kernel (or Python) has none."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(opener(pid))
+        except ProcessLookupError:
+            continue  # already gone
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return None
+    return fds
+
+
+async def _all_readable(fds: Sequence[int]) -> None:
+    """Until every pidfd in `fds` is readable, that is until each process has ended."""
+    loop = asyncio.get_running_loop()
+    pending = set(fds)
+    done = loop.create_future()
+
+    def ended(fd: int) -> None:
+        loop.remove_reader(fd)
+        pending.discard(fd)
+        if not pending and not done.done():
+            done.set_result(None)
+
+    for fd in fds:
+        loop.add_reader(fd, ended, fd)
+    try:
+        await done
+    finally:
+        for fd in fds:
+            loop.remove_reader(fd)
+
+
 async def _wait_exited(proc: asyncio.subprocess.Process) -> None:
     """Until the leader has exited: for a `WatchedProcess`, until it is reaped (its
-    returncode set); for another process, until its returncode is set.
+    returncode set); for another process, until it has ended (a pidfd, or a poll).
 
     Not `proc.wait()`: before Python 3.12 that also waits for stdout and stderr to
     close, which never happens while an escaped grandchild holds them open.
     """
+    if proc.returncode is not None:
+        return
     if isinstance(proc, WatchedProcess):
         # Shielded: a cancelled waiter must not cancel the future others wait on.
         await asyncio.shield(proc.exited)
-    while proc.returncode is None:
-        await asyncio.sleep(_POLL_S)
+        return
+    fds = _pidfds([proc.pid])
+    if fds is None:
+        while proc.returncode is None:
+            await asyncio.sleep(_POLL_S)
+        return
+    try:
+        await _all_readable(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 async def _wait_group_empty(pgid: int) -> None:
-    """Until no live process is left in group `pgid`."""
+    """Until no live process is left in group `pgid`: each member found is awaited
+    through its pidfd, then the group is looked at again (a member may have forked)."""
+    missed = 0
     while _group_alive(pgid):
-        await asyncio.sleep(_POLL_S)
+        members = _live_members(pgid)
+        fds = None if members is None else _pidfds(members)
+        if fds is None or (not fds and missed):
+            # No procfs or no pidfds; or twice a group that signals but shows no live
+            # member (say only processes we may not signal): look again later.
+            await asyncio.sleep(_POLL_S)
+            continue
+        if not fds:
+            # Members seen alive a moment ago are gone already; the kernel may still
+            # be tearing one down, so yield once before looking again.
+            missed += 1
+            await asyncio.sleep(0)
+            continue
+        missed = 0
+        try:
+            await _all_readable(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
 
 async def _wait_gone(proc: asyncio.subprocess.Process, pgid: int, timeout_s: float) -> bool:

@@ -236,6 +236,10 @@ def _task_of(repo: Path, task_id: str, states: tuple[str, ...]) -> tuple[Quest, 
     raise UnknownTask(tid)
 
 
+def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
+    return _task_of(repo, task_id, states)[0].id
+
+
 @cli.command()
 @repo_option
 @click.option("--quest", "quest_id", default=None, help="The quest asking (when ids repeat).")
@@ -258,7 +262,7 @@ def _task_message(
     kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...], text: str = ""
 ) -> None:
     repo = _repo(repo_path)
-    quest_id = _task_of(repo, task_id, states)[0].id
+    quest_id = _find_task(repo, task_id, states)
     tid = normalize_task_id(task_id)
     inbox.post(state_root(repo), inbox.make(kind, quest_id, task_id=tid, text=text))  # type: ignore[arg-type]
     click.echo(f"{kind} {tid} recorded; `scaffold run` carries it out")

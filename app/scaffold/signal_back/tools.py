@@ -215,6 +215,24 @@ def planning_tools(
     return []
 
 
+def tool_specs(binding: Binding) -> list[dict[str, Any]]:
+    """The tools of this run: ``signal-back`` and the role's planning tool, if any."""
+    specs = [
+        {
+            "name": TOOL_NAME,
+            "description": tool_description(binding),
+            "inputSchema": tool_input_schema(binding),
+        }
+    ]
+    for tool in planning_tools(
+        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
+    ):
+        specs.append(
+            {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+        )
+    return specs
+
+
 def _digest(arguments: Mapping[str, Any] | None) -> str:
     canonical = json.dumps(dict(arguments or {}), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -232,18 +250,7 @@ class RunTools:
                 binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
             )
         }
-        # The tools of this run: ``signal-back`` and the role's planning tool, if any.
-        self.specs = [
-            {
-                "name": TOOL_NAME,
-                "description": tool_description(binding),
-                "inputSchema": tool_input_schema(binding),
-            },
-            *(
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                for t in self.planning.values()
-            ),
-        ]
+        self.specs = tool_specs(binding)
         self.signalled = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last: tuple[str, ToolOutcome] | None = None  # the last accepted signal-back
