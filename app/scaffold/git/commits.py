@@ -148,8 +148,12 @@ class Commits(Worktrees):
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(CAS_ATTEMPTS):
-            old = self._require_rev(f"refs/heads/{target}")
-            old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
+            head = self._heads(target).get(target)
+            if head is None or head.commit is None or head.tree is None:
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
+            else:
+                old, old_tree = head.commit, head.tree
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
@@ -158,7 +162,7 @@ class Commits(Worktrees):
             if tree == old_tree:
                 return None
             new = self._commit_tree(tree, [old], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None and same_path(checkout, self.repo_root):
                 self._git(["update-index", "--add", "--remove", "--", *rels])
             elif checkout is not None:

@@ -60,21 +60,34 @@ class Merges(Worktrees):
         return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
 
     def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
-        """The merge: ``merge-tree``, ``commit-tree``, ``read-tree`` in the target's
-        checkout, ``update-ref``."""
+        """The merge: ``for-each-ref`` (both tips, the target's tree and checkout),
+        ``merge-tree``, ``commit-tree``, ``read-tree`` in the checkout, ``update-ref``.
+
+        ``merge-base --is-ancestor`` runs only when the merged tree is the target's
+        own: a source already in the target merges to exactly the target's tree, so
+        any other tree (or a conflict) means it is not in yet.
+        """
         source_ref = f"refs/heads/{source_branch}"
         for _ in range(CAS_ATTEMPTS):
-            source = self._require_rev(source_ref)
-            old = self._require_rev(f"refs/heads/{target}")
-            if self._is_ancestor(source, old):
+            heads = self._heads(target, source_branch)
+            head, theirs = heads.get(target), heads.get(source_branch)
+            if head is None or head.commit is None or theirs is None or theirs.commit is None:
+                source = self._require_rev(source_ref)
+                old = self._require_rev(f"refs/heads/{target}")
+                old_tree = None
+            else:
+                source, old, old_tree = theirs.commit, head.commit, head.tree
+            tree, conflicts = self._merge_tree(old, source)
+            if (tree is None or tree == old_tree or old_tree is None) and self._is_ancestor(
+                source, old
+            ):
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True
                 )
-            tree, conflicts = self._merge_tree(old, source)
             if tree is None:
                 return MergeResult(merged=False, sha=None, conflict_files=conflicts)
             new = self._commit_tree(tree, [old, source], message)
-            checkout = self._checkout_of(target)
+            checkout = self._checkout_from(target, head)
             if checkout is not None:
                 blocked = self._advance_checkout(checkout, old, new)
                 if blocked:

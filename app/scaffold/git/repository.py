@@ -40,6 +40,40 @@ class ListedWorktree:
     prunable: bool
 
 
+@dataclass(frozen=True)
+class BranchHead:
+    """One branch as ``git for-each-ref`` sees it, in one read of the ref.
+
+    ``commit`` and ``tree`` are None when the ref names something other than a
+    commit (callers then take the slow path, which peels as ``rev-parse`` does).
+    ``checkout`` is ``%(worktreepath)``: a worktree (any, even a prunable or a bare
+    main one) whose ``HEAD`` is this branch, or "" when no worktree has it.
+    """
+
+    commit: str | None
+    tree: str | None
+    checkout: str
+
+
+# %(refname), %(objecttype), %(objectname), %(tree), %(worktreepath), each ended by a NUL.
+_HEAD_FORMAT = "%(refname)%00%(objecttype)%00%(objectname)%00%(tree)%00%(worktreepath)%00"
+_HEAD_FIELDS = 5
+
+
+def _parse_heads(output: str) -> dict[str, BranchHead]:
+    """``for-each-ref --format=_HEAD_FORMAT`` output by ref name (records end in NUL, LF)."""
+    fields = output.split("\0")
+    heads: dict[str, BranchHead] = {}
+    for i in range(0, len(fields) - _HEAD_FIELDS + 1, _HEAD_FIELDS):
+        ref, kind, sha, tree, checkout = fields[i : i + _HEAD_FIELDS]
+        ref = ref.removeprefix("\n")  # the line end of the record before
+        is_commit = kind == "commit" and bool(sha) and bool(tree)
+        heads[ref] = BranchHead(
+            commit=sha if is_commit else None, tree=tree if is_commit else None, checkout=checkout
+        )
+    return heads
+
+
 def _parse_worktree_list(output: str) -> list[ListedWorktree]:
     entries: list[ListedWorktree] = []
     record: list[str] = []
@@ -163,6 +197,34 @@ class Repository:
                 return entry.path
         return None
 
+    def _heads(self, *branches: str) -> dict[str, BranchHead]:
+        """These branches' tips, trees and checkouts in one ``for-each-ref``; a missing
+        branch is left out. Each name matches its ref exactly (names of other refs
+        that merely start with it are dropped)."""
+        refs = [f"refs/heads/{b}" for b in branches]
+        out = self._git(["for-each-ref", f"--format={_HEAD_FORMAT}", *refs])
+        heads = _parse_heads(out.stdout)
+        return {b: heads[r] for b, r in zip(branches, refs, strict=True) if r in heads}
+
+    def _checkout_from(self, branch: str, head: BranchHead | None) -> Path | None:
+        """What :meth:`_checkout_of` would say, without listing worktrees when ``head``
+        (a :meth:`_heads` reading) already settles it.
+
+        No worktree has the branch: None. The one ``for-each-ref`` names is the main
+        worktree at ``repo_root`` (its ``.git`` folder is there: not a linked worktree,
+        not a bare repository, whose main worktree it names too): that checkout, which
+        ``worktree list`` puts first. Anything else is looked up.
+        """
+        if head is not None and head.commit is not None:
+            if not head.checkout:
+                return None
+            if (
+                same_path(Path(head.checkout), self.repo_root)
+                and (self.repo_root / ".git").is_dir()
+            ):
+                return self.repo_root
+        return self._checkout_of(branch)
+
     # ---------------------------------------------------------- default branch
 
     def default_branch(self) -> str:
@@ -232,10 +294,14 @@ class Repository:
 
         Returns the paths whose local changes stopped it (nothing written).
         """
-        # read-tree refuses (writing nothing) when an entry's stat data is stale: the
-        # index is refreshed first.
+        # Tried first without refreshing the index: one git process when the checkout's
+        # index is up to date. read-tree refuses (writing nothing) when an entry's stat
+        # data is stale; then the index is refreshed and read-tree tried again.
+        args = ["read-tree", "-m", "-u", old, new]
+        if self._git(args, cwd=checkout, check=False).returncode == 0:
+            return []
         self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
-        out = self._git(["read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
+        out = self._git(args, cwd=checkout, check=False)
         if out.returncode == 0:
             return []
         blocked = self._locally_changed(checkout, old, new)
