@@ -44,7 +44,6 @@ ranks the tasks upstream of it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -99,8 +98,8 @@ class SchedTask:
     estimate: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "id", _canonical_id(self.id))
-        deps = tuple(_canonical_id(d) for d in self.dependencies)
+        object.__setattr__(self, "id", normalize_task_id(self.id))
+        deps = tuple(normalize_task_id(d) for d in self.dependencies)
         object.__setattr__(self, "dependencies", deps)
         if self.estimate is None:
             return
@@ -153,8 +152,7 @@ def critical_path_lengths(tasks: Iterable[SchedTask]) -> dict[str, float]:
     longest such chain among the not-done tasks that depend on it (members of a
     cycle share the cycle's summed estimate plus the longest chain after it).
     """
-    graph = _Graph.build(tasks)
-    return graph.critical_paths()
+    return _Graph.build(tasks).analyse()[0]
 
 
 def effective_priority_ranks(tasks: Iterable[SchedTask]) -> dict[str, int]:
@@ -163,8 +161,7 @@ def effective_priority_ranks(tasks: Iterable[SchedTask]) -> dict[str, int]:
     A not-done task takes the best (lowest) rank among itself and every not-done
     task that depends on it, transitively. Done tasks keep their own rank.
     """
-    graph = _Graph.build(tasks)
-    return graph.effective_ranks()
+    return _Graph.build(tasks).analyse()[1]
 
 
 def ready_tasks(tasks: Iterable[SchedTask], running: Collection[str] = ()) -> list[str]:
@@ -207,18 +204,9 @@ def schedule(
 
 
 def _normalize_running(running: Collection[str]) -> frozenset[str]:
-    return frozenset(_canonical_id(r) for r in running)
+    return frozenset(normalize_task_id(r) for r in running)
 
 
-# The same few dozen ids are normalised and sorted on every call (the runtime asks
-# each time a slot frees); caching the pure id functions keeps a call cheap.
-# Invalid ids raise and are not cached.
-@functools.lru_cache(maxsize=4096)
-def _canonical_id(value: str) -> str:
-    return normalize_task_id(value)
-
-
-@functools.lru_cache(maxsize=4096)
 def _id_key(task_id: str) -> tuple[tuple[int, ...], str]:
     return (task_sort_key(task_id), task_id)
 
@@ -266,12 +254,6 @@ class _Graph:
         (the order the critical-path max needs)."""
         succ = self.dependants
         return strongly_connected(succ, lambda node: succ[node])
-
-    def critical_paths(self) -> dict[str, float]:
-        return self.analyse()[0]
-
-    def effective_ranks(self) -> dict[str, int]:
-        return self.analyse()[1]
 
     def analyse(self) -> tuple[dict[str, float], dict[str, int]]:
         """Critical-path length and inherited priority rank of every task, in one pass."""

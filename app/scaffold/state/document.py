@@ -28,10 +28,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
 
 from scaffold.errors import InvalidIdError, StoreError
 from scaffold.ids import validate_quest_id
+from scaffold.quest.journal import dumps
 from scaffold.quest.model import HistoryEntry, Quest, QuestPhase
 
 FORMAT = 1
@@ -108,14 +108,23 @@ def quest_id_of(path: str) -> str | None:
 MAX_EVENT_KINDS = 64
 
 
-def _summary_key(entry: HistoryEntry, counted: Counter[str]) -> str:
-    """What an older entry is counted as: a transition by its event (a fixed set), a note
-    or quest fact by its kind (their text is free); past :data:`MAX_EVENT_KINDS` keys,
-    ``other``. So the summary stays small whatever the history held."""
+def _folded(older: HistorySummary, events: Counter[str], entry: HistoryEntry) -> HistorySummary:
+    """``older`` with ``entry`` counted in (``events``, updated here, are its counts).
+
+    A transition is counted by its event (a fixed set), a note or quest fact by its kind
+    (their text is free); past :data:`MAX_EVENT_KINDS` keys, as ``other``. So the
+    summary stays small whatever the history held."""
     key = entry.event if entry.kind == "transition" else entry.kind
-    if key not in counted and len(counted) >= MAX_EVENT_KINDS:
-        return "other"
-    return key
+    if key not in events and len(events) >= MAX_EVENT_KINDS:
+        key = "other"
+    events[key] += 1
+    return HistorySummary(
+        entries=older.entries + 1,
+        first_at=older.first_at or entry.at,
+        last_at=entry.at,
+        last_seq=entry.seq,
+        events=dict(events),
+    )
 
 
 class HistoryDigest:
@@ -142,38 +151,17 @@ class HistoryDigest:
             if entry.seq <= self.last_seq:
                 continue  # already folded in (a replay overlapping what the file held)
             if len(self.recent) == self.recent.maxlen:
-                self._fold(self.recent.popleft())
+                self.older = _folded(self.older, self._events, self.recent.popleft())
             self.recent.append(entry)
-
-    def _fold(self, entry: HistoryEntry) -> None:
-        self._events[_summary_key(entry, self._events)] += 1
-        o = self.older
-        self.older = HistorySummary(
-            entries=o.entries + 1,
-            first_at=o.first_at or entry.at,
-            last_at=entry.at,
-            last_seq=entry.seq,
-            events=dict(self._events),
-        )
 
     def state(self, keep: int | None = None) -> StateHistory:
         """The history as the file holds it, with at most ``keep`` recent entries whole."""
         recent = list(self.recent)
-        older = self.older
-        if keep is not None and len(recent) > keep:
-            cut = len(recent) - keep
-            events = Counter(older.events)
-            for entry in recent[:cut]:
-                events[_summary_key(entry, events)] += 1
-            older = HistorySummary(
-                entries=older.entries + cut,
-                first_at=older.first_at or recent[0].at,
-                last_at=recent[cut - 1].at,
-                last_seq=recent[cut - 1].seq,
-                events=dict(events),
-            )
-            recent = recent[cut:]
-        return StateHistory(older=older, recent=tuple(recent))
+        cut = 0 if keep is None else max(0, len(recent) - keep)
+        older, events = self.older, Counter(self._events)
+        for entry in recent[:cut]:
+            older = _folded(older, events, entry)
+        return StateHistory(older=older, recent=tuple(recent[cut:]))
 
 
 def portable(quest: Quest) -> Quest:
@@ -195,18 +183,6 @@ def portable(quest: Quest) -> Quest:
     return quest.model_copy(update={"tasks": tasks, "planning": planning})
 
 
-def _dump(doc: QuestStateFile) -> bytes:
-    """``json.dumps(..., ensure_ascii=False, indent=1)`` of the document, by pydantic's
-    encoder (a quarter of the time; a file too big is dumped again with less history).
-    The bytes are the same but for a float's exponent (``1e-7``, not ``1e-07``), read
-    back the same; NaN and infinities stay as ``json`` writes them."""
-    data = doc.model_dump(mode="json", exclude_defaults=False)
-    try:
-        return to_json(data, indent=1, inf_nan_mode="constants") + b"\n"
-    except PydanticSerializationError:  # a lone surrogate from agent output
-        return (json.dumps(data, ensure_ascii=True, indent=1) + "\n").encode("ascii")
-
-
 def render(quest: Quest, digest: HistoryDigest, link: Mapping[str, Any] | None = None) -> bytes:
     """The file's bytes: indented JSON (it diffs line by line), under :data:`MAX_BYTES`."""
     portable_quest = portable(quest)
@@ -215,7 +191,7 @@ def render(quest: Quest, digest: HistoryDigest, link: Mapping[str, Any] | None =
         doc = QuestStateFile(
             quest=portable_quest, link=dict(link) if link else None, history=digest.state(keep)
         )
-        data = _dump(doc)
+        data = dumps(doc.model_dump(mode="json"), indent=1) + b"\n"
         if len(data) <= MAX_BYTES or keep <= 0:
             return data
         keep = max(0, keep // 2 if keep > RECENT_MIN else 0)
