@@ -37,9 +37,9 @@ from scaffold.core.effects import (
     SyncBranch,
 )
 from scaffold.core.events import Event
+from scaffold.core.states import ABORTABLE, Stage
 from scaffold.core.states import EventName as E
 from scaffold.core.states import Lifecycle as S
-from scaffold.core.states import Stage
 from scaffold.errors import IllegalTransition, ScaffoldError
 from scaffold.quest.model import (
     AgentRun,
@@ -636,14 +636,6 @@ def _notes(t: TaskRecord, tail: str) -> str:
 # --------------------------------------------------------------------------- the table
 
 _WORKING = (S.PROCESSING, S.TEST_VALIDATION)
-_ABORTABLE = (
-    S.ALLOCATING,
-    S.PROCESSING,
-    S.TEST_VALIDATION,
-    S.DIAGRAM_CHECK,
-    S.BLOCKED,
-    S.PR_CREATED,
-)
 
 
 def _rows() -> list[Transition]:
@@ -812,7 +804,7 @@ def _rows() -> list[Transition]:
                 ATTEMPTS_EXHAUSTED,
             ),
         ]
-    for src in _ABORTABLE:
+    for src in ABORTABLE:
         rows.append(t("abort_signal", src, E.ABORT_SIGNAL, S.CLEANUP, a_abort))
     return rows
 

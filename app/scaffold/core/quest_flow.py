@@ -28,7 +28,7 @@ from scaffold.core.effects import (
 from scaffold.core.events import Event
 from scaffold.core.lifecycle import Limits, decide
 from scaffold.core.planning import decide_planning
-from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
+from scaffold.core.states import ABORTABLE, IN_FLIGHT, EventName, Lifecycle
 from scaffold.errors import UnknownQuestion, UnknownTask
 from scaffold.quest.model import HistoryEntry, Quest, Question, QuestPhase, TaskRecord
 from scaffold.roles import Role
@@ -43,16 +43,6 @@ _SUCCESS_EVENTS = frozenset(
         EventName.FOLLOWUP_DONE,
         EventName.EDGE_CASES_COMPLETE,
         EventName.REVIEW_COMPLETE,
-    }
-)
-_ABORTABLE = frozenset(
-    {
-        Lifecycle.ALLOCATING,
-        Lifecycle.PROCESSING,
-        Lifecycle.TEST_VALIDATION,
-        Lifecycle.DIAGRAM_CHECK,
-        Lifecycle.BLOCKED,
-        Lifecycle.PR_CREATED,
     }
 )
 
@@ -91,6 +81,25 @@ def _signal_detail(event: Event) -> dict[str, Any]:
     return {"signal": event.signal.model_dump()}
 
 
+def _with_question(
+    quest: Quest, event: Event, task_id: str | None, role: Role | None, now: datetime
+) -> dict[str, Question]:
+    """The quest's questions, with the one ``event`` asks (if it asks one)."""
+    questions = dict(quest.questions)
+    if event.name is EventName.QUESTION_ASKED and isinstance(event.signal, NeedsUserInput):
+        assert event.question_id is not None
+        questions[event.question_id] = Question(
+            id=event.question_id,
+            task_id=task_id,
+            role=role or Role.CODEWEAVER,
+            session_id=event.session_id,
+            question=event.signal.question,
+            context=event.signal.context,
+            asked_at=now,
+        )
+    return questions
+
+
 def apply_task_event(
     quest: Quest, task_id: str, event: Event, limits: Limits, now: datetime
 ) -> Step:
@@ -117,18 +126,7 @@ def apply_task_event(
             **_signal_detail(event),
         )
     ]
-    questions = dict(quest.questions)
-    if event.name is EventName.QUESTION_ASKED and isinstance(event.signal, NeedsUserInput):
-        assert event.question_id is not None
-        questions[event.question_id] = Question(
-            id=event.question_id,
-            task_id=task_id,
-            role=event.role or task.role or Role.CODEWEAVER,
-            session_id=event.session_id,
-            question=event.signal.question,
-            context=event.signal.context,
-            asked_at=now,
-        )
+    questions = _with_question(quest, event, task_id, event.role or task.role, now)
     failures = quest.consecutive_failures
     if event.name is EventName.AGENT_FAILED:
         failures += 1
@@ -145,7 +143,7 @@ def apply_task_event(
     # A stopped quest lets an agent run finish but starts no new one.
     if (
         quest.stop_reason
-        and new_task.state in _ABORTABLE
+        and new_task.state in ABORTABLE
         and any(isinstance(e, StartAgent) for e in effects)
     ):
         abort = Event(EventName.ABORT_SIGNAL, at=now, detail=quest.stop_reason)
@@ -158,18 +156,7 @@ def apply_task_event(
 def apply_planning_event(quest: Quest, event: Event, max_attempts: int, now: datetime) -> Step:
     decision = decide_planning(quest.phase, quest.planning, event, max_attempts)
     planning = decision.planning
-    questions = dict(quest.questions)
-    if event.name is EventName.QUESTION_ASKED and isinstance(event.signal, NeedsUserInput):
-        assert event.question_id is not None
-        questions[event.question_id] = Question(
-            id=event.question_id,
-            task_id=None,
-            role=quest.planning.role,
-            session_id=event.session_id,
-            question=event.signal.question,
-            context=event.signal.context,
-            asked_at=now,
-        )
+    questions = _with_question(quest, event, None, quest.planning.role, now)
     failures = quest.consecutive_failures + 1 if event.name is EventName.AGENT_FAILED else 0
     updates: dict[str, Any] = {
         "phase": decision.phase,

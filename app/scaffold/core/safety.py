@@ -4,13 +4,13 @@ Seed 004's orchestrator checks, before any task leaves Ready, that the run is
 still within its budgets ("task_selected & safety_ok"); when one is exhausted
 (or a person aborts) the transition taken is ``Ready -> Idle`` on
 ``safety_limit_hit`` or ``abort_signal``. This module holds those rules as pure
-data and functions: the ledger is a frozen value, every update returns a new one,
+data and functions: the ledger is a frozen value the runtime builds from the quest,
 and the current time is always passed in (no clock is read here).
 
 The limits (``safety.*`` in ``.github/scaffold.yml``):
 
 * cost: ``max_cost_usd``, default $5.00 per run. Spent money is the sum of the
-  costs the agent runs report (each :func:`record_cost` adds one run's cost).
+  costs the agent runs report.
 * time: ``max_hours``, default 4 h of wall-clock time since the run started.
 * consecutive failures: ``max_consecutive_failures``, default 3. A failure is an
   agent run or a task attempt that ended in error (crash, stuck, retries used
@@ -39,7 +39,7 @@ What :func:`check` returning ``ok=False`` means for the runtime:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -52,16 +52,9 @@ __all__ = [
     "Limit",
     "SafetyLedger",
     "SafetyLimits",
-    "SafetyRemaining",
     "SafetyVerdict",
-    "abort",
     "check",
     "elapsed",
-    "new_ledger",
-    "record_cost",
-    "record_failure",
-    "record_success",
-    "remaining",
 ]
 
 DEFAULT_MAX_COST_USD = 5.0
@@ -101,7 +94,7 @@ class SafetyLimits:
 
 @dataclass(frozen=True)
 class SafetyLedger:
-    """What the run has used so far. Build with :func:`new_ledger`; update with the functions below.
+    """What the run has used so far.
 
     ``started_at`` must be timezone-aware (the quest file stores UTC instants;
     mixing naive and aware times would fail only later, at a subtraction).
@@ -130,47 +123,6 @@ class SafetyVerdict:
     ok: bool
     reason: str | None = None
     limit: Limit | None = None
-
-
-@dataclass(frozen=True)
-class SafetyRemaining:
-    """Budget left, never negative."""
-
-    cost_usd: float
-    time: timedelta
-    failures: int  # failures in a row still allowed before the run stops
-
-
-def new_ledger(started_at: datetime) -> SafetyLedger:
-    """An empty ledger for a run that starts at ``started_at``."""
-    return SafetyLedger(cost_usd=0.0, started_at=started_at)
-
-
-def record_cost(ledger: SafetyLedger, usd: float) -> SafetyLedger:
-    """Add the cost of one agent run (an increment, not a running total)."""
-    # A NaN would make every later comparison false and silently lift the budget.
-    if not math.isfinite(usd) or usd < 0:
-        raise ValueError(f"cost must be a finite number >= 0, got {usd!r}")
-    return replace(ledger, cost_usd=ledger.cost_usd + usd)
-
-
-def record_success(ledger: SafetyLedger) -> SafetyLedger:
-    """A run or attempt succeeded: the consecutive-failure count starts again at 0."""
-    if ledger.consecutive_failures == 0:
-        return ledger
-    return replace(ledger, consecutive_failures=0)
-
-
-def record_failure(ledger: SafetyLedger) -> SafetyLedger:
-    """A run or attempt failed: one more failure in a row."""
-    return replace(ledger, consecutive_failures=ledger.consecutive_failures + 1)
-
-
-def abort(ledger: SafetyLedger, reason: str | None = None) -> SafetyLedger:
-    """Mark the run aborted. Idempotent: a second abort keeps the first reason."""
-    if ledger.aborted:
-        return ledger
-    return replace(ledger, aborted=True, abort_reason=reason)
 
 
 def elapsed(ledger: SafetyLedger, now: datetime) -> timedelta:
@@ -210,15 +162,6 @@ def check(limits: SafetyLimits, ledger: SafetyLedger, now: datetime) -> SafetyVe
             limit=Limit.CONSECUTIVE_FAILURES,
         )
     return SafetyVerdict(ok=True)
-
-
-def remaining(limits: SafetyLimits, ledger: SafetyLedger, now: datetime) -> SafetyRemaining:
-    """Budget left at ``now``: money, time and failures in a row, each clamped at 0."""
-    return SafetyRemaining(
-        cost_usd=max(limits.max_cost_usd - ledger.cost_usd, 0.0),
-        time=max(timedelta(hours=limits.max_hours) - elapsed(ledger, now), timedelta(0)),
-        failures=max(limits.max_consecutive_failures - ledger.consecutive_failures, 0),
-    )
 
 
 def _require_aware(value: datetime, name: str) -> None:

@@ -31,6 +31,16 @@ IN_FLIGHT = frozenset(
         Lifecycle.CLEANUP,
     }
 )
+# In flight, and stopped by an abort (back to To Do through Cleanup); a merge or a
+# clean-up under way finishes. A tuple: the transition table's rows follow its order.
+ABORTABLE = (
+    Lifecycle.ALLOCATING,
+    Lifecycle.PROCESSING,
+    Lifecycle.TEST_VALIDATION,
+    Lifecycle.DIAGRAM_CHECK,
+    Lifecycle.BLOCKED,
+    Lifecycle.PR_CREATED,
+)
 # The states in which a task holds one of the N slots: a slot is an agent at work, so
 # the task takes it when selected and gives it back once its agents are done (review
 # complete), while scaffold alone checks diagrams, opens the pull request, merges and

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from scaffold.core import quest_flow as qf
 from scaffold.core import review
 from scaffold.core.events import Event
-from scaffold.core.states import IN_FLIGHT, EventName, Lifecycle
+from scaffold.core.states import ABORTABLE, EventName, Lifecycle
 from scaffold.errors import ScaffoldError, UnknownQuestion
 from scaffold.fsutil import write_file
 from scaffold.quest.model import Feedback, QuestPhase, utcnow
@@ -120,10 +120,7 @@ def _apply_message(orch: Orchestrator, msg: InboxMessage) -> None:
         step = qf.stop_quest(orch.quest, msg.text or f"aborted by {msg.by}", now)
         orch.commit(step.quest, step.entries)
         for task in list(orch.quest.tasks.values()):
-            if task.state in (Lifecycle.READY, *IN_FLIGHT) and task.state not in (
-                Lifecycle.MERGING,
-                Lifecycle.CLEANUP,
-            ):
+            if task.state is Lifecycle.READY or task.state in ABORTABLE:
                 orch.apply(task.id, Event(EventName.ABORT_SIGNAL, detail="aborted"))
         if orch.quest.phase in (QuestPhase.REQUIREMENTS, QuestPhase.PLANNING):
             job = orch.jobs.get(PLAN_KEY)
