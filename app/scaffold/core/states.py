@@ -18,21 +18,8 @@ class Lifecycle(StrEnum):
     CLEANUP = "Cleanup"
 
 
-# States in which the task owns a worktree (and maybe a running agent).
-IN_FLIGHT = frozenset(
-    {
-        Lifecycle.ALLOCATING,
-        Lifecycle.PROCESSING,
-        Lifecycle.TEST_VALIDATION,
-        Lifecycle.DIAGRAM_CHECK,
-        Lifecycle.BLOCKED,
-        Lifecycle.PR_CREATED,
-        Lifecycle.MERGING,
-        Lifecycle.CLEANUP,
-    }
-)
-# In flight, and stopped by an abort (back to To Do through Cleanup); a merge or a
-# clean-up under way finishes. A tuple: the transition table's rows follow its order.
+# The states an abort stops (back to To Do through Cleanup); a merge or a clean-up
+# under way finishes. A tuple: the transition table's rows follow its order.
 ABORTABLE = (
     Lifecycle.ALLOCATING,
     Lifecycle.PROCESSING,
@@ -41,6 +28,8 @@ ABORTABLE = (
     Lifecycle.BLOCKED,
     Lifecycle.PR_CREATED,
 )
+# States in which the task owns a worktree (and maybe a running agent).
+IN_FLIGHT = frozenset({*ABORTABLE, Lifecycle.MERGING, Lifecycle.CLEANUP})
 # The states in which a task holds one of the N slots: a slot is an agent at work, so
 # the task takes it when selected and gives it back once its agents are done (review
 # complete), while scaffold alone checks diagrams, opens the pull request, merges and
