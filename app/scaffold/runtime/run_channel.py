@@ -26,7 +26,6 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
 from scaffold.sandbox.egress import EgressGate, Route, model_endpoint, plan_egress
@@ -62,7 +61,7 @@ def private_dir(repo: Path, quest_id: str, step: str) -> Path:
 
 
 class RunChannel:
-    """``async with RunChannel(...) as ch``: ``ch.config_path``, ``ch.wrap()``, ``ch.signalled``."""
+    """``async with RunChannel(...) as ch``: ``ch.signal``, ``ch.wrap()``, ``ch.signalled``."""
 
     def __init__(
         self,
@@ -86,7 +85,6 @@ class RunChannel:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         unix = self.dir / _HTTP_SOCKET if sandbox.active else None
         self.endpoint = SignalEndpoint(binding, unix_path=unix)
-        self.mcp_config: dict[str, Any] = {}
         self.routes = (
             plan_egress(model_host or model_endpoint(env), sandbox.allow_domains)
             if sandbox.active
@@ -144,15 +142,6 @@ class RunChannel:
                     os.close(fd)
 
     @property
-    def inside(self) -> Path:
-        """Where the channel folder is, as the agent sees it."""
-        return CHANNEL_INSIDE if self.sandbox.active else self.dir
-
-    @property
-    def config_path(self) -> Path:
-        return self.inside / "mcp.json"
-
-    @property
     def signalled(self) -> asyncio.Event:
         return self.endpoint.signalled
 
@@ -161,33 +150,23 @@ class RunChannel:
             await self._stack.enter_async_context(self.endpoint)
             if self.routes:
                 await self._stack.enter_async_context(EgressGate(self.dir, self.routes))
-            self.mcp_config = self._config()
-            (self.dir / "mcp.json").write_text(json.dumps(self.mcp_config), encoding="utf-8")
+            url, secret, _ = self.signal
+            config = mcp_config(url, secret)
+            (self.dir / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
         return self
 
-    def _config(self) -> dict[str, Any]:
-        return mcp_config(self.signal_url, self.endpoint.secret)
-
-    @property
-    def signal_url(self) -> str:
-        """The ``signal-back`` endpoint's URL as the agent reaches it."""
-        if self.sandbox.active:
-            host, port = SIGNAL_INSIDE
-            return f"http://{host}:{port}{MCP_PATH}"
-        return self.endpoint.url
-
     @property
     def signal(self) -> tuple[str, str, Path]:
-        """(url, secret, MCP config file) of the run's ``signal-back`` endpoint."""
-        return self.signal_url, self.endpoint.secret, self.config_path
-
-    def _signal_route(self) -> Route:
-        """The bridge's forward of the endpoint into the sandbox."""
-        host, port = SIGNAL_INSIDE
-        return Route("scaffold-signal", port, host, _HTTP_SOCKET)
+        """(url, secret, MCP config file) of the run's ``signal-back`` endpoint, as the
+        agent reaches them (in a sandbox: the channel folder at ``/run/scaffold``)."""
+        if self.sandbox.active:
+            host, port = SIGNAL_INSIDE
+            url = f"http://{host}:{port}{MCP_PATH}"
+            return url, self.endpoint.secret, CHANNEL_INSIDE / "mcp.json"
+        return self.endpoint.url, self.endpoint.secret, self.dir / "mcp.json"
 
     async def __aexit__(self, *exc: object) -> None:
         try:
@@ -201,13 +180,15 @@ class RunChannel:
         if not self.sandbox.active:
             return list(argv), dict(env)
         c = self.confinement
+        host, port = SIGNAL_INSIDE
+        signal_route = Route("scaffold-signal", port, host, _HTTP_SOCKET)  # into the sandbox
         confinement = Confinement(
             repo=c.repo,
             cwd=c.cwd,
             private=c.private,
             worktree=c.worktree,
             channel=self.dir,
-            routes=[*self.routes, self._signal_route()],
+            routes=[*self.routes, signal_route],
             programs=(self.python, *c.programs),
             extra_hidden=c.extra_hidden,
         )
