@@ -66,10 +66,9 @@ async def test_the_agent_reaches_its_own_endpoint_and_not_another_runs(tmp_path:
     channel = RunChannel(sandbox, mine, confinement, python=sys.executable, env=env)
     other = RunChannel(unconfined, theirs, confinement, python=sys.executable, env=env)
     async with channel, other:
-        their_entry = other.mcp_config["mcpServers"]["scaffold"]
-        their_secret = their_entry["headers"]["Authorization"].removeprefix("Bearer ")
+        their_url, their_secret, _ = other.signal
         argv, run_env = channel.wrap(
-            [sys.executable, "-I", "-c", _AGENT, their_entry["url"], their_secret, "TASK-2"],
+            [sys.executable, "-I", "-c", _AGENT, their_url, their_secret, "TASK-2"],
             dict(os.environ),
         )
         proc = await asyncio.create_subprocess_exec(
