@@ -78,6 +78,7 @@ def test_a_builders_first_run(tmp_path: Path) -> None:
     assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
     assert settings["privacy"]["usageStatisticsEnabled"] is False
     assert settings["general"]["maxAttempts"] == 1
+    assert settings["general"]["sessionRetention"] == {"enabled": False}
     assert settings["model"]["maxSessionTurns"] == 30
     assert settings["mcpServers"]["scaffold"] == {
         "httpUrl": req.signal_url,

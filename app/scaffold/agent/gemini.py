@@ -103,6 +103,10 @@ def settings(req: RunRequest) -> JsonObject:
             "enableAutoUpdate": False,
             "enableAutoUpdateNotification": False,
             "checkpointing": {"enabled": False},
+            # The CLI's session clean-up (on by default) deletes, at start, sessions past
+            # 30 days and any it cannot read; the step's sessions are scaffold's to keep
+            # (a question may wait longer) and go with the step's private folder.
+            "sessionRetention": {"enabled": False},
         },
         "model": model,
         "tools": {"exclude": list(EXCLUDED_TOOLS)},
