@@ -72,7 +72,9 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     project = make_project(
         ["Think forever"],
         [{"role": "codeweaver", "actions": [{"run": SPAWN_SLEEPER}, {"hang": True}]}],
-        {"agent": {"stuck_timeout_s": 2, "max_attempts": 2}},
+        # Long enough for an agent to start and log its invocation on a loaded machine
+        # (a run silent for longer from its spawn is stuck before it is counted).
+        {"agent": {"stuck_timeout_s": 5, "max_attempts": 2}},
     )
 
     result = project.run()
@@ -90,7 +92,7 @@ def test_hung_agent_is_killed_with_its_group_then_blocked(make_project: MakeProj
     assert task.blocked_reason is not None
     assert "Codeweaver failed 3 times" in task.blocked_reason
     assert "stuck" in task.blocked_reason
-    assert "(2s, agent.stuck_timeout_s)" in task.blocked_reason  # which timeout, and its key
+    assert "(5s, agent.stuck_timeout_s)" in task.blocked_reason  # which timeout, and its key
     # The live log says why each run failed, not only "agent_failed".
     assert "agent_failed (stays Processing): stuck: no output" in result.output
     assert "TASK-1" in result.report.reason
