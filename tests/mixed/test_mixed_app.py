@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from mixed_setup import (
     KEYS,
     ModelServers,
     keys_seen,
-    model_servers,
     probe,
     reached,
     tool_output,
@@ -65,12 +63,6 @@ BACKEND_OF = {"codeweaver": "codex", "siegemaster": "gemini", "lawbringer": "cla
 SECRETS = (*KEYS, "SCAFFOLD_PRIVATE_KEY", "SCAFFOLD_WEBHOOK_SECRET")
 # A deadline for a hung test only: each CLI run takes seconds.
 DEADLINE = 240.0
-
-
-@pytest.fixture
-def servers() -> Iterator[ModelServers]:
-    with model_servers() as found:
-        yield found
 
 
 def _pr(sim: GitHubSimulator) -> Any | None:

@@ -8,14 +8,8 @@ the scripted servers answer costs exactly one dollar.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from mixed_setup import ModelServers, model_servers
+from mixed_setup import ModelServers
 
 from claude.e2e_project import E2EProject
 from codex.responses_server import Usage, When, chain, signal_back
@@ -23,7 +17,6 @@ from gemini.gemini_server import Usage as GeminiUsage
 from gemini.gemini_server import When as GeminiWhen
 from gemini.gemini_server import chain as gemini_chain
 from gemini.gemini_server import signal_back as gemini_signal
-from harness import isolate_git
 from scaffold.agent.choice import BACKENDS
 from scaffold.runtime.session import BACKLOG_QUEST
 
@@ -37,28 +30,6 @@ GEMINI_REQUEST = GeminiUsage(prompt_tokens=10_000, output_tokens=1_000)
 # Each run: its signal-back call, then its last word; two requests, two dollars.
 RUN_USD = 2.0
 MAX_COST_USD = 3.0
-
-
-@pytest.fixture
-def servers() -> Iterator[ModelServers]:
-    with model_servers() as found:
-        yield found
-
-
-@pytest.fixture
-def project(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: ModelServers
-) -> Iterator[E2EProject]:
-    proj = E2EProject(tmp_path)
-    isolate_git(tmp_path, monkeypatch, also_unset=("CODEX_HOME", "GEMINI_CLI_HOME"))
-    for name, value in servers.env(proj.home).items():
-        monkeypatch.setenv(name, value)
-    yield proj
-    left = proj.live_agents()
-    for pid in left:
-        with contextlib.suppress(OSError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-    assert left == [], f"agent processes outlived the test: {left}"
 
 
 def test_codex_and_gemini_runs_together_pass_the_budget(

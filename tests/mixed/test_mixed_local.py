@@ -9,12 +9,8 @@ keeps the quest's cost per backend and per role.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +18,6 @@ from mixed_setup import (
     KEYS,
     ModelServers,
     keys_seen,
-    model_servers,
     probe,
     reached,
     tool_output,
@@ -38,45 +33,14 @@ from gemini.gemini_server import When as GeminiWhen
 from gemini.gemini_server import chain as gemini_chain
 from gemini.gemini_server import signal_back as gemini_signal
 from gemini.gemini_server import tool as gemini_tool
-from harness import REPO, isolate_git
+from harness import REPO
 from scaffold.runtime.session import BACKLOG_QUEST
 
 pytestmark = pytest.mark.interop
 
-# Variables of a developer's own setup that would take a CLI elsewhere.
-FOREIGN = (
-    "CODEX_HOME",
-    "CLAUDE_CONFIG_DIR",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GEMINI_MODEL",
-    "GEMINI_CLI_HOME",
-)
 RECORD = REPO / "bench" / "results" / "mixed_backend_status.json"
 # The backend of each role of the task.
 BACKEND_OF = {"codeweaver": "codex", "siegemaster": "gemini", "lawbringer": "claude"}
-
-
-@pytest.fixture
-def servers() -> Iterator[ModelServers]:
-    with model_servers() as found:
-        yield found
-
-
-@pytest.fixture
-def project(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: ModelServers
-) -> Iterator[E2EProject]:
-    proj = E2EProject(tmp_path)
-    isolate_git(tmp_path, monkeypatch, also_unset=FOREIGN)
-    for name, value in {**servers.env(proj.home), "GITHUB_TOKEN": "ghs_planted_github"}.items():
-        monkeypatch.setenv(name, value)
-    yield proj
-    left = proj.live_agents()
-    for pid in left:
-        with contextlib.suppress(OSError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-    assert left == [], f"agent processes outlived the test: {left}"
 
 
 def _status(project: E2EProject) -> dict[str, Any]:
