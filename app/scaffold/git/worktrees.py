@@ -168,7 +168,6 @@ class Worktrees(Repository):
         exists. A healthy worktree already on that branch is reused as is
         (work in it is kept); a stale folder, a half-made (locked) or a
         wrong-branch worktree at that path is removed and made again.
-
         """
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
