@@ -43,3 +43,18 @@ def test_blank_notes_and_summary_do_not_stop_the_status(make_project: MakeProjec
     task = ops.backlog.get().get("TASK-1")
     assert task is not None
     assert (task.status, task.implementation_notes, task.final_summary) == ("Done", None, None)
+
+
+def test_every_quest_of_a_repository_takes_one_default_branch_lock(
+    make_project: MakeProject,
+) -> None:
+    """`scaffold run` drives each open quest with its own RepoOps; their merges and status
+    commits all move the one checkout's index, so they must share one lock (two at once
+    met in `.git/index.lock` and a task stopped at Merging)."""
+    first, _ = ops_for(make_project)
+    repo = first.repo
+    second = RepoOps(repo, first.cfg, first.clock, first.warn, BacklogCache(repo))
+    via_link = RepoOps(
+        repo / "." / "backlog" / "..", first.cfg, first.clock, first.warn, first.backlog
+    )
+    assert first.default_branch_lock is second.default_branch_lock is via_link.default_branch_lock

@@ -27,6 +27,7 @@ from pathlib import Path
 from scaffold.agent.choice import unpriced
 from scaffold.config import CONFIG_PATH
 from scaffold.errors import SandboxError, ScaffoldError
+from scaffold.git.locks import repo_lock
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
@@ -76,7 +77,8 @@ class RepoContext:
     # The repository's slots, shared by every quest running in it at once.
     slots: SlotPool = field(default_factory=lambda: SlotPool(3))
     waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
-    default_branch_lock: threading.Lock = field(default_factory=threading.Lock)
+    # The default branch's lock, the same one every orchestrator of this checkout takes.
+    default_branch_lock: threading.Lock = field(init=False)
     permissions: Permissions = field(init=False)
     links: LinkStore = field(init=False)
     # The state branch's tip this server last rebuilt quests from, and the token its
@@ -88,6 +90,7 @@ class RepoContext:
 
     def __post_init__(self) -> None:
         self.permissions = Permissions(self.client, self.full_name)
+        self.default_branch_lock = repo_lock(self.checkout.path, "default-branch")
         self.links = LinkStore(self.checkout.path / ".scaffold" / "github")
 
 
@@ -245,7 +248,6 @@ class QuestRunner:
                 python=self.python,
                 clock=self.clock,
                 forge=make_forge,
-                default_branch_lock=ctx.default_branch_lock,
                 sandbox=sandbox,
                 remote=(
                     ActionsExecutor(ctx.client, ctx.checkout, config.actions, ctx.waiters)

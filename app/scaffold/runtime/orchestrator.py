@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import functools
 import sys
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -85,7 +84,6 @@ class Orchestrator:
         clock: Callable[[], datetime] = utcnow,
         poll_s: float = 0.25,
         forge: Callable[[RepoOps], Forge] | None = None,
-        default_branch_lock: threading.Lock | None = None,
         remote: RemoteAgents | None = None,
         sandbox: Sandbox | None = None,
         publisher: StatePublisher | None = None,
@@ -106,8 +104,6 @@ class Orchestrator:
         # Listed again on scaffold's own writes at once, on a person's within poll_s.
         self.backlog = BacklogCache(repo, recheck_s=poll_s)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
-        if default_branch_lock is not None:
-            self.ops.default_branch_lock = default_branch_lock
         self.workspace = self.ops.workspace
         self.forge: Forge = (
             forge(self.ops)

@@ -8,7 +8,6 @@ Backlog.md status commits) also updates the person's checkout, so it runs one at
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import ScaffoldError
+from scaffold.git.locks import repo_lock
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, run_git
 from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
@@ -42,7 +42,7 @@ class RepoOps:
         self.warn = warn
         self.backlog = backlog
         self.workspace = Workspace(repo, default_branch=config.default_branch)
-        self.default_branch_lock = threading.Lock()
+        self.default_branch_lock = repo_lock(repo, "default-branch")
 
     def create_worktree(self, task_id: str) -> Event:
         try:

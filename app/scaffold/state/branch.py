@@ -25,11 +25,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import random
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -39,6 +37,7 @@ from typing import Protocol
 
 from scaffold.errors import GitError, StoreError
 from scaffold.git.environment import git_env
+from scaffold.git.locks import repo_lock
 from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
@@ -65,15 +64,6 @@ _LOST_RACE = (
 )
 
 log = logging.getLogger("scaffold.state")
-
-_LOCKS: dict[tuple[str, str], threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_for(repo: Path, ref: str) -> threading.Lock:
-    key = (os.path.realpath(repo), ref)
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, threading.Lock())
 
 
 class StateRemote(Protocol):
@@ -120,7 +110,7 @@ class StateBranch:
         self.ref = f"refs/heads/{self.branch}"
         self.tracking_ref = f"refs/remotes/origin/{self.branch}"
         self.remote = remote
-        self._lock = _lock_for(self.repo, self.ref)
+        self._lock = repo_lock(self.repo, self.ref)
         self.problems: list[StateProblem] = []
 
     # ------------------------------------------------------------------ git
