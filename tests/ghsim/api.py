@@ -161,9 +161,9 @@ async def handle_api(sim: GitHubSimulator, request: web.Request) -> web.StreamRe
     if sim.latency_s:
         await asyncio.sleep(sim.latency_s)
     fault = sim.take_fault(method, path)
-    if fault is not None:
-        if fault.delay_s:
-            await asyncio.sleep(fault.delay_s)
+    if fault is not None and fault.delay_s:
+        await asyncio.sleep(fault.delay_s)
+    if fault is not None and fault.status:  # status 0: only slow, then answered for real
         body = fault.body if fault.body is not None else {"message": f"injected {fault.status}"}
         if isinstance(body, (dict, list)):
             return json_response(fault.status, body, dict(fault.headers))

@@ -330,6 +330,11 @@ def test_rounds_are_bounded_and_a_retry_starts_again(
             *VALIDATORS,
         ],
     )
+    # A slow GitHub: the pull request is open while scaffold still posts its review, and
+    # the `/scaffold fix` below comes in then. It waits until the pull request is on record
+    # (without that wait the round ran on a task with no pull request recorded, and the
+    # retry further down was no round).
+    sim.inject("POST", r"/pulls/\d+/reviews$", status=0, delay_s=4)
     with app_process(sim, tmp_path) as app:
         issue = sim.open_issue(REPO, "Letters", "Write a letter.", by="alice")
         sim.label_issue(REPO, issue, "scaffold", by="alice")

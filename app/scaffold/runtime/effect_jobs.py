@@ -110,7 +110,12 @@ async def _open_pull_request(orch: Orchestrator, task_id: str) -> Event | None:
         # resurrect a closed pull request.
         return None
     answering = review.current_round(task)
-    opened = await orch.forge.open_pull_request(orch.quest, task)
+    orch.publishing.add(task_id)
+    try:
+        opened = await orch.forge.open_pull_request(orch.quest, task)
+    finally:
+        orch.publishing.discard(task_id)
+        orch.next_inbox_look = 0.0  # the messages that waited are taken at the next turn
     task = orch.quest.tasks[task_id]
     if task.state is not Lifecycle.PR_CREATED:
         # The task moved on while the forge worked (feedback started a round): what

@@ -94,8 +94,8 @@ def consume(orch: Orchestrator) -> None:
             orch.out.warn(f"inbox: {path.name}: {problem}; moved aside")
             path.rename(path.with_suffix(".bad"))
             continue
-        if msg.quest_id != orch.quest.id:
-            continue
+        if msg.quest_id != orch.quest.id or msg.task_id in orch.publishing:
+            continue  # another quest's, or one that waits for its pull request
         try:
             _apply_message(orch, msg)
         except ScaffoldError as exc:

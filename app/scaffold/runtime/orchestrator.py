@@ -154,6 +154,11 @@ class Orchestrator:
         self.jobs: dict[str, asyncio.Task[None]] = {}
         self._running: set[asyncio.Task[None]] = set()
         self._live = False  # between recovery and the end of run(): jobs may start
+        # Tasks whose pull request the forge is pushing, opening or answering: a person's
+        # messages about them wait until it is done (``inbox.consume``), so feedback, an
+        # approval or a rejection meets the pull request as recorded, never half of it.
+        self.publishing: set[str] = set()
+        self.next_inbox_look = 0.0  # the event loop's time of the next look at the inbox
         self.reported_problems: set[str] = set()
         # The safety budgets are per run (core/safety.py): what this run has used.
         self.run_started_at = clock()
@@ -211,12 +216,11 @@ class Orchestrator:
         self._begin_run()
         recover(self)
         self._live = True
-        next_look = loop.time()
         try:
             while True:
-                if loop.time() >= next_look:
+                if loop.time() >= self.next_inbox_look:
                     inbox.consume(self)
-                    next_look = loop.time() + self.poll_s
+                    self.next_inbox_look = loop.time() + self.poll_s
                 self._tick()
                 self._maybe_publish()
                 if self._idle():
@@ -225,7 +229,7 @@ class Orchestrator:
                         break
                 try:
                     item = await asyncio.wait_for(
-                        self.queue.get(), timeout=max(0.0, next_look - loop.time())
+                        self.queue.get(), timeout=max(0.0, self.next_inbox_look - loop.time())
                     )
                 except TimeoutError:
                     # An event may have come in the same instant (a job that ended: it is
@@ -380,10 +384,13 @@ class Orchestrator:
         if old is not None and not old.done() and stop:
             old.cancel()
         # A job that takes the task's worktree or branch waits for the task's job still
-        # at work there: a round of the review loop for its pull request being pushed,
+        # at work there: a round of the review loop or a merge for its pull request being
+        # pushed,
         # the clean-up of a stopped task for the worktree being made (a thread that a
         # cancel does not stop) or checked.
-        after = stop or any(isinstance(e, (SyncBranch, RemoveWorktree)) for e in effects)
+        after = stop or any(
+            isinstance(e, (SyncBranch, RemoveWorktree, MergePullRequest)) for e in effects
+        )
         job = asyncio.create_task(self._execute(key, list(effects), old if after else None))
         self.jobs[key] = job
         self._running.add(job)
