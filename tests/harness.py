@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from scaffold.runtime.report import RunReport
-from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back import mcp_config
+from scaffold.signal_back.endpoint import SignalEndpoint
 from scaffold.signal_back.records import Binding
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,6 +20,9 @@ _QUEST_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\Z", re.ASCII)
 _QUESTION_ID = re.compile(r"^q-[a-z0-9][a-z0-9-]{0,62}\Z", re.ASCII)
 
 BRANCH_PREFIX = "scaffold/task-"
+# The planning step's key among a run's jobs (a task's key is its id) and its step id.
+PLAN_KEY = "plan"
+PLAN_STEP = "PLAN"
 _STATE_BRANCH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}\Z", re.ASCII)
 
 

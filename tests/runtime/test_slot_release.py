@@ -15,9 +15,9 @@ from repo_builder import MakeProject, codeweaver_done
 
 from scaffold.config import load_config
 from scaffold.core.states import HOLDS_SLOT, Lifecycle
+from scaffold.ids import PLAN_KEY
 from scaffold.quest.model import AgentRun
 from scaffold.roles import Role
-from scaffold.runtime.agent_jobs import PLAN_KEY
 from scaffold.runtime.orchestrator import Orchestrator
 from scaffold.runtime.session import open_or_create_quest
 from scaffold.runtime.view import Reporter

@@ -13,8 +13,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from scaffold.roles import Role
+from scaffold.signal_back import mcp_config
 from scaffold.signal_back.client import call_tool, connect
-from scaffold.signal_back.endpoint import MAX_BODY_BYTES, SignalEndpoint, mcp_config
+from scaffold.signal_back.endpoint import MAX_BODY_BYTES, SignalEndpoint
 from scaffold.signal_back.records import Binding, read_signals
 
 COMPLETE = {"signal": "complete", "stepId": "TASK-3", "summary": "done"}

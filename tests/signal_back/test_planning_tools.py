@@ -20,9 +20,10 @@ from scaffold import backlog as bl
 from scaffold.errors import StoreError
 from scaffold.quest.model import Requirements
 from scaffold.roles import Role
+from scaffold.signal_back import mcp_config
 from scaffold.signal_back.cli import resolve_binding
 from scaffold.signal_back.client import call_tool, connect
-from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.endpoint import SignalEndpoint
 from scaffold.signal_back.plan import (
     PLAN_FILE,
     PlanRecord,

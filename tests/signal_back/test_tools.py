@@ -24,9 +24,10 @@ import pytest
 from harness import require_tool, served_tools
 from scaffold.errors import UsageError
 from scaffold.roles import Role
+from scaffold.signal_back import mcp_config
 from scaffold.signal_back.cli import resolve_binding
 from scaffold.signal_back.client import call_tool, connect
-from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.endpoint import SignalEndpoint
 from scaffold.signal_back.records import (
     Binding,
     CorruptSignalFile,

@@ -40,7 +40,7 @@ from scaffold.agent.stream_events import (
     load_line,
 )
 from scaffold.roles import Role
-from scaffold.signal_back.tools import SERVER_NAME
+from scaffold.signal_back import SERVER_NAME
 
 __all__ = ["CODEX_DIR", "Codex", "CodexParser", "codex_config", "thread_usage"]
 

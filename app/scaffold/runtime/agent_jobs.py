@@ -29,7 +29,7 @@ from scaffold.core.events import Event, signal_event
 from scaffold.core.planning import planning_event_for
 from scaffold.core.states import HOLDS_SLOT, EventName
 from scaffold.errors import AgentError, IllegalTransition, ScaffoldError
-from scaffold.ids import task_number
+from scaffold.ids import PLAN_KEY, PLAN_STEP, task_number
 from scaffold.quest.model import AgentRun, QuestPhase, TaskRecord
 from scaffold.quest.store import draft
 from scaffold.roles import Role
@@ -56,10 +56,6 @@ from scaffold.ward import CommandWrap
 
 if TYPE_CHECKING:
     from scaffold.runtime.orchestrator import Orchestrator
-
-# The planning step's key among the jobs (a task's is its id) and its step id.
-PLAN_KEY = "plan"
-PLAN_STEP = "PLAN"
 
 
 class _Withdrawn(Exception):

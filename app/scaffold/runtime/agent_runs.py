@@ -22,7 +22,7 @@ from scaffold.config import ScaffoldConfig
 from scaffold.fsutil import write_file
 from scaffold.quest.model import AgentRun
 from scaffold.runtime.prompts import PromptData, build_prompt, role_instructions, run_context
-from scaffold.signal_back.tools import SERVER_NAME
+from scaffold.signal_back import SERVER_NAME
 
 # The model keys of every backend; a run keeps only its own backend's.
 MODEL_KEYS = frozenset(name for b in BACKENDS.values() for name in b.credentials)

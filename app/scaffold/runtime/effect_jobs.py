@@ -30,7 +30,7 @@ from scaffold.core.effects import (
 )
 from scaffold.core.events import Event
 from scaffold.core.states import EventName, Lifecycle
-from scaffold.runtime.agent_jobs import PLAN_STEP
+from scaffold.ids import PLAN_STEP
 from scaffold.runtime.background import in_background
 from scaffold.runtime.run_channel import private_dir
 

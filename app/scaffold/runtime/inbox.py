@@ -23,8 +23,8 @@ from scaffold.core.events import Event
 from scaffold.core.states import ABORTABLE, EventName, Lifecycle
 from scaffold.errors import ScaffoldError, UnknownQuestion
 from scaffold.fsutil import write_file
+from scaffold.ids import PLAN_KEY
 from scaffold.quest.model import Feedback, QuestPhase, utcnow
-from scaffold.runtime.agent_jobs import PLAN_KEY
 
 if TYPE_CHECKING:
     from scaffold.runtime.orchestrator import Orchestrator

@@ -44,10 +44,11 @@ from scaffold.core.lifecycle import Limits
 from scaffold.core.scheduler import SchedTask, fill_estimates, schedule
 from scaffold.core.states import EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError
+from scaffold.ids import PLAN_KEY
 from scaffold.quest.model import Quest, QuestPhase, TaskRecord, utcnow
 from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
-from scaffold.runtime.agent_jobs import PLAN_KEY, AgentJobs, holds_slot
+from scaffold.runtime.agent_jobs import AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
 from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from scaffold.core import quest_flow as qf
 from scaffold.core.states import IN_FLIGHT, Lifecycle
 from scaffold.errors import ScaffoldError
+from scaffold.ids import PLAN_KEY
 from scaffold.quest.model import QuestPhase, TaskRecord
 from scaffold.roles import Role
-from scaffold.runtime.agent_jobs import PLAN_KEY
 from scaffold.runtime.run_channel import sweep_stale_channels
 from scaffold.signal_back.records import latest_signal
 

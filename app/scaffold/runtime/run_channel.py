@@ -30,7 +30,7 @@ from pathlib import Path
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
 from scaffold.sandbox.egress import EgressGate, Route, model_endpoint, plan_egress
 from scaffold.sandbox.settings import Sandbox
-from scaffold.signal_back.endpoint import MCP_PATH, SignalEndpoint, mcp_config
+from scaffold.signal_back import MCP_PATH, mcp_config
 from scaffold.signal_back.records import Binding
 
 __all__ = ["SIGNAL_INSIDE", "RunChannel", "private_dir", "sweep_stale_channels"]
@@ -84,6 +84,9 @@ class RunChannel:
         self.env = env
         self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         unix = self.dir / _HTTP_SOCKET if sandbox.active else None
+        # The mcp SDK is loaded by the first run, not by every ``scaffold`` command.
+        from scaffold.signal_back.endpoint import SignalEndpoint
+
         self.endpoint = SignalEndpoint(binding, unix_path=unix)
         self.routes = (
             plan_egress(model_host or model_endpoint(env), sandbox.allow_domains)

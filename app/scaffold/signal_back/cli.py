@@ -19,7 +19,8 @@ from pathlib import Path
 
 from scaffold.errors import UsageError
 from scaffold.roles import Role
-from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back import mcp_config
+from scaffold.signal_back.endpoint import SignalEndpoint
 from scaffold.signal_back.records import Binding
 
 ENV_QUEST_ID = "SCAFFOLD_QUEST_ID"

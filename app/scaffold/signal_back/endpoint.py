@@ -29,7 +29,6 @@ import json
 import secrets
 import socket
 from pathlib import Path
-from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
@@ -37,28 +36,13 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from scaffold.signal_back import MCP_PATH
 from scaffold.signal_back.records import Binding
-from scaffold.signal_back.tools import SERVER_NAME, RunTools, build_server
+from scaffold.signal_back.tools import RunTools, build_server
 
-__all__ = ["MAX_BODY_BYTES", "MCP_PATH", "SignalEndpoint", "mcp_config"]
+__all__ = ["MAX_BODY_BYTES", "SignalEndpoint"]
 
 MAX_BODY_BYTES = 1024 * 1024
-MCP_PATH = "/mcp"
-
-
-def mcp_config(url: str, secret: str) -> dict[str, Any]:
-    """The ``--mcp-config`` of a run whose tools are served at ``url`` with ``secret``.
-
-    ``alwaysLoad`` makes Claude Code connect before the first turn, so the tool is never
-    "not available" under load.
-    """
-    entry = {
-        "type": "http",
-        "url": url,
-        "headers": {"Authorization": f"Bearer {secret}"},
-        "alwaysLoad": True,
-    }
-    return {"mcpServers": {SERVER_NAME: entry}}
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

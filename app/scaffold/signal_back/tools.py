@@ -31,7 +31,7 @@ from mcp.server import Server, ServerRequestContext
 from scaffold.errors import InvalidIdError, SignalError
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
-from scaffold.signal_back import plan, requirements
+from scaffold.signal_back import SERVER_NAME, plan, requirements
 from scaffold.signal_back.planning import (
     CREATE_TASKS_TOOL,
     REQUIREMENTS_TOOL,
@@ -45,7 +45,6 @@ from scaffold.signals import SIGNAL_TYPES, AnySignal, NeedsRoleFollowup, parse_s
 
 __all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "ToolOutcome", "build_server"]
 
-SERVER_NAME = "scaffold"
 TOOL_NAME = "signal-back"
 _log = logging.getLogger(__name__)
 
