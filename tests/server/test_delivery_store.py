@@ -56,6 +56,56 @@ async def test_a_restart_hands_back_the_unfinished_oldest_first(tmp_path: Path) 
     await again.close()
 
 
+async def test_handled_deliveries_give_their_pages_back(tmp_path: Path) -> None:
+    """A handled delivery's JSON (15 KB here, GitHub's are often larger) is deleted, and its
+    pages serve the next ones: the file stays the size of a burst, not of the week of rows
+    kept for redeliveries (cleared in place, each kept about 4 KB)."""
+    path = tmp_path / "d.sqlite"
+    store = DeliveryStore(path)
+    await store.open()
+    body = b"x" * 15_000
+    for burst in range(20):
+        rows = [Accepted(f"d-{burst}-{i}", "issues", time.time(), False) for i in range(50)]
+        await asyncio.gather(*(store.add(row, body) for row in rows))
+        for row in rows:
+            store.finish(row.id, "handled")
+    assert await store.payload("d-0-0") is None
+    await store.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (pages,) = db.execute("PRAGMA page_count").fetchone()
+    (free,) = db.execute("PRAGMA freelist_count").fetchone()
+    db.close()
+    in_use = (pages - free) * 4096
+    assert in_use < 1000 * 400, f"{in_use} bytes in use for 1,000 handled deliveries"
+    assert pages * 4096 < 60 * 15_000 * 2  # about two bursts' JSON, not twenty
+
+
+async def test_a_database_with_the_json_in_its_rows_is_moved_over_once(tmp_path: Path) -> None:
+    """The layout written before ``payloads`` (the JSON in a column of ``deliveries``): its
+    unhandled deliveries come back with their JSON, and redeliveries are still known."""
+    path = tmp_path / "d.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE deliveries (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+        " event TEXT NOT NULL, received_at REAL NOT NULL, urgent INTEGER NOT NULL,"
+        " state TEXT NOT NULL DEFAULT 'accepted', payload BLOB)"
+    )
+    now = time.time()
+    old.execute("INSERT INTO deliveries VALUES (1, 'd-1', 'issues', ?, 0, 'handled', NULL)", (now,))
+    old.execute(
+        "INSERT INTO deliveries VALUES (2, 'd-2', 'push', ?, 1, 'accepted', ?)", (now, b"{}")
+    )
+    old.commit()
+    old.close()
+    for _ in range(2):  # the second open finds the new layout
+        store = DeliveryStore(path)
+        assert await store.open() == [Accepted("d-2", "push", now, True)]
+        assert await store.payload("d-2") == b"{}"
+        assert not await store.add(Accepted("d-1", "issues", now, False), b"{}")
+        await store.close()
+
+
 async def test_compaction_forgets_old_handled_deliveries_only(tmp_path: Path) -> None:
     path = tmp_path / "d.sqlite"
     store = DeliveryStore(path, keep_s=3600)

@@ -1,10 +1,12 @@
-"""The accepted deliveries: one sqlite table in WAL mode.
+"""The accepted deliveries: sqlite in WAL mode, a row per delivery and its JSON apart.
 
-A delivery is inserted (``accepted``, with its JSON) and committed before the server
-answers 202; its id is unique, so a second copy inserts nothing and is answered as a
-duplicate. Once handled its state becomes ``handled`` or ``failed`` and its JSON is
-dropped; the row stays, so that a redelivery is still recognised, until it is older
-than ``keep_s``. At start the rows still ``accepted`` (left by a crash, or by a drain
+A delivery is inserted (``accepted``, its JSON in ``payloads``) and committed before the
+server answers 202; its id is unique, so a second copy inserts nothing and is answered
+as a duplicate. Once handled its state becomes ``handled`` or ``failed`` and its JSON is
+deleted; the row stays, so that a redelivery is still recognised, until it is older
+than ``keep_s``. The JSON has a table of its own so that deleting it frees whole pages
+for the next deliveries: cleared in place (``payload = NULL``), each handled delivery
+kept a page of its leaf, some 4 KB, for the week its row is kept. At start the rows still ``accepted`` (left by a crash, or by a drain
 that ran out of time) are handed back, oldest first, to be handled again.
 
 Durability: with ``synchronous=NORMAL`` each commit is written to the WAL file before
@@ -50,9 +52,9 @@ CREATE TABLE IF NOT EXISTS deliveries (
     event TEXT NOT NULL,
     received_at REAL NOT NULL,
     urgent INTEGER NOT NULL,
-    state TEXT NOT NULL DEFAULT 'accepted' CHECK (state IN ('accepted', 'handled', 'failed')),
-    payload BLOB
-)
+    state TEXT NOT NULL DEFAULT 'accepted' CHECK (state IN ('accepted', 'handled', 'failed'))
+);
+CREATE TABLE IF NOT EXISTS payloads (seq INTEGER PRIMARY KEY, body BLOB NOT NULL);
 """
 
 
@@ -159,7 +161,8 @@ class DeliveryStore:
             (check,) = db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(f"damaged: {check}")
-            db.execute(SCHEMA)
+            db.executescript(SCHEMA)
+            _move_payloads_out(db)
             self._compact(time.time() - self.keep_s)
             rows = db.execute(
                 "SELECT id, event, received_at, urgent FROM deliveries"
@@ -205,25 +208,35 @@ class DeliveryStore:
         return self._db
 
     def _add(self, a: Accepted, raw: bytes) -> bool:
-        cursor = self._conn().execute(
-            "INSERT INTO deliveries (id, event, received_at, urgent, payload)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-            (a.id, a.event, a.received_at, a.urgent, raw),
-        )
-        return cursor.rowcount == 1
+        db = self._conn()
+        row = db.execute(
+            "INSERT INTO deliveries (id, event, received_at, urgent)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            (a.id, a.event, a.received_at, a.urgent),
+        ).fetchone()
+        if row is None:
+            return False
+        db.execute("INSERT INTO payloads (seq, body) VALUES (?, ?)", (row[0], raw))
+        return True
 
     def _payload(self, delivery_id: str) -> bytes | None:
         row = (
             self._conn()
-            .execute("SELECT payload FROM deliveries WHERE id = ?", (delivery_id,))
+            .execute(
+                "SELECT body FROM payloads WHERE seq = (SELECT seq FROM deliveries WHERE id = ?)",
+                (delivery_id,),
+            )
             .fetchone()
         )
         return None if row is None else row[0]
 
     def _finish(self, delivery_id: str, state: str) -> None:
-        self._conn().execute(
-            "UPDATE deliveries SET state = ?, payload = NULL WHERE id = ?", (state, delivery_id)
-        )
+        db = self._conn()
+        row = db.execute(
+            "UPDATE deliveries SET state = ? WHERE id = ? RETURNING seq", (state, delivery_id)
+        ).fetchone()
+        if row is not None:
+            db.execute("DELETE FROM payloads WHERE seq = ?", (row[0],))
         now = time.time()
         if now - self._compacted_at >= COMPACT_EVERY_S:
             self._compact(now - self.keep_s)
@@ -249,3 +262,22 @@ class DeliveryStore:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _move_payloads_out(db: sqlite3.Connection) -> None:
+    """A database written before the JSON had a table of its own keeps it in a ``payload``
+    column of ``deliveries``: moved to ``payloads`` and the column dropped, once."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}
+    if "payload" not in columns:
+        return
+    db.execute("BEGIN")
+    try:
+        db.execute(
+            "INSERT OR IGNORE INTO payloads (seq, body)"
+            " SELECT seq, payload FROM deliveries WHERE payload IS NOT NULL"
+        )
+        db.execute("ALTER TABLE deliveries DROP COLUMN payload")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
