@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import queue
 import shutil
@@ -178,36 +177,17 @@ def scaffold_popen(
     )
 
 
-# Runs as a ``run`` action inside the agent, so it sees the agent's environment
-# (SCAFFOLD_SIGNAL_DIR, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE, SCAFFOLD_QUEST_ID).
-# Runs inside a scripted agent (a ``run`` action): one tool of the run, called on the
-# run's endpoint through the SDK's client (the scripted agent exports its MCP config).
-_RELAY_CALL = """\
-import anyio, json, os, sys
-from scaffold.signal_back.client import call_tool, connect
-name, payload = sys.argv[1], json.loads(sys.argv[2])
-if name == "signal-back":
-    payload.setdefault("stepId", os.environ["SCAFFOLD_STEP_ID"])
-server = json.loads(os.environ["SCAFFOLD_MCP_SERVERS"])["scaffold"]
-
-async def main():
-    async with connect(server) as client:
-        return await call_tool(client, name, payload)
-
-text, is_error = anyio.run(main)
-print(text)
-sys.exit(1 if is_error else 0)
-"""
-
-
 def relay_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that calls the run's tool ``name`` on its endpoint."""
-    return {"run": [sys.executable, "-P", "-c", _RELAY_CALL, name, json.dumps(dict(arguments))]}
+    """An action that calls the run's tool ``name`` on its endpoint (the scripted agent's
+    MCP client, as a model's tool call)."""
+    if name == "signal-back":
+        return quick_signal(arguments)
+    return {"call": name, "arguments": dict(arguments)}
 
 
 def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``run`` action that signals through the run's endpoint (not a scripted ``signal``)."""
-    return relay_call("signal-back", payload)
+    """A ``signal-back`` call with ``payload`` (the agent fills ``stepId`` in)."""
+    return {"signal": dict(payload)}
 
 
 # --------------------------------------------------------------------------- planning

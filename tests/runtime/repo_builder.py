@@ -8,12 +8,9 @@ real CLI as a subprocess (:meth:`Project.cli`), then look at what happened throu
 the quest store, the Backlog.md files, git, the scripted agent's
 ``invocations.jsonl`` and ``/proc``.
 
-Agent runs are the slow part: a ``signal`` action starts the real MCP server and
-talks to it through the mcp SDK, and importing the SDK on both ends costs seconds on
-a busy machine. So the runs a test is *about* signal through the real MCP server,
-while the filler runs every task needs (Siegemaster and Lawbringer completing,
-:data:`VALIDATORS`) use :func:`quick_signal`: the ``signal-back`` tool's own handler
-(same checks, same signal files) called without the MCP transport.
+Every signal goes through the run's real endpoint: the scripted agent calls
+``signal-back`` with the mcp SDK's client (:data:`VALIDATORS` are the filler runs every
+task needs, Siegemaster and Lawbringer completing).
 """
 
 from __future__ import annotations
@@ -69,8 +66,8 @@ def quick_complete(summary: str) -> dict[str, Any]:
 
 
 def codeweaver_done(step: str, *, quick: bool = False, **run: Any) -> dict[str, Any]:
-    """A Codeweaver run that adds ``notes/<step>.txt`` and signals complete
-    (through the MCP server, or with ``quick`` through :func:`quick_signal`)."""
+    """A Codeweaver run that adds ``notes/<step>.txt`` and signals complete (``quick``
+    is the same signal, kept for the callers that say it)."""
     summary = f"{step} implemented"
     return {
         "role": "codeweaver",

@@ -66,6 +66,13 @@ class SendSignal(_Action):
     signal: dict[str, Any]
 
 
+class CallTool(_Action):
+    """Any of the run's tools (``write-requirements``, ``create-tasks``) with ``arguments``."""
+
+    call: str
+    arguments: dict[str, Any]
+
+
 class ExpectPromptContains(_Action):
     expect_prompt_contains: str
 
@@ -82,6 +89,7 @@ Action = (
     | Hang
     | Crash
     | SendSignal
+    | CallTool
     | ExpectPromptContains
 )
 _ACTIONS: dict[str, type[Action]] = {
@@ -96,6 +104,7 @@ _ACTIONS: dict[str, type[Action]] = {
     "hang": Hang,
     "crash": Crash,
     "signal": SendSignal,
+    "call": CallTool,
     "expect_prompt_contains": ExpectPromptContains,
 }
 

@@ -17,8 +17,8 @@ A run's ``actions`` are played in order: ``write``/``append``/``delete`` a file 
 the cwd), ``run`` an argv, ``say`` a text, ``sleep``, ``print_garbage``,
 ``print_long_line``, ``hang``, ``crash`` (exit without a signal), ``signal`` (a real
 ``signal-back`` call to the ``scaffold`` HTTP MCP server of ``--mcp-config``, through
-the mcp SDK's client, :mod:`scaffold.signal_back.client`) and
-``expect_prompt_contains``. The stream-json it prints has the shapes Claude Code prints (system/init, assistant, user tool_result, result).
+the mcp SDK's client, :mod:`scaffold.signal_back.client`), ``call`` (any other of the
+run's tools, the same way) and ``expect_prompt_contains``. The stream-json it prints has the shapes Claude Code prints (system/init, assistant, user tool_result, result).
 
 Exit codes: 0 played to the end; 2 no run matches (an error result is printed first);
 3 the script failed (an expectation, a bad action or script): a crash to the orchestrator;
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from scaffold.demo.script import (
     Action,
     Append,
+    CallTool,
     Crash,
     Delete,
     ExpectPromptContains,
@@ -63,7 +64,7 @@ from scaffold.demo.script import (
     Write,
     load_script,
 )
-from scaffold.demo.stream_json import MCP_SERVER, MCP_TOOL, SIGNAL_TOOL, Stream
+from scaffold.demo.stream_json import MCP_SERVER, MCP_TOOL, Stream
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -347,7 +348,11 @@ class Player:
             print(f"scripted agent: crashing with exit code {action.crash}", file=sys.stderr)
             raise _Exit(action.crash)
         elif isinstance(action, SendSignal):
-            await self._signal(action.signal)
+            arguments = dict(action.signal)
+            arguments.setdefault("stepId", self.step_id)
+            await self._call(MCP_TOOL, arguments)
+        elif isinstance(action, CallTool):
+            await self._call(action.call, action.arguments)
         elif (
             isinstance(action, ExpectPromptContains)
             and action.expect_prompt_contains not in self.prompt
@@ -370,7 +375,7 @@ class Player:
     async def _run(self, argv: list[str]) -> None:
         import anyio
 
-        # A command can reach the run's tools without MCP (tests' quick signals do).
+        # A command can reach the run's endpoint too (the tests' hostile probes try).
         env = {**os.environ, "SCAFFOLD_MCP_SERVERS": json.dumps(self.servers)}
         try:
             done = await anyio.run_process(argv, cwd=self.cwd, check=False, env=env)
@@ -382,23 +387,22 @@ class Player:
             text = f"Exit code {done.returncode}\n{text}"
         self.stream.tool("Bash", {"command": shlex.join(argv)}, text, done.returncode != 0)
 
-    async def _signal(self, payload: dict[str, Any]) -> None:
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> None:
         from scaffold.signal_back.client import call_tool
 
-        arguments = dict(payload)
-        arguments.setdefault("stepId", self.step_id)
+        shown = f"mcp__{MCP_SERVER}__{tool}"  # the name the model calls it by
         if self.client is None and self.connect_error is None:
             await self.connect()
         if self.client is None:
-            text = f"No such tool available: {SIGNAL_TOOL} ({self.connect_error})"
-            self.stream.tool(SIGNAL_TOOL, arguments, text, True)
+            text = f"No such tool available: {shown} ({self.connect_error})"
+            self.stream.tool(shown, arguments, text, True)
             return
         try:
-            text, is_error = await call_tool(self.client, MCP_TOOL, arguments)
+            text, is_error = await call_tool(self.client, tool, arguments)
         except Exception as exc:  # a protocol error reaches the model as a tool error
-            self.stream.tool(SIGNAL_TOOL, arguments, f"MCP error: {exc}", True)
+            self.stream.tool(shown, arguments, f"MCP error: {exc}", True)
             return
-        self.stream.tool(SIGNAL_TOOL, arguments, text, is_error)
+        self.stream.tool(shown, arguments, text, is_error)
 
 
 # --------------------------------------------------------------------------- main
@@ -484,7 +488,7 @@ async def _main(argv: list[str]) -> int:
     player = Player(stream, cwd, prompt, servers, step)
     async with player.stack:
         status = dict.fromkeys(servers, "connected")
-        if MCP_SERVER in servers and any(isinstance(a, SendSignal) for a in actions):
+        if MCP_SERVER in servers and any(isinstance(a, (SendSignal, CallTool)) for a in actions):
             status[MCP_SERVER] = await player.connect()  # connect up front, as alwaysLoad does
         stream.init(cwd, status)
         if run is None:
