@@ -181,12 +181,12 @@ def relay_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """An action that calls the run's tool ``name`` on its endpoint (the scripted agent's
     MCP client, as a model's tool call)."""
     if name == "signal-back":
-        return quick_signal(arguments)
+        return signal_action(arguments)
     return {"call": name, "arguments": dict(arguments)}
 
 
-def quick_signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``signal-back`` call with ``payload`` (the agent fills ``stepId`` in)."""
+def signal_action(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The scripted agent's ``signal-back`` call with ``payload`` (it fills ``stepId`` in)."""
     return {"signal": dict(payload)}
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ghsim import GitHubSimulator
 from ghsim.fixture import WEBHOOK_SECRET
-from harness import plan, quick_signal, relay_call, requirements
+from harness import plan, relay_call, requirements, signal_action
 from scaffold.demo.scripted import agent_command
 from scaffold.demo.scripted import agent_env as scripted_agent_env
 
@@ -39,11 +39,11 @@ BACKLOG_CONFIG = (
 
 
 def signal(payload: Mapping[str, Any]) -> dict[str, Any]:
-    return quick_signal(payload)
+    return signal_action(payload)
 
 
 def complete(summary: str) -> dict[str, Any]:
-    return quick_signal({"signal": "complete", "summary": summary})
+    return signal_action({"signal": "complete", "summary": summary})
 
 
 def planning_tool(kind: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

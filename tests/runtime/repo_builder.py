@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import RunResult, git, quest_pids, quick_signal, scaffold_cli, scaffold_popen
+from harness import RunResult, git, quest_pids, scaffold_cli, scaffold_popen
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.demo.scripted import agent_command
@@ -61,13 +61,8 @@ def write(path: str, content: str) -> dict[str, Any]:
     return {"write": path, "content": content}
 
 
-def quick_complete(summary: str) -> dict[str, Any]:
-    return quick_signal({"signal": "complete", "summary": summary})
-
-
-def codeweaver_done(step: str, *, quick: bool = False, **run: Any) -> dict[str, Any]:
-    """A Codeweaver run that adds ``notes/<step>.txt`` and signals complete (``quick``
-    is the same signal, kept for the callers that say it)."""
+def codeweaver_done(step: str, **run: Any) -> dict[str, Any]:
+    """A Codeweaver run that adds ``notes/<step>.txt`` and signals complete."""
     summary = f"{step} implemented"
     return {
         "role": "codeweaver",
@@ -75,14 +70,14 @@ def codeweaver_done(step: str, *, quick: bool = False, **run: Any) -> dict[str, 
         **run,
         "actions": [
             write(f"notes/{step.lower()}.txt", f"{step} done\n"),
-            quick_complete(summary) if quick else complete(summary),
+            complete(summary),
         ],
     }
 
 
 VALIDATORS: list[dict[str, Any]] = [
-    {"role": "siegemaster", "actions": [quick_complete("edge cases hold")]},
-    {"role": "lawbringer", "actions": [quick_complete("reviewed: fine")]},
+    {"role": "siegemaster", "actions": [complete("edge cases hold")]},
+    {"role": "lawbringer", "actions": [complete("reviewed: fine")]},
 ]
 
 

@@ -131,7 +131,7 @@ def test_a_quest_with_slots_to_spare_runs_one_agent_at_a_time_under_a_limit_of_o
 ) -> None:
     project = make_project(
         ["First", "Second", "Third"],
-        [codeweaver_done(f"TASK-{n}", quick=True) for n in (1, 2, 3)],
+        [codeweaver_done(f"TASK-{n}") for n in (1, 2, 3)],
         {"slots": 3},
     )
     limit = _Counting(1)

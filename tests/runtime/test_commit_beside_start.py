@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_builder import MakeProject, codeweaver_done, quick_complete
+from repo_builder import MakeProject, codeweaver_done, complete
 
 from scaffold.git.workspace import Workspace
 from scaffold.roles import Role
@@ -48,11 +48,11 @@ def test_the_next_agent_runs_on_the_last_agents_commit_however_slow_it_is(
     seen = ["sh", "-c", "git log -1 --format=%s > seen-by-siegemaster.txt"]
     project = make_project(
         ["Add the notes"],
-        [codeweaver_done("TASK-1", quick=True)],
+        [codeweaver_done("TASK-1")],
         {"slots": 1, "sandbox": {"mode": sandbox}},
         validators=[
-            {"role": "siegemaster", "actions": [{"run": seen}, quick_complete("edges hold")]},
-            {"role": "lawbringer", "actions": [quick_complete("reviewed: fine")]},
+            {"role": "siegemaster", "actions": [{"run": seen}, complete("edges hold")]},
+            {"role": "lawbringer", "actions": [complete("reviewed: fine")]},
         ],
     )
 
@@ -72,10 +72,10 @@ def test_the_next_agent_runs_on_the_last_agents_commit_however_slow_it_is(
 
 def reviewer_writes(path: str, content: str) -> list[dict[str, Any]]:
     return [
-        {"role": "siegemaster", "actions": [quick_complete("edges hold")]},
+        {"role": "siegemaster", "actions": [complete("edges hold")]},
         {
             "role": "lawbringer",
-            "actions": [{"write": path, "content": content}, quick_complete("reviewed: fine")],
+            "actions": [{"write": path, "content": content}, complete("reviewed: fine")],
         },
     ]
 
@@ -94,7 +94,7 @@ def test_diagramcheck_and_the_merge_wait_for_the_last_commit(
     monkeypatch.setattr(RepoOps, "check_diagrams", check)
     project = make_project(
         ["Add the notes"],
-        [codeweaver_done("TASK-1", quick=True)],
+        [codeweaver_done("TASK-1")],
         {"slots": 1},
         validators=reviewer_writes("notes/review.txt", "looked at it\n"),
     )
@@ -116,7 +116,7 @@ def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
     run commits what the worktree holds before DiagramCheck and the merge."""
     project = make_project(
         ["Add the notes"],
-        [codeweaver_done("TASK-1", quick=True)],
+        [codeweaver_done("TASK-1")],
         {"slots": 1},
         validators=reviewer_writes("notes/review.txt", "looked at it\n"),
     )

@@ -51,7 +51,7 @@ def _initialised(path: Path, *, commit: bool = True) -> Path:
 def test_retry_after_a_failed_worktree_runs_the_agent_only_in_its_worktree(
     make_project: MakeProject,
 ) -> None:
-    project = make_project(["First"], [codeweaver_done("TASK-1", quick=True)])
+    project = make_project(["First"], [codeweaver_done("TASK-1")])
     repo = project.repo
     git(repo, "update-ref", "-d", "refs/heads/main")  # as if never committed
 

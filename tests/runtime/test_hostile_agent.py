@@ -32,7 +32,7 @@ def test_a_hostile_agent_gets_nothing_and_the_run_completes(
     (home / ".ssh" / "id_ed25519").write_text(f"PRIVATE {evidence.token}\n")
     project = make_project(
         ["Hostile work", "Honest work"],
-        [hostile_run(evidence, "TASK-1"), codeweaver_done("TASK-2", quick=True)],
+        [hostile_run(evidence, "TASK-1"), codeweaver_done("TASK-2")],
         {"approval": "manual", "slots": 2},
     )
     repo = project.repo

@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 import pytest
-from repo_builder import MakeProject, codeweaver_done, quick_complete
+from repo_builder import MakeProject, codeweaver_done, complete
 
 from harness import plan, relay_call, requirements
 from scaffold.config import load_config
@@ -30,7 +30,7 @@ REQUIREMENTS_WRITTEN = {
     "role": "chaoswhisperer",
     "actions": [
         relay_call("write-requirements", requirements("A greeting")),
-        quick_complete("requirements written"),
+        complete("requirements written"),
     ],
 }
 
@@ -56,10 +56,10 @@ def test_a_run_whose_end_is_queued_is_not_started_again(
                 "role": "pathseeker",
                 "actions": [
                     relay_call("create-tasks", plan(("a", "Write the greeting", []))),
-                    quick_complete("one task"),
+                    complete("one task"),
                 ],
             },
-            codeweaver_done("TASK-1", quick=True),
+            codeweaver_done("TASK-1"),
         ],
     )
     monkeypatch.setattr(orchestrator_module.asyncio, "wait_for", _always_times_out)
@@ -108,7 +108,7 @@ def test_a_pathseeker_that_plans_nothing_is_a_failed_run_retried_with_the_reason
                         "create-tasks",
                         plan(("a", "Write the greeting", ["b"]), ("b", "Say it", ["a"])),
                     ),
-                    quick_complete("planned (so it says)"),
+                    complete("planned (so it says)"),
                 ],
             },
             {
@@ -117,10 +117,10 @@ def test_a_pathseeker_that_plans_nothing_is_a_failed_run_retried_with_the_reason
                 "actions": [
                     {"expect_prompt_contains": "planned no task"},
                     relay_call("create-tasks", plan(("a", "Write the greeting", []))),
-                    quick_complete("one task"),
+                    complete("one task"),
                 ],
             },
-            codeweaver_done("TASK-1", quick=True),
+            codeweaver_done("TASK-1"),
         ],
         {"agent": {"max_attempts": 2}},
     )
@@ -146,7 +146,7 @@ def test_a_pathseeker_that_never_plans_fails_the_quest(make_project: MakeProject
         [],
         [
             REQUIREMENTS_WRITTEN,
-            {"role": "pathseeker", "actions": [quick_complete("nothing to do, I think")]},
+            {"role": "pathseeker", "actions": [complete("nothing to do, I think")]},
         ],
         {"agent": {"max_attempts": 2}},
     )

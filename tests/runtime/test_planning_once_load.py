@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_builder import Project, agent_pids, quick_complete
+from repo_builder import Project, agent_pids, complete
 
 from harness import plan, relay_call, requirements
 from scaffold import backlog as bl
@@ -68,7 +68,7 @@ SCRIPT: dict[str, Any] = {
             "role": "chaoswhisperer",
             "actions": [
                 relay_call("write-requirements", requirements("A greeting")),
-                quick_complete("requirements written"),
+                complete("requirements written"),
             ],
         },
         {
@@ -79,7 +79,7 @@ SCRIPT: dict[str, Any] = {
                     "create-tasks",
                     plan(("a", "Write the greeting", []), ("b", "Print the greeting", ["a"])),
                 ),
-                quick_complete("two tasks"),
+                complete("two tasks"),
             ],
         },
     ]

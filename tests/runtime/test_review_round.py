@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repo_builder import MakeProject, quick_complete, write
+from repo_builder import MakeProject, complete, write
 
 from harness import git
 from scaffold.core.states import Lifecycle
@@ -20,7 +20,7 @@ def _runs() -> list[dict[str, object]]:
             "role": "codeweaver",
             "step": "TASK-1",
             "attempt": 1,
-            "actions": [write("notes/greeting.txt", "hello\n"), quick_complete("greeting added")],
+            "actions": [write("notes/greeting.txt", "hello\n"), complete("greeting added")],
         },
         {
             # The round: the same session, the review and its inline comment as data,
@@ -36,7 +36,7 @@ def _runs() -> list[dict[str, object]]:
                 {"expect_prompt_contains": "+hello"},
                 {"run": ["test", "-f", "notes/person.txt"]},
                 write("notes/greeting.txt", "hello world\n"),
-                quick_complete("the greeting says world"),
+                complete("the greeting says world"),
             ],
         },
     ]

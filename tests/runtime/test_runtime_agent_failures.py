@@ -8,11 +8,10 @@ from repo_builder import (
     Project,
     TaskSpec,
     complete,
-    quick_complete,
-    quick_signal,
     write,
 )
 
+from harness import signal_action
 from scaffold.core.states import Lifecycle
 from scaffold.signal_back.records import read_signals
 
@@ -46,7 +45,7 @@ def test_crash_is_retried_resuming_the_same_session(make_project: MakeProject) -
                 "actions": [
                     {"expect_prompt_contains": "previous attempt failed"},
                     write("notes/settings.txt", "defaults\n"),
-                    quick_complete("settings loaded"),
+                    complete("settings loaded"),
                 ],
             },
         ],
@@ -113,7 +112,7 @@ def test_garbage_and_a_2mb_line_do_not_stop_the_run(make_project: MakeProject) -
                     {"print_long_line": 2 * 1024 * 1024},
                     {"say": "still here"},
                     write("notes/noisy.txt", "ok\n"),
-                    quick_complete("done despite the noise"),
+                    complete("done despite the noise"),
                 ],
             }
         ],
@@ -188,8 +187,8 @@ def test_signal_for_another_step_is_refused_and_the_run_is_a_crash(
         [
             # through the real MCP server, then (the retry) through its handler alone
             {"role": "codeweaver", "step": "TASK-1", "attempt": 1, "actions": [{"signal": wrong}]},
-            {"role": "codeweaver", "step": "TASK-1", "actions": [quick_signal(wrong)]},
-            {"role": "codeweaver", "step": "TASK-2", "actions": [quick_complete("never")]},
+            {"role": "codeweaver", "step": "TASK-1", "actions": [signal_action(wrong)]},
+            {"role": "codeweaver", "step": "TASK-2", "actions": [complete("never")]},
         ],
         {"agent": {"max_attempts": 1}, "slots": 1},
     )

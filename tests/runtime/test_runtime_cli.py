@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from repo_builder import MakeProject, codeweaver_done, quick_complete, write
+from repo_builder import MakeProject, codeweaver_done, complete, write
 
 from scaffold.core.states import Lifecycle
 from scaffold.demo.scripted import agent_command
@@ -13,7 +13,7 @@ ANSWER = "Use the blue greeting, please"
 
 
 def test_malformed_config_exits_2_naming_file_and_key(make_project: MakeProject) -> None:
-    project = make_project(["Never runs"], [codeweaver_done("TASK-1", quick=True)])
+    project = make_project(["Never runs"], [codeweaver_done("TASK-1")])
     project.write_config(
         "slots: 2\nagent:\n  command: [python]\n  stuck_timeout_s: soon\napproval: auto\n"
     )
@@ -60,7 +60,7 @@ def test_question_answer_resumes_the_same_session(make_project: MakeProject) -> 
                 "actions": [
                     {"expect_prompt_contains": ANSWER},
                     write("notes/greeting.txt", "blue\n"),
-                    quick_complete("greeting added"),
+                    complete("greeting added"),
                 ],
             },
         ],
@@ -103,7 +103,7 @@ def test_question_answer_resumes_the_same_session(make_project: MakeProject) -> 
 
 def test_manual_approval_then_merge(make_project: MakeProject) -> None:
     project = make_project(
-        ["Needs a reviewer"], [codeweaver_done("TASK-1", quick=True)], {"approval": "manual"}
+        ["Needs a reviewer"], [codeweaver_done("TASK-1")], {"approval": "manual"}
     )
 
     first = project.run()
@@ -132,7 +132,7 @@ def test_manual_approval_then_merge(make_project: MakeProject) -> None:
 
 def test_reject_sends_the_task_back_to_do(make_project: MakeProject) -> None:
     project = make_project(
-        ["Not wanted after all"], [codeweaver_done("TASK-1", quick=True)], {"approval": "manual"}
+        ["Not wanted after all"], [codeweaver_done("TASK-1")], {"approval": "manual"}
     )
     assert project.run().exit_code == 3
 
@@ -163,8 +163,8 @@ def test_cost_limit_stops_new_work_with_exit_4_for_this_run(make_project: MakePr
     project = make_project(
         ["Expensive", "Never started"],
         [
-            codeweaver_done("TASK-1", quick=True, cost_usd=0.01),
-            codeweaver_done("TASK-2", quick=True, cost_usd=0.01),
+            codeweaver_done("TASK-1", cost_usd=0.01),
+            codeweaver_done("TASK-2", cost_usd=0.01),
         ],
         {"slots": 1, "safety": {"max_cost_usd": 0.001}},
     )
@@ -220,7 +220,7 @@ def test_abort_without_a_running_scaffold_is_refused(make_project: MakeProject) 
 def test_abort_stops_a_running_scaffold_and_its_agents(make_project: MakeProject) -> None:
     from repo_builder import wait_until
 
-    slow = {"role": "codeweaver", "actions": [{"sleep": 30}, quick_complete("late")]}
+    slow = {"role": "codeweaver", "actions": [{"sleep": 30}, complete("late")]}
     project = make_project(["Slow one", "Slow two"], [slow])
     run = project.cli_popen("run")
     try:

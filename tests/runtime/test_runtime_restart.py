@@ -7,7 +7,7 @@ import signal
 from typing import Any
 
 import pytest
-from repo_builder import MakeProject, quick_complete, wait_until, write
+from repo_builder import MakeProject, complete, wait_until, write
 
 from scaffold.errors import StoreError
 from scaffold.runtime.session import quest_store
@@ -22,7 +22,7 @@ def _codeweaver(step: str, before: float, after: float = 0.0) -> dict[str, Any]:
         "actions": [
             {"sleep": before},
             write(f"notes/{step.lower()}.txt", f"{step}\n"),
-            quick_complete(f"{step} implemented"),
+            complete(f"{step} implemented"),
             {"sleep": after},
         ],
     }
@@ -55,7 +55,9 @@ def test_kill_9_mid_work_then_run_again(make_project: MakeProject, sandbox: str)
             quest = store.read("backlog")
         except (StoreError, OSError):
             return False  # not created yet
-        working = [t.id for t in quest.tasks.values() if t.agent_running]
+        # Working: running with their sessions known (the agent connects its MCP server
+        # before it says its session, as Claude Code does with alwaysLoad).
+        working = [t.id for t in quest.tasks.values() if t.agent_running and t.sessions]
         signalled = any(read_signals(d / "signals") for d in runs_dir.glob("TASK-1/*"))
         return signalled and len(working) == 3 and len(project.invocations()) == 3
 

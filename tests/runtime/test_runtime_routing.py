@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from repo_builder import MakeProject, codeweaver_done, quick_complete, write
+from repo_builder import MakeProject, codeweaver_done, complete, write
 
 GAP = "the empty input case is not handled"
 
@@ -18,7 +18,7 @@ def test_followup_runs_codeweaver_then_resumes_siegemaster(make_project: MakePro
     project = make_project(
         ["Parse the input"],
         [
-            codeweaver_done("TASK-1", quick=True, attempt=1),
+            codeweaver_done("TASK-1", attempt=1),
             {"role": "siegemaster", "attempt": 1, "actions": [{"signal": followup}]},
             {
                 "role": "codeweaver",
@@ -27,7 +27,7 @@ def test_followup_runs_codeweaver_then_resumes_siegemaster(make_project: MakePro
                 "actions": [
                     {"expect_prompt_contains": GAP},
                     write("notes/empty.txt", "handled\n"),
-                    quick_complete("empty input handled"),
+                    complete("empty input handled"),
                 ],
             },
             {
@@ -36,7 +36,7 @@ def test_followup_runs_codeweaver_then_resumes_siegemaster(make_project: MakePro
                 "expect_resumed": True,
                 "actions": [
                     {"expect_prompt_contains": "empty input handled"},
-                    quick_complete("edge cases hold now"),
+                    complete("edge cases hold now"),
                 ],
             },
         ],

@@ -8,7 +8,7 @@ from scaffold.core.states import Lifecycle
 
 
 def test_one_task_is_merged_and_done(make_project: MakeProject) -> None:
-    # Codeweaver signals through the real MCP server; the validators use quick_signal.
+    # Codeweaver signals through the real MCP server; the validators use signal_action.
     project = make_project(["Add the notes"], [codeweaver_done("TASK-1")])
 
     result = project.run()

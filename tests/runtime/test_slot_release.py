@@ -33,7 +33,7 @@ def test_the_next_task_starts_while_the_first_is_checked_merged_and_cleaned(
 ) -> None:
     project = make_project(
         ["First", "Second"],
-        [codeweaver_done("TASK-1", quick=True), codeweaver_done("TASK-2", quick=True)],
+        [codeweaver_done("TASK-1"), codeweaver_done("TASK-2")],
         {"slots": 1},
     )
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from repo_builder import (
     MakeProject,
     codeweaver_done,
-    quick_complete,
+    complete,
     wait_until,
     write,
 )
 
-from harness import git, plan, quick_signal, relay_call, requirements, scaffold_cli
+from harness import git, plan, relay_call, requirements, scaffold_cli, signal_action
 from scaffold.quest.model import QuestPhase
 from scaffold.state.branch import StateBranch
 
@@ -29,7 +29,7 @@ RUNS = [
         "role": "chaoswhisperer",
         "attempt": 1,
         "actions": [
-            quick_signal(
+            signal_action(
                 {
                     "signal": "needs-user-input",
                     "question": "Which language?",
@@ -44,7 +44,7 @@ RUNS = [
         "actions": [
             {"expect_prompt_contains": ANSWER},
             relay_call("write-requirements", requirements("A greeting and a farewell")),
-            quick_complete("requirements written"),
+            complete("requirements written"),
         ],
     },
     {
@@ -54,26 +54,26 @@ RUNS = [
                 "create-tasks",
                 plan(("a", "Write the greeting", []), ("b", "Write the farewell", [])),
             ),
-            quick_complete("two tasks"),
+            complete("two tasks"),
         ],
     },
     {
         "role": "codeweaver",
         "step": "TASK-1",
-        "actions": [write("notes/greeting.txt", "hello\n"), quick_complete("greeting")],
+        "actions": [write("notes/greeting.txt", "hello\n"), complete("greeting")],
     },
     # TASK-2's first run is still working when scaffold is killed.
     {
         "role": "codeweaver",
         "step": "TASK-2",
         "attempt": 1,
-        "actions": [{"sleep": 60}, quick_complete("never reached")],
+        "actions": [{"sleep": 60}, complete("never reached")],
     },
     {
         "role": "codeweaver",
         "step": "TASK-2",
         "attempt": 2,
-        "actions": [write("notes/farewell.txt", "goodbye\n"), quick_complete("farewell")],
+        "actions": [write("notes/farewell.txt", "goodbye\n"), complete("farewell")],
     },
 ]
 
@@ -174,7 +174,7 @@ def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
             "prompt_contains": f"Add the {title}",
             "resumed": False,
             "actions": [
-                quick_signal(
+                signal_action(
                     {"signal": "needs-user-input", "question": f"{title}?", "context": "-"}
                 )
             ],
@@ -184,7 +184,7 @@ def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
             "prompt_contains": answer,
             "actions": [
                 relay_call("write-requirements", requirements("A greeting and a farewell")),
-                quick_complete("requirements"),
+                complete("requirements"),
             ],
         },
         {
@@ -192,13 +192,13 @@ def _asking_quest(title: str, answer: str) -> list[dict[str, object]]:
             "prompt_contains": f"Add the {title}",
             "actions": [
                 relay_call("create-tasks", plan(("a", f"Write the {title}", []))),
-                quick_complete("planned"),
+                complete("planned"),
             ],
         },
         {
             "role": "codeweaver",
             "prompt_contains": f"Write the {title}",
-            "actions": [write(f"notes/{title}.txt", f"{title}\n"), quick_complete(title)],
+            "actions": [write(f"notes/{title}.txt", f"{title}\n"), complete(title)],
         },
     ]
 
@@ -249,7 +249,7 @@ def test_a_broken_file_on_the_state_branch_is_reported_and_kept(
 ) -> None:
     """Someone pushed a quest file that does not parse: status names it, runs go on, and
     scaffold never drops or rewrites a file it does not understand."""
-    project = make_project(["Add the greeting"], [codeweaver_done("TASK-1", quick=True)])
+    project = make_project(["Add the greeting"], [codeweaver_done("TASK-1")])
     broken = '{"format": 1, "quest": {"id": "quest-9", "tasks": "oops"}}'
     commit = _commit_by_hand(project.repo, "quests", "quest-9.json", broken)
     project.git("update-ref", "refs/heads/scaffold/state", commit)
