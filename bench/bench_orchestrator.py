@@ -113,7 +113,12 @@ from scaffold.config import load_config
 from scaffold.roles import Role
 from scaffold.runtime.session import open_or_create_quest, run_quest
 from scaffold.runtime.view import Reporter
-from scaffold.signal_back.endpoint import SignalEndpoint, mcp_config
+from scaffold.signal_back.endpoint import SignalEndpoint
+
+try:
+    from scaffold.signal_back import mcp_config
+except ImportError:  # a checkout from before it moved there (the --tag "before" runs)
+    from scaffold.signal_back.endpoint import mcp_config  # type: ignore[attr-defined,no-redef]
 from scaffold.signal_back.records import Binding, scan_signals
 
 RESULTS = Path(__file__).resolve().parent / "results"
