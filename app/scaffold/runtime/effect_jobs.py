@@ -118,8 +118,9 @@ async def _open_pull_request(orch: Orchestrator, task_id: str) -> Event | None:
         orch.next_inbox_look = 0.0  # the messages that waited are taken at the next turn
     task = orch.quest.tasks[task_id]
     if task.state is not Lifecycle.PR_CREATED:
-        # The task moved on while the forge worked (feedback started a round): what
-        # was pushed and answered is that of the state it was called in, nothing newer.
+        # The task moved on while the forge worked (the quest was stopped: a person's
+        # messages about the task wait for this job): what was pushed and answered is
+        # that of the state it was called in, nothing newer.
         return None
     if opened.pr != task.pr:
         orch.update_task(task_id, opened.note, pr=opened.pr)
