@@ -100,13 +100,18 @@ def test_a_new_server_with_an_empty_state_folder_finishes_the_quest(
     # The server's disk is gone: clone, quest store, links, delivery records.
     shutil.rmtree(first)
     second = tmp_path / "second-state"
+    # The new server's look for each task's open pull request is slow: task-2's approval
+    # comes while it may have no record of task-2's PR yet (lost with the disk when the
+    # first server stopped before publishing it). That delivery then finds no task; the
+    # approval is read back from GitHub when the PR is found.
+    sim.inject("GET", r"/widgets/pulls$", status=0, delay_s=5, times=2)
     with app_process(sim, tmp_path / "second", state=second, extra_env=agent_env(tmp_path)):
         pr1, pr2 = prs
+        sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
         sim.submit_review(REPO, pr1.number, "APPROVED", by="alice")
         wait_for("task-1 merged", lambda: sim.repo(REPO).pulls[pr1.number].merged)
         # task-2 is behind its protected base now: approved, it is brought up to date
         # first, and an approval holds for the head it reviewed: approved again, merged.
-        sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
 
         def merged_or_asked_again() -> str | None:
             if sim.repo(REPO).pulls[pr2.number].merged:

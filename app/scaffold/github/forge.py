@@ -259,9 +259,21 @@ class GitHubForge:
             url=str(pr.get("html_url") or ""),
             head_sha=head_sha,
         )
-        note = None if task.pr and task.pr.number == number else f"pull request #{number} opened"
+        known = task.pr is not None and task.pr.number == number
+        note = None if known else f"pull request #{number} opened"
         self.progress(quest)
-        return Opened(record, note)
+        approval: Event | None = None
+        if not known:
+            # A pull request the task had no record of (a server whose state was lost finds
+            # it open): a writer's approval of this head may have come while no task owned
+            # it, and its delivery found nothing to approve. Read back, as reconciliation
+            # does; an approval of an earlier head does not count.
+            approver = await approved_head(
+                self.gh, self.repo_vars, number, head_sha, self.permissions
+            )
+            if approver is not None:
+                approval = Event(EventName.PR_APPROVED, at=self.clock(), detail=approver)
+        return Opened(record, note, approval)
 
     def _remember_pr(self, quest: Quest, task: TaskRecord, number: int) -> None:
         """The task's PR number, in the link at once: deliveries about the PR know it is
