@@ -5,9 +5,10 @@ server answers 202; its id is unique, so a second copy inserts nothing and is an
 as a duplicate. Once handled its state becomes ``handled`` or ``failed`` and its JSON is
 deleted; the row stays, so that a redelivery is still recognised, until it is older
 than ``keep_s``. The JSON has a table of its own so that deleting it frees whole pages
-for the next deliveries: cleared in place (``payload = NULL``), each handled delivery
-kept a page of its leaf, some 4 KB, for the week its row is kept. At start the rows still ``accepted`` (left by a crash, or by a drain
-that ran out of time) are handed back, oldest first, to be handled again.
+for the next deliveries (cleared in place, ``payload = NULL``, each handled delivery
+kept a page of its leaf, some 4 KB, for the week its row is kept). At start the rows
+still ``accepted`` (left by a crash, or by a drain that ran out of time) are handed
+back, oldest first, to be handled again.
 
 Durability: with ``synchronous=NORMAL`` each commit is written to the WAL file before
 the call returns, so a committed delivery survives the process being killed (kill -9);
@@ -162,7 +163,7 @@ class DeliveryStore:
             if check != "ok":
                 raise sqlite3.DatabaseError(f"damaged: {check}")
             db.executescript(SCHEMA)
-            _move_payloads_out(db)
+            self._move_payloads_out()
             self._compact(time.time() - self.keep_s)
             rows = db.execute(
                 "SELECT id, event, received_at, urgent FROM deliveries"
@@ -258,26 +259,24 @@ class DeliveryStore:
         )
         return cursor.rowcount
 
+    def _move_payloads_out(self) -> None:
+        """A database written before the JSON had a table of its own keeps it in a
+        ``payload`` column of ``deliveries``: moved to ``payloads`` and the column
+        dropped, once."""
+        db = self._conn()
+        if "payload" not in {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}:
+            return
+        self._transaction(
+            [
+                lambda: db.execute(
+                    "INSERT OR IGNORE INTO payloads (seq, body)"
+                    " SELECT seq, payload FROM deliveries WHERE payload IS NOT NULL"
+                ),
+                lambda: db.execute("ALTER TABLE deliveries DROP COLUMN payload"),
+            ]
+        )
+
     def _close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-
-def _move_payloads_out(db: sqlite3.Connection) -> None:
-    """A database written before the JSON had a table of its own keeps it in a ``payload``
-    column of ``deliveries``: moved to ``payloads`` and the column dropped, once."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}
-    if "payload" not in columns:
-        return
-    db.execute("BEGIN")
-    try:
-        db.execute(
-            "INSERT OR IGNORE INTO payloads (seq, body)"
-            " SELECT seq, payload FROM deliveries WHERE payload IS NOT NULL"
-        )
-        db.execute("ALTER TABLE deliveries DROP COLUMN payload")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
