@@ -70,7 +70,7 @@ Usage::
     .venv/bin/python bench/bench_orchestrator.py --tasks 30 --slots 4 --sleep 0.5 --deps 5
     .venv/bin/python bench/bench_orchestrator.py --profile 40    # + cProfile, not recorded
     .venv/bin/python bench/bench_orchestrator.py --what-if-parse-cache   # experiment
-    BENCH_EXTRA_CONFIG=$'scheduler:\n  learn_estimates: false\n' .venv/bin/python bench/bench_orchestrator.py
+    BENCH_EXTRA_CONFIG=$'review:\n  max_rounds: 1\n' .venv/bin/python bench/bench_orchestrator.py
                                                                  # extra scaffold.yml lines
 
 ``--what-if-parse-cache`` runs scaffold with Backlog.md task parsing memoised (see

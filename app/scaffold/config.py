@@ -191,14 +191,6 @@ class StateConfig(_Section):
             ) from None
 
 
-class SchedulerConfig(_Section):
-    """Which ready task gets a free slot (``core.scheduler``)."""
-
-    # Weigh the critical path with durations learned from this repository's finished
-    # tasks (``core.estimates``); with no history it changes nothing.
-    learn_estimates: bool = True
-
-
 class ScaffoldConfig(_Section):
     slots: Annotated[int, Field(ge=1, le=64)] = 3
     trigger_label: Annotated[str, Field(min_length=1)] = "scaffold"
@@ -218,7 +210,6 @@ class ScaffoldConfig(_Section):
     actions: ActionsConfig = ActionsConfig()
     sandbox: SandboxConfig = SandboxConfig()
     state: StateConfig = StateConfig()
-    scheduler: SchedulerConfig = SchedulerConfig()
 
     @field_validator("ward", mode="before")
     @classmethod
@@ -359,6 +350,4 @@ ci:
 sandbox:
   mode: auto                 # auto | bwrap | off: agents and Ward run in a bubblewrap sandbox
   allow_domains: []          # hosts agents may reach besides the model API, e.g. [pypi.org]
-scheduler:
-  learn_estimates: true      # rank ready tasks by durations learned from finished ones
 """

@@ -94,6 +94,12 @@ def test_unknown_key() -> None:
     assert err.reason == "unknown key"
 
 
+def test_the_removed_learn_estimates_key_is_an_unknown_key() -> None:
+    err = refused("slots: 2\nscheduler:\n  learn_estimates: false\n")
+    assert err.key == "scheduler (line 2)"
+    assert err.reason == "unknown key"
+
+
 def test_unknown_nested_key_is_dotted() -> None:
     err = refused("agent:\n  command: [claude]\n  stuck_timeout: 5\n")
     assert err.key == "agent.stuck_timeout (line 3)"

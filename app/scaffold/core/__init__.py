@@ -6,7 +6,7 @@ events       events, and the routing of agent signals to them
 quest_flow   applying events to a whole quest: tasks, planning, questions, stops
 planning     the planning phases (ChaosWhisperer, PathSeeker) as a table
 review       rounds of the review loop: feedback kept, taken once, bounded
-scheduler    which ready tasks get slots (dependencies, estimates, fair shares)
+scheduler    which ready tasks get slots (dependencies, critical path, fair shares)
 graph        graph algorithms;  safety  cost, time and failure limits
-estimates    how long a task holds its slot, learned;  publication  when to publish state
+publication  when to publish state
 """

@@ -20,14 +20,11 @@ Ready tasks are ordered by, in turn:
    Backlog.md CLI does. A task inherits the highest priority of the not-done tasks
    that wait on it, transitively: the prerequisite of a ``high`` task is ``high``
    work, otherwise marking a task ``high`` would not make it finish any sooner.
-2. Critical path, longest first: the ``estimate``-weighted length of the longest
-   chain of not-done tasks that starts at the task and follows "is depended on by"
-   edges (the task's own estimate included; a task without one weighs 1, and the
-   runtime fills missing estimates with durations learned from finished tasks:
-   :func:`fill_estimates`, :mod:`scaffold.core.estimates`, docs/scheduling.md).
-   Starting the task that holds up the
-   longest chain first is the classic list-scheduling rule (HLFET / "bottom
-   level") and keeps the makespan near its lower bound.
+2. Critical path, longest first: the number of tasks in the longest chain of
+   not-done tasks that starts at the task and follows "is depended on by" edges (the
+   task itself included). Starting the task that holds up the longest chain first is
+   the classic list-scheduling rule (HLFET / "bottom level") and keeps the makespan
+   near its lower bound.
 3. Number of not-done tasks that depend on it directly, most first: among equally
    long chains, the task that unblocks more work keeps more slots busy.
 4. Numeric task id (:func:`scaffold.ids.task_sort_key`), then the id itself, so the
@@ -36,16 +33,12 @@ Ready tasks are ordered by, in turn:
 Critical paths are computed once per call in O(V + E): strongly connected
 components (Tarjan, iterative) give a condensed DAG whose components come out
 sinks first, so each length is a single max over already-known successors. A
-cycle is costed as if its members ran one after another (the sum of their
-estimates); its members never run before the cycle is broken, the figure only
-ranks the tasks upstream of it.
+cycle counts all its members (as if they ran one after another); they never run
+before the cycle is broken, the figure only ranks the tasks upstream of it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -60,7 +53,6 @@ __all__ = [
     "SchedTask",
     "critical_path_lengths",
     "effective_priority_ranks",
-    "fill_estimates",
     "priority_rank",
     "rank_ready",
     "ready_tasks",
@@ -83,11 +75,6 @@ class SchedTask:
     invalid id raises :class:`scaffold.errors.InvalidIdError` here, once.
     ``eligible`` says the task may start as far as its own state goes (status To
     Do, lifecycle Idle); readiness by dependencies is decided by the scheduler.
-    ``estimate`` weights the critical path. ``None`` (the default) means nobody
-    estimated the task: it weighs 1, so with no estimate at all every task counts the
-    same, unless :func:`fill_estimates` gave it a learned one
-    (:mod:`scaffold.core.estimates`); an explicit estimate is never replaced.
-    Estimates of one call must share a unit (the runtime's learned ones are minutes).
     """
 
     id: str
@@ -95,47 +82,11 @@ class SchedTask:
     priority: str | None = None
     done: bool = False
     eligible: bool = True
-    estimate: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", normalize_task_id(self.id))
         deps = tuple(normalize_task_id(d) for d in self.dependencies)
         object.__setattr__(self, "dependencies", deps)
-        if self.estimate is None:
-            return
-        estimate = float(self.estimate)
-        if not math.isfinite(estimate) or estimate < 0:
-            raise BacklogError(
-                self.id, f"estimate must be a finite number >= 0, got {self.estimate!r}"
-            )
-        object.__setattr__(self, "estimate", estimate)
-
-    @property
-    def weight(self) -> float:
-        """The estimate the critical path uses: 1 when there is none."""
-        return 1.0 if self.estimate is None else self.estimate
-
-
-def fill_estimates(tasks: Iterable[SchedTask], learned: Mapping[str, float]) -> list[SchedTask]:
-    """``tasks`` with each missing estimate taken from ``learned`` (by canonical id).
-
-    An explicit estimate wins. A task ``learned`` does not know (its Backlog.md file
-    is missing, say) gets the median of the learned values, so that it is weighed on
-    the same scale as its neighbours rather than as one unit among minutes. An empty
-    ``learned`` returns the tasks unchanged, so no history means the scheduler
-    behaves exactly as without learning.
-    """
-    items = list(tasks)
-    if not learned:
-        return items
-    fallback = statistics.median(learned.values())
-    out: list[SchedTask] = []
-    for task in items:
-        if task.estimate is not None:
-            out.append(task)
-            continue
-        out.append(dataclasses.replace(task, estimate=learned.get(task.id, fallback)))
-    return out
 
 
 def priority_rank(priority: str | None) -> int:
@@ -145,12 +96,12 @@ def priority_rank(priority: str | None) -> int:
     return PRIORITY_RANK.get(priority.strip().lower(), _DEFAULT_RANK)
 
 
-def critical_path_lengths(tasks: Iterable[SchedTask]) -> dict[str, float]:
-    """Estimate-weighted longest chain of not-done tasks starting at each task.
+def critical_path_lengths(tasks: Iterable[SchedTask]) -> dict[str, int]:
+    """Number of tasks in the longest chain of not-done tasks starting at each task.
 
-    Done tasks get 0.0. For a not-done task it is its own estimate plus the
-    longest such chain among the not-done tasks that depend on it (members of a
-    cycle share the cycle's summed estimate plus the longest chain after it).
+    Done tasks get 0. For a not-done task it is 1 plus the longest such chain among
+    the not-done tasks that depend on it (members of a cycle share the cycle's size
+    plus the longest chain after it).
     """
     return _Graph.build(tasks).analyse()[0]
 
@@ -179,7 +130,7 @@ def rank_ready(tasks: Iterable[SchedTask], running: Collection[str] = ()) -> lis
     cp, ranks = graph.analyse()
     fan_out = graph.fan_out()
 
-    def key(task_id: str) -> tuple[int, float, int, tuple[int, ...], str]:
+    def key(task_id: str) -> tuple[int, int, int, tuple[int, ...], str]:
         return (ranks[task_id], -cp[task_id], -fan_out[task_id], *_id_key(task_id))
 
     return sorted(ready, key=key)
@@ -255,23 +206,18 @@ class _Graph:
         succ = self.dependants
         return strongly_connected(succ, lambda node: succ[node])
 
-    def analyse(self) -> tuple[dict[str, float], dict[str, int]]:
+    def analyse(self) -> tuple[dict[str, int], dict[str, int]]:
         """Critical-path length and inherited priority rank of every task, in one pass."""
-        lengths: dict[str, float] = {}
+        lengths: dict[str, int] = {}
         ranks: dict[str, int] = {}
         for tid, task in self.by_id.items():
             if task.done:
-                lengths[tid] = 0.0
+                lengths[tid] = 0
                 ranks[tid] = priority_rank(task.priority)
         for component in self.components():
             members = set(component)
             after = [n for m in component for n in self.dependants[m] if n not in members]
-            if len(component) == 1:
-                weight = self.by_id[component[0]].weight
-            else:
-                # Sum in id order so the float result does not depend on input order.
-                weight = sum(self.by_id[m].weight for m in sorted(component, key=_id_key))
-            length = weight + max((lengths[n] for n in after), default=0.0)
+            length = len(component) + max((lengths[n] for n in after), default=0)
             rank = min(
                 [priority_rank(self.by_id[m].priority) for m in component]
                 + [ranks[n] for n in after]

@@ -45,7 +45,6 @@ from scaffold.runtime.agent_runs import (
     watch_signal,
     write_run_files,
 )
-from scaffold.runtime.estimates import AGENT_STARTED
 from scaffold.runtime.prompts import PromptData
 from scaffold.runtime.run_channel import RunChannel, private_dir
 from scaffold.sandbox.confinement import Confinement, confine
@@ -192,7 +191,7 @@ class AgentJobs:
         if key == PLAN_KEY:
             self.orch.update_planning(**marks)
         else:
-            note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
+            note = f"agent started: {run.role.value} ({run.kind})"
             self.orch.update_task(key, note, sync=False, **marks)
         step_id = PLAN_STEP if key == PLAN_KEY else key
         self.orch.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)

@@ -41,7 +41,7 @@ from scaffold.core.effects import (
 )
 from scaffold.core.events import Event
 from scaffold.core.lifecycle import Limits
-from scaffold.core.scheduler import SchedTask, fill_estimates, schedule
+from scaffold.core.scheduler import SchedTask, schedule
 from scaffold.core.states import EventName, Lifecycle
 from scaffold.errors import IllegalTransition, ScaffoldError
 from scaffold.ids import PLAN_KEY
@@ -53,7 +53,6 @@ from scaffold.runtime.agent_limit import RepoAgents
 from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
-from scaffold.runtime.estimates import LearnedEstimates
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
 from scaffold.runtime.recovery import recover
 from scaffold.runtime.repo_ops import RepoOps
@@ -132,11 +131,6 @@ class Orchestrator:
         self.remote = remote
         # The state branch (scaffold.state): published in the background, never blocking.
         self.publisher = publisher
-        self.estimates = (
-            LearnedEstimates(repo, branch=publisher.branch if publisher else None, background=True)
-            if config.scheduler.learn_estimates
-            else None
-        )
         self.before_publish = before_publish
         self._publishing: asyncio.Task[None] | None = None
         self._publish_error_said: str | None = None
@@ -465,9 +459,6 @@ class Orchestrator:
             )
             for t in self.quest.tasks.values()
         ]
-        if self.estimates is not None:
-            merged = sum(1 for t in self.quest.tasks.values() if t.outcome == "merged")
-            candidates = fill_estimates(candidates, self.estimates.minutes(snapshot, merged))
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
             # Its allocation job makes the line durable before it does anything.
