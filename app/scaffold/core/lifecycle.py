@@ -115,22 +115,29 @@ def _followup(event: Event) -> NeedsRoleFollowup:
     return event.signal
 
 
+def _either(
+    yes: str, no: str, test: Callable[[TaskRecord, Event, Limits], bool]
+) -> tuple[Guard, Guard]:
+    """A guard and its negation."""
+    return Guard(yes, test), Guard(no, lambda t, e, lim: not test(t, e, lim))
+
+
 SAFETY_OK = Guard("safety_ok", lambda t, e, lim: e.safety_ok)
 # ``attempts`` counts the retries already made: an agent run is retried up to
 # ``max_attempts`` times (retried up to 3 times by default), then the task is Blocked.
-ATTEMPTS_LEFT = Guard("attempts left", lambda t, e, lim: t.attempts < lim.max_attempts)
-ATTEMPTS_EXHAUSTED = Guard("attempts used up", lambda t, e, lim: t.attempts >= lim.max_attempts)
-FIXES_LEFT = Guard("fixes left", lambda t, e, lim: t.ward_fixes < lim.max_ward_fixes)
-FIXES_EXHAUSTED = Guard("fixes used up", lambda t, e, lim: t.ward_fixes >= lim.max_ward_fixes)
-CONFLICT_FIXES_LEFT = Guard(
-    "conflict fixes left", lambda t, e, lim: t.conflict_fixes < lim.max_conflict_fixes
+ATTEMPTS_LEFT, ATTEMPTS_EXHAUSTED = _either(
+    "attempts left", "attempts used up", lambda t, e, lim: t.attempts < lim.max_attempts
 )
-CONFLICT_FIXES_EXHAUSTED = Guard(
-    "conflict fixes used up", lambda t, e, lim: t.conflict_fixes >= lim.max_conflict_fixes
+FIXES_LEFT, FIXES_EXHAUSTED = _either(
+    "fixes left", "fixes used up", lambda t, e, lim: t.ward_fixes < lim.max_ward_fixes
 )
-TARGET_BUILDS = Guard("target builds", lambda t, e, lim: _followup(e).target in BUILDING_ROLES)
-TARGET_VALIDATES = Guard(
-    "target validates", lambda t, e, lim: _followup(e).target not in BUILDING_ROLES
+CONFLICT_FIXES_LEFT, CONFLICT_FIXES_EXHAUSTED = _either(
+    "conflict fixes left",
+    "conflict fixes used up",
+    lambda t, e, lim: t.conflict_fixes < lim.max_conflict_fixes,
+)
+TARGET_BUILDS, TARGET_VALIDATES = _either(
+    "target builds", "target validates", lambda t, e, lim: _followup(e).target in BUILDING_ROLES
 )
 RESUMES_BUILDER = Guard(
     "resumes builder",
@@ -140,8 +147,9 @@ RESUMES_VALIDATOR = Guard(
     "resumes validator",
     lambda t, e, lim: bool(t.role_stack) and t.role_stack[-1].role not in BUILDING_ROLES,
 )
-NEXT_VALIDATOR = Guard("not yet reviewed", lambda t, e, lim: t.stage is not Stage.REVIEW)
-REVIEWED = Guard("reviewed", lambda t, e, lim: t.stage is Stage.REVIEW)
+REVIEWED, NEXT_VALIDATOR = _either(
+    "reviewed", "not yet reviewed", lambda t, e, lim: t.stage is Stage.REVIEW
+)
 DIAGRAM_BLOCK = Guard("blocked by diagrams", lambda t, e, lim: bool(t.missing_diagrams))
 # A retry after Blocked resumes the role that was stuck, in the state that role runs in,
 # in the task's worktree. A task blocked before it had one (the worktree could not be
@@ -179,8 +187,7 @@ def _round_allowed(t: TaskRecord, e: Event, lim: Limits) -> bool:
     return t.review_rounds < lim.max_review_rounds
 
 
-ROUNDS_LEFT = Guard("rounds left", _round_allowed)
-ROUNDS_USED_UP = Guard("rounds used up", lambda t, e, lim: not _round_allowed(t, e, lim))
+ROUNDS_LEFT, ROUNDS_USED_UP = _either("rounds left", "rounds used up", _round_allowed)
 
 
 # --------------------------------------------------------------------------- actions
@@ -259,7 +266,6 @@ def a_code_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     sig = e.signal
     assert isinstance(sig, PartiallyComplete)
-    ups = _after_signal(t, e)
     role = t.role or Role.CODEWEAVER
     run = AgentRun(
         role=role,
@@ -267,9 +273,7 @@ def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="continue",
         context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
     )
-    upd, eff = _start(t, run)
-    ups.update(upd)
-    return ups, eff
+    return _start(t, run, **_after_signal(t, e))
 
 
 def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -306,13 +310,11 @@ def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="followup",
         context=f"Requested by {t.role.display if t.role else 'scaffold'}: {sig.reason}\n{sig.context}",
     )
-    upd, eff = _start(t, run, role_stack=stack)
-    ups.update(upd)
+    ups, eff = _start(t, run, **ups, role_stack=stack)
     return ups, [StopAgent(t.id, f"role follow-up to {sig.target.display}"), *eff]
 
 
 def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    ups = _after_signal(t, e)
     frame = t.role_stack[-1]
     summary = getattr(e.signal, "summary", "") if e.signal is not None else ""
     who = t.role.display if t.role else "the follow-up role"
@@ -322,9 +324,7 @@ def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="resume_after_followup",
         context=f"{who} finished what you asked for ({frame.reason}): {summary}",
     )
-    upd, eff = _start(t, run, role_stack=t.role_stack[:-1])
-    ups.update(upd)
-    return ups, eff
+    return _start(t, run, **_after_signal(t, e), role_stack=t.role_stack[:-1])
 
 
 def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -425,7 +425,9 @@ def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
     )
 
 
-def _review_round(t: TaskRecord, e: Event, **more: Any) -> tuple[Updates, list[Effect]]:
+def a_review_round(
+    t: TaskRecord, e: Event, lim: Limits, **more: Any
+) -> tuple[Updates, list[Effect]]:
     """Start a round with every piece of waiting feedback: the builder resumes its session
     (Spiritmender, for a failed check alone) on the branch as people left it."""
     # A round whose fix could not be pushed (its branch needs a merge first) goes on as
@@ -466,10 +468,6 @@ def _review_round(t: TaskRecord, e: Event, **more: Any) -> tuple[Updates, list[E
     return upd, [SyncBranch(t.id), *eff]
 
 
-def _review_round_action(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    return _review_round(t, e)
-
-
 def a_feedback_queued(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     """Feedback while the task is at work waits for the next round (the agent goes on)."""
     return {"feedback": review.waiting(t, e.feedback)}, []
@@ -497,12 +495,24 @@ def a_rounds_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
     return {"feedback": items, "blocked_reason": reason}, [ReportBlocked(t.id, reason)]
 
 
+# What a person's retry of a Blocked task starts afresh.
+_RETRY_RESET: Updates = {
+    "attempts": 0,
+    "ward_fixes": 0,
+    "conflict_fixes": 0,
+    "blocked_reason": None,
+    "missing_diagrams": (),
+    "review_rounds": 0,
+    "ci_fixes": 0,
+}
+
+
 def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     builder = t.role is None or t.role in BUILDING_ROLES
     if t.feedback and builder and t.pr is not None and t.pr.state == "open":
         # Blocked by the round bound: a person's retry grants new rounds.
         reset = t.model_copy(update={"review_rounds": 0, "ci_fixes": 0})
-        return _review_round(reset, e, conflict_fixes=0, missing_diagrams=())
+        return a_review_round(reset, e, lim, conflict_fixes=0, missing_diagrams=())
     role = t.role or Role.CODEWEAVER
     run = AgentRun(
         role=role,
@@ -510,28 +520,12 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         kind="retry",
         context=e.detail or (t.blocked_reason or ""),
     )
-    return _start(
-        t,
-        run,
-        attempts=0,
-        ward_fixes=0,
-        conflict_fixes=0,
-        blocked_reason=None,
-        missing_diagrams=(),
-        review_rounds=0,
-        ci_fixes=0,
-    )
+    return _start(t, run, **_RETRY_RESET)
 
 
 def a_retry_allocation(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     updates: Updates = {
-        "attempts": 0,
-        "ward_fixes": 0,
-        "conflict_fixes": 0,
-        "blocked_reason": None,
-        "missing_diagrams": (),
-        "review_rounds": 0,
-        "ci_fixes": 0,
+        **_RETRY_RESET,
         "last_error": None,
         "role": None,
         "pending_run": None,
@@ -638,120 +632,66 @@ def _notes(t: TaskRecord, tail: str) -> str:
 _WORKING = (S.PROCESSING, S.TEST_VALIDATION)
 
 
+def _t(
+    source: S, event: E, target: S, action: Action, guard: Guard | None = None, name: str = ""
+) -> Transition:
+    """A row of the table, named after its event unless ``name`` says otherwise."""
+    return Transition(name or event.value, source, event, target, action, guard)
+
+
 def _rows() -> list[Transition]:
-    t = Transition
+    t = _t
     rows = [
-        t("deps_resolved", S.IDLE, E.DEPS_RESOLVED, S.READY, _nothing),
-        t("retry_requested", S.IDLE, E.RETRY_REQUESTED, S.IDLE, a_reset_outcome, NOT_MERGED),
-        t("task_selected", S.READY, E.TASK_SELECTED, S.ALLOCATING, a_task_selected, SAFETY_OK),
-        t("abort_signal", S.READY, E.ABORT_SIGNAL, S.IDLE, a_back_to_idle),
-        t("safety_limit_hit", S.READY, E.SAFETY_LIMIT_HIT, S.IDLE, a_back_to_idle),
-        t("worktree_created", S.ALLOCATING, E.WORKTREE_CREATED, S.PROCESSING, a_worktree_created),
-        t("allocation_failed", S.ALLOCATING, E.ALLOCATION_FAILED, S.BLOCKED, a_allocation_failed),
-        t("code_complete", S.PROCESSING, E.CODE_COMPLETE, S.TEST_VALIDATION, a_code_complete),
-        t("question_asked", S.PROCESSING, E.QUESTION_ASKED, S.PROCESSING, a_question_asked),
+        t(S.IDLE, E.DEPS_RESOLVED, S.READY, _nothing),
+        t(S.IDLE, E.RETRY_REQUESTED, S.IDLE, a_reset_outcome, NOT_MERGED),
+        t(S.READY, E.TASK_SELECTED, S.ALLOCATING, a_task_selected, SAFETY_OK),
+        t(S.READY, E.ABORT_SIGNAL, S.IDLE, a_back_to_idle),
+        t(S.READY, E.SAFETY_LIMIT_HIT, S.IDLE, a_back_to_idle),
+        t(S.ALLOCATING, E.WORKTREE_CREATED, S.PROCESSING, a_worktree_created),
+        t(S.ALLOCATING, E.ALLOCATION_FAILED, S.BLOCKED, a_allocation_failed),
+        t(S.PROCESSING, E.CODE_COMPLETE, S.TEST_VALIDATION, a_code_complete),
+        t(S.PROCESSING, E.QUESTION_ASKED, S.PROCESSING, a_question_asked),
+        t(S.PROCESSING, E.ANSWER_RECEIVED, S.PROCESSING, a_answer_received, AWAITING_ANSWER),
+        t(S.TEST_VALIDATION, E.EDGE_CASES_COMPLETE, S.TEST_VALIDATION, a_validator_complete),
+        t(S.TEST_VALIDATION, E.REVIEW_COMPLETE, S.DIAGRAM_CHECK, a_review_complete),
+        t(S.TEST_VALIDATION, E.WARD_PASSED, S.TEST_VALIDATION, a_ward_passed_next, NEXT_VALIDATOR),
         t(
-            "answer_received",
-            S.PROCESSING,
-            E.ANSWER_RECEIVED,
-            S.PROCESSING,
-            a_answer_received,
-            AWAITING_ANSWER,
-        ),
-        t(
-            "edge_cases_complete",
-            S.TEST_VALIDATION,
-            E.EDGE_CASES_COMPLETE,
-            S.TEST_VALIDATION,
-            a_validator_complete,
-        ),
-        t(
-            "review_complete",
-            S.TEST_VALIDATION,
-            E.REVIEW_COMPLETE,
-            S.DIAGRAM_CHECK,
-            a_review_complete,
-        ),
-        t(
-            "ward_passed",
-            S.TEST_VALIDATION,
-            E.WARD_PASSED,
-            S.TEST_VALIDATION,
-            a_ward_passed_next,
-            NEXT_VALIDATOR,
-        ),
-        t(
-            "tests_passed",
             S.TEST_VALIDATION,
             E.WARD_PASSED,
             S.DIAGRAM_CHECK,
             a_ward_passed_review,
             REVIEWED,
+            "tests_passed",
         ),
-        t("ward_failed", S.TEST_VALIDATION, E.WARD_FAILED, S.PROCESSING, a_ward_failed, FIXES_LEFT),
+        t(S.TEST_VALIDATION, E.WARD_FAILED, S.PROCESSING, a_ward_failed, FIXES_LEFT),
         t(
-            "ward_exhausted",
             S.TEST_VALIDATION,
             E.WARD_FAILED,
             S.BLOCKED,
             a_ward_exhausted,
             FIXES_EXHAUSTED,
+            "ward_exhausted",
         ),
-        t("diagrams_synced", S.DIAGRAM_CHECK, E.DIAGRAMS_SYNCED, S.PR_CREATED, a_diagrams_synced),
-        t("diagrams_missing", S.DIAGRAM_CHECK, E.DIAGRAMS_MISSING, S.BLOCKED, a_diagrams_missing),
+        t(S.DIAGRAM_CHECK, E.DIAGRAMS_SYNCED, S.PR_CREATED, a_diagrams_synced),
+        t(S.DIAGRAM_CHECK, E.DIAGRAMS_MISSING, S.BLOCKED, a_diagrams_missing),
+        t(S.BLOCKED, E.DIAGRAMS_UPDATED, S.PROCESSING, a_diagrams_updated, DIAGRAM_BLOCK),
+        t(S.BLOCKED, E.RETRY_REQUESTED, S.PROCESSING, a_retry_requested, BUILDER_BLOCKED),
+        t(S.BLOCKED, E.RETRY_REQUESTED, S.TEST_VALIDATION, a_retry_requested, VALIDATOR_BLOCKED),
+        t(S.BLOCKED, E.RETRY_REQUESTED, S.ALLOCATING, a_retry_allocation, NO_WORKTREE),
+        t(S.PR_CREATED, E.PR_APPROVED, S.MERGING, a_pr_approved),
+        t(S.PR_CREATED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
+        t(S.BLOCKED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
+        t(S.MERGING, E.MERGE_COMPLETE, S.CLEANUP, a_merge_complete),
+        t(S.MERGING, E.MERGE_CONFLICT, S.PROCESSING, a_merge_conflict, CONFLICT_FIXES_LEFT),
         t(
-            "diagrams_updated",
-            S.BLOCKED,
-            E.DIAGRAMS_UPDATED,
-            S.PROCESSING,
-            a_diagrams_updated,
-            DIAGRAM_BLOCK,
-        ),
-        t(
-            "retry_requested",
-            S.BLOCKED,
-            E.RETRY_REQUESTED,
-            S.PROCESSING,
-            a_retry_requested,
-            BUILDER_BLOCKED,
-        ),
-        t(
-            "retry_requested",
-            S.BLOCKED,
-            E.RETRY_REQUESTED,
-            S.TEST_VALIDATION,
-            a_retry_requested,
-            VALIDATOR_BLOCKED,
-        ),
-        t(
-            "retry_requested",
-            S.BLOCKED,
-            E.RETRY_REQUESTED,
-            S.ALLOCATING,
-            a_retry_allocation,
-            NO_WORKTREE,
-        ),
-        t("pr_approved", S.PR_CREATED, E.PR_APPROVED, S.MERGING, a_pr_approved),
-        t("pr_rejected", S.PR_CREATED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
-        t("pr_rejected", S.BLOCKED, E.PR_REJECTED, S.CLEANUP, a_pr_rejected),
-        t("merge_complete", S.MERGING, E.MERGE_COMPLETE, S.CLEANUP, a_merge_complete),
-        t(
-            "merge_conflict",
-            S.MERGING,
-            E.MERGE_CONFLICT,
-            S.PROCESSING,
-            a_merge_conflict,
-            CONFLICT_FIXES_LEFT,
-        ),
-        t(
-            "conflict_exhausted",
             S.MERGING,
             E.MERGE_CONFLICT,
             S.BLOCKED,
             a_conflict_exhausted,
             CONFLICT_FIXES_EXHAUSTED,
+            "conflict_exhausted",
         ),
-        t("backlog_synced", S.CLEANUP, E.BACKLOG_SYNCED, S.IDLE, a_backlog_synced),
+        t(S.CLEANUP, E.BACKLOG_SYNCED, S.IDLE, a_backlog_synced),
     ]
     # The review loop: feedback on an open pull request (a reviewer's, or a failed check)
     # sends the task back to work on the same branch, bounded; while the task is at work
@@ -760,52 +700,31 @@ def _rows() -> list[Transition]:
     for src in (S.PR_CREATED, S.MERGING):
         for ev, what in named:
             rows += [
-                t(ev.value, src, ev, S.PROCESSING, _review_round_action, ROUNDS_LEFT),
-                t(f"{what}_over_bound", src, ev, S.BLOCKED, a_rounds_exhausted, ROUNDS_USED_UP),
+                t(src, ev, S.PROCESSING, a_review_round, ROUNDS_LEFT),
+                t(src, ev, S.BLOCKED, a_rounds_exhausted, ROUNDS_USED_UP, f"{what}_over_bound"),
             ]
     for src in (S.PROCESSING, S.TEST_VALIDATION, S.DIAGRAM_CHECK, S.BLOCKED):
         for ev, what in named:
-            rows.append(t(f"{what}_kept", src, ev, src, a_feedback_queued))
+            rows.append(t(src, ev, src, a_feedback_queued, name=f"{what}_kept"))
     for src in _WORKING:
         rows += [
-            t("continue_role", src, E.CONTINUE_ROLE, src, a_continue_role),
-            t("role_followup", src, E.ROLE_FOLLOWUP, S.PROCESSING, a_role_followup, TARGET_BUILDS),
+            t(src, E.CONTINUE_ROLE, src, a_continue_role),
+            t(src, E.ROLE_FOLLOWUP, S.PROCESSING, a_role_followup, TARGET_BUILDS),
+            t(src, E.ROLE_FOLLOWUP, S.TEST_VALIDATION, a_role_followup, TARGET_VALIDATES),
+            t(src, E.FOLLOWUP_DONE, S.PROCESSING, a_followup_done, RESUMES_BUILDER),
+            t(src, E.FOLLOWUP_DONE, S.TEST_VALIDATION, a_followup_done, RESUMES_VALIDATOR),
+            t(src, E.AGENT_FAILED, src, a_retry, ATTEMPTS_LEFT, "retry_on_error"),
             t(
-                "role_followup",
-                src,
-                E.ROLE_FOLLOWUP,
-                S.TEST_VALIDATION,
-                a_role_followup,
-                TARGET_VALIDATES,
-            ),
-            t(
-                "followup_done",
-                src,
-                E.FOLLOWUP_DONE,
-                S.PROCESSING,
-                a_followup_done,
-                RESUMES_BUILDER,
-            ),
-            t(
-                "followup_done",
-                src,
-                E.FOLLOWUP_DONE,
-                S.TEST_VALIDATION,
-                a_followup_done,
-                RESUMES_VALIDATOR,
-            ),
-            t("retry_on_error", src, E.AGENT_FAILED, src, a_retry, ATTEMPTS_LEFT),
-            t(
-                "retries_exhausted",
                 src,
                 E.AGENT_FAILED,
                 S.BLOCKED,
                 a_retries_exhausted,
                 ATTEMPTS_EXHAUSTED,
+                "retries_exhausted",
             ),
         ]
     for src in ABORTABLE:
-        rows.append(t("abort_signal", src, E.ABORT_SIGNAL, S.CLEANUP, a_abort))
+        rows.append(t(src, E.ABORT_SIGNAL, S.CLEANUP, a_abort))
     return rows
 
 
