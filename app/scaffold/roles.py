@@ -45,6 +45,3 @@ ALLOWED_SIGNALS: dict[Role, frozenset[str]] = {
 
 # Roles that change code run while a task is Processing; the others validate it.
 BUILDING_ROLES = frozenset({Role.PATHSEEKER, Role.CODEWEAVER, Role.SPIRITMENDER})
-VALIDATING_ROLES = frozenset({Role.SIEGEMASTER, Role.LAWBRINGER})
-# Roles that work on the quest as a whole rather than on one task.
-PLANNING_ROLES = frozenset({Role.CHAOSWHISPERER, Role.PATHSEEKER})

@@ -63,24 +63,18 @@ class NeedsRoleFollowup(_Signal):
         return Role(self.targetRole)
 
 
-Signal = Annotated[
-    Complete | PartiallyComplete | NeedsUserInput | NeedsRoleFollowup,
-    Field(discriminator="signal"),
-]
+AnySignal = Complete | PartiallyComplete | NeedsUserInput | NeedsRoleFollowup
+Signal = Annotated[AnySignal, Field(discriminator="signal")]
 SIGNAL_TYPES = ("complete", "partially-complete", "needs-user-input", "needs-role-followup")
 
-_ADAPTER: TypeAdapter[Complete | PartiallyComplete | NeedsUserInput | NeedsRoleFollowup] = (
-    TypeAdapter(Signal)
-)
+_ADAPTER: TypeAdapter[AnySignal] = TypeAdapter(Signal)
 
 
 def signal_json_schema() -> dict[str, Any]:
     return _ADAPTER.json_schema()
 
 
-def parse_signal(
-    data: Any, *, role: Role | None = None
-) -> Complete | PartiallyComplete | NeedsUserInput | NeedsRoleFollowup:
+def parse_signal(data: Any, *, role: Role | None = None) -> AnySignal:
     """Validate a raw payload; raise :class:`SignalError` naming the first bad field."""
     if not isinstance(data, dict):
         raise SignalError("", f"a signal must be a JSON object, got {type(data).__name__}")
@@ -103,6 +97,3 @@ def parse_signal(
             "signal", f"{role.display} may not signal {sig.signal!r}; it may: {allowed}"
         )
     return sig
-
-
-AnySignal = Complete | PartiallyComplete | NeedsUserInput | NeedsRoleFollowup

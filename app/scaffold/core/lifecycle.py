@@ -545,7 +545,7 @@ def a_pr_approved(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[E
     return {"pr": pr}, [MergePullRequest(t.id)]
 
 
-def _cleanup_effects(
+def cleanup_effects(
     t: TaskRecord, status: str, notes: str, summary: str | None, keep_branch: bool
 ) -> list[Effect]:
     effects: list[Effect] = [SyncBacklog(t.id, status, notes, summary), RemoveWorktree(t.id)]
@@ -559,7 +559,7 @@ def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
         t.pr.model_copy(update={"state": "merged", "merge_sha": e.detail or None}) if t.pr else None
     )
     notes = _notes(t, f"Merged {t.branch or ''} as {e.detail[:12] if e.detail else '?'}.")
-    effects = _cleanup_effects(t, "Done", notes, t.last_summary, keep_branch=False)
+    effects = cleanup_effects(t, "Done", notes, t.last_summary, keep_branch=False)
     return {"pr": pr, "outcome": "merged", "role": None}, effects
 
 
@@ -581,7 +581,7 @@ def a_conflict_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates,
 def a_pr_rejected(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     pr = t.pr.model_copy(update={"state": "closed"}) if t.pr else None
     note = _notes(t, f"Pull request closed without merging{': ' + e.detail if e.detail else ''}.")
-    effects = _cleanup_effects(t, "To Do", note, None, keep_branch=False)
+    effects = cleanup_effects(t, "To Do", note, None, keep_branch=False)
     return {"pr": pr, "outcome": "rejected", "role": None}, effects
 
 
@@ -591,7 +591,7 @@ def a_abort(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]
     effects: list[Effect] = []
     if t.agent_running or t.pending_run is not None:
         effects.append(StopAgent(t.id, why))
-    effects += _cleanup_effects(t, "To Do", note, None, keep_branch=True)
+    effects += cleanup_effects(t, "To Do", note, None, keep_branch=True)
     return (
         {
             "outcome": "aborted",

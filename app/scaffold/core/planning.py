@@ -53,12 +53,9 @@ def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
 
 
 def _requirements_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
-    ups = _signalled(p, e)
     summary = e.signal.summary if isinstance(e.signal, Complete) else ""
     run = AgentRun(role=Role.PATHSEEKER, kind="fresh", context=summary)
-    upd, eff = _start(p, run, last_summary=summary)
-    ups.update(upd)
-    return ups, eff
+    return _start(p, run, **_signalled(p, e), last_summary=summary)
 
 
 def _plan_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
@@ -70,16 +67,13 @@ def _plan_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list
 def _continue(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
     sig = e.signal
     assert isinstance(sig, PartiallyComplete)
-    ups = _signalled(p, e)
     run = AgentRun(
         role=p.role,
         resume_session=e.session_id or p.sessions.get(p.role.value),
         kind="continue",
         context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
     )
-    upd, eff = _start(p, run)
-    ups.update(upd)
-    return ups, eff
+    return _start(p, run, **_signalled(p, e))
 
 
 def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:

@@ -8,27 +8,23 @@ any agent start into an abort at the next agent boundary.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from scaffold.core.effects import (
     CreateWorktree,
-    DeleteBranch,
     Effect,
     MergePullRequest,
     OpenPullRequest,
-    RemoveWorktree,
     RunDiagramCheck,
     RunWard,
     StartAgent,
-    SyncBacklog,
 )
 from scaffold.core.events import Event
-from scaffold.core.lifecycle import Limits, decide
+from scaffold.core.lifecycle import Limits, cleanup_effects, decide
 from scaffold.core.planning import decide_planning
-from scaffold.core.states import ABORTABLE, IN_FLIGHT, EventName, Lifecycle
+from scaffold.core.states import ABORTABLE, EventName, Lifecycle
 from scaffold.errors import UnknownQuestion, UnknownTask
 from scaffold.quest.model import HistoryEntry, Quest, Question, QuestPhase, TaskRecord
 from scaffold.roles import Role
@@ -292,17 +288,7 @@ def due_effects(task: TaskRecord) -> list[Effect]:
         return [MergePullRequest(task.id)]
     if s is Lifecycle.CLEANUP:
         if task.outcome == "merged":
-            return [
-                SyncBacklog(task.id, "Done", "", task.last_summary),
-                RemoveWorktree(task.id),
-                DeleteBranch(task.id),
-            ]
-        effects: list[Effect] = [SyncBacklog(task.id, "To Do", ""), RemoveWorktree(task.id)]
-        if task.outcome == "rejected":
-            effects.append(DeleteBranch(task.id))
-        return effects
+            return cleanup_effects(task, "Done", "", task.last_summary, keep_branch=False)
+        keep = task.outcome != "rejected"
+        return cleanup_effects(task, "To Do", "", None, keep_branch=keep)
     return []
-
-
-def in_flight(tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
-    return [t for t in tasks if t.state in IN_FLIGHT]

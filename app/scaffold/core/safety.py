@@ -1,39 +1,14 @@
 """Safety limits of one scaffold run: cost, time, consecutive failures, abort.
 
-Seed 004's orchestrator checks, before any task leaves Ready, that the run is
-still within its budgets ("task_selected & safety_ok"); when one is exhausted
-(or a person aborts) the transition taken is ``Ready -> Idle`` on
-``safety_limit_hit`` or ``abort_signal``. This module holds those rules as pure
-data and functions: the ledger is a frozen value the runtime builds from the quest,
-and the current time is always passed in (no clock is read here).
-
-The limits (``safety.*`` in ``.github/scaffold.yml``):
-
-* cost: ``max_cost_usd``, default $5.00 per run. Spent money is the sum of the
-  costs the agent runs report.
-* time: ``max_hours``, default 4 h of wall-clock time since the run started.
-* consecutive failures: ``max_consecutive_failures``, default 3. A failure is an
-  agent run or a task attempt that ended in error (crash, stuck, retries used
-  up); any success resets the count.
-* abort: a person asked the run to stop (``scaffold abort``, or an abort in App
-  mode). An abort is sticky for the run and keeps its first reason.
-
-A limit is hit when the figure *reaches* it (``>=``): $5.00 spent of $5.00 stops.
-
-What :func:`check` returning ``ok=False`` means for the runtime:
-
-* Stops: no new task starts. Tasks that are Ready go back to Idle with the
-  event ``safety_limit_hit`` (a budget) or ``abort_signal`` (an abort), and the
-  scheduler is not asked for more work.
-* Keeps running, on a budget limit: tasks already running finish their current
-  agent run (and the Ward, review and PR steps that do not start another agent),
-  so no work half-written into a worktree is thrown away; they start no further
-  agent run. On an abort, running agents are stopped (their process groups
-  killed) and their tasks go back to Idle, worktrees kept so nothing is lost.
-* Recorded: the verdict's ``reason`` is a sentence for a person (e.g. "cost
-  budget reached: $5.02 spent of $5.00") and ``limit`` names the rule
-  (:class:`Limit`); the runtime writes both to the quest file, shows them in
-  ``scaffold status`` and in App mode on the issue, and exits with code 4.
+Before a task leaves Ready the orchestrator asks :func:`check` whether the run is
+still within ``safety.*`` of ``.github/scaffold.yml``: ``max_cost_usd`` (the summed
+cost agent runs report), ``max_hours`` (wall-clock time since the run started) and
+``max_consecutive_failures`` (agent runs or attempts that ended in error; any success
+resets the count), or a person aborted (sticky, first reason kept). A limit is hit
+when the figure *reaches* it. Then no new task starts (Ready tasks go back to Idle on
+``safety_limit_hit`` or ``abort_signal``); on a budget limit running agents finish
+their current run, on an abort they are stopped. The verdict's ``reason`` is a
+sentence for a person and ``limit`` names the rule. Pure: the time is passed in.
 """
 
 from __future__ import annotations
