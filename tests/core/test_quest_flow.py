@@ -30,7 +30,6 @@ from scaffold.core.quest_flow import (
     apply_planning_event,
     apply_task_event,
     due_effects,
-    in_flight,
     stop_quest,
 )
 from scaffold.core.states import IN_FLIGHT, Stage
@@ -365,8 +364,3 @@ def test_due_effects_redo_what_the_last_decision_asked() -> None:
         step.quest, "TASK-1", task_signal(step.quest, "TASK-1", "complete"), LIM, NOW
     )
     assert list(step.effects) == due_effects(step.quest.tasks["TASK-1"]) == [RunWard("TASK-1")]
-
-
-def test_in_flight() -> None:
-    tasks = [TaskRecord(id=f"T-{i}", state=s) for i, s in enumerate(S)]
-    assert {t.state for t in in_flight(tasks)} == IN_FLIGHT
