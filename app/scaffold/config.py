@@ -36,12 +36,12 @@ RoleName = Literal[
 NonNegative = Annotated[float, Field(ge=0)]
 
 
+def _listed(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _argv(value: Any) -> Any:
-    if isinstance(value, str):
-        return tuple(shlex.split(value))
-    if isinstance(value, list):
-        return tuple(value)
-    return value
+    return tuple(shlex.split(value)) if isinstance(value, str) else _listed(value)
 
 
 def _program_named(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
@@ -108,12 +108,9 @@ class DiagramsConfig(_Section):
     data_model_sources: tuple[str, ...] = _DIAGRAMS.data_model_sources
     state_enum_suffixes: tuple[str, ...] = _DIAGRAMS.state_enum_suffixes
 
-    @field_validator(
+    _as_tuple = field_validator(
         "source_roots", "ignore", "data_model_sources", "state_enum_suffixes", mode="before"
-    )
-    @classmethod
-    def _as_tuple(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
+    )(_listed)
 
 
 class MergeConfig(_Section):
@@ -157,10 +154,7 @@ class SandboxConfig(_Section):
     # Hosts an agent may reach besides the model API (``host`` = port 443, or ``host:port``).
     allow_domains: tuple[str, ...] = ()
 
-    @field_validator("allow_domains", mode="before")
-    @classmethod
-    def _domains_tuple(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
+    _domains_tuple = field_validator("allow_domains", mode="before")(_listed)
 
     @field_validator("allow_domains")
     @classmethod
@@ -214,17 +208,7 @@ class ScaffoldConfig(_Section):
     @field_validator("ward", mode="before")
     @classmethod
     def _ward_argv(cls, value: Any) -> Any:
-        if not isinstance(value, list):
-            return value
-        out: list[Any] = []
-        for item in value:
-            if isinstance(item, str):
-                out.append(tuple(shlex.split(item)))
-            elif isinstance(item, list):
-                out.append(tuple(item))
-            else:
-                out.append(item)
-        return tuple(out)
+        return tuple(_argv(item) for item in value) if isinstance(value, list) else value
 
 
 _TYPE_NAMES = {
