@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,8 +35,8 @@ OUTPUT_TAIL_BYTES = 20 * 1024
 # argv and environment -> the sandboxed argv and environment.
 CommandWrap = Callable[[Sequence[str], Mapping[str, str]], tuple[list[str], dict[str, str]]]
 KILL_GRACE_S = 2.0
-# How long to keep reading after a command exits while something it started
-# still holds the output pipe open.
+# How long to keep reading after a command's group is gone while something that left
+# the group still holds the output pipe open.
 _DRAIN_AFTER_EXIT_S = 0.5
 
 
@@ -157,39 +157,25 @@ def run_command(
         return started
     proc = started
     assert proc.stdout is not None
-    fd = proc.stdout.fileno()
     tail = _Tail(tail_bytes)
-    deadline = start + timeout_s
+    reader = threading.Thread(target=_read_into, args=(proc.stdout.fileno(), tail), daemon=True)
+    reader.start()
     timed_out = False
-    exited_at: float | None = None
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
-                break
-            if exited_at is None and now >= deadline:
-                timed_out = True
-                break
-            wait = min(0.2, max(0.0, deadline - now))
-            if sel.select(timeout=wait):
-                data = os.read(fd, 65536)
-                if not data:
-                    break  # every writer closed the pipe
-                tail.add(data)
-    if timed_out:
+    try:
+        returncode = proc.wait(timeout=max(0.0, start + timeout_s - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
         _kill_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=kill_grace_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid, signal.SIGKILL)
-    returncode = proc.wait()
-    # Whatever the command left running in its group goes too.
+        returncode = proc.wait()
+    # Whatever the command left running in its group goes too, and lets go of the pipe.
     _kill_group(proc.pid, signal.SIGKILL)
-    _drain_nonblocking(fd, tail)
-    proc.stdout.close()
+    reader.join(_DRAIN_AFTER_EXIT_S)
+    if not reader.is_alive():  # else a process outside the group still holds the pipe
+        proc.stdout.close()
     duration = time.monotonic() - start
     output = tail.text()
     if timed_out:
@@ -197,15 +183,8 @@ def run_command(
     return WardCommandResult(args, returncode, output, duration, timed_out)
 
 
-def _drain_nonblocking(fd: int, tail: _Tail) -> None:
-    os.set_blocking(fd, False)
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        if not data:
-            return
+def _read_into(fd: int, tail: _Tail) -> None:
+    for data in iter(lambda: os.read(fd, 65536), b""):
         tail.add(data)
 
 
