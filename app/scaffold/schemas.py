@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,51 +23,46 @@ from scaffold.state.document import QuestStateFile
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-# Stem of each exported file (``schemas/<stem>.schema.json``), in a stable order.
-SCHEMA_NAMES = ("quest", "signal-back", "scaffold-config", "history-entry", "quest-state")
-
-
-def _with_header(schema: dict[str, Any], title: str, description: str) -> dict[str, Any]:
-    out = {"$schema": DIALECT, **schema}
-    out["title"] = title
-    out.setdefault("description", description)
-    return out
+# Stem of each exported file (``schemas/<stem>.schema.json``), in a stable order, with the
+# schema's source, title and description.
+_EXPORTS: dict[str, tuple[Callable[[], dict[str, Any]], str, str]] = {
+    "quest": (
+        Quest.model_json_schema,
+        "Quest",
+        "The scaffold quest file: requirements, tasks, sessions, questions and cost.",
+    ),
+    "signal-back": (
+        signal_json_schema,
+        "SignalBack",
+        "The payload of the signal-back MCP tool an agent calls to report its state.",
+    ),
+    "scaffold-config": (
+        ScaffoldConfig.model_json_schema,
+        "ScaffoldConfig",
+        "The .github/scaffold.yml configuration; every key is optional.",
+    ),
+    "history-entry": (
+        HistoryEntry.model_json_schema,
+        "HistoryEntry",
+        "One line of a quest's append-only journal.",
+    ),
+    "quest-state": (
+        QuestStateFile.model_json_schema,
+        "QuestStateFile",
+        "A quest's file on the state branch (quests/<id>.json, quests/done/<id>.json): "
+        "the quest, the forge's link and a bounded history.",
+    ),
+}
+SCHEMA_NAMES = tuple(_EXPORTS)
 
 
 def export_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each exported model, keyed by the stem of its file name."""
-    return {
-        "quest": _with_header(
-            Quest.model_json_schema(),
-            "Quest",
-            "The scaffold quest file: requirements, tasks, sessions, questions and cost.",
-        ),
-        "signal-back": _with_header(
-            signal_json_schema(),
-            "SignalBack",
-            "The payload of the signal-back MCP tool an agent calls to report its state.",
-        ),
-        "scaffold-config": _with_header(
-            ScaffoldConfig.model_json_schema(),
-            "ScaffoldConfig",
-            "The .github/scaffold.yml configuration; every key is optional.",
-        ),
-        "history-entry": _with_header(
-            HistoryEntry.model_json_schema(),
-            "HistoryEntry",
-            "One line of a quest's append-only journal.",
-        ),
-        "quest-state": _with_header(
-            QuestStateFile.model_json_schema(),
-            "QuestStateFile",
-            "A quest's file on the state branch (quests/<id>.json, quests/done/<id>.json): "
-            "the quest, the forge's link and a bounded history.",
-        ),
-    }
-
-
-def schema_file_name(name: str) -> str:
-    return f"{name}.schema.json"
+    out: dict[str, dict[str, Any]] = {}
+    for name, (schema, title, description) in _EXPORTS.items():
+        out[name] = {"$schema": DIALECT, **schema(), "title": title}
+        out[name].setdefault("description", description)
+    return out
 
 
 def render_schema(schema: dict[str, Any]) -> str:
@@ -77,7 +72,7 @@ def render_schema(schema: dict[str, Any]) -> str:
 
 def rendered_schemas() -> dict[str, str]:
     """File name -> file text, for every exported schema."""
-    return {schema_file_name(k): render_schema(v) for k, v in export_schemas().items()}
+    return {f"{k}.schema.json": render_schema(v) for k, v in export_schemas().items()}
 
 
 def write_schemas(directory: Path) -> list[Path]:

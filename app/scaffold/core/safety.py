@@ -20,22 +20,6 @@ from enum import StrEnum
 
 from scaffold.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_MAX_CONSECUTIVE_FAILURES",
-    "DEFAULT_MAX_COST_USD",
-    "DEFAULT_MAX_HOURS",
-    "Limit",
-    "SafetyLedger",
-    "SafetyLimits",
-    "SafetyVerdict",
-    "check",
-    "elapsed",
-]
-
-DEFAULT_MAX_COST_USD = 5.0
-DEFAULT_MAX_HOURS = 4.0
-DEFAULT_MAX_CONSECUTIVE_FAILURES = 3
-
 
 class Limit(StrEnum):
     """Which rule stopped the run; stable names, written to the quest file."""
@@ -50,9 +34,9 @@ class Limit(StrEnum):
 class SafetyLimits:
     """The budgets of one run. Refuses values that would disable a check by accident."""
 
-    max_cost_usd: float = DEFAULT_MAX_COST_USD
-    max_hours: float = DEFAULT_MAX_HOURS
-    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
+    max_cost_usd: float = 5.0
+    max_hours: float = 4.0
+    max_consecutive_failures: int = 3
 
     def __post_init__(self) -> None:
         for key, value in (("max_cost_usd", self.max_cost_usd), ("max_hours", self.max_hours)):

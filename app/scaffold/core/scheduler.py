@@ -47,18 +47,6 @@ from scaffold.core.graph import strongly_connected
 from scaffold.errors import BacklogError
 from scaffold.ids import normalize_task_id, task_sort_key
 
-__all__ = [
-    "DEFAULT_SLOTS",
-    "PRIORITY_RANK",
-    "SchedTask",
-    "critical_path_lengths",
-    "effective_priority_ranks",
-    "priority_rank",
-    "rank_ready",
-    "ready_tasks",
-    "schedule",
-]
-
 DEFAULT_SLOTS = 3
 
 # Lower rank starts first. Unknown or missing priority ranks as medium.
@@ -128,10 +116,10 @@ def rank_ready(tasks: Iterable[SchedTask], running: Collection[str] = ()) -> lis
     if not ready:
         return []
     cp, ranks = graph.analyse()
-    fan_out = graph.fan_out()
 
     def key(task_id: str) -> tuple[int, int, int, tuple[int, ...], str]:
-        return (ranks[task_id], -cp[task_id], -fan_out[task_id], *_id_key(task_id))
+        fan_out = len(graph.dependants[task_id])
+        return (ranks[task_id], -cp[task_id], -fan_out, *_id_key(task_id))
 
     return sorted(ready, key=key)
 
@@ -197,15 +185,6 @@ class _Graph:
                 out.append(task.id)
         return out
 
-    def fan_out(self) -> dict[str, int]:
-        return {tid: len(deps) for tid, deps in self.dependants.items()}
-
-    def components(self) -> list[list[str]]:
-        """Strongly connected components of the not-done graph, sinks first
-        (the order the critical-path max needs)."""
-        succ = self.dependants
-        return strongly_connected(succ, lambda node: succ[node])
-
     def analyse(self) -> tuple[dict[str, int], dict[str, int]]:
         """Critical-path length and inherited priority rank of every task, in one pass."""
         lengths: dict[str, int] = {}
@@ -214,7 +193,9 @@ class _Graph:
             if task.done:
                 lengths[tid] = 0
                 ranks[tid] = priority_rank(task.priority)
-        for component in self.components():
+        # Strongly connected components of the not-done graph come out sinks first.
+        succ = self.dependants
+        for component in strongly_connected(succ, lambda node: succ[node]):
             members = set(component)
             after = [n for m in component for n in self.dependants[m] if n not in members]
             length = len(component) + max((lengths[n] for n in after), default=0)

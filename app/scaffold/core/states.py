@@ -30,13 +30,9 @@ ABORTABLE = (
 )
 # States in which the task owns a worktree (and maybe a running agent).
 IN_FLIGHT = frozenset({*ABORTABLE, Lifecycle.MERGING, Lifecycle.CLEANUP})
-# The states in which a task holds one of the N slots: a slot is an agent at work, so
-# the task takes it when selected and gives it back once its agents are done (review
-# complete), while scaffold alone checks diagrams, opens the pull request, merges and
-# cleans up. A question parks the task, freeing it too. A task that goes back to its
-# agents from a state that holds no slot (a merge conflict, a diagram fix, a retry) is
-# counted again at once; the orchestrator's agent permits keep the agents at work at
-# ``slots`` even then.
+# The states in which a task holds one of the N slots (an agent at work): taken when
+# selected, given back once its agents are done; DiagramCheck, the pull request, the
+# merge and the clean-up hold none. A task parked on a question frees its slot too.
 HOLDS_SLOT = frozenset(
     {
         Lifecycle.ALLOCATING,
