@@ -60,7 +60,6 @@ class Limits:
     max_attempts: int = 3
     max_ward_fixes: int = 3
     max_conflict_fixes: int = 2
-    auto_fix_diagrams: bool = True
     max_review_rounds: int = 5  # review.max_rounds
     max_ci_fixes: int = 2  # ci.max_fixes
 
@@ -198,29 +197,21 @@ def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, li
     return updates, [StartAgent(task.id, run)]
 
 
-def _record_signal(task: TaskRecord, event: Event) -> tuple[SignalEntry, ...]:
-    if event.signal is None or event.at is None or event.role is None:
-        return task.signals
-    entry = SignalEntry(
-        at=event.at,
-        role=event.role,
-        session_id=event.session_id,
-        signal=event.signal.model_dump(),
-    )
-    return (*task.signals, entry)
-
-
-def _sessions(task: TaskRecord, event: Event) -> dict[str, str]:
-    if event.session_id and task.role is not None:
-        return {**task.sessions, task.role.value: event.session_id}
-    return dict(task.sessions)
-
-
 def _after_signal(task: TaskRecord, event: Event) -> Updates:
     """Bookkeeping every accepted signal does: history, session, attempts reset."""
+    signals = task.signals
+    if event.signal is not None and event.at is not None and event.role is not None:
+        dump = event.signal.model_dump()
+        signals = (
+            *signals,
+            SignalEntry(at=event.at, role=event.role, session_id=event.session_id, signal=dump),
+        )
+    sessions = dict(task.sessions)
+    if event.session_id and task.role is not None:
+        sessions[task.role.value] = event.session_id
     return {
-        "signals": _record_signal(task, event),
-        "sessions": _sessions(task, event),
+        "signals": signals,
+        "sessions": sessions,
         "attempts": 0,
         "agent_running": False,
         "pending_run": None,
@@ -807,13 +798,13 @@ def decide(task: TaskRecord, event: Event, limits: Limits | None = None) -> Deci
 # --------------------------------------------------------------------------- diagram
 
 
+def state_diagram(initial: str, edges: Iterable[tuple[str, str, str]]) -> str:
+    """A Mermaid state diagram of ``(source, target, label)`` edges, each once, in order."""
+    lines = ["stateDiagram-v2", f"    [*] --> {initial}"]
+    lines += dict.fromkeys(f"    {src} --> {dst}: {label}" for src, dst, label in edges)
+    return "\n".join(lines) + "\n"
+
+
 def mermaid(rows: Iterable[Transition] = TABLE) -> str:
     """The state diagram of the table, in a stable order."""
-    lines = ["stateDiagram-v2", f"    [*] --> {S.IDLE.value}"]
-    seen: set[str] = set()
-    for row in rows:
-        line = f"    {row.source.value} --> {row.target.value}: {row.label}"
-        if line not in seen:
-            seen.add(line)
-            lines.append(line)
-    return "\n".join(lines) + "\n"
+    return state_diagram(S.IDLE.value, ((r.source.value, r.target.value, r.label) for r in rows))

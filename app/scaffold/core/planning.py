@@ -12,6 +12,7 @@ from typing import Any
 
 from scaffold.core.effects import AskQuestion, Effect, StartAgent
 from scaffold.core.events import Event
+from scaffold.core.lifecycle import state_diagram
 from scaffold.core.states import EventName as E
 from scaffold.errors import IllegalTransition
 from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
@@ -30,6 +31,12 @@ class PlanTransition:
     target: QuestPhase
     action: PlanAction
     when_attempts_left: bool | None = None  # guard for agent_failed rows
+
+    @property
+    def label(self) -> str:
+        if self.when_attempts_left is None:
+            return self.name
+        return f"{self.name} [attempts {'left' if self.when_attempts_left else 'used up'}]"
 
 
 @dataclass(frozen=True)
@@ -164,14 +171,5 @@ def planning_event_for(phase: QuestPhase, signal: object) -> E:
 
 def mermaid(rows: Iterable[PlanTransition] = PLAN_TABLE) -> str:
     """The state diagram of the planning phases, in table order (see ``docs/diagrams``)."""
-    lines = ["stateDiagram-v2", f"    [*] --> {P.REQUIREMENTS.value}"]
-    seen: set[str] = set()
-    for row in rows:
-        guard = ""
-        if row.when_attempts_left is not None:
-            guard = " [attempts left]" if row.when_attempts_left else " [attempts used up]"
-        line = f"    {row.source.value} --> {row.target.value}: {row.name}{guard}"
-        if line not in seen:
-            seen.add(line)
-            lines.append(line)
-    return "\n".join(lines) + "\n"
+    edges = ((r.source.value, r.target.value, r.label) for r in rows)
+    return state_diagram(P.REQUIREMENTS.value, edges)

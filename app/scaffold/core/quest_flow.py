@@ -71,12 +71,6 @@ def _entry(
     )
 
 
-def _signal_detail(event: Event) -> dict[str, Any]:
-    if event.signal is None:
-        return {}
-    return {"signal": event.signal.model_dump()}
-
-
 def _with_question(
     quest: Quest, event: Event, task_id: str | None, role: Role | None, now: datetime
 ) -> dict[str, Question]:
@@ -119,7 +113,7 @@ def apply_task_event(
             session_id=event.session_id,
             reason=event.detail[:2000] if event.detail else None,
             missing=list(event.missing) or None,
-            **_signal_detail(event),
+            signal=event.signal.model_dump() if event.signal else None,
         )
     ]
     questions = _with_question(quest, event, task_id, event.role or task.role, now)
@@ -173,7 +167,7 @@ def apply_planning_event(quest: Quest, event: Event, max_attempts: int, now: dat
         role=quest.planning.role.value,
         session_id=event.session_id,
         reason=event.detail or None,
-        **_signal_detail(event),
+        signal=event.signal.model_dump() if event.signal else None,
     )
     return Step(quest.model_copy(update=updates), decision.effects, (entry,))
 

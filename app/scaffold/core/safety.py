@@ -99,7 +99,7 @@ def check(limits: SafetyLimits, ledger: SafetyLedger, now: datetime) -> SafetyVe
         return SafetyVerdict(
             ok=False,
             reason=(
-                f"cost budget reached: {_usd(ledger.cost_usd)} spent of {_usd(limits.max_cost_usd)}"
+                f"cost budget reached: ${ledger.cost_usd:,.2f} spent of ${limits.max_cost_usd:,.2f}"
             ),
             limit=Limit.COST,
         )
@@ -126,10 +126,6 @@ def check(limits: SafetyLimits, ledger: SafetyLedger, now: datetime) -> SafetyVe
 def _require_aware(value: datetime, name: str) -> None:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
-
-
-def _usd(amount: float) -> str:
-    return f"${amount:,.2f}"
 
 
 def _duration(span: timedelta) -> str:
