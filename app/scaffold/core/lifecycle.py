@@ -66,6 +66,7 @@ class Limits:
 
 Updates = dict[str, Any]
 Action = Callable[[TaskRecord, Event, Limits], tuple[Updates, list[Effect]]]
+Predicate = Callable[[TaskRecord, Event, Limits], bool]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Guard:
     """A named predicate; the name is what the diagram and errors show."""
 
     name: str
-    test: Callable[[TaskRecord, Event, Limits], bool]
+    test: Predicate
 
     def __call__(self, task: TaskRecord, event: Event, limits: Limits) -> bool:
         return self.test(task, event, limits)
@@ -114,9 +115,7 @@ def _followup(event: Event) -> NeedsRoleFollowup:
     return event.signal
 
 
-def _either(
-    yes: str, no: str, test: Callable[[TaskRecord, Event, Limits], bool]
-) -> tuple[Guard, Guard]:
+def _either(yes: str, no: str, test: Predicate) -> tuple[Guard, Guard]:
     """A guard and its negation."""
     return Guard(yes, test), Guard(no, lambda t, e, lim: not test(t, e, lim))
 
@@ -357,15 +356,11 @@ def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, 
 
 
 def a_validator_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    ups = _after_signal(t, e)
-    ups["role"] = None
-    return ups, [RunWard(t.id)]
+    return {**_after_signal(t, e), "role": None}, [RunWard(t.id)]
 
 
 def a_review_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    ups = _after_signal(t, e)
-    ups["role"] = None
-    return ups, [RunDiagramCheck(t.id)]
+    return {**_after_signal(t, e), "role": None}, [RunDiagramCheck(t.id)]
 
 
 def a_ward_passed_next(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
