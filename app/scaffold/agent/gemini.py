@@ -38,11 +38,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scaffold.agent.backend import Backend, Invocation, RunRequest
-from scaffold.agent.stream import LineParser
-from scaffold.agent.stream_events import (
+from scaffold.agent.stream import (
     AssistantMessage,
     Event,
     JsonObject,
+    LineParser,
     ResultEvent,
     SystemInit,
     Unknown,
@@ -256,14 +256,7 @@ class GeminiParser:
         return self.session_id if self._announced else None
 
     def _init(self, data: JsonObject, session_id: str | None) -> SystemInit:
-        return SystemInit(
-            session_id=session_id,
-            tools=(),
-            mcp_servers=(),
-            model=self.model,
-            version=None,
-            raw=data,
-        )
+        return SystemInit(session_id, model=self.model, raw=data)
 
     def _message(self, data: JsonObject) -> Event:
         text = _str(data, "content") or ""
@@ -273,14 +266,7 @@ class GeminiParser:
         return UserMessage(session_id=self._known, content=(block,), raw=data)
 
     def _assistant(self, data: JsonObject, block: JsonObject) -> AssistantMessage:
-        return AssistantMessage(
-            session_id=self._known,
-            message_id=None,
-            content=(block,),
-            model=self.model,
-            error=None,
-            raw=data,
-        )
+        return AssistantMessage(self._known, (block,), data)
 
     def _result(self, data: JsonObject) -> ResultEvent:
         error = _object(data, "error")
@@ -298,13 +284,9 @@ class GeminiParser:
         return ResultEvent(
             subtype=subtype,
             is_error=failed,
-            num_turns=None,
             session_id=self._known,
-            total_cost_usd=None,
-            permission_denials=(),
             api_error_status=int(status.group(1)) if status else None,
             result=message if failed else None,
-            stop_reason=kind,
             raw=data,
             usage=_usage(stats),
             model=_model(stats, self.model),
