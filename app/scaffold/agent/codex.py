@@ -18,7 +18,7 @@ thread's running total).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -319,7 +319,7 @@ class CodexParser:
                 self._new_turn = False
         if is_tool and kind == "item.started":
             self._running.add(item_id)
-            return self._assistant([_tool_use(item)], data)
+            return AssistantMessage(self.thread_id, (_tool_use(item),), data)
         if is_tool and kind == "item.completed":
             self._running.discard(item_id)
             if not self._running:
@@ -333,7 +333,8 @@ class CodexParser:
                 return self._limit(data)
             return event
         if item_type == "agent_message" and kind == "item.completed":
-            return self._assistant([{"type": "text", "text": str(item.get("text", ""))}], data)
+            text = {"type": "text", "text": str(item.get("text", ""))}
+            return AssistantMessage(self.thread_id, (text,), data)
         return Unknown(type=f"item/{item_type}", subtype=None, session_id=self.thread_id, raw=data)
 
     def _over_limit(self) -> bool:
@@ -352,9 +353,6 @@ class CodexParser:
             usage=usage,
             limit=True,
         )
-
-    def _assistant(self, content: Iterable[JsonObject], data: JsonObject) -> AssistantMessage:
-        return AssistantMessage(self.thread_id, tuple(content), data)
 
     def _result(
         self,
