@@ -466,8 +466,14 @@ def test_a_tool_that_is_not_allowed_is_denied(claude_bin: str, workspace: Worksp
     refused = srv.requests[1].tool_result
     assert refused is not None
     assert refused.is_error
-    results = [e for e in run.events if isinstance(e, UserMessage) and e.tool_results]
-    assert results[0].tool_results[0]["is_error"] is True
+    results = [
+        b
+        for e in run.events
+        if isinstance(e, UserMessage)
+        for b in e.content
+        if b.get("type") == "tool_result"
+    ]
+    assert results[0]["is_error"] is True
     record = latest_signal(workspace.signals)
     assert record is not None
     assert isinstance(record.signal, NeedsUserInput)
