@@ -64,7 +64,7 @@ async def proc_scan(mark: Path) -> float:
         sys.executable, "-c", CHILD, str(mark), start_new_session=True
     )
     await process._wait_exited(proc)
-    process._live_members(proc.pid)
+    process._has_live_member(proc.pid)
     return time.time()
 
 

@@ -4,7 +4,7 @@ Both read the same synthetic transcript of realistic Claude Code 2.1.x stream-js
 lines (assistant text and tool_use, user tool_result, occasional init and result;
 each line 200 B to 20 KB, log-uniform, with escapes and non-ASCII text):
 
-- scaffold: `iter_events(file, StreamDecoder())` reading 64 KiB chunks: bytes framing,
+- scaffold: `StreamDecoder().feed` on 64 KiB chunks: bytes framing,
   `json` decoding, typed events and the running `StreamSummary`.
 - claude-agent-sdk: the path its subprocess transport takes for every stdout chunk,
   driven from a file instead of a pipe: 64 KiB chunks through an incremental UTF-8
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.agent.process import AgentSpec, run_agent
-from scaffold.agent.stream import DEFAULT_CHUNK_BYTES, StreamDecoder, iter_events
+from scaffold.agent.stream import DEFAULT_CHUNK_BYTES, StreamDecoder
 
 MEMORY_READERS = ("scaffold", "sdk", "scaffold_run_agent_pipe")
 RESULTS = Path(__file__).resolve().parent / "results" / "stream.json"
@@ -266,9 +266,9 @@ def read_scaffold(path: Path) -> int:
     dec = StreamDecoder()
     n = 0
     with path.open("rb", buffering=0) as fh:
-        for _ in iter_events(fh, dec, chunk_size=DEFAULT_CHUNK_BYTES):
-            n += 1
-    return n
+        while chunk := fh.read(DEFAULT_CHUNK_BYTES):
+            n += len(dec.feed(chunk))
+    return n + len(dec.finish())
 
 
 def read_sdk(path: Path) -> int:
@@ -324,8 +324,9 @@ def read_scaffold_pipe(path: Path) -> int:
     pump (CPU time counts this process only, not cat)."""
     cat = shutil.which("cat") or "/bin/cat"
     spec = AgentSpec(argv=[cat, str(path)], cwd=path.parent, stuck_timeout_s=600)
-    outcome = asyncio.run(run_agent(spec))
-    return outcome.summary.events
+    events: list[object] = []
+    asyncio.run(run_agent(spec, on_event=events.append))
+    return len(events)
 
 
 READERS: dict[str, Callable[[Path], int]] = {

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from scaffold.agent.choice import agent_for, unpriced
 from scaffold.agent.prices import SHIPPED, Price, cost_usd, price_of
-from scaffold.agent.stream_events import Usage
+from scaffold.agent.stream import Usage
 from scaffold.cli.main import cli
 from scaffold.config import parse_config
 from scaffold.core import quest_flow as qf

@@ -24,8 +24,6 @@ from scaffold.agent.process import (
 )
 from scaffold.agent.process_group import LiveChildren
 from scaffold.agent.stream import (
-    DEFAULT_CHUNK_BYTES,
-    DEFAULT_MAX_LINE_BYTES,
     AssistantMessage,
     Event,
     ResultEvent,
@@ -137,7 +135,6 @@ def test_real_claude_output_through_a_process(tmp_path: Path) -> None:
     assert outcome.ok
     assert len(events) == 6
     assert outcome.summary.session_id == "7ea34705-b514-46a9-9dee-57da0843462d"
-    assert outcome.summary.mcp_not_connected == ()
     assert outcome.summary.total_cost_usd == pytest.approx(0.0032)
 
 
@@ -157,11 +154,9 @@ def test_garbage_lines_are_noted_and_the_run_continues(tmp_path: Path) -> None:
     assert [type(e) for e in events] == [SystemInit, ResultEvent]
     assert outcome.ok
     assert outcome.summary.malformed_count == 3
-    assert [n.line_no for n in outcome.summary.malformed] == [2, 3, 4]
-    assert outcome.summary.malformed[0].excerpt == "Traceback? no, just noise"
 
 
-def test_two_megabyte_line_is_skipped_and_never_buffered(tmp_path: Path) -> None:
+def test_two_megabyte_line_is_skipped(tmp_path: Path) -> None:
     script = agent_script(
         tmp_path,
         """
@@ -176,10 +171,6 @@ def test_two_megabyte_line_is_skipped_and_never_buffered(tmp_path: Path) -> None
     assert [type(e) for e in events] == [SystemInit, AssistantMessage, ResultEvent]
     assert outcome.ok
     assert outcome.summary.malformed_count == 1
-    note = outcome.summary.malformed[0]
-    assert note.line_no == 2
-    assert "exceeds" in note.reason
-    assert outcome.summary.peak_buffered_bytes <= DEFAULT_MAX_LINE_BYTES + DEFAULT_CHUNK_BYTES
 
 
 def test_exit_without_result(tmp_path: Path) -> None:
@@ -212,7 +203,7 @@ def test_api_error_result_is_not_ok(tmp_path: Path) -> None:
     assert not outcome.ok
 
 
-def test_unknown_event_types_are_delivered_and_counted(tmp_path: Path) -> None:
+def test_unknown_event_types_are_delivered(tmp_path: Path) -> None:
     script = agent_script(
         tmp_path,
         """
@@ -225,13 +216,8 @@ def test_unknown_event_types_are_delivered_and_counted(tmp_path: Path) -> None:
     )
     outcome, events = run(spec_for(tmp_path, script))
 
-    assert sum(isinstance(e, Unknown) for e in events) == 3
-    assert outcome.summary.event_counts["unknown"] == 3
-    assert outcome.summary.unknown_types == {
-        "stream_event": 1,
-        "system/status": 1,
-        "brand_new_thing": 1,
-    }
+    unknown = [(e.type, e.subtype) for e in events if isinstance(e, Unknown)]
+    assert unknown == [("stream_event", None), ("system", "status"), ("brand_new_thing", None)]
     assert outcome.ok
 
 
@@ -264,11 +250,11 @@ def test_async_on_event_is_awaited_in_order(tmp_path: Path) -> None:
 
     async def slow_consumer(event: Event) -> None:
         await asyncio.sleep(0.01)
-        seen.append(event.kind)
+        seen.append(type(event).__name__)
 
     outcome = asyncio.run(run_agent(spec_for(tmp_path, script), on_event=slow_consumer))
     assert outcome.ok
-    assert seen == ["system_init", "assistant", "assistant", "result"]
+    assert seen == ["SystemInit", "AssistantMessage", "AssistantMessage", "ResultEvent"]
 
 
 # --- environment --------------------------------------------------------------------
@@ -504,8 +490,7 @@ def test_live_children_tracks_a_run_while_it_lasts(tmp_path: Path) -> None:
     assert len(children) == 0
 
 
-@pytest.mark.parametrize("how", ["stop_all", "kill_all"])
-def test_orchestrator_can_stop_every_live_agent(tmp_path: Path, how: str) -> None:
+def test_orchestrator_can_stop_every_live_agent(tmp_path: Path) -> None:
     pidfiles = [tmp_path / f"gc{i}.pid" for i in range(2)]
     script = agent_script(tmp_path, "spawn_grandchild(sys.argv[1])\ntime.sleep(120)\n")
     children = LiveChildren()
@@ -520,16 +505,11 @@ def test_orchestrator_can_stop_every_live_agent(tmp_path: Path, how: str) -> Non
         for p in pidfiles:
             await wait_for_file(p)
         assert len(children) == 2
-        if how == "stop_all":
-            results = await children.stop_all(terminate_wait_s=5, kill_wait_s=5)
-            assert set(results.values()) == {"terminated"}
-        else:
-            assert len(children.kill_all()) == 2
+        assert len(children.kill_all()) == 2
         return list(await asyncio.gather(*tasks))
 
     outcomes = asyncio.run(main())
-    expected = signal.SIGTERM if how == "stop_all" else signal.SIGKILL
-    assert [o.signal for o in outcomes] == [expected, expected]
+    assert [o.signal for o in outcomes] == [signal.SIGKILL, signal.SIGKILL]
     assert not any(o.stuck for o in outcomes)
     assert len(children) == 0
     for p in pidfiles:

@@ -13,10 +13,10 @@ import pytest
 
 from scaffold.agent.backend import RunRequest
 from scaffold.agent.codex import Codex, CodexParser, thread_usage
-from scaffold.agent.stream import StreamDecoder
-from scaffold.agent.stream_events import (
+from scaffold.agent.stream import (
     AssistantMessage,
     ResultEvent,
+    StreamDecoder,
     StreamLineError,
     SystemInit,
     Unknown,
@@ -186,19 +186,19 @@ def test_a_run_as_events() -> None:
     init = parse(_line("thread.started", thread_id=THREAD), 1)
     assert isinstance(init, SystemInit)
     assert init.session_id == THREAD
-    assert [(s.name, s.connected) for s in init.mcp_servers] == [("scaffold", True)]
+    assert init.mcp_servers == (("scaffold", "connected"),)
     assert isinstance(parse(_line("turn.started"), 2), Unknown)
     started = parse(_mcp("item.started", "item_0"), 3)
     assert isinstance(started, AssistantMessage)
-    assert started.tool_uses[0]["name"] == "mcp__scaffold__signal-back"
-    assert started.tool_uses[0]["input"] == {"signal": "complete"}
+    assert started.content[0]["name"] == "mcp__scaffold__signal-back"
+    assert started.content[0]["input"] == {"signal": "complete"}
     done = parse(_mcp("item.completed", "item_0"), 4)
     assert isinstance(done, UserMessage)
-    assert done.tool_results[0]["tool_use_id"] == "item_0"
-    assert not done.tool_results[0]["is_error"]
+    assert done.content[-1]["tool_use_id"] == "item_0"
+    assert not done.content[-1]["is_error"]
     text = parse(_item("item.completed", "item_1", "agent_message", text="Done."), 5)
     assert isinstance(text, AssistantMessage)
-    assert text.text == "Done."
+    assert text.content == ({"type": "text", "text": "Done."},)
     warning = parse(_line("error", message="Reconnecting... 1/2"), 6)
     assert isinstance(warning, Unknown)
     result = parse(_line("turn.completed", usage=USAGE), 7)

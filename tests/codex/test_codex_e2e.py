@@ -40,7 +40,7 @@ from claude.e2e_project import E2EProject, alive, step_pids
 from harness import isolate_git
 from scaffold.agent.choice import BACKENDS
 from scaffold.agent.prices import SHIPPED, cost_usd
-from scaffold.agent.stream_events import Usage as Tokens
+from scaffold.agent.stream import Usage as Tokens
 from scaffold.quest.model import QuestPhase
 from scaffold.runtime.session import BACKLOG_QUEST
 

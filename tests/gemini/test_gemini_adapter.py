@@ -12,7 +12,7 @@ from scaffold.agent.backend import RunRequest
 from scaffold.agent.choice import BACKENDS
 from scaffold.agent.gemini import SIGNAL_TOOL, Gemini, GeminiParser
 from scaffold.agent.prices import SHIPPED
-from scaffold.agent.stream_events import (
+from scaffold.agent.stream import (
     AssistantMessage,
     ResultEvent,
     StreamLineError,
@@ -128,7 +128,7 @@ def test_a_new_session_is_reported_once_the_model_answered() -> None:
     assert announced.session_id == SESSION
     text = parse(ANSWER, 4)
     assert isinstance(text, AssistantMessage)
-    assert (text.text, text.session_id) == ("Looking.", SESSION)
+    assert (text.content[0]["text"], text.session_id) == ("Looking.", SESSION)
 
 
 def test_a_resumed_session_is_reported_at_once() -> None:
@@ -150,7 +150,7 @@ def test_tool_calls_results_and_warnings() -> None:
         2,
     )
     assert isinstance(use, AssistantMessage)
-    assert use.tool_uses == (
+    assert use.content == (
         {"type": "tool_use", "id": "t1", "name": SIGNAL_TOOL, "input": {"signal": "complete"}},
     )
     result = parse(
@@ -163,8 +163,8 @@ def test_tool_calls_results_and_warnings() -> None:
         3,
     )
     assert isinstance(result, UserMessage)
-    assert result.tool_results[0]["is_error"] is True
-    assert result.tool_results[0]["content"] == "Tool not found"
+    assert result.content[0]["is_error"] is True
+    assert result.content[0]["content"] == "Tool not found"
     warning = parse(_line(type="error", severity="warning", message="Loop detected"), 4)
     assert isinstance(warning, Unknown)
     assert (warning.type, warning.subtype) == ("error", "warning")

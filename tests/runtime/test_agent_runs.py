@@ -102,7 +102,7 @@ def test_planners_get_their_planning_tool(tmp_path: Path, role: Role, tool: str)
 
 def _init(status: str | None) -> SystemInit:
     servers = () if status is None else (McpServer("scaffold", status),)
-    return SystemInit("s1", (), servers, "m", "2.1", {})
+    return SystemInit("s1", servers, "m")
 
 
 def test_init_without_a_connected_scaffold_server_is_a_failed_start() -> None:
@@ -153,7 +153,7 @@ def test_real_result_lines_become_history_notes() -> None:
 
 
 def test_max_turns_is_a_note_and_a_refused_start_is_the_failure() -> None:
-    res = ResultEvent("error_max_turns", True, 9, "s1", 0.1, (), None, None, None, {})
+    res = ResultEvent("error_max_turns", True, 9, "s1", 0.1)
     assert any("--max-turns after 9 turns" in n for n in result_notes(_outcome(res)))
     assert describe_failure(_outcome(None), "failed start: x") == "failed start: x"
 
@@ -199,7 +199,7 @@ def test_an_agent_never_sees_another_backends_model_key(tmp_path: Path) -> None:
 
 def test_claude_may_resume_under_a_new_session_id(tmp_path: Path) -> None:
     prepared = _prepared(tmp_path, "agent:\n  command: [claude]\n", resume="old")
-    connected = SystemInit("new", (), (McpServer("scaffold", "connected"),), "m", "2.1", {})
+    connected = SystemInit("new", (McpServer("scaffold", "connected"),), "m")
     assert start_problem(prepared, "old", connected) is None
     assert start_problem(prepared, "old", _init("pending")) is not None
 

@@ -4,9 +4,9 @@ A :class:`Backend` turns one agent run (:class:`RunRequest`: the role, the promp
 role's instructions, the model, the ``signal-back`` endpoint, the step's private
 folder) into the program's command line, its environment additions and the files it
 reads at start (:class:`Invocation`), and reads its output line by line into
-scaffold's events (:mod:`scaffold.agent.stream_events`): the session id in a
-:class:`~scaffold.agent.stream_events.SystemInit`, activity, tool calls, and a final
-:class:`~scaffold.agent.stream_events.ResultEvent` with the tokens used. Nothing
+scaffold's events (:mod:`scaffold.agent.stream`): the session id in a
+:class:`~scaffold.agent.stream.SystemInit`, activity, tool calls, and a final
+:class:`~scaffold.agent.stream.ResultEvent` with the tokens used. Nothing
 outside the adapters knows which CLI ran.
 
 Each adapter is named after the CLI it drives (:mod:`scaffold.agent.claude`, ...);

@@ -18,16 +18,16 @@ thread's running total).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from scaffold.agent.backend import Backend, Invocation, RunRequest
-from scaffold.agent.stream import LineParser
-from scaffold.agent.stream_events import (
+from scaffold.agent.stream import (
     AssistantMessage,
     Event,
     JsonObject,
+    LineParser,
     McpServer,
     ResultEvent,
     StreamLineError,
@@ -36,7 +36,6 @@ from scaffold.agent.stream_events import (
     Usage,
     UserMessage,
     count,
-    excerpt,
     load_line,
 )
 from scaffold.roles import Role
@@ -282,11 +281,11 @@ class CodexParser:
     def __call__(self, line: bytes, line_no: int) -> Event:
         data, kind = load_line(line, line_no)
         if kind == "thread.started":
-            return self._started(data, line_no, line)
+            return self._started(data, line_no)
         if kind in ("item.started", "item.updated", "item.completed"):
             item = data.get("item")
             if type(item) is not dict or type(item.get("type")) is not str:
-                raise StreamLineError(line_no, f"{kind} without an item", excerpt(line))
+                raise StreamLineError(line_no, f"{kind} without an item")
             return self._item(kind, item, data)
         if kind == "turn.completed":
             usage = data.get("usage")
@@ -301,19 +300,12 @@ class CodexParser:
         # turn.started, and `error` lines: warnings and retry notices, not failures.
         return Unknown(type=kind, subtype=None, session_id=self.thread_id, raw=data)
 
-    def _started(self, data: JsonObject, line_no: int, line: bytes) -> SystemInit:
+    def _started(self, data: JsonObject, line_no: int) -> SystemInit:
         thread = data.get("thread_id")
         if type(thread) is not str:
-            raise StreamLineError(line_no, "thread.started without a thread_id", excerpt(line))
+            raise StreamLineError(line_no, "thread.started without a thread_id")
         self.thread_id = thread
-        return SystemInit(
-            session_id=thread,
-            tools=(),
-            mcp_servers=(McpServer(SERVER_NAME, "connected"),),
-            model=None,
-            version=None,
-            raw=data,
-        )
+        return SystemInit(thread, (McpServer(SERVER_NAME, "connected"),), raw=data)
 
     def _item(self, kind: str, item: JsonObject, data: JsonObject) -> Event:
         item_id = str(item.get("id", ""))
@@ -327,7 +319,7 @@ class CodexParser:
                 self._new_turn = False
         if is_tool and kind == "item.started":
             self._running.add(item_id)
-            return self._assistant([_tool_use(item)], data)
+            return AssistantMessage(self.thread_id, (_tool_use(item),), data)
         if is_tool and kind == "item.completed":
             self._running.discard(item_id)
             if not self._running:
@@ -341,7 +333,8 @@ class CodexParser:
                 return self._limit(data)
             return event
         if item_type == "agent_message" and kind == "item.completed":
-            return self._assistant([{"type": "text", "text": str(item.get("text", ""))}], data)
+            text = {"type": "text", "text": str(item.get("text", ""))}
+            return AssistantMessage(self.thread_id, (text,), data)
         return Unknown(type=f"item/{item_type}", subtype=None, session_id=self.thread_id, raw=data)
 
     def _over_limit(self) -> bool:
@@ -361,16 +354,6 @@ class CodexParser:
             limit=True,
         )
 
-    def _assistant(self, content: Iterable[JsonObject], data: JsonObject) -> AssistantMessage:
-        return AssistantMessage(
-            session_id=self.thread_id,
-            message_id=None,
-            content=tuple(content),
-            model=None,
-            error=None,
-            raw=data,
-        )
-
     def _result(
         self,
         data: JsonObject,
@@ -386,11 +369,7 @@ class CodexParser:
             is_error=is_error,
             num_turns=self.turns,
             session_id=self.thread_id,
-            total_cost_usd=None,
-            permission_denials=(),
-            api_error_status=None,
             result=result,
-            stop_reason=None,
             raw=data,
             usage=usage,
             model=self.model,

@@ -1,33 +1,24 @@
 """The Gemini CLI backend: ``gemini -p`` with stream-json, kept hermetic by its settings.
 
-What scaffold gives each run (measured with ``@google/gemini-cli`` 0.61.0):
+Each run gets (measured with ``@google/gemini-cli`` 0.61.0):
 
-- A ``settings.json`` in the step's private folder, which is the CLI's home
-  (``GEMINI_CLI_HOME``): API-key auth (the base URL alone would select an auth type
-  ``-p`` refuses), no usage statistics (the default reports to Google and probes the
-  machine's hardware), no telemetry or update checks, one attempt per model request
-  (scaffold retries runs itself; the CLI's default is ten with back-off), no web tools,
-  ``model.maxSessionTurns`` from ``max_turns``, and scaffold's ``signal-back`` server
-  over Streamable HTTP with the run's bearer secret. Sessions
-  are stored there too (per absolute cwd), so ``--resume`` finds them on the step's
-  next run.
-- ``--allowed-mcp-server-names scaffold``: only scaffold's server, its tools declared
-  and run without a prompt; ``--skip-trust`` (a new folder is otherwise refused). That
-  flag trusts the folder for the session only once the settings are loaded, so a
-  repository's own ``.gemini/settings.json`` is not read (with
-  ``GEMINI_CLI_TRUST_WORKSPACE`` it was, and its ``mcpServers.scaffold`` replaced ours);
-  ``-m`` always (without it the CLI asks a router model first and picks its own).
-- Builders run in ``yolo`` approval mode (commands and edits in their worktree); the
-  planning roles in ``default`` mode, where ``-p`` declares only read-only tools.
-- The role's instructions and the run's data as one ``-p`` text (``whole_prompt``).
-  ``GEMINI_SYSTEM_MD`` could carry the instructions instead, but it replaces the CLI's
-  whole system prompt, which is what teaches the model its tools (edit, shell, the
-  paths it may touch): fewer tokens, worse work. A resumed run gets only the run's
-  data: its instructions are in the session already.
+- a ``settings.json`` in the step's private folder, the CLI's home (``GEMINI_CLI_HOME``,
+  where sessions are stored too, so ``--resume`` finds them): API-key auth (the base
+  URL alone selects an auth type ``-p`` refuses), no usage statistics, telemetry or
+  update checks, one attempt per model request (scaffold retries runs itself), no web
+  tools, ``model.maxSessionTurns`` from ``max_turns``, and scaffold's ``signal-back``
+  server over Streamable HTTP with the run's bearer secret;
+- ``--allowed-mcp-server-names scaffold`` and ``--skip-trust``, which trusts the folder
+  only once the settings are loaded, so a repository's own ``.gemini/settings.json``
+  cannot replace scaffold's server; ``-m`` always (without it a router model picks);
+- ``yolo`` approval mode for builders, ``default`` (read-only tools) for planners;
+- the role's instructions and the run's data as one ``-p`` text: ``GEMINI_SYSTEM_MD``
+  would replace the CLI's whole system prompt, which teaches the model its tools. A
+  resumed run gets only the run's data.
 
-The CLI's ``init`` event has no MCP status, and a server that fails to connect leaves
-the run going (exit 0) without the tool, so ``reports_mcp_status`` is False: such a
-run cannot signal, and an exit without an accepted signal is a crash, retried.
+The ``init`` event has no MCP status, and a server that fails to connect leaves the run
+going without the tool, so ``reports_mcp_status`` is False: such a run cannot signal,
+and an exit without an accepted signal is a crash, retried.
 """
 
 from __future__ import annotations
@@ -38,11 +29,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scaffold.agent.backend import Backend, Invocation, RunRequest
-from scaffold.agent.stream import LineParser
-from scaffold.agent.stream_events import (
+from scaffold.agent.stream import (
     AssistantMessage,
     Event,
     JsonObject,
+    LineParser,
     ResultEvent,
     SystemInit,
     Unknown,
@@ -199,14 +190,12 @@ def _model(stats: object, fallback: str | None) -> str | None:
 
 
 class GeminiParser:
-    """One run's stream-json lines to scaffold's events; it remembers the session id
-    and model of the ``init`` event (later events do not repeat them).
+    """One run's stream-json lines to scaffold's events, with the session id and model
+    of the ``init`` event (later events do not repeat them).
 
-    A new session is reported once the model has answered in it: the CLI keeps a
-    session whose first request failed (an API error) as nothing ``--resume`` accepts,
-    so until then the ``init`` event carries no session id (a failed run is retried
-    afresh, not resumed into an error), and the first answer's line is reported as
-    the init event instead (that line is activity only). A resumed run reports its
+    A new session is reported once the model has answered in it (the first answer's
+    line becomes the init event): a session whose first request failed is nothing
+    ``--resume`` accepts, so a failed run is retried afresh. A resumed run reports its
     session at once, so scaffold can check it is the one it asked for.
     """
 
@@ -234,7 +223,7 @@ class GeminiParser:
                 "name": _str(data, "tool_name"),
                 "input": data.get("parameters") if isinstance(data.get("parameters"), dict) else {},
             }
-            return self._assistant(data, block)
+            return AssistantMessage(self._known, (block,), data)
         if type_ == "tool_result":
             error = _object(data, "error")
             text = _str(data, "output") or _str(error, "message")
@@ -244,7 +233,7 @@ class GeminiParser:
                 "content": text or "",
                 "is_error": data.get("status") != "success",
             }
-            return UserMessage(session_id=self._known, content=(block,), raw=data)
+            return UserMessage(self._known, (block,), data)
         if type_ == "result":
             return self._result(data)
         # ``error`` (a warning: loop detected, turns, invalid stream) and anything newer.
@@ -256,31 +245,13 @@ class GeminiParser:
         return self.session_id if self._announced else None
 
     def _init(self, data: JsonObject, session_id: str | None) -> SystemInit:
-        return SystemInit(
-            session_id=session_id,
-            tools=(),
-            mcp_servers=(),
-            model=self.model,
-            version=None,
-            raw=data,
-        )
+        return SystemInit(session_id, model=self.model, raw=data)
 
     def _message(self, data: JsonObject) -> Event:
-        text = _str(data, "content") or ""
-        block = {"type": "text", "text": text}
+        block = {"type": "text", "text": _str(data, "content") or ""}
         if data.get("role") == "assistant":
-            return self._assistant(data, block)
-        return UserMessage(session_id=self._known, content=(block,), raw=data)
-
-    def _assistant(self, data: JsonObject, block: JsonObject) -> AssistantMessage:
-        return AssistantMessage(
-            session_id=self._known,
-            message_id=None,
-            content=(block,),
-            model=self.model,
-            error=None,
-            raw=data,
-        )
+            return AssistantMessage(self._known, (block,), data)
+        return UserMessage(self._known, (block,), data)
 
     def _result(self, data: JsonObject) -> ResultEvent:
         error = _object(data, "error")
@@ -298,13 +269,9 @@ class GeminiParser:
         return ResultEvent(
             subtype=subtype,
             is_error=failed,
-            num_turns=None,
             session_id=self._known,
-            total_cost_usd=None,
-            permission_denials=(),
             api_error_status=int(status.group(1)) if status else None,
             result=message if failed else None,
-            stop_reason=kind,
             raw=data,
             usage=_usage(stats),
             model=_model(stats, self.model),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scaffold.agent.stream_events import Usage
+from scaffold.agent.stream import Usage
 from scaffold.config import PriceConfig
 
 __all__ = ["SHIPPED", "Price", "cost_usd", "price_of"]

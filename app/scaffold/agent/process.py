@@ -4,19 +4,11 @@
 scrubbed environment (`agent_environment`: no GitHub or App credential ever reaches an
 agent), reads stdout through `StreamDecoder` and keeps the last 64 KiB of stderr.
 
-Every way a run can end leaves no process behind:
-
-- the agent exits: whatever is left of its process group (an MCP server it forgot) is
-  terminated, then killed;
-- the agent prints nothing on stdout for `stuck_timeout_s`: the whole group is stopped
-  and the outcome says `stuck`;
-- the caller sets `stop_requested` (say the agent signalled and then lingered): the
-  group is stopped and the outcome says `stopped`;
-- the task running `run_agent` is cancelled (or `on_event` raises): the group is
-  stopped before the exception propagates.
-
-Stopping is :func:`~scaffold.agent.process_group.stop_process_group`, and the agent's
-exit is watched there too (:mod:`scaffold.agent.process_group`).
+Every way a run can end leaves no process behind: the agent exits (what is left of its
+group, say an MCP server it forgot, is stopped), prints nothing for `stuck_timeout_s`
+(the outcome says `stuck`), is asked to stop (`stop_requested`: the outcome says
+`stopped`), or the task running `run_agent` is cancelled or `on_event` raises (the group
+is stopped before the exception propagates).
 """
 
 from __future__ import annotations
@@ -33,6 +25,7 @@ from typing import Any
 from scaffold.agent.process_group import (
     LiveChildren,
     StopResult,
+    WatchedProcess,
     _group_alive,
     _signal_group,
     _wait_exited,
@@ -186,16 +179,13 @@ async def run_agent(
 ) -> AgentRunOutcome:
     """Run the agent to the end and report how it went.
 
-    ``released``, for a process that waits to be let through (a sandbox's start gate):
-    the stuck timeout and the run's duration count from when it is set, not from the
-    spawn.
-
-    `on_event` is called with each event in order (it may be a coroutine function; it
-    is awaited, so a slow consumer slows reading, never loses events). Setting
-    `stop_requested` stops the process group and still returns an outcome (with the
-    session id seen so far), unlike cancelling the task, which stops the group and
-    re-raises. Raises `AgentError` if the process cannot be started; a crash, a stuck
-    agent or a run without a result is reported in the outcome, not raised.
+    ``released``, for a process that waits at a sandbox's start gate: the stuck timeout
+    and the run's duration count from when it is set. `on_event` is called (and
+    awaited, if a coroutine function) with each event in order. Setting
+    `stop_requested` stops the group and still returns an outcome, unlike cancelling
+    the task, which stops the group and re-raises. Raises `AgentError` if the process
+    cannot be started; a crash, a stuck agent or a run without a result is reported in
+    the outcome.
     """
     return await _AgentRun(spec, on_event, children, stop_requested, released).run()
 
@@ -207,7 +197,7 @@ class _AgentRun:
         on_event: OnEvent | None,
         children: LiveChildren | None,
         stop_requested: asyncio.Event | None,
-        released: asyncio.Event | None = None,
+        released: asyncio.Event | None,
     ) -> None:
         self.spec = spec
         self.released = released
@@ -284,7 +274,7 @@ class _AgentRun:
 
     async def _supervise(
         self,
-        proc: asyncio.subprocess.Process,
+        proc: WatchedProcess,
         stdout_task: asyncio.Task[None],
         exit_task: asyncio.Task[None],
         watchdog: asyncio.Task[None],
@@ -308,7 +298,7 @@ class _AgentRun:
         if _group_alive(proc.pid):
             self.stop = await self._stop_group(proc)
 
-    def _stop_group(self, proc: asyncio.subprocess.Process) -> Awaitable[StopResult]:
+    def _stop_group(self, proc: WatchedProcess) -> Awaitable[StopResult]:
         spec = self.spec
         return stop_process_group(
             proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
@@ -323,7 +313,7 @@ class _AgentRun:
         if stdout_task in done:
             stdout_task.result()
 
-    async def _abort(self, proc: asyncio.subprocess.Process) -> None:
+    async def _abort(self, proc: WatchedProcess) -> None:
         stopping = asyncio.ensure_future(self._stop_group(proc))
         try:
             self.stop = await asyncio.shield(stopping)

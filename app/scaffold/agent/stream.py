@@ -1,90 +1,297 @@
-"""Read an agent's stream-json output (`claude -p --output-format stream-json --verbose`).
+"""Read an agent's output: one JSON object per line, typed into events and summed up.
 
-The agent prints one JSON object per line. This module turns those bytes into typed
-events and a running `StreamSummary`, without doing any I/O of its own in the core:
+    bytes --StreamDecoder.feed--> lines --parse--> Event --> StreamSummary
 
-    bytes --StreamDecoder.feed--> lines --parse_line--> Event --> StreamSummary
-
-- `parse_line` and the event types live in :mod:`scaffold.agent.stream_events` (and
-  are exported here too). An unknown type becomes `Unknown` (consumers skip them; the
-  summary counts them). A line `parse_line` refuses (`StreamLineError`) is recorded
-  as a note and the decoder goes on: one bad line never ends a run.
-- A line longer than the cap (1 MiB by default) is consumed and discarded chunk by
-  chunk, never held whole, so memory stays flat for a 2 MB or a 1 GB line.
-- `iter_events` (a binary file or any iterable of byte chunks) and `aiter_events`
-  (an `asyncio.StreamReader`) are thin loops around the decoder.
+:func:`parse_line` types a line of Claude Code's stream-json (``claude -p --output-format
+stream-json --verbose``) by its ``type`` (and ``subtype`` for ``system``); the other
+backends bring their own parser (:data:`LineParser`) to the same events. An unknown type
+becomes :class:`Unknown` (newer CLIs add event types). A line that is not JSON, not an
+object, or has the wrong shape raises :class:`StreamLineError`; the decoder counts it
+and goes on: one bad line never ends a run. A line longer than the cap (1 MiB by
+default) is dropped chunk by chunk as it streams past, never held whole.
 
 Field names follow what Claude Code 2.1.x prints (see tests/fixtures/agent/).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
-from scaffold.agent.stream_events import (
-    EXCERPT_BYTES,
-    ApiRetry,
-    AssistantMessage,
-    Event,
-    McpServer,
-    ResultEvent,
-    StreamLineError,
-    SystemInit,
-    Unknown,
-    Usage,
-    UserMessage,
-    excerpt,
-    excerpt_of,
-    parse_line,
-)
+from scaffold.errors import AgentError
 
-if TYPE_CHECKING:
-    import asyncio
+DEFAULT_MAX_LINE_BYTES = 1024 * 1024
+DEFAULT_CHUNK_BYTES = 64 * 1024
 
-__all__ = [
-    "DEFAULT_CHUNK_BYTES",
-    "DEFAULT_MAX_LINE_BYTES",
-    "EXCERPT_BYTES",
-    "MAX_MALFORMED_NOTES",
-    "ApiRetry",
-    "AssistantMessage",
-    "Event",
-    "LineParser",
-    "MalformedLine",
-    "McpServer",
-    "ResultEvent",
-    "StreamDecoder",
-    "StreamLineError",
-    "StreamSummary",
-    "SystemInit",
-    "Unknown",
-    "Usage",
-    "UserMessage",
-    "aiter_events",
-    "iter_events",
-    "parse_line",
-]
+JsonObject = dict[str, Any]
+
+
+class StreamLineError(AgentError):
+    """One output line could not be understood."""
+
+    def __init__(self, line_no: int, reason: str) -> None:
+        super().__init__(f"stream-json line {line_no}: {reason}")
+        self.line_no = line_no
+        self.reason = reason
+
+
+# --- events -------------------------------------------------------------------------
+
+
+class McpServer(NamedTuple):
+    """One MCP server as the init event reports it."""
+
+    name: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class SystemInit:
+    """The run's first event: its session id and the MCP servers' state."""
+
+    session_id: str | None = None
+    mcp_servers: tuple[McpServer, ...] = ()
+    model: str | None = None
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """The model's text or tool calls; Claude Code prints each content block of a
+    message as its own line."""
+
+    session_id: str | None
+    content: tuple[JsonObject, ...]
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """In print mode, mostly tool results carried back to the model."""
+
+    session_id: str | None
+    content: tuple[JsonObject, ...]
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens a run used. ``input_tokens`` counts every prompt token, cached ones
+    included; ``cached_input_tokens`` says how many of them were read from a cache."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEvent:
+    """The last line of a run. An API error is `is_error: true` (subtype may still be
+    "success") with `api_error_status` set."""
+
+    subtype: str
+    is_error: bool
+    num_turns: int | None = None
+    session_id: str | None = None
+    total_cost_usd: float | None = None
+    permission_denials: tuple[JsonObject, ...] = ()
+    api_error_status: int | None = None
+    result: str | None = None
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+    # The tokens of the run, where the agent reports them; the model that used them.
+    usage: Usage | None = None
+    model: str | None = None
+    # Made by scaffold's parser, not the agent: the turn limit of a CLI that has none
+    # was passed, and the agent must be stopped.
+    turn_limit_passed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """An event type (or system subtype) scaffold does not model; kept for logs."""
+
+    type: str
+    subtype: str | None
+    session_id: str | None
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+
+
+Event = SystemInit | AssistantMessage | UserMessage | ResultEvent | Unknown
 
 # One line of an agent's output to one event (a backend's own format to scaffold's
 # events); raises StreamLineError for a line it cannot understand.
 LineParser = Callable[[bytes, int], Event]
 
-DEFAULT_MAX_LINE_BYTES = 1024 * 1024
-DEFAULT_CHUNK_BYTES = 64 * 1024
-MAX_MALFORMED_NOTES = 20
 
-# --- summary ------------------------------------------------------------------------
+# --- parsing one line ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class MalformedLine:
-    """A note about one line that was skipped."""
+class _BadShape(Exception):
+    """Internal: a known event with a field of the wrong type."""
 
-    line_no: int
-    reason: str
-    excerpt: str
+
+def _opt_str(d: JsonObject, key: str) -> str | None:
+    v = d.get(key)
+    if v is None or type(v) is str:
+        return v
+    raise _BadShape(f"{key!r} must be a string, got {type(v).__name__}")
+
+
+def _opt_int(d: JsonObject, key: str) -> int | None:
+    v = d.get(key)
+    if v is None or type(v) is int:
+        return v
+    raise _BadShape(f"{key!r} must be an integer, got {type(v).__name__}")
+
+
+def _opt_float(d: JsonObject, key: str) -> float | None:
+    v = d.get(key)
+    if v is None or type(v) is float:
+        return v
+    if type(v) is int:
+        return float(v)
+    raise _BadShape(f"{key!r} must be a number, got {type(v).__name__}")
+
+
+def _object(d: JsonObject, key: str) -> JsonObject:
+    v = d.get(key)
+    if type(v) is dict:
+        return v
+    raise _BadShape(f"{key!r} must be an object, got {type(v).__name__}")
+
+
+def _blocks(d: JsonObject, key: str) -> tuple[JsonObject, ...]:
+    v = d.get(key)
+    if v is None:
+        return ()
+    if type(v) is str:  # a plain-text user turn
+        return ({"type": "text", "text": v},)
+    if type(v) is not list:
+        raise _BadShape(f"{key!r} must be a list, got {type(v).__name__}")
+    for b in v:
+        if type(b) is not dict:
+            raise _BadShape(f"{key!r} items must be objects, got {type(b).__name__}")
+    return tuple(v)
+
+
+def count(d: JsonObject, key: str) -> int:
+    """A token count: a non-negative integer, else 0."""
+    value = d.get(key)
+    return value if type(value) is int and value >= 0 else 0
+
+
+def _claude_usage(raw: object) -> Usage | None:
+    """Claude Code's ``usage``: cache reads and writes are prompt tokens too."""
+    if not isinstance(raw, dict):
+        return None
+    cached = count(raw, "cache_read_input_tokens")
+    written = count(raw, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=count(raw, "input_tokens") + cached + written,
+        output_tokens=count(raw, "output_tokens"),
+        cached_input_tokens=cached,
+    )
+
+
+def _assistant(d: JsonObject) -> AssistantMessage:
+    msg = _object(d, "message")
+    return AssistantMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
+
+
+def _user(d: JsonObject) -> UserMessage:
+    msg = _object(d, "message")
+    return UserMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
+
+
+def _result(d: JsonObject) -> ResultEvent:
+    subtype = d.get("subtype")
+    if type(subtype) is not str:
+        raise _BadShape("result without a string 'subtype'")
+    is_error = d.get("is_error")
+    if type(is_error) is not bool:
+        raise _BadShape("result without a boolean 'is_error'")
+    return ResultEvent(
+        subtype=subtype,
+        is_error=is_error,
+        num_turns=_opt_int(d, "num_turns"),
+        session_id=_opt_str(d, "session_id"),
+        total_cost_usd=_opt_float(d, "total_cost_usd"),
+        permission_denials=_blocks(d, "permission_denials"),
+        api_error_status=_opt_int(d, "api_error_status"),
+        result=_opt_str(d, "result"),
+        raw=d,
+        usage=_claude_usage(d.get("usage")),
+    )
+
+
+def _unknown(d: JsonObject, type_: str) -> Unknown:
+    sub = d.get("subtype")
+    sid = d.get("session_id")
+    return Unknown(
+        type=type_,
+        subtype=sub if type(sub) is str else None,
+        session_id=sid if type(sid) is str else None,
+        raw=d,
+    )
+
+
+def _system(d: JsonObject) -> Event:
+    if d.get("subtype") != "init":
+        return _unknown(d, "system")
+    tools = d.get("tools") or []
+    if type(tools) is not list or not all(type(t) is str for t in tools):
+        raise _BadShape("'tools' must be a list of strings")
+    servers = []
+    for s in _blocks(d, "mcp_servers"):
+        name, status = s.get("name"), s.get("status")
+        if type(name) is not str or type(status) is not str:
+            raise _BadShape("'mcp_servers' items need string 'name' and 'status'")
+        servers.append(McpServer(name, status))
+    return SystemInit(_opt_str(d, "session_id"), tuple(servers), _opt_str(d, "model"), d)
+
+
+_BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {
+    "assistant": _assistant,
+    "user": _user,
+    "result": _result,
+    "system": _system,
+}
+
+
+def load_line(line: bytes, line_no: int) -> tuple[JsonObject, str]:
+    """One JSON-lines object and its ``type`` (every agent CLI prints these); raises
+    `StreamLineError` for anything else."""
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StreamLineError(line_no, f"not UTF-8 ({exc.reason})") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise StreamLineError(line_no, f"not JSON ({exc})") from None
+    except RecursionError:
+        raise StreamLineError(line_no, "JSON nested too deeply") from None
+    if type(data) is not dict:
+        raise StreamLineError(line_no, f"expected a JSON object, got {type(data).__name__}")
+    type_ = data.get("type")
+    if type(type_) is not str:
+        raise StreamLineError(line_no, "object without a string 'type'")
+    return data, type_
+
+
+def parse_line(line: bytes, line_no: int = 0) -> Event:
+    """Type one stream-json line (without its newline). Raises `StreamLineError`."""
+    data, type_ = load_line(line, line_no)
+    build = _BUILDERS.get(type_)
+    if build is None:
+        return _unknown(data, type_)
+    try:
+        return build(data)
+    except _BadShape as exc:
+        raise StreamLineError(line_no, f"{type_} event: {exc}") from None
+
+
+# --- the summary and the incremental decoder ---------------------------------------
 
 
 @dataclass(slots=True)
@@ -92,59 +299,26 @@ class StreamSummary:
     """What a run's output amounted to, updated as the lines arrive."""
 
     session_id: str | None = None
-    init: SystemInit | None = None
     result: ResultEvent | None = None
-    event_counts: dict[str, int] = field(default_factory=dict)
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    lines: int = 0
-    bytes_read: int = 0
     malformed_count: int = 0
-    malformed: list[MalformedLine] = field(default_factory=list)
-    peak_buffered_bytes: int = 0
 
     @property
     def total_cost_usd(self) -> float | None:
         """Cost from the last result event (Claude Code reports the run's total there)."""
         return self.result.total_cost_usd if self.result is not None else None
 
-    @property
-    def mcp_not_connected(self) -> tuple[McpServer, ...]:
-        """MCP servers the newest init event reports as anything but "connected"."""
-        return self.init.mcp_not_connected if self.init is not None else ()
-
-    @property
-    def events(self) -> int:
-        return sum(self.event_counts.values())
-
-    def note_malformed(self, line_no: int, reason: str, excerpt: str) -> None:
-        self.malformed_count += 1
-        if len(self.malformed) < MAX_MALFORMED_NOTES:
-            self.malformed.append(MalformedLine(line_no, reason, excerpt))
-
     def observe(self, event: Event) -> None:
-        kind = event.kind
-        counts = self.event_counts
-        counts[kind] = counts.get(kind, 0) + 1
         if event.session_id is not None:
             self.session_id = event.session_id
         if isinstance(event, ResultEvent):
             self.result = event
-        elif isinstance(event, SystemInit):
-            self.init = event
-        elif isinstance(event, Unknown):
-            name = f"{event.type}/{event.subtype}" if event.subtype else event.type
-            self.unknown_types[name] = self.unknown_types.get(name, 0) + 1
-
-
-# --- the incremental decoder -------------------------------------------------------
 
 
 class StreamDecoder:
     """Sans-I/O line framer and parser: feed it byte chunks, get events back.
 
-    It holds at most `max_line_bytes` of an incomplete line. A longer line is dropped
-    as it streams past (only its first 200 bytes are kept for the note), so a runaway
-    line costs no more memory than a normal one.
+    It holds at most `max_line_bytes` of an unfinished line; a longer line is counted
+    as malformed and dropped as it streams past.
     """
 
     def __init__(
@@ -159,148 +333,49 @@ class StreamDecoder:
         self.parse = parse
         self.summary = summary if summary is not None else StreamSummary()
         self._pending = bytearray()
-        self._discarding = False
-        self._discard_len = 0
-        self._discard_head = b""
+        self._dropping = False  # the line under way is too long
         self._line_no = 0
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Take the next chunk; return the events of every line it completes."""
         out: list[Event] = []
-        self.summary.bytes_read += len(chunk)
         *ends, tail = chunk.split(b"\n")
         for end in ends:
-            self._end_line(end, out)
-        if tail:
-            self._hold(tail)
+            self._hold(end)
+            self._end_line(out)
+        self._hold(tail)
         return out
 
     def finish(self) -> list[Event]:
         """End of stream: a last line without a newline still counts."""
         out: list[Event] = []
-        if self._discarding:
-            self._end_discard()
-        elif self._pending:
-            line = bytes(self._pending)
-            self._pending.clear()
-            self._take(line, out)
+        if self._pending or self._dropping:
+            self._end_line(out)
         return out
 
-    # -- internals
+    def _hold(self, part: bytes) -> None:
+        if self._dropping:
+            return
+        if len(self._pending) + len(part) > self.max_line_bytes:
+            self._dropping = True
+            self._pending.clear()
+        else:
+            self._pending += part
 
-    def _take(self, line: bytes, out: list[Event]) -> None:
+    def _end_line(self, out: list[Event]) -> None:
         self._line_no += 1
-        summary = self.summary
-        summary.lines += 1
+        line = bytes(self._pending)
+        self._pending.clear()
+        if self._dropping:
+            self._dropping = False
+            self.summary.malformed_count += 1
+            return
         if not line or line.isspace():
             return
         try:
             event = self.parse(line, self._line_no)
-        except StreamLineError as exc:
-            summary.note_malformed(exc.line_no, exc.reason, exc.excerpt)
+        except StreamLineError:
+            self.summary.malformed_count += 1
             return
-        summary.observe(event)
+        self.summary.observe(event)
         out.append(event)
-
-    def _end_line(self, part: bytes, out: list[Event]) -> None:
-        """``part`` ends the line begun by what is held (or being dropped)."""
-        pending = self._pending
-        if self._discarding:
-            self._hold(part)
-            self._end_discard()
-        elif len(pending) + len(part) > self.max_line_bytes:
-            self._line_no += 1
-            self._note_overlong(excerpt_of(pending, part), len(pending) + len(part))
-            pending.clear()
-        elif pending:
-            pending += part
-            self._note_peak()
-            line = bytes(pending)
-            pending.clear()
-            self._take(line, out)
-        else:
-            self._take(part, out)
-
-    def _hold(self, part: bytes) -> None:
-        """Keep part of an unfinished line, or start dropping it if it is too long."""
-        if self._discarding:
-            self._discard_len += len(part)
-            self._discard_head = excerpt_of(self._discard_head, part)
-            return
-        size = len(self._pending) + len(part)
-        if size > self.max_line_bytes:
-            self._discard_head = excerpt_of(self._pending, part)
-            self._discarding = True
-            self._discard_len = size
-            self._pending.clear()
-            return
-        self._pending += part
-        self._note_peak()
-
-    def _note_peak(self) -> None:
-        self.summary.peak_buffered_bytes = max(self.summary.peak_buffered_bytes, len(self._pending))
-
-    def _end_discard(self) -> None:
-        self._line_no += 1
-        self._note_overlong(self._discard_head, self._discard_len)
-        self._discarding = False
-        self._discard_len = 0
-        self._discard_head = b""
-
-    def _note_overlong(self, head: bytes, size: int) -> None:
-        self.summary.lines += 1
-        self.summary.note_malformed(
-            self._line_no,
-            f"line of {size} bytes exceeds the {self.max_line_bytes}-byte limit; discarded",
-            excerpt(head),
-        )
-
-
-# --- sources ------------------------------------------------------------------------
-
-
-@runtime_checkable
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def iter_events(
-    source: _Readable | Iterable[bytes],
-    decoder: StreamDecoder | None = None,
-    *,
-    chunk_size: int = DEFAULT_CHUNK_BYTES,
-) -> Iterator[Event]:
-    """Events from a binary file (read in `chunk_size` pieces) or an iterable of chunks.
-
-    A file is read with `.read(n)`, never iterated by line, so a huge line is never
-    materialised. Pass a `decoder` to keep its `summary` afterwards.
-    """
-    dec = decoder if decoder is not None else StreamDecoder()
-    chunks: Iterable[bytes]
-    if isinstance(source, _Readable):
-        read = source.read
-        chunks = iter(lambda: read(chunk_size), b"")
-    else:
-        chunks = source
-    for chunk in chunks:
-        yield from dec.feed(chunk)
-    yield from dec.finish()
-
-
-async def aiter_events(
-    reader: asyncio.StreamReader,
-    decoder: StreamDecoder | None = None,
-    *,
-    chunk_size: int = DEFAULT_CHUNK_BYTES,
-) -> AsyncIterator[Event]:
-    """Events from an asyncio stream, read in chunks (not `readline`, whose limit
-    would make a long line an exception instead of a note)."""
-    dec = decoder if decoder is not None else StreamDecoder()
-    while True:
-        chunk = await reader.read(chunk_size)
-        if not chunk:
-            break
-        for event in dec.feed(chunk):
-            yield event
-    for event in dec.finish():
-        yield event

@@ -96,7 +96,6 @@ def _outcome(
         permission_denials=(),
         api_error_status=None,
         result=failure or None,
-        stop_reason=None,
         raw={},
     )
     summary = StreamSummary(session_id=session_id, result=result)

@@ -17,145 +17,103 @@ start) exits 125 without running anything.
 
 Standard library only, run as ``python -I -S bridge.py``: it starts before anything of
 scaffold or the agent is imported, and writes nothing to stdout (the agent's stream).
-It sits on the hand-off path (every agent start goes through it), so it imports only
-modules built into the interpreter (``_socket``, ``_thread``, ``_signal``, ``posix``):
-``socket``, ``threading``, ``signal`` and ``subprocess`` cost some 20 ms of imports per
-agent start, twice a bare interpreter's start-up. The agent is started the way
-``subprocess.Popen(argv, close_fds=True)`` does it: ``PATH`` searched, signals Python
-ignores (SIGPIPE, SIGXFSZ) back to their defaults, descriptors above 2 closed.
+The agent is started the way ``subprocess.Popen(argv, close_fds=True)`` does it:
+``PATH`` searched, signals Python ignores (SIGPIPE, SIGXFSZ) back to their defaults,
+descriptors above 2 closed.
 """
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # built in, no stubs
-import _socket
-import _thread
-import posix
+import contextlib
+import os
+import signal
+import socket
 import sys
+import threading
 
 _CHUNK = 65536
 # Forwarded to the agent, and SIGCHLD: it has exited.
-_WATCHED = {_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGCHLD}
+_WATCHED = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
 
 
-def _quietly(call: object, *args: object) -> None:
-    """``call(*args)``, an OSError ignored (``contextlib`` is one import too many)."""
-    try:  # noqa: SIM105
-        call(*args)  # type: ignore[operator]
-    except OSError:
-        pass
-
-
-def _pump(src: _socket.socket, dst: _socket.socket) -> None:
-    try:
-        while True:
-            data = src.recv(_CHUNK)
-            if not data:
-                break
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := src.recv(_CHUNK):
             dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        _quietly(dst.shutdown, _socket.SHUT_WR)
-        _quietly(src.shutdown, _socket.SHUT_RD)
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
+    with contextlib.suppress(OSError):
+        src.shutdown(socket.SHUT_RD)
 
 
-def _serve_one(client: _socket.socket, target: str) -> None:
-    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        upstream.connect(target)
-    except OSError:
-        _quietly(client.close)
-        _quietly(upstream.close)
-        return
-    back_done = _thread.allocate_lock()
-    back_done.acquire()
-
-    def back() -> None:
+def _serve_one(client: socket.socket, target: str) -> None:
+    with client, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as upstream:
         try:
-            _pump(upstream, client)
-        finally:
-            back_done.release()
-
-    _thread.start_new_thread(back, ())
-    _pump(client, upstream)
-    back_done.acquire()
-    _quietly(client.close)
-    _quietly(upstream.close)
-
-
-def _accept_loop(listener: _socket.socket, target: str) -> None:
-    while True:
-        try:
-            fd, _ = listener._accept()  # type: ignore[attr-defined]
+            upstream.connect(target)
         except OSError:
             return
-        client = _socket.socket(fileno=fd)  # accept4(SOCK_CLOEXEC): not inherited
-        _thread.start_new_thread(_serve_one, (client, target))
+        back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+        back.start()
+        _pump(client, upstream)
+        back.join()
 
 
-def _listen(spec: str) -> tuple[_socket.socket, str]:
+def _accept_loop(listener: socket.socket, target: str) -> None:
+    while True:
+        try:
+            client, _ = listener.accept()  # close-on-exec: not inherited
+        except OSError:
+            return
+        threading.Thread(target=_serve_one, args=(client, target), daemon=True).start()
+
+
+def _listen(spec: str) -> tuple[socket.socket, str]:
     address, _, target = spec.partition("=")
     host, _, port = address.rpartition(":")
-    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    listener = _socket.socket(family, _socket.SOCK_STREAM)
-    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host.strip("[]"), int(port)))
     listener.listen(64)
     return listener, target
 
 
-def _candidates(program: str) -> list[str]:
-    """Where ``execvp`` would look for ``program`` (``os.get_exec_path`` without ``os``)."""
-    if "/" in program:
-        return [program]
-    path = posix.environ.get(b"PATH", b"/bin:/usr/bin").decode("utf-8", "surrogateescape")
-    return [f"{d or '.'}/{program}" for d in path.split(":")]
-
-
 def _exec_child(command: list[str]) -> None:
     """In the forked child (no other thread exists): become the agent, or exit 127."""
     try:
-        for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
-            _signal.signal(sig, _signal.SIG_DFL)
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _WATCHED)
-        posix.closerange(3, 1 << 20)
-        error: OSError | None = None
-        for candidate in _candidates(command[0]):
-            try:
-                posix.execv(candidate, command)
-            except OSError as exc:  # ENOENT: next directory; anything else is remembered
-                if error is None or exc.errno != 2:
-                    error = exc
-        sys.stderr.write(f"scaffold sandbox bridge: cannot start {command[0]!r}: {error}\n")
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WATCHED)
+        os.closerange(3, 1 << 20)
+        os.execvp(command[0], command)  # noqa: S606 (the agent's own argv)
+    except OSError as exc:
+        sys.stderr.write(f"scaffold sandbox bridge: cannot start {command[0]!r}: {exc}\n")
         sys.stderr.flush()
     finally:
-        posix._exit(127)
+        os._exit(127)
 
 
 def _wait_for_gate(fd: int) -> bool:
     """Block until scaffold opens the gate (a byte) or withdraws the start (EOF)."""
     try:
-        while True:
-            try:
-                return posix.read(fd, 1) != b""
-            except InterruptedError:
-                continue
+        return os.read(fd, 1) != b""  # retried on EINTR (PEP 475)
     except OSError as exc:
         sys.stderr.write(f"scaffold sandbox bridge: cannot read the gate: {exc}\n")
         return False
     finally:
-        _quietly(posix.close, fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _forward_until_exit(pid: int) -> int:
     """Pass SIGTERM, SIGINT and SIGHUP on to the agent until it exits; its wait status."""
     while True:
-        signum = _signal.sigwait(_WATCHED)
-        if signum != _signal.SIGCHLD:
-            _quietly(posix.kill, pid, signum)
+        signum = signal.sigwait(_WATCHED)
+        if signum != signal.SIGCHLD:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
             continue
-        done, status = posix.waitpid(pid, posix.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return int(status)
 
@@ -189,18 +147,18 @@ def main(argv: list[str]) -> int:
     # Blocked from before the fork, and taken one by one: a signal sent the moment the
     # agent starts is forwarded, never lost (a handler installed after the fork missed
     # it, or ran only once the agent had exited).
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, _WATCHED)
-    pid = posix.fork()  # before any thread starts: the child runs no other thread's state
+    signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
+    pid = os.fork()  # before any thread starts: the child runs no other thread's state
     if pid == 0:
         _exec_child(command)
     for listener, target in listeners:  # the threads inherit the blocked signals
-        _thread.start_new_thread(_accept_loop, (listener, target))
+        threading.Thread(target=_accept_loop, args=(listener, target), daemon=True).start()
     status = _forward_until_exit(pid)
-    code = posix.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(status)
     sys.stderr.flush()
     # Accept threads may sit in accept(); leave without waiting for them.
-    posix._exit(code if code >= 0 else 128 - code)
+    os._exit(code if code >= 0 else 128 - code)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))  # the usage and listen errors (2, 126) were exit 0 before
+    sys.exit(main(sys.argv[1:]))

@@ -77,12 +77,6 @@ class View:
                 return rule.access
         return "ro"
 
-    def visible(self, path: object) -> bool:
-        return self.access(path) != "deny"
-
-    def writable(self, path: object) -> bool:
-        return self.access(path) in ("rw", "scratch")
-
 
 def mount_args(
     view: View,
