@@ -1,31 +1,18 @@
-"""How the App reaches GitHub, and who it is and listens to there.
+"""Who scaffold listens to on GitHub, and the Action's access over a single token.
 
-``GitHubApp`` (client.py) is the self-hosted App. ``TokenAccess`` is the same surface
-over a single token, for the GitHub Action's ``event`` mode, where the workflow's
-``GITHUB_TOKEN`` stands for the installation and ``github-actions[bot]`` is the bot.
-
-Identity, never names: ``AppIdentity`` says which App scaffold is (a check run is
-scaffold's only if that App created it, whatever its name), and ``Permissions`` asks
-GitHub whether a person has write access (a delivery's claims are never taken).
+``Permissions`` asks GitHub whether a person has write access (a delivery's claims are
+never taken). ``TokenAccess`` is ``GitHubApp``'s surface over the workflow's
+``GITHUB_TOKEN`` (the Action's ``event`` mode), with ``github-actions[bot]`` as the bot.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
-
-import aiohttp
+from typing import Any
 
 from scaffold.errors import GitHubError
-from scaffold.github.client import (
-    DEFAULT_API_URL,
-    AppIdentity,
-    GitHubClient,
-    RetryingTransport,
-    repo_vars,
-)
-from scaffold.github.retry import RetryPolicy
+from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, repo_vars
 
 ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
@@ -81,19 +68,7 @@ class Permissions:
         return allowed
 
 
-class GitHubAccess(Protocol):
-    def installation(self, installation_id: int) -> GitHubClient: ...
-
-    def identity(self) -> AppIdentity: ...
-
-    async def bot_login(self) -> str: ...
-
-    async def installation_ids(self) -> list[int]: ...
-
-    async def close(self) -> None: ...
-
-
-class TokenAccess:
+class TokenAccess(GitHubAccess):
     """Every installation is the one the token belongs to."""
 
     def __init__(
@@ -104,41 +79,25 @@ class TokenAccess:
         bot: str = ACTIONS_BOT,
         app_id: int | None = None,
     ) -> None:
-        self._token = token
-        self.base_url = base_url.rstrip("/")
-        self._bot = bot
         # The App behind a plain token is not known up front: the first check run
         # scaffold creates with it says (and the Action keeps it for later runs).
-        self._identity = AppIdentity(app_id)
-        self._session: aiohttp.ClientSession | None = None
-        self._client: GitHubClient | None = None
+        super().__init__(base_url=base_url, app_id=app_id)
+        self._token = token
+        self._bot = bot
 
     def __repr__(self) -> str:
         return f"TokenAccess(base_url={self.base_url!r})"
 
     def installation(self, installation_id: int) -> GitHubClient:
-        if self._client is None:
-            self._session = aiohttp.ClientSession()
-            transport = RetryingTransport(
-                self._session, base_url=self.base_url, policy=RetryPolicy()
-            )
-            self._client = GitHubClient(transport, self._source)
-        return self._client
+        if not self._clients:
+            self._clients[0] = GitHubClient(self.transport(), self._source)
+        return self._clients[0]
 
     async def _source(self) -> str:
         return self._token
-
-    def identity(self) -> AppIdentity:
-        return self._identity
 
     async def bot_login(self) -> str:
         return self._bot
 
     async def installation_ids(self) -> list[int]:
         return []  # the repository of the workflow is known from its event
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-            self._client = None

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -57,7 +57,6 @@ class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
         self.policy = policy
         self._sleep = sleep
         self._clock = clock
-        self.retries = 0
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
@@ -86,7 +85,6 @@ class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
                 if status is None:
                     raise GitHubError(method, _path_of(url), None, failure)
                 return status, response_headers, data
-            self.retries += 1
             log.warning(
                 "github call failed; retrying",
                 extra={
@@ -159,11 +157,6 @@ class AppIdentity:
         )
 
 
-class _Auth(TypedDict):
-    jwt: str | None
-    oauth_token: str | None
-
-
 class GitHubClient:
     """REST calls authenticated by a token source (installation token, or a plain token)."""
 
@@ -180,58 +173,54 @@ class GitHubClient:
         """The current token, for git over HTTPS (never for an agent's environment)."""
         return await self._token()
 
-    async def _auth(self) -> _Auth:
-        """The ``jwt`` and ``oauth_token`` arguments: exactly one of them is set."""
-        value = await self._token()
-        return (
-            _Auth(jwt=value, oauth_token=None) if self._jwt else _Auth(jwt=None, oauth_token=value)
-        )
+    async def _auth(self) -> dict[str, str]:
+        """gidgethub's ``jwt`` or ``oauth_token`` argument."""
+        return {"jwt" if self._jwt else "oauth_token": await self._token()}
 
-    async def _call(self, method: str, path: str, coro: Awaitable[Any]) -> Any:
+    async def _call(
+        self,
+        method: str,
+        request: Callable[..., Awaitable[Any]],
+        path: str,
+        url_vars: UrlVars | None,
+        **kw: Any,
+    ) -> Any:
+        auth = await self._auth()
         try:
-            return await coro
+            return await request(path, _vars(url_vars), **kw, **auth)
         except gidgethub.HTTPException as exc:
-            status = int(exc.status_code)
-            raise GitHubError(method, path, status, _message(exc)) from None
+            raise GitHubError(method, path, int(exc.status_code), _message(exc)) from None
         except gidgethub.GitHubException as exc:
             raise GitHubError(method, path, None, str(exc)) from None
 
     async def get(self, path: str, url_vars: UrlVars | None = None) -> Any:
-        auth = await self._auth()
-        return await self._call("GET", path, self._api.getitem(path, _vars(url_vars), **auth))
+        return await self._call("GET", self._api.getitem, path, url_vars)
 
     async def get_all(
         self, path: str, url_vars: UrlVars | None = None, *, key: str = ""
     ) -> list[Any]:
         """Every page of a list endpoint (``key`` names the list in a wrapped answer)."""
-        auth = await self._auth()
 
-        async def collect() -> list[Any]:
-            pages = self._api.getiter(path, _vars(url_vars), iterable_key=key or None, **auth)
+        async def collect(path: str, url_vars: dict[str, str], **auth: str) -> list[Any]:
+            pages = self._api.getiter(path, url_vars, iterable_key=key or None, **auth)
             return [item async for item in pages]
 
-        result: list[Any] = await self._call("GET", path, collect())
+        result: list[Any] = await self._call("GET", collect, path, url_vars)
         return result
 
     async def post(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        auth = await self._auth()
         body = b"" if data is None else data
-        return await self._call(
-            "POST", path, self._api.post(path, _vars(url_vars), data=body, **auth)
-        )
+        return await self._call("POST", self._api.post, path, url_vars, data=body)
 
     async def patch(self, path: str, url_vars: UrlVars | None = None, *, data: Any) -> Any:
-        auth = await self._auth()
-        return await self._call(
-            "PATCH", path, self._api.patch(path, _vars(url_vars), data=data, **auth)
-        )
+        return await self._call("PATCH", self._api.patch, path, url_vars, data=data)
 
     async def put(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        auth = await self._auth()
         body = b"" if data is None else data
-        return await self._call(
-            "PUT", path, self._api.put(path, _vars(url_vars), data=body, **auth)
-        )
+        return await self._call("PUT", self._api.put, path, url_vars, data=body)
+
+    async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
+        await self._call("DELETE", self._api.delete, path, url_vars)
 
     async def download(self, path: str, url_vars: UrlVars | None = None) -> bytes:
         """A binary download (an artifact archive), following GitHub's redirect."""
@@ -241,10 +230,6 @@ class GitHubClient:
         if status >= 400:
             raise GitHubError("GET", path, status, body[:200].decode("utf-8", "replace"))
         return body
-
-    async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
-        auth = await self._auth()
-        await self._call("DELETE", path, self._api.delete(path, _vars(url_vars), **auth))
 
 
 def _vars(url_vars: UrlVars | None) -> dict[str, str]:
@@ -263,20 +248,19 @@ def _message(exc: gidgethub.HTTPException) -> str:
     return f"{text} {errors}" if errors else text
 
 
-class GitHubApp:
-    """The App: one aiohttp session, its JWT, and one client per installation."""
+class GitHubAccess:
+    """How the App reaches GitHub: one aiohttp session (opened on first use), who scaffold
+    is there, and a client per installation."""
 
     def __init__(
         self,
-        credentials: AppCredentials,
         *,
         base_url: str = DEFAULT_API_URL,
+        app_id: int | None = None,
         policy: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        refresh_margin_s: float = 300.0,
     ) -> None:
-        self.credentials = credentials
         self.base_url = base_url.rstrip("/")
         self.policy = policy or RetryPolicy()
         self._clock = clock
@@ -284,10 +268,7 @@ class GitHubApp:
         self._session: aiohttp.ClientSession | None = None
         self._transport: RetryingTransport | None = None
         self._clients: dict[int, GitHubClient] = {}
-        self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
-        self.tokens_minted = 0
-        self._bot_login: str | None = None
-        self._identity = AppIdentity(credentials.app_id)
+        self._identity = AppIdentity(app_id)
 
     def transport(self) -> RetryingTransport:
         if self._transport is None:
@@ -300,6 +281,46 @@ class GitHubApp:
                 clock=self._clock,
             )
         return self._transport
+
+    def identity(self) -> AppIdentity:
+        return self._identity
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        raise NotImplementedError
+
+    async def bot_login(self) -> str:
+        raise NotImplementedError
+
+    async def installation_ids(self) -> list[int]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+            self._transport = None
+            self._clients.clear()
+
+
+class GitHubApp(GitHubAccess):
+    """The self-hosted App: its JWT, and an installation token per installation."""
+
+    def __init__(
+        self,
+        credentials: AppCredentials,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        refresh_margin_s: float = 300.0,
+    ) -> None:
+        super().__init__(
+            base_url=base_url, app_id=credentials.app_id, policy=policy, clock=clock, sleep=sleep
+        )
+        self.credentials = credentials
+        self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
+        self._bot_login: str | None = None
 
     def app_client(self) -> GitHubClient:
         """Calls as the App itself (``/app``...), authenticated by a fresh JWT."""
@@ -320,9 +341,6 @@ class GitHubApp:
             self._clients[installation_id] = client
         return client
 
-    def identity(self) -> AppIdentity:
-        return self._identity
-
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""
         if self._bot_login is None:
@@ -339,12 +357,4 @@ class GitHubApp:
             "/app/installations/{installation_id}/access_tokens",
             {"installation_id": installation_id},
         )
-        self.tokens_minted += 1
         return parse_token_response(data)
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-            self._transport = None
-            self._clients.clear()

@@ -31,8 +31,7 @@ from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
 from scaffold.github.client import repo_vars
-from scaffold.github.comments import CHECK_NAME
-from scaffold.github.own_checks import already_checked
+from scaffold.github.own_checks import start_check
 from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
 
@@ -113,23 +112,11 @@ async def check_pull_request(
     where = repo_vars(ctx.full_name)
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    # One check run per head: the quest's own report may be checking it at this moment
-    # (a re-run asked for by a person, ``force``, always makes a new one).
-    claimed = ctx.app.claim_check(ctx.full_name, head_sha)
-    if not force and not claimed:
+    run = await start_check(
+        ctx.client, ctx.app, ctx.full_name, head_sha, {"status": "in_progress"}, force=force
+    )
+    if run is None:
         return None
-    try:
-        if not force and await already_checked(ctx.client, where, head_sha, ctx.app):
-            return None
-        run = await ctx.client.post(
-            "/repos/{owner}/{repo}/check-runs",
-            where,
-            data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
-        )
-    except BaseException:
-        ctx.app.release_check(ctx.full_name, head_sha)
-        raise
-    ctx.app.learn(run)
     try:
         await _fetch_head(ctx, pr, head_sha)
         base_ref = f"origin/{pr['base']['ref']}"

@@ -46,7 +46,7 @@ from scaffold.github.comments import (
     render_question,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.own_checks import already_checked
+from scaffold.github.own_checks import start_check
 from scaffold.github.round_answers import answer_round
 from scaffold.github.status_comment import StatusComment
 from scaffold.github.trust import approved_head, same_repository
@@ -249,7 +249,7 @@ class GitHubForge:
             # fix goes to Ward, not to Lawbringer: no review of it is claimed.
             if current is None or current.kind != "ci":
                 await self._post_review(number, head_sha, task)
-            await self.report_diagram_check(head_sha, task)
+            await self.report_diagram_check(head_sha)
         if current is not None:
             await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
         record = PullRequest(
@@ -383,31 +383,12 @@ class GitHubForge:
             },
         )
 
-    async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
-        """DiagramCheck passed in the orchestrator before the PR: say so as a check run
-        (once per head: a restart re-opening the PR does not add another)."""
-        repo = self.checkout.full_name
-        if not self.app.claim_check(repo, head_sha):
-            return  # the pull request handler checks this head (or this forge already did)
-        try:
-            if await already_checked(self.gh, self.repo_vars, head_sha, self.app):
-                return
-            summary = "Every diagram this change requires is in sync."
-            created = await self.gh.post(
-                "/repos/{owner}/{repo}/check-runs",
-                self.repo_vars,
-                data={
-                    "name": CHECK_NAME,
-                    "head_sha": head_sha,
-                    "status": "completed",
-                    "conclusion": "success",
-                    "output": {"title": "Diagrams in sync", "summary": summary},
-                },
-            )
-        except BaseException:
-            self.app.release_check(repo, head_sha)
-            raise
-        self.app.learn(created)
+    async def report_diagram_check(self, head_sha: str) -> None:
+        """DiagramCheck passed in the orchestrator before the PR: say so as a check run."""
+        summary = "Every diagram this change requires is in sync."
+        output = {"title": "Diagrams in sync", "summary": summary}
+        data = {"status": "completed", "conclusion": "success", "output": output}
+        await start_check(self.gh, self.app, self.checkout.full_name, head_sha, data)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         number = self._pr_number(quest, task)

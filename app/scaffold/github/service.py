@@ -26,9 +26,8 @@ from typing import Any
 
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import issue_routes, pr_routes, review_routes
-from scaffold.github.access import GitHubAccess
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import repo_vars
+from scaffold.github.client import GitHubAccess, repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
 from scaffold.github.runner import FINISHED, QuestRunner, RepoContext
