@@ -1,20 +1,11 @@
-"""The App's own working copy of each repository it works on.
+"""The App's own clone of each repository it works on, under the server's state folder.
 
-One clone per repository under the server's state folder. Agents run in worktrees of
-this clone, so they can write its common ``.git`` (config, hooks): nothing there is
-trusted when a token is about to be used. Every fetch and push goes through
-:func:`~scaffold.git.runner.run_remote_git`: the repository's config is audited first
-(a key an agent could have planted is refused by name), hooks and fsmonitor are off,
-system and global config are not read, and the remote is the clone URL the App got from
-GitHub (never ``remote.origin.url``, which an agent can rewrite). The installation
-token reaches git only through the environment of the one git process that needs it
-(``GIT_CONFIG_*`` setting ``http.<clone url>.extraHeader``): it is never written to
-``.git/config``, never on a command line, and never in an agent's environment.
-
-The local default branch is the remote one plus scaffold's own bookkeeping commits
-(Backlog.md task files and statuses); task branches start from it, so each pull request
-carries the Backlog.md changes of its task and a protected default branch is never
-pushed to directly.
+Agents run in worktrees of this clone and can write its ``.git``, so every fetch and push
+goes through :func:`~scaffold.git.runner.run_remote_git` (config audited, no hooks, the
+clone URL GitHub gave, never ``remote.origin.url``), and the installation token reaches
+only the one git process that needs it (never ``.git/config``, a command line or an
+agent). The local default branch is the remote one plus scaffold's Backlog.md commits;
+task branches start from it, so a protected default branch is never pushed to.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The REST client: gidgethub over one aiohttp session, with retries and App auth.
 
-``GitHubClient`` is what the rest of the App calls (``get``, ``get_all``, ``post``,
-``patch``, ``put``, ``delete``); paths are URI templates filled from ``url_vars``
-(gidgethub escapes them), never absolute URLs taken from a payload, so
-``SCAFFOLD_GITHUB_URL`` decides where every request goes. Failures that deserve it are
-retried at the transport (see ``retry.py``); what is left raises ``GitHubError`` with
-the status. ``GitHubApp`` owns the session, the App JWT and one client per
-installation.
+Paths are URI templates filled from ``url_vars`` (gidgethub escapes them), never
+absolute URLs taken from a payload, so ``SCAFFOLD_GITHUB_URL`` decides where every
+request goes. Failures that deserve it are retried at the transport (``retry.py``);
+what is left raises ``GitHubError`` with the status.
 """
 
 from __future__ import annotations
@@ -39,6 +36,16 @@ def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
     """The ``owner`` and ``repo`` URL variables of ``full_name``, with ``more``."""
     owner, _, name = full_name.partition("/")
     return {"owner": owner, "repo": name, **more}
+
+
+async def post_comment(client: GitHubClient, full_name: str, number: int, body: str) -> int:
+    """Comment on issue or pull request ``number``; the new comment's id."""
+    data = await client.post(
+        "/repos/{owner}/{repo}/issues/{number}/comments",
+        repo_vars(full_name, number=number),
+        data={"body": body},
+    )
+    return int(data["id"])
 
 
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
@@ -115,9 +122,7 @@ class AppIdentity:
 
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
-        # (repository, head sha) whose ``scaffold/diagram-check`` run a caller of this
-        # process has taken: the quest's report and the pull request handler share one
-        # identity, so the one that comes second sees it at once, before any API call.
+        # (repository, head sha) whose check run a caller of this process has taken.
         self._checked: dict[tuple[str, str], None] = {}
         self._lock = threading.Lock()
 
@@ -125,8 +130,7 @@ class AppIdentity:
         return f"AppIdentity(app_id={self.app_id})"
 
     def learn(self, created: Mapping[str, Any]) -> None:
-        """A check run scaffold itself just created names its App (for a plain token,
-        whose App is not known before)."""
+        """Learn the App from a check run scaffold just created (a plain token's App)."""
         app = created.get("app")
         if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
             self.app_id = int(app["id"])

@@ -1,9 +1,4 @@
-"""``/scaffold`` commands, from a writer, in an issue comment or on a task's pull request.
-
-``status`` rewrites the status comment now, ``abort`` stops the quest, ``retry <task>``
-starts a blocked task again; ``fix`` belongs on a task's pull request (``review_routes``);
-anything else is answered with the usage.
-"""
+"""``/scaffold`` commands from a writer, in an issue comment or on a task's pull request."""
 
 from __future__ import annotations
 

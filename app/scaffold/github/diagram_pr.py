@@ -1,21 +1,11 @@
 """DiagramCheck on any pull request of an installed repository, as a GitHub check.
 
-For each new head of a pull request (opened, synchronize, reopened, a check suite
-requested, a re-run asked for), the App fetches the head into its clone, runs the
-analyzer between the base branch and the head (with ``diagrams`` from the DEFAULT
-branch's ``.github/scaffold.yml``, so a pull request cannot relax its own check), and
-reports:
-
-- a check run ``scaffold/diagram-check`` with a summary and annotations on the lines
-  that need a diagram;
-- ONE pull request comment listing what is missing, edited in place, and turned into a
-  pass once the diagrams are fixed (no comment at all for a PR that always passed).
-
-The check is scaffold's by the App that created it, never by its name: a run called
-``scaffold/diagram-check`` from any other App or workflow neither stands in for it nor
-stops it. A head the analyzer cannot get through (a hostile file: a nesting deep enough
-to exhaust the recursion limit, memory...) concludes the check as a failure that says
-so; a check that could not run never passes.
+For each new head the App fetches it into its clone, runs the analyzer between the base
+branch and the head (with ``diagrams`` from the DEFAULT branch's config, so a PR cannot
+relax its own check), and reports a check run ``scaffold/diagram-check`` with
+annotations, plus ONE PR comment listing what is missing, edited in place (none for a PR
+that always passed). A head the analyzer cannot get through fails the check, saying so:
+a check that could not run never passes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Feedback on a task's pull request, read from GitHub.
-
-A changes-requested review (its body and every inline comment of it), a `/scaffold fix`
-written on the pull request or in one of its review threads, and a merge-blocking check
-that failed on the head become :class:`~scaffold.quest.model.Feedback` for the task's next
-round. Everything in it is untrusted text: stripped of what a reader cannot see, credentials
-masked, bounded in size (the prompt then fences it as data).
-
-Which checks block the merge: those branch protection requires; where it requires none,
-every check run and commit status on the head except scaffold's own DiagramCheck (which
-scaffold settles itself). ``cancelled``, ``skipped`` and ``neutral`` are not failures, and
-a check is judged by its newest run on the head (a re-run that passed is no failure).
+"""Feedback on a task's pull request, read from GitHub: a changes-requested review with
+its inline comments, a ``/scaffold fix``, and a merge-blocking check that failed on the
+head (those branch protection requires or, where it requires none, any but scaffold's
+own; judged by the newest run). All of it is untrusted text: cleaned, masked, bounded.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The App's routes on an issue: the trigger label, comments, ``/scaffold`` commands.
-
-- ``issues.labeled`` with the trigger label, by a person with write access: 👀, a new
-  quest, its status comment, and a run. ``issues.unlabeled`` (the trigger label) aborts.
-- ``issue_comment.created``: ``/scaffold status|abort|retry <task>`` commands and answers
-  to open questions, from people with write access only. Bots (scaffold itself among
-  them) and read-only users never reach an agent. A comment on a pull request goes to
-  the review loop's routes (``review_routes.py``).
+"""The App's routes on an issue: the trigger label starts (or, removed, aborts) a quest;
+comments carry ``/scaffold`` commands and answers to open questions. Only people with
+write access count; comments on a pull request go to ``review_routes``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What ties a quest to GitHub: its repository, issue, installation, comments and PRs.
-
-Owned by the App (the quest file belongs to the orchestrator's single writer), one small
-JSON file per quest next to the quest store, replaced atomically on every change. Every
-read-modify-write of one repository's links holds that repository's lock (one per links
-folder, shared by every ``LinkStore`` of the folder), so two changes made at once (two
-questions asked together, a status comment and a PR number) both land.
+"""What ties a quest to GitHub (repository, issue, comments, PRs): one small JSON file per
+quest, owned by the App, written atomically under the repository's one lock, so two
+changes made at once both land.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The App's routes of the review loop: what a delivery about a task's pull request means
-for its next round (``core/review.py`` holds the rounds; ``feedback.py`` reads GitHub).
-
-- A comment on a task's pull request or in one of its review threads that starts with
-  ``/scaffold fix <text>``, from a writer: feedback for a round. Other ``/scaffold``
-  commands do what they do on the issue; other comments are people talking.
-- A check run or suite that failed on the pull request's current head and blocks its merge,
-  and a commit status that did: CI feedback.
+"""The App's routes of the review loop: a writer's ``/scaffold fix`` on a task's pull
+request (or in a review thread), and failed checks or statuses on its head, become
+feedback for the task's next round.
 """
 
 from __future__ import annotations

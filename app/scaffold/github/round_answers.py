@@ -1,9 +1,6 @@
-"""After a round of the review loop: answer each piece of feedback on the pull request.
-
-A reply in each inline comment's thread saying what changed and in which commit, one PR
-comment for the review's body (or the ``/scaffold fix``, or the failed check), and the
-reviewers asked to review again. Each answer carries a marker with the round, so a
-restart that answers the same round again posts nothing twice.
+"""After a round of the review loop: a reply in each inline thread saying what changed,
+one PR comment per other piece of feedback, and the reviewers requested again. Markers
+with the round keep a restart from posting anything twice.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Running quests for the App: every quest of a repository at once, sharing its slots.
-
-A run goes until the quest waits for a person (a question, an approval) or is done,
-exactly like ``scaffold run``; a delivery that changes something (an answer, an
-approval, a merge) pokes the quest, and a poke either reaches the run in progress
-(through the inbox, which the orchestrator reads every turn) or starts a new run. Runs
-of one quest are serialised; quests of one repository run side by side, sharing the
-repository's slots fairly (``runtime/slot_pool.py``), and every repository's agents
-share the server's cap on agents at once (``runtime/agent_limit.py``); the quests of
-one repository share its clone: every change to the
-default branch holds the repository's default-branch lock, and a task another quest
-planned is never adopted (its ``quest:<id>`` label).
+"""Running quests for the App: a run goes until the quest waits for a person or is done,
+like ``scaffold run``. A delivery pokes the quest: the poke reaches the run in progress
+(through its inbox) or starts a new one. Runs of one quest are serialised; quests of one
+repository run side by side, sharing its clone, its slots and the server's agent cap.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The App's service: one context per repository, deliveries routed by feature.
+"""The App's service: one context per repository, deliveries routed by ``ROUTES``.
 
-``ROUTES`` maps each ``event.action`` the App handles to its route (``issue_routes``,
-``pr_routes``, ``review_routes``); everything else is ignored. One repository's
-deliveries are handled one at a time per lane (a person's, the App's own echoes).
-
-A pull request is a task's only by identity (trust.py): the number scaffold opened for
-the task, with its head in this repository; never by its branch name, which a fork may
-copy. Nothing here trusts a payload's claims about permissions: write access is asked of
-GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
-quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
-pull requests and issues on a timer, so a lost delivery never strands a quest.
+A pull request is a task's only by identity (``trust.py``), write access is asked of
+GitHub, never taken from a payload, and deliveries only post inbox messages and poke a
+quest (its run is the one writer). A reconciliation pass on a timer re-reads open
+quests, so a lost delivery never strands one.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The App's side of the state branch: pushed with the installation token, and the
-quests of a repository rebuilt from it when this server has never seen them (a new
-server, a wiped state folder, a workflow run whose cache was evicted).
-
-The branch is fetched with everything else (``Checkout.fetch`` takes every branch) and
-published through :class:`~scaffold.state.branch.GitRemote`: the clone URL GitHub
-gave, the token only in that one git process's environment, a fast-forward push as
-the compare-and-swap. It is not the default branch, so branch protection on the
-default branch is no obstacle.
+"""The App's side of the state branch: published with the installation token through
+:class:`~scaffold.state.branch.GitRemote`, and the quests of a repository rebuilt from
+it when this server has never seen them (a new server, a wiped or evicted state folder).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The one status comment of a quest on its issue, kept up to date without noise.
-
-Progress marks it due; it is written at most once per ``interval_s`` (each edit is a
-delivery back to the App), never when its text is unchanged, and at once on
-:meth:`StatusComment.flush` (a run's end). The first write posts it and remembers its id
-in the quest's link; later ones edit it in place.
+"""The one status comment of a quest, written at most once per ``interval_s`` (each edit
+is a delivery back to the App), never unchanged, and at once on ``flush``.
 """
 
 from __future__ import annotations

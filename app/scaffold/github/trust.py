@@ -1,12 +1,7 @@
-"""What scaffold accepts from GitHub as a decision, by identity and never by name.
-
-- A pull request is a task's only if scaffold opened it: its number is the one recorded
-  for the task, and its head lives in the base repository itself (a fork's branch may
-  carry any name, ``scaffold/task-1`` included).
-- An approval holds for the commit it reviewed (the review's ``commit_id``) and for
-  nothing pushed later. Each reviewer's latest decisive review counts, as on GitHub: a
-  later ``CHANGES_REQUESTED`` or ``DISMISSED`` cancels their approval, a comment does not.
-- Only people with write access decide (``Permissions``: asked of GitHub, bots never).
+"""What scaffold accepts from GitHub as a decision, by identity and never by name: a PR
+is a task's only if its head lives in the base repository itself; an approval holds for
+the commit it reviewed, each reviewer's latest decisive review counting; only writers
+decide (``Permissions``).
 """
 
 from __future__ import annotations
