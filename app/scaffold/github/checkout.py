@@ -14,6 +14,7 @@ import base64
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from scaffold.config import CONFIG_PATH, ScaffoldConfig, parse_config
 from scaffold.errors import GitError, ScaffoldError
@@ -21,6 +22,7 @@ from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     SAFE_LOCAL,
+    GitOutput,
     auth_header_config,
     run_git,
     run_remote_git,
@@ -63,11 +65,18 @@ class Checkout:
             [*IDENTITY_CONFIG, *SAFE_LOCAL, *args], cwd=self.path, env=IDENTITY_ENV, check=check
         ).stdout
 
+    def _remote(self, args: list[str], token: str, **kw: Any) -> GitOutput:
+        """``git <args>`` with the clone URL, authenticated by ``token`` there only."""
+        kw.setdefault("cwd", self.path)
+        return run_remote_git(
+            args, url=self.clone_url, auth=token_auth(self.clone_url, token), **kw
+        )
+
     def ensure(self, token: str) -> None:
         """Clone on first use; afterwards fetch and bring the default branch up to date."""
         if not (self.path / ".git").exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            run_remote_git(
+            self._remote(
                 [
                     "clone",
                     "--quiet",
@@ -78,9 +87,8 @@ class Checkout:
                     self.clone_url,
                     str(self.path),
                 ],
-                self.path.parent,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
+                cwd=self.path.parent,
                 audit=False,
             )
             return
@@ -89,11 +97,10 @@ class Checkout:
     def has_state_branch(self, token: str) -> bool:
         """Whether the remote has a state branch (any ``scaffold/state*``), without a clone."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        out = run_remote_git(
+        out = self._remote(
             ["ls-remote", "--heads", self.clone_url, "refs/heads/scaffold/*"],
-            self.path.parent,
-            url=self.clone_url,
-            auth=token_auth(self.clone_url, token),
+            token,
+            cwd=self.path.parent,
             audit=False,
         )
         names = [line.split("\t", 1)[-1] for line in out.stdout.splitlines()]
@@ -102,22 +109,18 @@ class Checkout:
     def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
         """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
         with self.remote_lock:
-            out = run_remote_git(
+            out = self._remote(
                 ["fetch", "--quiet", "--no-write-fetch-head", self.clone_url, *refspecs],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
                 check=check,
             )
         return out.returncode == 0
 
     def fetch(self, token: str) -> None:
         with self.remote_lock:
-            run_remote_git(
+            self._remote(
                 ["fetch", "--quiet", "--prune", self.clone_url, TRACKING_REFSPEC],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
             )
 
     def update(self, token: str) -> None:
@@ -161,11 +164,9 @@ class Checkout:
         _owned(branch)
         tracking = f"refs/remotes/origin/{branch}"
         with self.remote_lock:
-            listed = run_remote_git(
+            listed = self._remote(
                 ["ls-remote", "--heads", self.clone_url, f"refs/heads/{branch}"],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
             )
             if not listed.stdout.strip():
                 self._git("update-ref", "-d", tracking, check=False)
@@ -183,7 +184,7 @@ class Checkout:
         if lease is not None and not self.contains(head, lease):
             return False  # the remote tip is not in the branch: build on it first
         with self.remote_lock:
-            out = run_remote_git(
+            out = self._remote(
                 [
                     "push",
                     "--quiet",
@@ -193,9 +194,7 @@ class Checkout:
                     self.clone_url,
                     f"{head}:refs/heads/{branch}",
                 ],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
                 check=False,
             )
             if out.returncode != 0:

@@ -20,7 +20,7 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
-from scaffold.github.client import repo_vars
+from scaffold.github.client import post_comment, repo_vars
 from scaffold.github.own_checks import start_check
 from scaffold.github.runner import RepoContext
 from scaffold.github.trust import same_repository
@@ -180,11 +180,7 @@ async def _sync_comment(
     body = f"{COMMENT_MARKER}\n{summary}"
     if ours is None:
         if report.blocking:
-            await ctx.client.post(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                {**where, "number": number},
-                data={"body": body},
-            )
+            await post_comment(ctx.client, ctx.full_name, number, body)
         return
     if ours.get("body") != body:
         await ctx.client.patch(

@@ -74,7 +74,7 @@ class GitHubForge:
         self.clock = clock
         self.repo_vars = repo_vars(checkout.full_name)
         self.status = StatusComment(
-            client, links, config, self.repo_vars, clock=clock, interval_s=status_interval_s
+            client, links, config, checkout.full_name, clock=clock, interval_s=status_interval_s
         )
 
     def _vars(self, **more: str | int) -> dict[str, str | int]:

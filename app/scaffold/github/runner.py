@@ -11,9 +11,7 @@ import contextlib
 import io
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from scaffold.agent.choice import unpriced
@@ -23,7 +21,7 @@ from scaffold.git.locks import repo_lock
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient, repo_vars
+from scaffold.github.client import AppIdentity, GitHubClient, post_comment
 from scaffold.github.forge import GitHubForge
 from scaffold.github.links import LinkStore
 from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
@@ -90,13 +88,11 @@ class QuestRunner:
     def __init__(
         self,
         *,
-        clock: Callable[[], datetime] = utcnow,
         status_interval_s: float = 10.0,
         python: str | None = None,
         hidden: tuple[Path, ...] = (),
         max_agents: int | None = None,
     ) -> None:
-        self.clock = clock
         # Agents at once across every repository this server runs quests in.
         self.agents = AgentLimit(max_agents or default_max_agents())
         self.status_interval_s = status_interval_s
@@ -184,19 +180,17 @@ class QuestRunner:
             sandbox = resolve_sandbox(config.sandbox, strict=True, hidden=self.hidden)
         except SandboxError as exc:
             self.sandbox_modes[ctx.full_name] = "refused"
-            log.error("no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name})
-            await self._say_refused(ctx, quest_id, exc.reason)
+            await self._refuse(ctx, quest_id, exc.reason)
             return
         self.sandbox_modes[ctx.full_name] = sandbox.mode
-        if unpriced_model := next(iter(unpriced(config.agent)), None):
+        if model := next(iter(unpriced(config.agent)), None):
             # safety.max_cost_usd is a promise: tokens nobody can price are not spent.
             why = (
-                f"{unpriced_model.role.value} would run {unpriced_model.backend.name} with "
-                f"model {unpriced_model.model!r}, which has no price: set "
-                f"agent.prices.{unpriced_model.model} in {CONFIG_PATH}"
+                f"{model.role.value} would run {model.backend.name} with model "
+                f"{model.model!r}, which has no price: set agent.prices.{model.model} "
+                f"in {CONFIG_PATH}"
             )
-            log.error("no agent started: %s", why, extra={"quest": quest_id, "repo": ctx.full_name})
-            await self._say_refused(ctx, quest_id, why)
+            await self._refuse(ctx, quest_id, why)
             return
         store = quest_store(ctx.checkout.path)
         writer = store.open_writer(quest_id)
@@ -215,22 +209,18 @@ class QuestRunner:
             async def fresh_token() -> None:
                 ctx.token.token = await ctx.client.token()
 
-            forges: list[GitHubForge] = []
-
             def make_forge(ops: RepoOps) -> GitHubForge:
-                forge = GitHubForge(
+                return GitHubForge(
                     ctx.client,
                     ctx.checkout,
                     ops,
                     ctx.links,
                     config,
-                    clock=self.clock,
+                    clock=utcnow,
                     status_interval_s=self.status_interval_s,
                     permissions=ctx.permissions,
                     app=ctx.app,
                 )
-                forges.append(forge)
-                return forge
 
             orch = Orchestrator(
                 ctx.checkout.path,
@@ -238,7 +228,7 @@ class QuestRunner:
                 writer,
                 Reporter(_LogStream(ctx.full_name, quest_id), color=False),  # type: ignore[arg-type]
                 python=self.python,
-                clock=self.clock,
+                clock=utcnow,
                 forge=make_forge,
                 sandbox=sandbox,
                 remote=(
@@ -251,7 +241,6 @@ class QuestRunner:
                 slot_pool=ctx.slots,
                 agent_limit=RepoAgents(self.agents, ctx.full_name),
             )
-            forge = forges[0]
             self.running[(ctx.full_name, quest_id)] = orch
             try:
                 report = await orch.run()
@@ -260,7 +249,7 @@ class QuestRunner:
             quest = writer.quest
             if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
                 writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
-                await forge.flush(writer.quest)
+                await orch.forge.flush(writer.quest)
             await orch.publish_state()
             log.info(
                 "quest run ended",
@@ -274,8 +263,9 @@ class QuestRunner:
         finally:
             writer.close()
 
-    async def _say_refused(self, ctx: RepoContext, quest_id: str, reason: str) -> None:
-        """Once per quest, tell the issue why nothing starts (the log says it every time)."""
+    async def _refuse(self, ctx: RepoContext, quest_id: str, reason: str) -> None:
+        """Log why no agent starts; once per quest, tell the issue too."""
+        log.error("no agent started: %s", reason, extra={"quest": quest_id, "repo": ctx.full_name})
         key = (ctx.full_name, quest_id)
         link = ctx.links.get(quest_id)
         if key in self._refusals_said or link is None:
@@ -283,11 +273,7 @@ class QuestRunner:
         self._refusals_said.add(key)
         body = f"scaffold cannot start agents on this server: {reason}."
         with contextlib.suppress(ScaffoldError):
-            await ctx.client.post(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                repo_vars(ctx.full_name, number=link.issue_number),
-                data={"body": body},
-            )
+            await post_comment(ctx.client, ctx.full_name, link.issue_number, body)
 
     async def stop(self) -> None:
         """Stop every run (their agents are killed; the quests resume on the next start)."""
