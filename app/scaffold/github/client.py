@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +24,7 @@ from gidgethub import sansio
 
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
+from scaffold.github.comments import CHECK_NAME
 from scaffold.github.retry import RetryPolicy, describe, retry_delay
 
 log = logging.getLogger("scaffold.github")
@@ -135,21 +137,43 @@ class AppIdentity:
         if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
             self.app_id = int(app["id"])
 
-    def claim_check(self, repo: str, sha: str) -> bool:
-        """Take the one check run of ``sha``: False when another caller already has it."""
-        key = (repo.lower(), sha)
+    async def start_check(
+        self,
+        client: GitHubClient,
+        full_name: str,
+        sha: str,
+        data: Mapping[str, Any],
+        *,
+        force: bool = False,
+    ) -> Any | None:
+        """Create scaffold's ``scaffold/diagram-check`` run on ``sha`` with ``data``; None
+        when this process or GitHub has one already (``force``, a re-run a person asked
+        for: always)."""
+        # The quest's report and the pull request handler may both be at this head now:
+        # taking it here settles which one creates the run, before any API call.
+        key = (full_name.lower(), sha)
         with self._lock:
-            if key in self._checked:
-                return False
+            claimed = key not in self._checked
             self._checked[key] = None
             while len(self._checked) > self.MAX_CHECKED_HEADS:
                 del self._checked[next(iter(self._checked))]
-            return True
-
-    def release_check(self, repo: str, sha: str) -> None:
-        """The claimed check run was not created after all (an API error): let go of it."""
-        with self._lock:
-            self._checked.pop((repo.lower(), sha), None)
+        if not force and not claimed:
+            return None
+        where = repo_vars(full_name)
+        try:
+            if not force and await already_checked(client, where, sha, self):
+                return None
+            run = await client.post(
+                "/repos/{owner}/{repo}/check-runs",
+                where,
+                data={"name": CHECK_NAME, "head_sha": sha, **data},
+            )
+        except BaseException:
+            with self._lock:
+                self._checked.pop(key, None)
+            raise
+        self.learn(run)
+        return run
 
     def owns(self, run: Mapping[str, Any]) -> bool:
         app = run.get("app")
@@ -205,7 +229,7 @@ class GitHubClient:
     ) -> list[Any]:
         """Every page of a list endpoint (``key`` names the list in a wrapped answer)."""
 
-        async def collect(path: str, url_vars: dict[str, str], **auth: str) -> list[Any]:
+        async def collect(path: str, url_vars: dict[str, str], **auth: Any) -> list[Any]:
             pages = self._api.getiter(path, url_vars, iterable_key=key or None, **auth)
             return [item async for item in pages]
 
@@ -362,3 +386,34 @@ class GitHubApp(GitHubAccess):
             {"installation_id": installation_id},
         )
         return parse_token_response(data)
+
+
+# A run left in progress longer than this (its server died mid-check) counts as none.
+STALE_CHECK_S = 15 * 60
+
+
+async def already_checked(
+    client: GitHubClient, where: Mapping[str, str | int], sha: str, app: AppIdentity
+) -> bool:
+    """A current run of scaffold's own App exists for this commit (one of the same name
+    from any other App or workflow does not count)."""
+    try:
+        runs = await client.get_all(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+            {**where, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
+            key="check_runs",
+        )
+    except GitHubError:
+        return False
+    now = time.time()
+    return any(r.get("name") == CHECK_NAME and app.owns(r) and _current(r, now) for r in runs)
+
+
+def _current(run: Mapping[str, Any], now: float) -> bool:
+    if run.get("status") == "completed":
+        return True
+    try:
+        started = datetime.fromisoformat(str(run.get("started_at"))).timestamp()
+    except ValueError:
+        return False
+    return now - started < STALE_CHECK_S

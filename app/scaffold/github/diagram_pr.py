@@ -20,10 +20,9 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
+from scaffold.github.access import same_repository
 from scaffold.github.client import post_comment, repo_vars
-from scaffold.github.own_checks import start_check
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import same_repository
 
 log = logging.getLogger("scaffold.app")
 
@@ -102,8 +101,8 @@ async def check_pull_request(
     where = repo_vars(ctx.full_name)
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    run = await start_check(
-        ctx.client, ctx.app, ctx.full_name, head_sha, {"status": "in_progress"}, force=force
+    run = await ctx.app.start_check(
+        ctx.client, ctx.full_name, head_sha, {"status": "in_progress"}, force=force
     )
     if run is None:
         return None

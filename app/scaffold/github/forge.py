@@ -26,7 +26,7 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github.access import Permissions
+from scaffold.github.access import Permissions, approved_head, same_repository
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import AppIdentity, GitHubClient, post_comment, repo_vars
 from scaffold.github.comments import (
@@ -35,10 +35,8 @@ from scaffold.github.comments import (
     render_question,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.own_checks import start_check
 from scaffold.github.round_answers import answer_round
 from scaffold.github.status_comment import StatusComment
-from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
@@ -364,7 +362,7 @@ class GitHubForge:
         summary = "Every diagram this change requires is in sync."
         output = {"title": "Diagrams in sync", "summary": summary}
         data = {"status": "completed", "conclusion": "success", "output": output}
-        await start_check(self.gh, self.app, self.checkout.full_name, head_sha, data)
+        await self.app.start_check(self.gh, self.checkout.full_name, head_sha, data)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         number = self._pr_number(quest, task)

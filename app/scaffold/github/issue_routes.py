@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold import backlog as bl
 from scaffold.errors import ScaffoldError
-from scaffold.github import commands, review_routes
+from scaffold.github import review_routes
 from scaffold.github.access import is_bot
 from scaffold.github.comments import (
     COMMENT_REACTIONS,
@@ -148,7 +148,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     by = str(sender["login"])
     comment_id = int(comment["id"])
     if command is not None:
-        await commands.run_command(service, ctx, link, command, by, number, comment_id)
+        await review_routes.run_command(service, ctx, link, command, by, number, comment_id)
         return
     quest = service.quest_of(ctx, link.quest_id)
     pending = quest.pending_questions()

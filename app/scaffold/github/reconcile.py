@@ -14,11 +14,11 @@ from scaffold.core import review
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
+from scaffold.github.access import approver_of, latest_decisions, same_repository
 from scaffold.github.client import repo_vars
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import approver_of, latest_decisions, same_repository
 from scaffold.quest.model import Feedback, Quest, QuestPhase, TaskRecord
 from scaffold.runtime import inbox
 
