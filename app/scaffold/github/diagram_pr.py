@@ -106,6 +106,14 @@ async def check_pull_request(
     )
     if run is None:
         return None
+
+    async def update(data: dict[str, Any]) -> None:
+        await ctx.client.patch(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+            {**where, "check_run_id": int(run["id"])},
+            data=data,
+        )
+
     try:
         await _fetch_head(ctx, pr, head_sha)
         base_ref = f"origin/{pr['base']['ref']}"
@@ -120,15 +128,8 @@ async def check_pull_request(
             "diagram check could not run",
             extra={"repo": ctx.full_name, "pr": number, "error": text},
         )
-        await ctx.client.patch(
-            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**where, "check_run_id": int(run["id"])},
-            data={
-                "status": "completed",
-                "conclusion": "failure",
-                "output": {"title": "DiagramCheck could not run", "summary": text[:60000]},
-            },
-        )
+        output = {"title": "DiagramCheck could not run", "summary": text[:60000]}
+        await update({"status": "completed", "conclusion": "failure", "output": output})
         if isinstance(exc, ScaffoldError | GitError):
             raise
         raise ScaffoldError(f"#{number}: DiagramCheck could not run: {text}") from None
@@ -143,11 +144,7 @@ async def check_pull_request(
             if not start
             else {}
         )
-        await ctx.client.patch(
-            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**where, "check_run_id": int(run["id"])},
-            data={**done, "output": output},
-        )
+        await update({**done, "output": output})
     await _sync_comment(ctx, where, number, report, summary, bot)
     log.info(
         "diagram check reported",

@@ -254,7 +254,7 @@ class GitHubForge:
         """The task's PR number, in the link at once (before the quest file records it)."""
         link = self.links.get(quest.id)
         if link is not None and link.pull_requests.get(task.id) != number:
-            self.links.add_pull_request(quest.id, task.id, number)
+            self.links.update(quest.id, pull_requests={task.id: number})
 
     async def _open_pr_of(self, branch: str) -> Any | None:
         """The open PR from ``branch`` of this repository (never a fork's namesake)."""
@@ -516,7 +516,7 @@ class GitHubForge:
             link.issue_number, render_question(question, several_open=several)
         )
         # The link as it is now (another question may have been recorded meanwhile).
-        self.links.add_question(quest.id, question.id, comment_id)
+        self.links.update(quest.id, question_comments={question.id: comment_id})
 
     async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
         link = self.links.get(quest.id)
