@@ -128,8 +128,8 @@ async def check_pull_request(
             "diagram check could not run",
             extra={"repo": ctx.full_name, "pr": number, "error": text},
         )
-        output = {"title": "DiagramCheck could not run", "summary": text[:60000]}
-        await update({"status": "completed", "conclusion": "failure", "output": output})
+        failed = {"title": "DiagramCheck could not run", "summary": text[:60000]}
+        await update({"status": "completed", "conclusion": "failure", "output": failed})
         if isinstance(exc, ScaffoldError | GitError):
             raise
         raise ScaffoldError(f"#{number}: DiagramCheck could not run: {text}") from None
