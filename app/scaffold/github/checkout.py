@@ -94,18 +94,6 @@ class Checkout:
             return
         self.update(token)
 
-    def has_state_branch(self, token: str) -> bool:
-        """Whether the remote has a state branch (any ``scaffold/state*``), without a clone."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        out = self._remote(
-            ["ls-remote", "--heads", self.clone_url, "refs/heads/scaffold/*"],
-            token,
-            cwd=self.path.parent,
-            audit=False,
-        )
-        names = [line.split("\t", 1)[-1] for line in out.stdout.splitlines()]
-        return any(not n.startswith("refs/heads/scaffold/task-") for n in names)
-
     def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
         """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
         with self.remote_lock:

@@ -285,19 +285,14 @@ class AppService:
         await reconcile_all(self)
 
     async def adopt_installations(self) -> None:
-        """At start: learn the repositories of every installation, so open quests resume."""
+        """At start: open the repositories of every installation (``context`` clones them
+        and rebuilds their quests), so open quests resume."""
         for inst_id in await self.github.installation_ids():
             client = self.github.installation(inst_id)
             repos = await client.get_all("/installation/repositories", key="repositories")
             for repo in repos:
                 with contextlib.suppress(GitHubError, ScaffoldError):
                     ctx = await self.context({"repository": repo}, inst_id)
-                    if not (ctx.checkout.path / ".git").exists():
-                        # A server without a clone: the quests are on the state branch.
-                        token = await ctx.client.token()
-                        if not await asyncio.to_thread(ctx.checkout.has_state_branch, token):
-                            continue
-                    await self.ensure_clone(ctx)
                     for link in ctx.links.all():
                         if link.active:
                             self.runner.poke(ctx, link.quest_id)
