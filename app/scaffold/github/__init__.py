@@ -5,6 +5,6 @@ issue_routes   the trigger label, comments, answers
 pr_routes      approvals, closes, new heads, checks;  review_routes  commands, review loop
 runner         one quest run at a time per quest, poked by deliveries
 forge          pull requests, reviews, merges (the orchestrator's forge on GitHub)
-status_comment, diagram_pr, feedback, round_answers: what scaffold posts and reads
-client, auth, access, checkout, links, state_sync, reconcile: the plumbing
+status_comment, diagram_pr, feedback: what scaffold posts and reads
+client, auth, access, checkout, links, reconcile: the plumbing
 """

@@ -124,7 +124,7 @@ class AppIdentity:
 
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
-        # (repository, head sha) whose check run a caller of this process has taken.
+        # (repository, head sha) whose check run is taken in this process.
         self._checked: dict[tuple[str, str], None] = {}
         self._lock = threading.Lock()
 

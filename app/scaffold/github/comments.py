@@ -209,9 +209,6 @@ def render_pr_body(
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------- reading
-
-
 @dataclass(frozen=True)
 class Command:
     verb: Literal["status", "abort", "retry", "fix", "help"]

@@ -35,7 +35,6 @@ from scaffold.github.comments import (
     render_question,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.round_answers import answer_round
 from scaffold.github.status_comment import StatusComment
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
@@ -228,7 +227,7 @@ class GitHubForge:
                 await self._post_review(number, head_sha, task)
             await self.report_diagram_check(head_sha)
         if current is not None:
-            await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
+            await fb.answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
         record = PullRequest(
             branch=branch,
             base=self.checkout.default_branch,

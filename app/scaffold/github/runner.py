@@ -2,6 +2,8 @@
 like ``scaffold run``. A delivery pokes the quest: the poke reaches the run in progress
 (through its inbox) or starts a new one. Runs of one quest are serialised; quests of one
 repository run side by side, sharing its clone, its slots and the server's agent cap.
+Runs publish the quests to the state branch with the installation token, and a server
+that has never seen a repository's quests rebuilds them from it.
 """
 
 from __future__ import annotations
@@ -11,20 +13,22 @@ import contextlib
 import io
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scaffold.agent.choice import unpriced
 from scaffold.config import CONFIG_PATH
 from scaffold.errors import SandboxError, ScaffoldError
 from scaffold.git.locks import repo_lock
+from scaffold.git.workspace import Workspace
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
-from scaffold.github.checkout import Checkout
+from scaffold.github.checkout import Checkout, token_auth
 from scaffold.github.client import AppIdentity, GitHubClient, post_comment
 from scaffold.github.forge import GitHubForge
-from scaffold.github.links import LinkStore
-from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
+from scaffold.github.links import LinkStore, QuestLink
 from scaffold.quest.model import QuestPhase, utcnow
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_limit import AgentLimit, RepoAgents, default_max_agents
@@ -34,11 +38,76 @@ from scaffold.runtime.session import quest_store
 from scaffold.runtime.slot_pool import SlotPool
 from scaffold.runtime.view import Reporter
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.state.branch import GitRemote, StateBranch
 from scaffold.state.publisher import StatePublisher
+from scaffold.state.rebuild import restore_quests
 
 log = logging.getLogger("scaffold.app")
 
 FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
+
+
+@dataclass
+class TokenHolder:
+    """The newest installation token, for git calls made in worker threads."""
+
+    token: str = ""
+
+
+def app_state_branch(checkout: Checkout, branch: str, holder: TokenHolder) -> StateBranch:
+    remote = GitRemote(
+        checkout.path,
+        checkout.clone_url,
+        lambda: token_auth(checkout.clone_url, holder.token),
+        lock=checkout.remote_lock,
+    )
+    return StateBranch(checkout.path, branch, remote=remote)
+
+
+def link_of(links: LinkStore, quest_id: str) -> Mapping[str, Any] | None:
+    link = links.get(quest_id)
+    return link.model_dump(mode="json") if link is not None else None
+
+
+def restore_repository(
+    checkout: Checkout, links: LinkStore, branch_name: str, last_tip: str | None
+) -> tuple[str | None, list[str]]:
+    """Rebuild the open quests (and their links) this clone lacks from the fetched state
+    branch: (the tip read, the ids rebuilt). Reads nothing when the tip is ``last_tip``."""
+    # Read as the App publishes it: the remote's branch as last fetched (nothing is pushed).
+    branch = app_state_branch(checkout, branch_name, TokenHolder())
+    tip = branch.tip()
+    if tip is None or tip == last_tip:
+        return last_tip, []
+    docs = branch.read(open_only=True)
+    for problem in branch.problems:
+        log.warning(
+            "unreadable quest file on the state branch",
+            extra={"path": problem.path, "error": problem.reason},
+        )
+    done = restore_quests(
+        checkout.path, quest_store(checkout.path), docs, Workspace(checkout.path).worktree_path
+    )
+    rebuilt = [qid for qid, what in done.items() if what != "kept"]
+    for qid in done:
+        raw = docs[qid].link
+        if raw is None or links.get(qid) is not None:
+            continue
+        try:
+            link = QuestLink.model_validate(raw)
+            if link.repo != checkout.full_name or link.quest_id != qid:
+                # Anyone who can push the branch wrote this file: it ties quests of this
+                # repository to this repository only.
+                raise ValueError(f"it names {link.repo} {link.quest_id}")
+            links.put(link)
+        except (ValueError, ScaffoldError) as exc:
+            log.warning(
+                "quest link on the state branch unreadable",
+                extra={"quest": qid, "error": str(exc)},
+            )
+    if rebuilt:
+        log.info("quests rebuilt from the state branch", extra={"quests": rebuilt})
+    return tip, rebuilt
 
 
 class _LogStream(io.TextIOBase):
@@ -62,9 +131,7 @@ class RepoContext:
     installation_id: int
     checkout: Checkout
     client: GitHubClient
-    # The App scaffold acts as (its check runs are the ones this App created).
     app: AppIdentity = field(default_factory=AppIdentity)
-    # The repository's slots, shared by every quest running in it at once.
     slots: SlotPool = field(default_factory=lambda: SlotPool(3))
     waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
     # The default branch's lock, the same one every orchestrator of this checkout takes.
@@ -75,7 +142,6 @@ class RepoContext:
     # pushes use (refreshed before each one: runs outlive installation tokens).
     state_tip: str | None = None
     token: TokenHolder = field(default_factory=TokenHolder)
-    # Whether this process has fetched the repository and rebuilt its quests yet.
     restored: bool = False
 
     def __post_init__(self) -> None:
@@ -93,13 +159,12 @@ class QuestRunner:
         hidden: tuple[Path, ...] = (),
         max_agents: int | None = None,
     ) -> None:
-        # Agents at once across every repository this server runs quests in.
         self.agents = AgentLimit(max_agents or default_max_agents())
         self.status_interval_s = status_interval_s
         self.python = python
         # What agents must never see besides each clone's own state (state dir, key file).
         self.hidden = hidden
-        # The sandbox in force per repository ("refused" when none could be had).
+        # The sandbox in force per repository, or "refused".
         self.sandbox_modes: dict[str, str] = {}
         self._refusals_said: set[tuple[str, str]] = set()
         self._pending: set[tuple[str, str]] = set()

@@ -24,8 +24,7 @@ from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.client import GitHubAccess, post_comment, repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
-from scaffold.github.runner import FINISHED, QuestRunner, RepoContext
-from scaffold.github.state_sync import restore_repository
+from scaffold.github.runner import FINISHED, QuestRunner, RepoContext, restore_repository
 from scaffold.quest.model import Quest
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
