@@ -10,11 +10,9 @@ import pytest
 from app_harness import forge_of, repo_files, writer_repo
 
 from ghsim import GitHubSimulator
-from scaffold.core.states import Lifecycle
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.service import AppService
-from scaffold.quest.model import PullRequest, TaskRecord
 
 REPO = "acme/widgets"
 
@@ -38,20 +36,14 @@ async def test_one_check_run_per_head_under_latency(
     number = sim.open_pull(REPO, "scaffold/task-1", by="sim-app-owner")
     where = {"owner": "acme", "repo": "widgets", "number": number}
     pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", where)
-    task = TaskRecord(
-        id="TASK-1",
-        branch="scaffold/task-1",
-        state=Lifecycle.PR_CREATED,
-        pr=PullRequest(branch="scaffold/task-1", base="main", number=number, head_sha=head),
-    )
     forge = forge_of(ctx)
     sim.latency_s = 0.1  # every call answered late, as with forced token refreshes
 
-    quest = forge.report_diagram_check(head, task)
+    quest = forge.report_diagram_check(head)
     handler = check_pull_request(ctx, pr, force=False)
     await asyncio.gather(*((quest, handler) if first == "quest" else (handler, quest)))
     # And once more each, later: a restart re-opening the PR, a redelivered event.
-    await forge.report_diagram_check(head, task)
+    await forge.report_diagram_check(head)
     assert await check_pull_request(ctx, pr, force=False) is None
 
     runs = _runs(sim, head)

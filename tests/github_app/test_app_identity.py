@@ -15,11 +15,11 @@ from app_harness import forge_of, repo_files, writer_repo
 
 from ghsim import GitHubSimulator
 from scaffold.core.states import EventName, Lifecycle
+from scaffold.github.access import approved_head, same_repository
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.links import LinkStore, QuestLink
 from scaffold.github.runner import RepoContext
 from scaffold.github.service import AppService
-from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import PullRequest, Quest, Question, TaskRecord
 from scaffold.roles import Role
 

@@ -149,7 +149,7 @@ async def test_app_client_authenticates_with_a_jwt(site, app: GitHubApp) -> None
     assert me["slug"] == site.sim.app_slug
     installations = await app.app_client().get_all("/app/installations")
     assert [i["id"] for i in installations] == [site.installation_id]
-    assert app.tokens_minted == 0
+    assert site.sim.tokens_issued == 0
 
 
 async def test_one_client_per_installation_and_one_token_for_many_calls(
@@ -160,7 +160,6 @@ async def test_one_client_per_installation_and_one_token_for_many_calls(
     for _ in range(3):
         await client.get("/repos/{owner}/{repo}", REPO_VARS)
     await app.installation(site.installation_id).get("/repos/{owner}/{repo}", REPO_VARS)
-    assert app.tokens_minted == 1
     assert site.sim.tokens_issued == 1
     assert (await client.token()).startswith("ghs_")
 
@@ -179,12 +178,12 @@ async def test_a_short_lived_token_is_minted_again(site, clock, sleeps) -> None:
         client = app.installation(site.installation_id)
         await client.get("/repos/{owner}/{repo}", REPO_VARS)
         await client.get("/repos/{owner}/{repo}", REPO_VARS)
-        assert (app.tokens_minted, sim.tokens_issued) == (1, 1)
+        assert sim.tokens_issued == 1
         # The jump stays within the simulator's JWT clock-skew allowance (the same clock
         # signs the JWT that mints the next token).
         clock.advance(50)
         await client.get("/repos/{owner}/{repo}", REPO_VARS)
-        assert (app.tokens_minted, sim.tokens_issued) == (2, 2)
+        assert sim.tokens_issued == 2
     finally:
         await app.close()
 
@@ -197,7 +196,7 @@ async def test_installations_get_their_own_clients_and_tokens(site, app: GitHubA
     assert first is not second
     await first.get("/repos/{owner}/{repo}", REPO_VARS)
     await second.get("/repos/{owner}/{repo}", {"owner": "acme", "repo": "tools"})
-    assert app.tokens_minted == 2
+    assert sim.tokens_issued == 2
     assert await first.token() != await second.token()
     with pytest.raises(GitHubError) as caught:  # a token only reaches its own repositories
         await second.get("/repos/{owner}/{repo}", REPO_VARS)
@@ -238,7 +237,6 @@ async def test_two_bad_gateways_then_the_write_happens_once(site, app: GitHubApp
     assert sim.injected_hits == 2
     assert sleeps.delays == [0.01, 0.02]
     assert comments_on(sim, site.issue) == ["hello"]
-    assert app.transport().retries == 2
 
 
 async def test_429_waits_for_retry_after_then_writes_once(site, app: GitHubApp, sleeps) -> None:
@@ -357,7 +355,6 @@ async def test_404_is_raised_at_once(site, app: GitHubApp, sleeps) -> None:
         await client.get("/repos/{owner}/{repo}/issues/{number}", {**REPO_VARS, "number": 999})
     assert caught.value.status == 404
     assert sleeps.delays == []
-    assert app.transport().retries == 0
 
 
 async def test_422_is_raised_at_once_with_githubs_message(site, app: GitHubApp, sleeps) -> None:

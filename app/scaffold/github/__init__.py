@@ -1,10 +1,10 @@
 """The GitHub App: what deliveries mean for quests, and the quest's side on GitHub.
 
 service        one context per repository; ROUTES maps each event to its route
-issue_routes   the trigger label, comments, answers;  commands  ``/scaffold`` commands
-pr_routes      approvals, closes, new heads, checks;  review_routes  the review loop's
+issue_routes   the trigger label, comments, answers
+pr_routes      approvals, closes, new heads, checks;  review_routes  commands, review loop
 runner         one quest run at a time per quest, poked by deliveries
 forge          pull requests, reviews, merges (the orchestrator's forge on GitHub)
-status_comment, diagram_pr, own_checks, feedback, round_answers: what scaffold posts
-client, auth, access, trust, checkout, links, state_sync, reconcile: the plumbing
+status_comment, diagram_pr, feedback: what scaffold posts and reads
+client, auth, access, checkout, links, reconcile: the plumbing
 """

@@ -1,31 +1,21 @@
-"""How the App reaches GitHub, and who it is and listens to there.
+"""Who and what scaffold trusts on GitHub, by identity and never by name, and the
+Action's access over a single token.
 
-``GitHubApp`` (client.py) is the self-hosted App. ``TokenAccess`` is the same surface
-over a single token, for the GitHub Action's ``event`` mode, where the workflow's
-``GITHUB_TOKEN`` stands for the installation and ``github-actions[bot]`` is the bot.
-
-Identity, never names: ``AppIdentity`` says which App scaffold is (a check run is
-scaffold's only if that App created it, whatever its name), and ``Permissions`` asks
-GitHub whether a person has write access (a delivery's claims are never taken).
+Only writers decide (``Permissions`` asks GitHub; a delivery's claims are never taken,
+bots never count). A PR is a task's only if its head lives in the base repository itself
+(a fork's branch may carry any name). An approval holds for the commit it reviewed, each
+reviewer's latest decisive review counting. ``TokenAccess`` is ``GitHubApp``'s surface
+over the workflow's ``GITHUB_TOKEN`` (the Action's ``event`` mode).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
-
-import aiohttp
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from scaffold.errors import GitHubError
-from scaffold.github.client import (
-    DEFAULT_API_URL,
-    AppIdentity,
-    GitHubClient,
-    RetryingTransport,
-    repo_vars,
-)
-from scaffold.github.retry import RetryPolicy
+from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, UrlVars, repo_vars
 
 ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
@@ -81,19 +71,70 @@ class Permissions:
         return allowed
 
 
-class GitHubAccess(Protocol):
-    def installation(self, installation_id: int) -> GitHubClient: ...
-
-    def identity(self) -> AppIdentity: ...
-
-    async def bot_login(self) -> str: ...
-
-    async def installation_ids(self) -> list[int]: ...
-
-    async def close(self) -> None: ...
+DECISIVE = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 
 
-class TokenAccess:
+def same_repository(pr: Mapping[str, Any], full_name: str) -> bool:
+    """``pr``'s head branch lives in its base repository, ``full_name`` (a PR object, or
+    the short form in check run payloads, whose repositories have ids but no names)."""
+    head = (pr.get("head") or {}).get("repo")
+    base = (pr.get("base") or {}).get("repo")
+    if not isinstance(head, Mapping) or not isinstance(base, Mapping):
+        return False  # a deleted fork has no head repository
+    head_id, base_id = head.get("id"), base.get("id")
+    if type(head_id) is not int or head_id != base_id:
+        return False
+    for repo in (head, base):
+        name = repo.get("full_name")
+        if name is not None and str(name).lower() != full_name.lower():
+            return False
+    return True
+
+
+def _order(review: Mapping[str, Any]) -> tuple[str, int]:
+    ident = review.get("id")
+    return (str(review.get("submitted_at") or ""), ident if type(ident) is int else 0)
+
+
+def latest_decisions(reviews: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each reviewer's latest decisive review, by login."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for review in sorted(reviews, key=_order):
+        login = str((review.get("user") or {}).get("login", ""))
+        if login and str(review.get("state", "")).upper() in DECISIVE:
+            latest[login] = review
+    return latest
+
+
+async def approver_of(
+    reviews: Iterable[Mapping[str, Any]], head_sha: str, permissions: Permissions
+) -> str | None:
+    """A writer whose latest decisive review approves exactly ``head_sha``, or None."""
+    for login, review in latest_decisions(reviews).items():
+        if (
+            str(review.get("state", "")).upper() == "APPROVED"
+            and review.get("commit_id") == head_sha
+            and await permissions.is_writer(review.get("user") or {})
+        ):
+            return login
+    return None
+
+
+async def approved_head(
+    client: GitHubClient,
+    repo_vars: UrlVars,
+    number: int,
+    head_sha: str,
+    permissions: Permissions,
+) -> str | None:
+    """Who approved ``head_sha`` of pull request ``number``, read from GitHub now."""
+    reviews = await client.get_all(
+        "/repos/{owner}/{repo}/pulls/{number}/reviews", {**repo_vars, "number": number}
+    )
+    return await approver_of(reviews, head_sha, permissions)
+
+
+class TokenAccess(GitHubAccess):
     """Every installation is the one the token belongs to."""
 
     def __init__(
@@ -104,41 +145,25 @@ class TokenAccess:
         bot: str = ACTIONS_BOT,
         app_id: int | None = None,
     ) -> None:
-        self._token = token
-        self.base_url = base_url.rstrip("/")
-        self._bot = bot
         # The App behind a plain token is not known up front: the first check run
         # scaffold creates with it says (and the Action keeps it for later runs).
-        self._identity = AppIdentity(app_id)
-        self._session: aiohttp.ClientSession | None = None
-        self._client: GitHubClient | None = None
+        super().__init__(base_url=base_url, app_id=app_id)
+        self._token = token
+        self._bot = bot
 
     def __repr__(self) -> str:
         return f"TokenAccess(base_url={self.base_url!r})"
 
     def installation(self, installation_id: int) -> GitHubClient:
-        if self._client is None:
-            self._session = aiohttp.ClientSession()
-            transport = RetryingTransport(
-                self._session, base_url=self.base_url, policy=RetryPolicy()
-            )
-            self._client = GitHubClient(transport, self._source)
-        return self._client
+        if not self._clients:
+            self._clients[0] = GitHubClient(self.transport(), self._source)
+        return self._clients[0]
 
     async def _source(self) -> str:
         return self._token
-
-    def identity(self) -> AppIdentity:
-        return self._identity
 
     async def bot_login(self) -> str:
         return self._bot
 
     async def installation_ids(self) -> list[int]:
         return []  # the repository of the workflow is known from its event
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-            self._client = None

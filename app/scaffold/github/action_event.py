@@ -1,21 +1,9 @@
-"""The Action's ``event`` mode: one workflow run handles one event the way the App would.
-
-A repository that does not host ``scaffold serve`` runs scaffold from a workflow on
-``issues``, ``issue_comment``, ``pull_request``, ``pull_request_review``,
-``pull_request_review_comment``, ``check_run`` and ``check_suite`` events: the event's payload becomes a delivery for the same
-``AppService``, with the workflow's ``GITHUB_TOKEN`` standing for the installation.
-The quest then runs until it waits for a person, like one run of the server. A
-``schedule`` or ``workflow_dispatch`` event runs the reconciliation pass instead (what
-a lost event would have done).
-
-The quests live on the repository's state branch (``scaffold/state``), pushed with the
-workflow's token, so the state folder (clones, journals) is only a speed-up: the
-composite action keeps it with ``actions/cache`` (at ``.scaffold-state`` in the
-workspace, the same path on every run), and a run whose cache was evicted
-rebuilds every open quest from the branch on its first delivery. The state folder also
-keeps which App the token belongs to (learnt from the first check run scaffold
-creates with it), so a later run knows scaffold's own ``scaffold/diagram-check`` from
-one of the same name that anything else reported.
+"""The Action's ``event`` mode: one workflow run handles one event the way the App would,
+with the workflow's ``GITHUB_TOKEN`` standing for the installation; a ``schedule`` or
+``workflow_dispatch`` event runs the reconciliation pass instead. The quests live on the
+state branch, so the state folder (kept with ``actions/cache``) is only a speed-up; it
+also keeps which App the token belongs to, so a later run knows scaffold's own
+``scaffold/diagram-check`` from one of the same name that anything else reported.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """``executor: actions``: task agents run as GitHub Actions workflow runs.
 
 For each agent run the App pushes the task branch, dispatches the slot workflow
-(``actions.workflow``, see ``examples/workflows/scaffold-slot.yml``) with the run's
-inputs, and follows the run through ``workflow_run`` deliveries (and, in case one is
-lost, by reading the run every ``actions.poll_s``). When it completes, the artifact the
-slot run uploaded gives the signal, the outcome and the Claude Code session file; the
-commits the agent made are fetched into the task's worktree. A failed, cancelled or
-timed-out run is an agent crash, which the lifecycle retries (resuming the session).
-The orchestrator's slot count and budgets hold as for local runs: a workflow run
-occupies its slot until it is done.
+(``actions.workflow``) and follows the run through ``workflow_run`` deliveries (and by
+polling, in case one is lost). The artifact of a completed run gives the signal, the
+outcome and the session file; the agent's commits are fetched into the worktree. A run
+that did not succeed is an agent crash, which the lifecycle retries.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""GitHub App credentials: the App's JWT and installation tokens cached until shortly
-before they expire.
-
-The App signs a short JWT (RS256, ``iss`` = App id, backdated a minute for clock drift)
-with its private key and trades it for an installation token per installation. Tokens
-are cached and refreshed ``refresh_margin_s`` before ``expires_at``; concurrent callers
-for the same installation wait for one refresh rather than each minting a token.
-Neither the key nor a token is ever part of a ``repr``.
+"""GitHub App credentials: the App's JWT (RS256, backdated a minute for clock drift) and
+installation tokens, cached until ``refresh_margin_s`` before they expire, one refresh
+at a time per installation. Neither the key nor a token is ever part of a ``repr``.
 """
 
 from __future__ import annotations

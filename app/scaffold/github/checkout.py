@@ -1,20 +1,11 @@
-"""The App's own working copy of each repository it works on.
+"""The App's own clone of each repository it works on, under the server's state folder.
 
-One clone per repository under the server's state folder. Agents run in worktrees of
-this clone, so they can write its common ``.git`` (config, hooks): nothing there is
-trusted when a token is about to be used. Every fetch and push goes through
-:func:`~scaffold.git.runner.run_remote_git`: the repository's config is audited first
-(a key an agent could have planted is refused by name), hooks and fsmonitor are off,
-system and global config are not read, and the remote is the clone URL the App got from
-GitHub (never ``remote.origin.url``, which an agent can rewrite). The installation
-token reaches git only through the environment of the one git process that needs it
-(``GIT_CONFIG_*`` setting ``http.<clone url>.extraHeader``): it is never written to
-``.git/config``, never on a command line, and never in an agent's environment.
-
-The local default branch is the remote one plus scaffold's own bookkeeping commits
-(Backlog.md task files and statuses); task branches start from it, so each pull request
-carries the Backlog.md changes of its task and a protected default branch is never
-pushed to directly.
+Agents run in worktrees of this clone and can write its ``.git``, so every fetch and push
+goes through :func:`~scaffold.git.runner.run_remote_git` (config audited, no hooks, the
+clone URL GitHub gave, never ``remote.origin.url``), and the installation token reaches
+only the one git process that needs it (never ``.git/config``, a command line or an
+agent). The local default branch is the remote one plus scaffold's Backlog.md commits;
+task branches start from it, so a protected default branch is never pushed to.
 """
 
 from __future__ import annotations
@@ -23,6 +14,7 @@ import base64
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from scaffold.config import CONFIG_PATH, ScaffoldConfig, parse_config
 from scaffold.errors import GitError, ScaffoldError
@@ -30,6 +22,7 @@ from scaffold.git.runner import (
     IDENTITY_CONFIG,
     IDENTITY_ENV,
     SAFE_LOCAL,
+    GitOutput,
     auth_header_config,
     run_git,
     run_remote_git,
@@ -72,11 +65,18 @@ class Checkout:
             [*IDENTITY_CONFIG, *SAFE_LOCAL, *args], cwd=self.path, env=IDENTITY_ENV, check=check
         ).stdout
 
+    def _remote(self, args: list[str], token: str, **kw: Any) -> GitOutput:
+        """``git <args>`` with the clone URL, authenticated by ``token`` there only."""
+        kw.setdefault("cwd", self.path)
+        return run_remote_git(
+            args, url=self.clone_url, auth=token_auth(self.clone_url, token), **kw
+        )
+
     def ensure(self, token: str) -> None:
         """Clone on first use; afterwards fetch and bring the default branch up to date."""
         if not (self.path / ".git").exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            run_remote_git(
+            self._remote(
                 [
                     "clone",
                     "--quiet",
@@ -87,46 +87,28 @@ class Checkout:
                     self.clone_url,
                     str(self.path),
                 ],
-                self.path.parent,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
+                cwd=self.path.parent,
                 audit=False,
             )
             return
         self.update(token)
 
-    def has_state_branch(self, token: str) -> bool:
-        """Whether the remote has a state branch (any ``scaffold/state*``), without a clone."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        out = run_remote_git(
-            ["ls-remote", "--heads", self.clone_url, "refs/heads/scaffold/*"],
-            self.path.parent,
-            url=self.clone_url,
-            auth=token_auth(self.clone_url, token),
-            audit=False,
-        )
-        names = [line.split("\t", 1)[-1] for line in out.stdout.splitlines()]
-        return any(not n.startswith("refs/heads/scaffold/task-") for n in names)
-
     def fetch_refspecs(self, token: str, *refspecs: str, check: bool = True) -> bool:
         """Fetch ``refspecs`` from the clone URL; False when that failed (and not ``check``)."""
         with self.remote_lock:
-            out = run_remote_git(
+            out = self._remote(
                 ["fetch", "--quiet", "--no-write-fetch-head", self.clone_url, *refspecs],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
                 check=check,
             )
         return out.returncode == 0
 
     def fetch(self, token: str) -> None:
         with self.remote_lock:
-            run_remote_git(
+            self._remote(
                 ["fetch", "--quiet", "--prune", self.clone_url, TRACKING_REFSPEC],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
             )
 
     def update(self, token: str) -> None:
@@ -170,11 +152,9 @@ class Checkout:
         _owned(branch)
         tracking = f"refs/remotes/origin/{branch}"
         with self.remote_lock:
-            listed = run_remote_git(
+            listed = self._remote(
                 ["ls-remote", "--heads", self.clone_url, f"refs/heads/{branch}"],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
             )
             if not listed.stdout.strip():
                 self._git("update-ref", "-d", tracking, check=False)
@@ -192,7 +172,7 @@ class Checkout:
         if lease is not None and not self.contains(head, lease):
             return False  # the remote tip is not in the branch: build on it first
         with self.remote_lock:
-            out = run_remote_git(
+            out = self._remote(
                 [
                     "push",
                     "--quiet",
@@ -202,9 +182,7 @@ class Checkout:
                     self.clone_url,
                     f"{head}:refs/heads/{branch}",
                 ],
-                self.path,
-                url=self.clone_url,
-                auth=token_auth(self.clone_url, token),
+                token,
                 check=False,
             )
             if out.returncode != 0:

@@ -1,12 +1,9 @@
 """The REST client: gidgethub over one aiohttp session, with retries and App auth.
 
-``GitHubClient`` is what the rest of the App calls (``get``, ``get_all``, ``post``,
-``patch``, ``put``, ``delete``); paths are URI templates filled from ``url_vars``
-(gidgethub escapes them), never absolute URLs taken from a payload, so
-``SCAFFOLD_GITHUB_URL`` decides where every request goes. Failures that deserve it are
-retried at the transport (see ``retry.py``); what is left raises ``GitHubError`` with
-the status. ``GitHubApp`` owns the session, the App JWT and one client per
-installation.
+Paths are URI templates filled from ``url_vars`` (gidgethub escapes them), never
+absolute URLs taken from a payload, so ``SCAFFOLD_GITHUB_URL`` decides where every
+request goes. Failures that deserve it are retried at the transport (``retry.py``);
+what is left raises ``GitHubError`` with the status.
 """
 
 from __future__ import annotations
@@ -16,7 +13,8 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypedDict
+from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -26,6 +24,7 @@ from gidgethub import sansio
 
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
+from scaffold.github.comments import CHECK_NAME
 from scaffold.github.retry import RetryPolicy, describe, retry_delay
 
 log = logging.getLogger("scaffold.github")
@@ -39,6 +38,16 @@ def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
     """The ``owner`` and ``repo`` URL variables of ``full_name``, with ``more``."""
     owner, _, name = full_name.partition("/")
     return {"owner": owner, "repo": name, **more}
+
+
+async def post_comment(client: GitHubClient, full_name: str, number: int, body: str) -> int:
+    """Comment on issue or pull request ``number``; the new comment's id."""
+    data = await client.post(
+        "/repos/{owner}/{repo}/issues/{number}/comments",
+        repo_vars(full_name, number=number),
+        data={"body": body},
+    )
+    return int(data["id"])
 
 
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
@@ -57,7 +66,6 @@ class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
         self.policy = policy
         self._sleep = sleep
         self._clock = clock
-        self.retries = 0
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
@@ -86,7 +94,6 @@ class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
                 if status is None:
                     raise GitHubError(method, _path_of(url), None, failure)
                 return status, response_headers, data
-            self.retries += 1
             log.warning(
                 "github call failed; retrying",
                 extra={
@@ -117,9 +124,7 @@ class AppIdentity:
 
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
-        # (repository, head sha) whose ``scaffold/diagram-check`` run a caller of this
-        # process has taken: the quest's report and the pull request handler share one
-        # identity, so the one that comes second sees it at once, before any API call.
+        # (repository, head sha) whose check run is taken in this process.
         self._checked: dict[tuple[str, str], None] = {}
         self._lock = threading.Lock()
 
@@ -127,27 +132,48 @@ class AppIdentity:
         return f"AppIdentity(app_id={self.app_id})"
 
     def learn(self, created: Mapping[str, Any]) -> None:
-        """A check run scaffold itself just created names its App (for a plain token,
-        whose App is not known before)."""
+        """Learn the App from a check run scaffold just created (a plain token's App)."""
         app = created.get("app")
         if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
             self.app_id = int(app["id"])
 
-    def claim_check(self, repo: str, sha: str) -> bool:
-        """Take the one check run of ``sha``: False when another caller already has it."""
-        key = (repo.lower(), sha)
+    async def start_check(
+        self,
+        client: GitHubClient,
+        full_name: str,
+        sha: str,
+        data: Mapping[str, Any],
+        *,
+        force: bool = False,
+    ) -> Any | None:
+        """Create scaffold's ``scaffold/diagram-check`` run on ``sha`` with ``data``; None
+        when this process or GitHub has one already (``force``, a re-run a person asked
+        for: always)."""
+        # The quest's report and the pull request handler may both be at this head now:
+        # taking it here settles which one creates the run, before any API call.
+        key = (full_name.lower(), sha)
         with self._lock:
-            if key in self._checked:
-                return False
+            claimed = key not in self._checked
             self._checked[key] = None
             while len(self._checked) > self.MAX_CHECKED_HEADS:
                 del self._checked[next(iter(self._checked))]
-            return True
-
-    def release_check(self, repo: str, sha: str) -> None:
-        """The claimed check run was not created after all (an API error): let go of it."""
-        with self._lock:
-            self._checked.pop((repo.lower(), sha), None)
+        if not force and not claimed:
+            return None
+        where = repo_vars(full_name)
+        try:
+            if not force and await already_checked(client, where, sha, self):
+                return None
+            run = await client.post(
+                "/repos/{owner}/{repo}/check-runs",
+                where,
+                data={"name": CHECK_NAME, "head_sha": sha, **data},
+            )
+        except BaseException:
+            with self._lock:
+                self._checked.pop(key, None)
+            raise
+        self.learn(run)
+        return run
 
     def owns(self, run: Mapping[str, Any]) -> bool:
         app = run.get("app")
@@ -157,11 +183,6 @@ class AppIdentity:
             and type(app.get("id")) is int
             and app["id"] == self.app_id
         )
-
-
-class _Auth(TypedDict):
-    jwt: str | None
-    oauth_token: str | None
 
 
 class GitHubClient:
@@ -180,58 +201,54 @@ class GitHubClient:
         """The current token, for git over HTTPS (never for an agent's environment)."""
         return await self._token()
 
-    async def _auth(self) -> _Auth:
-        """The ``jwt`` and ``oauth_token`` arguments: exactly one of them is set."""
-        value = await self._token()
-        return (
-            _Auth(jwt=value, oauth_token=None) if self._jwt else _Auth(jwt=None, oauth_token=value)
-        )
+    async def _auth(self) -> dict[str, str]:
+        """gidgethub's ``jwt`` or ``oauth_token`` argument."""
+        return {"jwt" if self._jwt else "oauth_token": await self._token()}
 
-    async def _call(self, method: str, path: str, coro: Awaitable[Any]) -> Any:
+    async def _call(
+        self,
+        method: str,
+        request: Callable[..., Awaitable[Any]],
+        path: str,
+        url_vars: UrlVars | None,
+        **kw: Any,
+    ) -> Any:
+        auth = await self._auth()
         try:
-            return await coro
+            return await request(path, _vars(url_vars), **kw, **auth)
         except gidgethub.HTTPException as exc:
-            status = int(exc.status_code)
-            raise GitHubError(method, path, status, _message(exc)) from None
+            raise GitHubError(method, path, int(exc.status_code), _message(exc)) from None
         except gidgethub.GitHubException as exc:
             raise GitHubError(method, path, None, str(exc)) from None
 
     async def get(self, path: str, url_vars: UrlVars | None = None) -> Any:
-        auth = await self._auth()
-        return await self._call("GET", path, self._api.getitem(path, _vars(url_vars), **auth))
+        return await self._call("GET", self._api.getitem, path, url_vars)
 
     async def get_all(
         self, path: str, url_vars: UrlVars | None = None, *, key: str = ""
     ) -> list[Any]:
         """Every page of a list endpoint (``key`` names the list in a wrapped answer)."""
-        auth = await self._auth()
 
-        async def collect() -> list[Any]:
-            pages = self._api.getiter(path, _vars(url_vars), iterable_key=key or None, **auth)
+        async def collect(path: str, url_vars: dict[str, str], **auth: Any) -> list[Any]:
+            pages = self._api.getiter(path, url_vars, iterable_key=key or None, **auth)
             return [item async for item in pages]
 
-        result: list[Any] = await self._call("GET", path, collect())
+        result: list[Any] = await self._call("GET", collect, path, url_vars)
         return result
 
     async def post(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        auth = await self._auth()
         body = b"" if data is None else data
-        return await self._call(
-            "POST", path, self._api.post(path, _vars(url_vars), data=body, **auth)
-        )
+        return await self._call("POST", self._api.post, path, url_vars, data=body)
 
     async def patch(self, path: str, url_vars: UrlVars | None = None, *, data: Any) -> Any:
-        auth = await self._auth()
-        return await self._call(
-            "PATCH", path, self._api.patch(path, _vars(url_vars), data=data, **auth)
-        )
+        return await self._call("PATCH", self._api.patch, path, url_vars, data=data)
 
     async def put(self, path: str, url_vars: UrlVars | None = None, *, data: Any = None) -> Any:
-        auth = await self._auth()
         body = b"" if data is None else data
-        return await self._call(
-            "PUT", path, self._api.put(path, _vars(url_vars), data=body, **auth)
-        )
+        return await self._call("PUT", self._api.put, path, url_vars, data=body)
+
+    async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
+        await self._call("DELETE", self._api.delete, path, url_vars)
 
     async def download(self, path: str, url_vars: UrlVars | None = None) -> bytes:
         """A binary download (an artifact archive), following GitHub's redirect."""
@@ -241,10 +258,6 @@ class GitHubClient:
         if status >= 400:
             raise GitHubError("GET", path, status, body[:200].decode("utf-8", "replace"))
         return body
-
-    async def delete(self, path: str, url_vars: UrlVars | None = None) -> None:
-        auth = await self._auth()
-        await self._call("DELETE", path, self._api.delete(path, _vars(url_vars), **auth))
 
 
 def _vars(url_vars: UrlVars | None) -> dict[str, str]:
@@ -263,20 +276,19 @@ def _message(exc: gidgethub.HTTPException) -> str:
     return f"{text} {errors}" if errors else text
 
 
-class GitHubApp:
-    """The App: one aiohttp session, its JWT, and one client per installation."""
+class GitHubAccess:
+    """How the App reaches GitHub: one aiohttp session (opened on first use), who scaffold
+    is there, and a client per installation."""
 
     def __init__(
         self,
-        credentials: AppCredentials,
         *,
         base_url: str = DEFAULT_API_URL,
+        app_id: int | None = None,
         policy: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        refresh_margin_s: float = 300.0,
     ) -> None:
-        self.credentials = credentials
         self.base_url = base_url.rstrip("/")
         self.policy = policy or RetryPolicy()
         self._clock = clock
@@ -284,10 +296,7 @@ class GitHubApp:
         self._session: aiohttp.ClientSession | None = None
         self._transport: RetryingTransport | None = None
         self._clients: dict[int, GitHubClient] = {}
-        self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
-        self.tokens_minted = 0
-        self._bot_login: str | None = None
-        self._identity = AppIdentity(credentials.app_id)
+        self._identity = AppIdentity(app_id)
 
     def transport(self) -> RetryingTransport:
         if self._transport is None:
@@ -300,6 +309,46 @@ class GitHubApp:
                 clock=self._clock,
             )
         return self._transport
+
+    def identity(self) -> AppIdentity:
+        return self._identity
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        raise NotImplementedError
+
+    async def bot_login(self) -> str:
+        raise NotImplementedError
+
+    async def installation_ids(self) -> list[int]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+            self._transport = None
+            self._clients.clear()
+
+
+class GitHubApp(GitHubAccess):
+    """The self-hosted App: its JWT, and an installation token per installation."""
+
+    def __init__(
+        self,
+        credentials: AppCredentials,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        refresh_margin_s: float = 300.0,
+    ) -> None:
+        super().__init__(
+            base_url=base_url, app_id=credentials.app_id, policy=policy, clock=clock, sleep=sleep
+        )
+        self.credentials = credentials
+        self.tokens = TokenCache(self._mint, clock, refresh_margin_s)
+        self._bot_login: str | None = None
 
     def app_client(self) -> GitHubClient:
         """Calls as the App itself (``/app``...), authenticated by a fresh JWT."""
@@ -320,9 +369,6 @@ class GitHubApp:
             self._clients[installation_id] = client
         return client
 
-    def identity(self) -> AppIdentity:
-        return self._identity
-
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""
         if self._bot_login is None:
@@ -339,12 +385,35 @@ class GitHubApp:
             "/app/installations/{installation_id}/access_tokens",
             {"installation_id": installation_id},
         )
-        self.tokens_minted += 1
         return parse_token_response(data)
 
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-            self._transport = None
-            self._clients.clear()
+
+# A run left in progress longer than this (its server died mid-check) counts as none.
+STALE_CHECK_S = 15 * 60
+
+
+async def already_checked(
+    client: GitHubClient, where: Mapping[str, str | int], sha: str, app: AppIdentity
+) -> bool:
+    """A current run of scaffold's own App exists for this commit (one of the same name
+    from any other App or workflow does not count)."""
+    try:
+        runs = await client.get_all(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+            {**where, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
+            key="check_runs",
+        )
+    except GitHubError:
+        return False
+    now = time.time()
+    return any(r.get("name") == CHECK_NAME and app.owns(r) and _current(r, now) for r in runs)
+
+
+def _current(run: Mapping[str, Any], now: float) -> bool:
+    if run.get("status") == "completed":
+        return True
+    try:
+        started = datetime.fromisoformat(str(run.get("started_at"))).timestamp()
+    except ValueError:
+        return False
+    return now - started < STALE_CHECK_S

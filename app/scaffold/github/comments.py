@@ -1,13 +1,5 @@
-"""What the App writes on GitHub, and how it reads what people write back. Pure.
-
-- The status comment: ONE per quest, rewritten in place (tasks with state, role, slot,
-  elapsed and cost; a Mermaid graph of the task DAG; budget left).
-- A question comment per ``needs-user-input``, naming its id.
-- The pull request body: what it does, the requirements it satisfies, the diagram
-  checklist, a link to the quest's issue.
-- Reading comments: ``/scaffold status|abort|retry <task>`` commands, and answers to
-  open questions (which question a reply answers, or why that is ambiguous).
-
+"""What the App writes on GitHub (the status comment, questions, the PR body) and how it
+reads what people write back (``/scaffold`` commands, answers to questions). Pure.
 Hidden markers (``<!-- scaffold:... -->``) let the App find its own comments again.
 """
 
@@ -215,9 +207,6 @@ def render_pr_body(
         lines.append(f"Part of #{issue_number} (quest `{quest.id}`).")
     lines.append(f"Branch `{task.branch}`; Backlog.md: this PR marks {task.id} Done.")
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------- reading
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,11 @@
 """DiagramCheck on any pull request of an installed repository, as a GitHub check.
 
-For each new head of a pull request (opened, synchronize, reopened, a check suite
-requested, a re-run asked for), the App fetches the head into its clone, runs the
-analyzer between the base branch and the head (with ``diagrams`` from the DEFAULT
-branch's ``.github/scaffold.yml``, so a pull request cannot relax its own check), and
-reports:
-
-- a check run ``scaffold/diagram-check`` with a summary and annotations on the lines
-  that need a diagram;
-- ONE pull request comment listing what is missing, edited in place, and turned into a
-  pass once the diagrams are fixed (no comment at all for a PR that always passed).
-
-The check is scaffold's by the App that created it, never by its name: a run called
-``scaffold/diagram-check`` from any other App or workflow neither stands in for it nor
-stops it. A head the analyzer cannot get through (a hostile file: a nesting deep enough
-to exhaust the recursion limit, memory...) concludes the check as a failure that says
-so; a check that could not run never passes.
+For each new head the App fetches it into its clone, runs the analyzer between the base
+branch and the head (with ``diagrams`` from the DEFAULT branch's config, so a PR cannot
+relax its own check), and reports a check run ``scaffold/diagram-check`` with
+annotations, plus ONE PR comment listing what is missing, edited in place (none for a PR
+that always passed). A head the analyzer cannot get through fails the check, saying so:
+a check that could not run never passes.
 """
 
 from __future__ import annotations
@@ -30,11 +20,9 @@ from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
-from scaffold.github.client import repo_vars
-from scaffold.github.comments import CHECK_NAME
-from scaffold.github.own_checks import already_checked
+from scaffold.github.access import same_repository
+from scaffold.github.client import post_comment, repo_vars
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import same_repository
 
 log = logging.getLogger("scaffold.app")
 
@@ -113,23 +101,19 @@ async def check_pull_request(
     where = repo_vars(ctx.full_name)
     number = int(pr["number"])
     head_sha = str(pr["head"]["sha"])
-    # One check run per head: the quest's own report may be checking it at this moment
-    # (a re-run asked for by a person, ``force``, always makes a new one).
-    claimed = ctx.app.claim_check(ctx.full_name, head_sha)
-    if not force and not claimed:
+    run = await ctx.app.start_check(
+        ctx.client, ctx.full_name, head_sha, {"status": "in_progress"}, force=force
+    )
+    if run is None:
         return None
-    try:
-        if not force and await already_checked(ctx.client, where, head_sha, ctx.app):
-            return None
-        run = await ctx.client.post(
-            "/repos/{owner}/{repo}/check-runs",
-            where,
-            data={"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress"},
+
+    async def update(data: dict[str, Any]) -> None:
+        await ctx.client.patch(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+            {**where, "check_run_id": int(run["id"])},
+            data=data,
         )
-    except BaseException:
-        ctx.app.release_check(ctx.full_name, head_sha)
-        raise
-    ctx.app.learn(run)
+
     try:
         await _fetch_head(ctx, pr, head_sha)
         base_ref = f"origin/{pr['base']['ref']}"
@@ -144,15 +128,8 @@ async def check_pull_request(
             "diagram check could not run",
             extra={"repo": ctx.full_name, "pr": number, "error": text},
         )
-        await ctx.client.patch(
-            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**where, "check_run_id": int(run["id"])},
-            data={
-                "status": "completed",
-                "conclusion": "failure",
-                "output": {"title": "DiagramCheck could not run", "summary": text[:60000]},
-            },
-        )
+        failed = {"title": "DiagramCheck could not run", "summary": text[:60000]}
+        await update({"status": "completed", "conclusion": "failure", "output": failed})
         if isinstance(exc, ScaffoldError | GitError):
             raise
         raise ScaffoldError(f"#{number}: DiagramCheck could not run: {text}") from None
@@ -167,11 +144,7 @@ async def check_pull_request(
             if not start
             else {}
         )
-        await ctx.client.patch(
-            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
-            {**where, "check_run_id": int(run["id"])},
-            data={**done, "output": output},
-        )
+        await update({**done, "output": output})
     await _sync_comment(ctx, where, number, report, summary, bot)
     log.info(
         "diagram check reported",
@@ -203,11 +176,7 @@ async def _sync_comment(
     body = f"{COMMENT_MARKER}\n{summary}"
     if ours is None:
         if report.blocking:
-            await ctx.client.post(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                {**where, "number": number},
-                data={"body": body},
-            )
+            await post_comment(ctx.client, ctx.full_name, number, body)
         return
     if ours.get("body") != body:
         await ctx.client.patch(

@@ -1,29 +1,34 @@
-"""Feedback on a task's pull request, read from GitHub.
-
-A changes-requested review (its body and every inline comment of it), a `/scaffold fix`
-written on the pull request or in one of its review threads, and a merge-blocking check
-that failed on the head become :class:`~scaffold.quest.model.Feedback` for the task's next
-round. Everything in it is untrusted text: stripped of what a reader cannot see, credentials
-masked, bounded in size (the prompt then fences it as data).
-
-Which checks block the merge: those branch protection requires; where it requires none,
-every check run and commit status on the head except scaffold's own DiagramCheck (which
-scaffold settles itself). ``cancelled``, ``skipped`` and ``neutral`` are not failures, and
-a check is judged by its newest run on the head (a re-run that passed is no failure).
+"""Feedback on a task's pull request, read from GitHub: a changes-requested review with
+its inline comments, a ``/scaffold fix``, and a merge-blocking check that failed on the
+head (those branch protection requires or, where it requires none, any but scaffold's
+own; judged by the newest run). All of it is untrusted text: cleaned, masked, bounded.
+After a round, ``answer_round`` replies to each piece of it on the pull request.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from scaffold.core.review import SCAFFOLD, reviewers
 from scaffold.errors import GitHubError
 from scaffold.github.client import AppIdentity, GitHubClient
 from scaffold.github.comments import CHECK_NAME
-from scaffold.quest.model import CheckFailure, Feedback, ReviewComment, utcnow
+from scaffold.quest.model import (
+    CheckFailure,
+    Feedback,
+    ReviewComment,
+    ReviewRound,
+    TaskRecord,
+    utcnow,
+)
 from scaffold.sanitize import clean
+
+log = logging.getLogger("scaffold.github")
 
 FAILED = ("failure", "timed_out")
 # Bounds that keep a round's record (and the quest file) small; an agent reads the code.
@@ -244,4 +249,82 @@ def from_status(status: Mapping[str, Any], required: set[str]) -> Feedback | Non
         at=utcnow(),
         check=check,
         url=check.url,
+    )
+
+
+# ---------------------------------------------------------------------- answering
+
+REPLY_MARKER = "<!-- scaffold:reply {task} round {round} comment {comment} -->"
+ROUND_MARKER = "<!-- scaffold:round {task} round {round} {key} -->"
+
+
+def _what_changed(task: TaskRecord, sha: str) -> str:
+    summary = clean(task.last_summary or "", 1500) or "the change is in the commit."
+    return f"Addressed in {sha[:12]}: {summary}"
+
+
+async def answer_round(
+    gh: GitHubClient,
+    repo_vars: Mapping[str, str | int],
+    number: int,
+    task: TaskRecord,
+    done: ReviewRound,
+    head_sha: str,
+) -> None:
+    """Reply to every piece of ``done``'s feedback and request the reviewers again."""
+    pr_vars = {**repo_vars, "number": number}
+    threads = await gh.get_all("/repos/{owner}/{repo}/pulls/{number}/comments", pr_vars)
+    answered = {str(c.get("body") or "") for c in threads}
+    issue_comments = await gh.get_all("/repos/{owner}/{repo}/issues/{number}/comments", pr_vars)
+    said = "\n".join(str(c.get("body") or "") for c in issue_comments)
+    text = _what_changed(task, head_sha)
+    for item in done.feedback:
+        in_threads = [c.id for c in item.comments if c.id is not None]
+        if item.thread is not None:
+            in_threads.append(item.thread)
+        for comment_id in in_threads:
+            marker = REPLY_MARKER.format(task=task.id, round=done.number, comment=comment_id)
+            if any(marker in body for body in answered):
+                continue
+            try:
+                await gh.post(
+                    "/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies",
+                    {**pr_vars, "comment_id": comment_id},
+                    data={"body": f"{marker}\n{text}"},
+                )
+            except GitHubError as exc:
+                # A thread deleted meanwhile: the PR comment below still says it.
+                log.warning("no reply in a review thread", extra={"pr": number, "error": str(exc)})
+        if item.thread is not None and not item.body:
+            continue  # a `/scaffold fix` in a thread is answered there
+        marker = ROUND_MARKER.format(task=task.id, round=done.number, key=item.key)
+        if marker in said:
+            continue
+        await gh.post(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            pr_vars,
+            data={"body": f"{marker}\n{_round_comment(item, done, text)}"},
+        )
+    people = list(reviewers(done.feedback))
+    if people:
+        # Asked again (GitHub ignores a reviewer who is requested already); someone
+        # who cannot be requested (the PR's author, no longer a collaborator) is skipped.
+        with contextlib.suppress(GitHubError):
+            await gh.post(
+                "/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
+                pr_vars,
+                data={"reviewers": people},
+            )
+
+
+def _round_comment(item: Feedback, done: ReviewRound, text: str) -> str:
+    if item.kind == "ci" and item.check is not None:
+        link = f" ([details]({item.check.url}))" if item.check.url else ""
+        return f"🔧 Round {done.number}: the check `{item.check.name}`{link} failed. {text}"
+    if item.by == SCAFFOLD:
+        return f"🔧 Round {done.number}: commits pushed to the branch are merged in. {text}"
+    asked = "requested changes" if item.kind == "review" else "asked for a fix"
+    return (
+        f"🔧 Round {done.number}: @{item.by} {asked}. {text}\n\n"
+        "The new head needs a fresh approval."
     )

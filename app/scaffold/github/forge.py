@@ -1,23 +1,12 @@
-"""The GitHub App's forge: pull requests, reviews, checks, merges and comments on GitHub.
-
-What the orchestrator decides, done on GitHub (see ``runtime/forge.py`` for the seam):
-
-- open: the task's Backlog.md file is marked Done on the task branch (so merging the
-  PR is what completes the task, even on a protected default branch), the branch is
-  pushed with the installation token, the PR is opened (or found again), Lawbringer's
-  review is posted as a PR review and DiagramCheck's verdict as the check run
-  ``scaffold/diagram-check``;
-- merge: only when GitHub says the PR can be merged: merged already (idempotent),
-  conflicts (back to an agent), behind the base (update the branch, then wait),
-  required checks not green yet (wait, counting only scaffold's own App's
-  ``scaffold/diagram-check``), no approval by a writer of the head as it is now (wait:
-  an approval holds for the commit it reviewed, so any later push, scaffold's own
-  included, needs a fresh one), else merge with ``merge.method`` and ``sha`` set to
-  that approved head, so GitHub refuses if the head moved meanwhile;
-- questions, blocked tasks and the one status comment go to the quest's issue.
-
-The PR of a task is the one scaffold opened, from a branch of this repository: its
-number goes into the quest's link as soon as it exists.
+"""The GitHub App's forge: what the orchestrator decides, done on GitHub
+(``runtime/forge.py`` is the seam). Opening marks the task Done in Backlog.md on its
+branch (merging the PR completes it), pushes the branch, opens the PR (or finds it
+again) and posts Lawbringer's review and DiagramCheck's check run. A merge happens only
+when GitHub says it can: conflicts go back to an agent, a branch behind its base is
+updated, required checks must be green (``scaffold/diagram-check`` only from scaffold's
+own App), and a writer must have approved the head as it is now (an approval holds for
+the commit it reviewed); the merge names that head, so GitHub refuses if it moved.
+Questions, blocked tasks and the status comment go to the quest's issue.
 """
 
 from __future__ import annotations
@@ -37,19 +26,16 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github.access import Permissions
+from scaffold.github.access import Permissions, approved_head, same_repository
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient, repo_vars
+from scaffold.github.client import AppIdentity, GitHubClient, post_comment, repo_vars
 from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
     render_question,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.own_checks import already_checked
-from scaffold.github.round_answers import answer_round
 from scaffold.github.status_comment import StatusComment
-from scaffold.github.trust import approved_head, same_repository
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
@@ -85,10 +71,8 @@ class GitHubForge:
         self.clock = clock
         self.repo_vars = repo_vars(checkout.full_name)
         self.status = StatusComment(
-            client, links, config, self.repo_vars, clock=clock, interval_s=status_interval_s
+            client, links, config, checkout.full_name, clock=clock, interval_s=status_interval_s
         )
-
-    # ------------------------------------------------------------- helpers
 
     def _vars(self, **more: str | int) -> dict[str, str | int]:
         return {**self.repo_vars, **more}
@@ -103,14 +87,7 @@ class GitHubForge:
         await asyncio.to_thread(work)
 
     async def comment(self, issue_number: int, body: str) -> int:
-        data = await self.gh.post(
-            "/repos/{owner}/{repo}/issues/{number}/comments",
-            self._vars(number=issue_number),
-            data={"body": body},
-        )
-        return int(data["id"])
-
-    # ------------------------------------------------------------- Forge
+        return await post_comment(self.gh, self.checkout.full_name, issue_number, body)
 
     async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
         await self._update_checkout()
@@ -124,22 +101,30 @@ class GitHubForge:
             bl.update_task(bt.path, status="Done", summary=bl.given(task.last_summary))
         self.workspace.commit_all(task.id, f"{task.id}: Backlog.md Done (merged with this PR)")
 
+    def _take_in_remote(self, task: TaskRecord, token: str) -> tuple[str | None, str | None]:
+        """Fetch the task branch's remote tip and merge it in: (the tip, None) or, when it
+        conflicts, (the tip, the paths in conflict)."""
+        branch = task.branch or ""
+        remote = self.checkout.fetch_branch(branch, token)
+        if remote is None:
+            return None, None
+        taken = self.workspace.take_in(task.id, remote, f"Merge the commits pushed to {branch}")
+        if taken.merged:
+            return remote, None
+        return remote, ", ".join(taken.conflict_files or taken.blocked_paths)
+
     async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
         """Take in what people pushed to the task's branch since scaffold's last push."""
         token = await self.gh.token()
-        branch = task.branch or ""
 
         def work() -> None:
-            remote = self.checkout.fetch_branch(branch, token)
-            if remote is None:
-                return
-            taken = self.workspace.take_in(task.id, remote, f"Merge the commits pushed to {branch}")
-            if not taken.merged:
+            _, conflict = self._take_in_remote(task, token)
+            if conflict is not None:
                 # Left for the push after the round, which asks for the merge (never
                 # overwriting the commits).
                 log.warning(
                     "commits pushed to the branch do not merge cleanly",
-                    extra={"task": task.id, "paths": taken.conflict_files or taken.blocked_paths},
+                    extra={"task": task.id, "paths": conflict},
                 )
 
         try:
@@ -159,29 +144,22 @@ class GitHubForge:
         branch = task.branch or ""
         built = self.checkout.head_of(branch)
         for _ in range(3):
-            remote = self.checkout.fetch_branch(branch, token)
-            if remote is not None:
-                taken = self.workspace.take_in(
-                    task.id, remote, f"Merge the commits pushed to {branch}"
+            remote, paths = self._take_in_remote(task, token)
+            if paths is not None:
+                body = (
+                    f"Commits pushed to {branch} (its tip is {remote}) conflict with "
+                    f"this task's work in: {paths}. Merge that commit into the "
+                    f"branch (`git merge {remote}`), resolve the conflicts keeping "
+                    "what both sides meant, and finish the merge."
                 )
-                if not taken.merged:
-                    paths = ", ".join(taken.conflict_files or taken.blocked_paths)
-                    return (
-                        self.checkout.head_of(branch),
-                        False,
-                        Feedback(
-                            key=f"merge:{remote}",
-                            kind="fix",
-                            by=review.SCAFFOLD,
-                            at=self.clock(),
-                            body=(
-                                f"Commits pushed to {branch} (its tip is {remote}) conflict with "
-                                f"this task's work in: {paths}. Merge that commit into the "
-                                f"branch (`git merge {remote}`), resolve the conflicts keeping "
-                                "what both sides meant, and finish the merge."
-                            ),
-                        ),
-                    )
+                fix = Feedback(
+                    key=f"merge:{remote}",
+                    kind="fix",
+                    by=review.SCAFFOLD,
+                    at=self.clock(),
+                    body=body,
+                )
+                return self.checkout.head_of(branch), False, fix
             if self.checkout.push_branch(branch, token, lease=remote):
                 head = self.checkout.head_of(branch)
                 return head, head != built, None
@@ -195,10 +173,8 @@ class GitHubForge:
         return link.pull_requests.get(task.id) if link is not None else None
 
     async def _merged_already(self, quest: Quest, task: TaskRecord) -> Opened | None:
-        """The task's pull request, merged on GitHub meanwhile (a person pressed the button,
-        or scaffold's own merge whose end this run has not seen): nothing to push or open
-        (a new pull request would be refused: no commits between the branches); the merge
-        is finished the way a merged delivery finishes it."""
+        """The task's pull request, merged on GitHub meanwhile (by a person, or scaffold's
+        own merge whose end this run has not seen): nothing to push or open."""
         number = self._pr_number(quest, task)
         if number is None:
             return None
@@ -249,9 +225,9 @@ class GitHubForge:
             # fix goes to Ward, not to Lawbringer: no review of it is claimed.
             if current is None or current.kind != "ci":
                 await self._post_review(number, head_sha, task)
-            await self.report_diagram_check(head_sha, task)
+            await self.report_diagram_check(head_sha)
         if current is not None:
-            await answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
+            await fb.answer_round(self.gh, self.repo_vars, number, task, current, head_sha)
         record = PullRequest(
             branch=branch,
             base=self.checkout.default_branch,
@@ -264,10 +240,8 @@ class GitHubForge:
         self.progress(quest)
         approval: Event | None = None
         if not known:
-            # A pull request the task had no record of (a server whose state was lost finds
-            # it open): a writer's approval of this head may have come while no task owned
-            # it, and its delivery found nothing to approve. Read back, as reconciliation
-            # does; an approval of an earlier head does not count.
+            # A PR the task had no record of (a server whose state was lost finds it open):
+            # a writer's approval of this head may have come while no task owned it.
             approver = await approved_head(
                 self.gh, self.repo_vars, number, head_sha, self.permissions
             )
@@ -276,11 +250,10 @@ class GitHubForge:
         return Opened(record, note, approval)
 
     def _remember_pr(self, quest: Quest, task: TaskRecord, number: int) -> None:
-        """The task's PR number, in the link at once: deliveries about the PR know it is
-        the task's before the quest file records it."""
+        """The task's PR number, in the link at once (before the quest file records it)."""
         link = self.links.get(quest.id)
         if link is not None and link.pull_requests.get(task.id) != number:
-            self.links.add_pull_request(quest.id, task.id, number)
+            self.links.update(quest.id, pull_requests={task.id: number})
 
     async def _open_pr_of(self, branch: str) -> Any | None:
         """The open PR from ``branch`` of this repository (never a fork's namesake)."""
@@ -383,31 +356,12 @@ class GitHubForge:
             },
         )
 
-    async def report_diagram_check(self, head_sha: str, task: TaskRecord) -> None:
-        """DiagramCheck passed in the orchestrator before the PR: say so as a check run
-        (once per head: a restart re-opening the PR does not add another)."""
-        repo = self.checkout.full_name
-        if not self.app.claim_check(repo, head_sha):
-            return  # the pull request handler checks this head (or this forge already did)
-        try:
-            if await already_checked(self.gh, self.repo_vars, head_sha, self.app):
-                return
-            summary = "Every diagram this change requires is in sync."
-            created = await self.gh.post(
-                "/repos/{owner}/{repo}/check-runs",
-                self.repo_vars,
-                data={
-                    "name": CHECK_NAME,
-                    "head_sha": head_sha,
-                    "status": "completed",
-                    "conclusion": "success",
-                    "output": {"title": "Diagrams in sync", "summary": summary},
-                },
-            )
-        except BaseException:
-            self.app.release_check(repo, head_sha)
-            raise
-        self.app.learn(created)
+    async def report_diagram_check(self, head_sha: str) -> None:
+        """DiagramCheck passed in the orchestrator before the PR: say so as a check run."""
+        summary = "Every diagram this change requires is in sync."
+        output = {"title": "Diagrams in sync", "summary": summary}
+        data = {"status": "completed", "conclusion": "success", "output": output}
+        await self.app.start_check(self.gh, self.checkout.full_name, head_sha, data)
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         number = self._pr_number(quest, task)
@@ -478,8 +432,8 @@ class GitHubForge:
         return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=str(merged.get("sha") or ""))
 
     async def _ask_for_fresh_approval(self, number: int, head_sha: str) -> None:
-        """Say once per head why an approved PR is not merged: the approval was of an
-        earlier commit (a push since, scaffold's own conflict fix or update included)."""
+        """Say once per head why an approved PR is not merged: its approval is of an
+        earlier commit."""
         marker = APPROVE_AGAIN_MARKER.format(sha=head_sha)
         comments = await self.gh.get_all(
             "/repos/{owner}/{repo}/issues/{number}/comments", self._vars(number=number)
@@ -561,7 +515,7 @@ class GitHubForge:
             link.issue_number, render_question(question, several_open=several)
         )
         # The link as it is now (another question may have been recorded meanwhile).
-        self.links.add_question(quest.id, question.id, comment_id)
+        self.links.update(quest.id, question_comments={question.id: comment_id})
 
     async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
         link = self.links.get(quest.id)

@@ -1,11 +1,6 @@
-"""The App's routes on an issue: the trigger label, comments, ``/scaffold`` commands.
-
-- ``issues.labeled`` with the trigger label, by a person with write access: 👀, a new
-  quest, its status comment, and a run. ``issues.unlabeled`` (the trigger label) aborts.
-- ``issue_comment.created``: ``/scaffold status|abort|retry <task>`` commands and answers
-  to open questions, from people with write access only. Bots (scaffold itself among
-  them) and read-only users never reach an agent. A comment on a pull request goes to
-  the review loop's routes (``review_routes.py``).
+"""The App's routes on an issue: the trigger label starts (or, removed, aborts) a quest;
+comments carry ``/scaffold`` commands and answers to open questions. Only people with
+write access count; comments on a pull request go to ``review_routes``.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold import backlog as bl
 from scaffold.errors import ScaffoldError
-from scaffold.github import commands, review_routes
+from scaffold.github import review_routes
 from scaffold.github.access import is_bot
 from scaffold.github.comments import (
     COMMENT_REACTIONS,
@@ -153,7 +148,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     by = str(sender["login"])
     comment_id = int(comment["id"])
     if command is not None:
-        await commands.run_command(service, ctx, link, command, by, number, comment_id)
+        await review_routes.run_command(service, ctx, link, command, by, number, comment_id)
         return
     quest = service.quest_of(ctx, link.quest_id)
     pending = quest.pending_questions()

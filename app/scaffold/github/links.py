@@ -1,17 +1,12 @@
-"""What ties a quest to GitHub: its repository, issue, installation, comments and PRs.
-
-Owned by the App (the quest file belongs to the orchestrator's single writer), one small
-JSON file per quest next to the quest store, replaced atomically on every change. Every
-read-modify-write of one repository's links holds that repository's lock (one per links
-folder, shared by every ``LinkStore`` of the folder), so two changes made at once (two
-questions asked together, a status comment and a PR number) both land.
+"""What ties a quest to GitHub (repository, issue, comments, PRs): one small JSON file per
+quest, owned by the App, written atomically under the repository's one lock, so two
+changes made at once both land.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,33 +68,17 @@ class LinkStore:
             write_file(path, link.model_dump_json(indent=2).encode("utf-8"))
         return link
 
-    def modify(self, quest_id: str, change: Callable[[QuestLink], QuestLink]) -> QuestLink:
-        """Read, change and write one link under the repository's lock: ``change`` gets
-        the link as it is now, never a copy someone read before."""
-        with self._lock:
-            current = self.get(quest_id)
-            if current is None:
-                raise StoreError(self._path(quest_id), "no such quest link")
-            return self.put(change(current))
-
     def update(self, quest_id: str, **changes: Any) -> QuestLink:
-        return self.modify(quest_id, lambda link: link.model_copy(update=changes))
-
-    def add_question(self, quest_id: str, question_id: str, comment_id: int) -> QuestLink:
-        return self.modify(
-            quest_id,
-            lambda link: link.model_copy(
-                update={"question_comments": {**link.question_comments, question_id: comment_id}}
-            ),
-        )
-
-    def add_pull_request(self, quest_id: str, task_id: str, number: int) -> QuestLink:
-        return self.modify(
-            quest_id,
-            lambda link: link.model_copy(
-                update={"pull_requests": {**link.pull_requests, task_id: number}}
-            ),
-        )
+        """Change one link under the repository's lock, as it is now (never a copy someone
+        read before): a dict is added to the link's map of that name."""
+        with self._lock:
+            link = self.get(quest_id)
+            if link is None:
+                raise StoreError(self._path(quest_id), "no such quest link")
+            for name, value in changes.items():
+                if isinstance(value, dict):
+                    changes[name] = {**getattr(link, name), **value}
+            return self.put(link.model_copy(update=changes))
 
     def all(self) -> list[QuestLink]:
         if not self.folder.is_dir():

@@ -1,17 +1,10 @@
 """The App's routes on a task's pull request: approvals, closes, new heads, checks.
 
-- ``pull_request_review.submitted`` approved by a writer who is not a bot, of the head
-  the PR had then (the review's ``commit_id``): approval. The merge checks again that a
-  writer approved the head as it is when merging, and merges that very commit. A writer's
-  review requesting changes is feedback: a round of the review loop (``review_routes.py``).
-- ``pull_request.closed``: merged -> the merge is finished (cleanup); unmerged, by a
-  writer -> rejected. Closed by anyone else: the task goes on (its run reopens the PR).
-- ``pull_request.opened/reopened/synchronize``: DiagramCheck the head (any PR of the
-  repository), then a quest waiting to merge looks again (``reopened`` by a writer only).
-- ``check_suite``/``check_run`` requested: DiagramCheck; completed: a quest waiting to
-  merge looks again, and a completed check that failed and blocks the merge of a task's
-  pull request is feedback for the task (so is a failed commit ``status``).
-- ``workflow_run.completed``: a slot run on GitHub Actions finished.
+An approval counts from a writer (never a bot) and only for the head the PR had then; a
+writer's review requesting changes is feedback for a round. A merged PR finishes the
+merge; one closed unmerged by a writer rejects the task, by anyone else the task goes on
+(its run reopens the PR). Every new head of any PR is DiagramChecked, and a completed
+check wakes a quest waiting to merge (a failure that blocks the merge is CI feedback).
 """
 
 from __future__ import annotations

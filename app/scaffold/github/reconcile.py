@@ -1,15 +1,8 @@
-"""Reconciliation: what deliveries would have said, read back from GitHub.
-
-GitHub does not retry a failed delivery, so a timer (and the Action's scheduled run)
-re-reads every open quest: its pull requests (merged; closed by a writer; approved by a
-writer at the head they have now: an approval of an earlier commit does not count, and
-a later request for changes or dismissal by the same reviewer cancels theirs; a writer's
-newest review requesting changes, and merge-blocking checks failed on the head, that the
-task has not taken yet: feedback for a round), answers
-to its open questions among the issue's comments, and whether the trigger label is
-still there. It posts the same inbox messages the deliveries would have, and wakes the
-quest. Level-triggered: a second pass changes nothing (a message for something already
-done is refused by the quest's lifecycle).
+"""Reconciliation: what deliveries would have said, read back from GitHub (which does not
+retry a failed delivery). Every open quest's pull requests (merged, closed by a writer,
+approved by a writer at their current head, changes requested, checks failed), answers
+among its issue's comments and its trigger label become the inbox messages the
+deliveries would have posted. Level-triggered: a second pass changes nothing.
 """
 
 from __future__ import annotations
@@ -21,11 +14,11 @@ from scaffold.core import review
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
+from scaffold.github.access import approver_of, latest_decisions, same_repository
 from scaffold.github.client import repo_vars
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import approver_of, latest_decisions, same_repository
 from scaffold.quest.model import Feedback, Quest, QuestPhase, TaskRecord
 from scaffold.runtime import inbox
 

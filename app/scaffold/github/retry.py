@@ -1,15 +1,7 @@
-"""When a failed GitHub call deserves another try, and how long to wait first.
-
-Pure: the decision reads the attempt number, the status and the response headers, and
-the current time, so every rule is a one-line test. What is retried:
-
-- no response at all (connection refused or reset, timeout): backoff;
-- 5xx: backoff;
-- secondary rate limits (429, or 403 with ``Retry-After``): wait ``Retry-After``;
-- primary rate limit (403 or 429 with ``X-RateLimit-Remaining: 0``): wait until
-  ``X-RateLimit-Reset``, if that is within ``max_wait_s``.
-
-Anything else (4xx) is the caller's problem and is not retried.
+"""When a failed GitHub call deserves another try, and how long to wait first. Pure.
+No response and 5xx back off; secondary rate limits wait ``Retry-After``; a primary
+rate limit waits until ``X-RateLimit-Reset`` (within ``max_wait_s``); other 4xx are not
+retried.
 """
 
 from __future__ import annotations

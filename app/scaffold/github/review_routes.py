@@ -1,11 +1,6 @@
-"""The App's routes of the review loop: what a delivery about a task's pull request means
-for its next round (``core/review.py`` holds the rounds; ``feedback.py`` reads GitHub).
-
-- A comment on a task's pull request or in one of its review threads that starts with
-  ``/scaffold fix <text>``, from a writer: feedback for a round. Other ``/scaffold``
-  commands do what they do on the issue; other comments are people talking.
-- A check run or suite that failed on the pull request's current head and blocks its merge,
-  and a commit status that did: CI feedback.
+"""The App's ``/scaffold`` commands and the routes of the review loop: a writer's
+``/scaffold fix`` on a task's pull request (or in a review thread), and failed checks or
+statuses on its head, become feedback for the task's next round.
 """
 
 from __future__ import annotations
@@ -15,13 +10,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scaffold.errors import ScaffoldError
-from scaffold.github import commands
 from scaffold.github import feedback as fb
-from scaffold.github.access import is_bot
+from scaffold.github.access import is_bot, same_repository
 from scaffold.github.client import repo_vars
-from scaffold.github.comments import COMMENT_REACTIONS, parse_command
+from scaffold.github.comments import COMMENT_REACTIONS, NOTICE_MARKER, Command, parse_command
+from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
-from scaffold.github.trust import same_repository
 from scaffold.quest.model import Feedback
 from scaffold.runtime import inbox
 from scaffold.server.delivery import Delivery
@@ -30,6 +24,43 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
+
+
+async def run_command(
+    service: AppService,
+    ctx: RepoContext,
+    link: QuestLink,
+    command: Command,
+    by: str,
+    number: int,
+    comment_id: int,
+    *,
+    react: bool = True,
+) -> None:
+    if react:
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+    if command.problem or command.verb == "fix":
+        problem = command.problem or "`/scaffold fix` works on a task's pull request"
+        await service.comment(
+            ctx,
+            number,
+            f"{NOTICE_MARKER}\n{problem}. Commands: "
+            "`/scaffold status`, `/scaffold abort`, `/scaffold retry <task>`, and on a "
+            "task's pull request `/scaffold fix <what to change>`.",
+        )
+        return
+    if command.verb == "abort":
+        service.post(ctx, link, inbox.make("abort", link.quest_id, text=f"aborted by {by}", by=by))
+    elif command.verb == "retry":
+        quest = service.quest_of(ctx, link.quest_id)
+        if command.task_id not in quest.tasks:
+            await service.comment(
+                ctx, number, f"{NOTICE_MARKER}\nThis quest has no task `{command.task_id}`."
+            )
+            return
+        service.post(ctx, link, inbox.make("retry", link.quest_id, task_id=command.task_id, by=by))
+    else:  # status: rewrite the status comment now
+        service.runner.poke(ctx, link.quest_id)
 
 
 async def pr_comment(
@@ -64,9 +95,7 @@ async def pr_comment(
         extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
     )
     if command.verb != "fix" or command.problem:
-        await commands.run_command(
-            service, ctx, link, command, by, number, comment_id, react=not in_thread
-        )
+        await run_command(service, ctx, link, command, by, number, comment_id, react=not in_thread)
         return
     if not in_thread:  # in a thread, the reply after the round answers it
         await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)

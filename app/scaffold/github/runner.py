@@ -1,15 +1,9 @@
-"""Running quests for the App: every quest of a repository at once, sharing its slots.
-
-A run goes until the quest waits for a person (a question, an approval) or is done,
-exactly like ``scaffold run``; a delivery that changes something (an answer, an
-approval, a merge) pokes the quest, and a poke either reaches the run in progress
-(through the inbox, which the orchestrator reads every turn) or starts a new run. Runs
-of one quest are serialised; quests of one repository run side by side, sharing the
-repository's slots fairly (``runtime/slot_pool.py``), and every repository's agents
-share the server's cap on agents at once (``runtime/agent_limit.py``); the quests of
-one repository share its clone: every change to the
-default branch holds the repository's default-branch lock, and a task another quest
-planned is never adopted (its ``quest:<id>`` label).
+"""Running quests for the App: a run goes until the quest waits for a person or is done,
+like ``scaffold run``. A delivery pokes the quest: the poke reaches the run in progress
+(through its inbox) or starts a new one. Runs of one quest are serialised; quests of one
+repository run side by side, sharing its clone, its slots and the server's agent cap.
+Runs publish the quests to the state branch with the installation token, and a server
+that has never seen a repository's quests rebuilds them from it.
 """
 
 from __future__ import annotations
@@ -19,22 +13,22 @@ import contextlib
 import io
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from scaffold.agent.choice import unpriced
 from scaffold.config import CONFIG_PATH
 from scaffold.errors import SandboxError, ScaffoldError
 from scaffold.git.locks import repo_lock
+from scaffold.git.workspace import Workspace
 from scaffold.github.access import Permissions
 from scaffold.github.actions_executor import ActionsExecutor, WorkflowWaiters
-from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient, repo_vars
+from scaffold.github.checkout import Checkout, token_auth
+from scaffold.github.client import AppIdentity, GitHubClient, post_comment
 from scaffold.github.forge import GitHubForge
-from scaffold.github.links import LinkStore
-from scaffold.github.state_sync import TokenHolder, app_state_branch, link_of
+from scaffold.github.links import LinkStore, QuestLink
 from scaffold.quest.model import QuestPhase, utcnow
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_limit import AgentLimit, RepoAgents, default_max_agents
@@ -44,11 +38,76 @@ from scaffold.runtime.session import quest_store
 from scaffold.runtime.slot_pool import SlotPool
 from scaffold.runtime.view import Reporter
 from scaffold.sandbox.settings import resolve_sandbox
+from scaffold.state.branch import GitRemote, StateBranch
 from scaffold.state.publisher import StatePublisher
+from scaffold.state.rebuild import restore_quests
 
 log = logging.getLogger("scaffold.app")
 
 FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
+
+
+@dataclass
+class TokenHolder:
+    """The newest installation token, for git calls made in worker threads."""
+
+    token: str = ""
+
+
+def app_state_branch(checkout: Checkout, branch: str, holder: TokenHolder) -> StateBranch:
+    remote = GitRemote(
+        checkout.path,
+        checkout.clone_url,
+        lambda: token_auth(checkout.clone_url, holder.token),
+        lock=checkout.remote_lock,
+    )
+    return StateBranch(checkout.path, branch, remote=remote)
+
+
+def link_of(links: LinkStore, quest_id: str) -> Mapping[str, Any] | None:
+    link = links.get(quest_id)
+    return link.model_dump(mode="json") if link is not None else None
+
+
+def restore_repository(
+    checkout: Checkout, links: LinkStore, branch_name: str, last_tip: str | None
+) -> tuple[str | None, list[str]]:
+    """Rebuild the open quests (and their links) this clone lacks from the fetched state
+    branch: (the tip read, the ids rebuilt). Reads nothing when the tip is ``last_tip``."""
+    # Read as the App publishes it: the remote's branch as last fetched (nothing is pushed).
+    branch = app_state_branch(checkout, branch_name, TokenHolder())
+    tip = branch.tip()
+    if tip is None or tip == last_tip:
+        return last_tip, []
+    docs = branch.read(open_only=True)
+    for problem in branch.problems:
+        log.warning(
+            "unreadable quest file on the state branch",
+            extra={"path": problem.path, "error": problem.reason},
+        )
+    done = restore_quests(
+        checkout.path, quest_store(checkout.path), docs, Workspace(checkout.path).worktree_path
+    )
+    rebuilt = [qid for qid, what in done.items() if what != "kept"]
+    for qid in done:
+        raw = docs[qid].link
+        if raw is None or links.get(qid) is not None:
+            continue
+        try:
+            link = QuestLink.model_validate(raw)
+            if link.repo != checkout.full_name or link.quest_id != qid:
+                # Anyone who can push the branch wrote this file: it ties quests of this
+                # repository to this repository only.
+                raise ValueError(f"it names {link.repo} {link.quest_id}")
+            links.put(link)
+        except (ValueError, ScaffoldError) as exc:
+            log.warning(
+                "quest link on the state branch unreadable",
+                extra={"quest": qid, "error": str(exc)},
+            )
+    if rebuilt:
+        log.info("quests rebuilt from the state branch", extra={"quests": rebuilt})
+    return tip, rebuilt
 
 
 class _LogStream(io.TextIOBase):
@@ -72,9 +131,7 @@ class RepoContext:
     installation_id: int
     checkout: Checkout
     client: GitHubClient
-    # The App scaffold acts as (its check runs are the ones this App created).
     app: AppIdentity = field(default_factory=AppIdentity)
-    # The repository's slots, shared by every quest running in it at once.
     slots: SlotPool = field(default_factory=lambda: SlotPool(3))
     waiters: WorkflowWaiters = field(default_factory=WorkflowWaiters)
     # The default branch's lock, the same one every orchestrator of this checkout takes.
@@ -85,7 +142,6 @@ class RepoContext:
     # pushes use (refreshed before each one: runs outlive installation tokens).
     state_tip: str | None = None
     token: TokenHolder = field(default_factory=TokenHolder)
-    # Whether this process has fetched the repository and rebuilt its quests yet.
     restored: bool = False
 
     def __post_init__(self) -> None:
@@ -98,20 +154,17 @@ class QuestRunner:
     def __init__(
         self,
         *,
-        clock: Callable[[], datetime] = utcnow,
         status_interval_s: float = 10.0,
         python: str | None = None,
         hidden: tuple[Path, ...] = (),
         max_agents: int | None = None,
     ) -> None:
-        self.clock = clock
-        # Agents at once across every repository this server runs quests in.
         self.agents = AgentLimit(max_agents or default_max_agents())
         self.status_interval_s = status_interval_s
         self.python = python
         # What agents must never see besides each clone's own state (state dir, key file).
         self.hidden = hidden
-        # The sandbox in force per repository ("refused" when none could be had).
+        # The sandbox in force per repository, or "refused".
         self.sandbox_modes: dict[str, str] = {}
         self._refusals_said: set[tuple[str, str]] = set()
         self._pending: set[tuple[str, str]] = set()
@@ -192,19 +245,17 @@ class QuestRunner:
             sandbox = resolve_sandbox(config.sandbox, strict=True, hidden=self.hidden)
         except SandboxError as exc:
             self.sandbox_modes[ctx.full_name] = "refused"
-            log.error("no agent started: %s", exc, extra={"quest": quest_id, "repo": ctx.full_name})
-            await self._say_refused(ctx, quest_id, exc.reason)
+            await self._refuse(ctx, quest_id, exc.reason)
             return
         self.sandbox_modes[ctx.full_name] = sandbox.mode
-        if unpriced_model := next(iter(unpriced(config.agent)), None):
+        if model := next(iter(unpriced(config.agent)), None):
             # safety.max_cost_usd is a promise: tokens nobody can price are not spent.
             why = (
-                f"{unpriced_model.role.value} would run {unpriced_model.backend.name} with "
-                f"model {unpriced_model.model!r}, which has no price: set "
-                f"agent.prices.{unpriced_model.model} in {CONFIG_PATH}"
+                f"{model.role.value} would run {model.backend.name} with model "
+                f"{model.model!r}, which has no price: set agent.prices.{model.model} "
+                f"in {CONFIG_PATH}"
             )
-            log.error("no agent started: %s", why, extra={"quest": quest_id, "repo": ctx.full_name})
-            await self._say_refused(ctx, quest_id, why)
+            await self._refuse(ctx, quest_id, why)
             return
         store = quest_store(ctx.checkout.path)
         writer = store.open_writer(quest_id)
@@ -223,22 +274,18 @@ class QuestRunner:
             async def fresh_token() -> None:
                 ctx.token.token = await ctx.client.token()
 
-            forges: list[GitHubForge] = []
-
             def make_forge(ops: RepoOps) -> GitHubForge:
-                forge = GitHubForge(
+                return GitHubForge(
                     ctx.client,
                     ctx.checkout,
                     ops,
                     ctx.links,
                     config,
-                    clock=self.clock,
+                    clock=utcnow,
                     status_interval_s=self.status_interval_s,
                     permissions=ctx.permissions,
                     app=ctx.app,
                 )
-                forges.append(forge)
-                return forge
 
             orch = Orchestrator(
                 ctx.checkout.path,
@@ -246,7 +293,7 @@ class QuestRunner:
                 writer,
                 Reporter(_LogStream(ctx.full_name, quest_id), color=False),  # type: ignore[arg-type]
                 python=self.python,
-                clock=self.clock,
+                clock=utcnow,
                 forge=make_forge,
                 sandbox=sandbox,
                 remote=(
@@ -259,7 +306,6 @@ class QuestRunner:
                 slot_pool=ctx.slots,
                 agent_limit=RepoAgents(self.agents, ctx.full_name),
             )
-            forge = forges[0]
             self.running[(ctx.full_name, quest_id)] = orch
             try:
                 report = await orch.run()
@@ -268,7 +314,7 @@ class QuestRunner:
             quest = writer.quest
             if report.exit_code == 0 and quest.phase is QuestPhase.EXECUTING and quest.tasks:
                 writer.commit(quest.model_copy(update={"phase": QuestPhase.DONE}))
-                await forge.flush(writer.quest)
+                await orch.forge.flush(writer.quest)
             await orch.publish_state()
             log.info(
                 "quest run ended",
@@ -282,8 +328,9 @@ class QuestRunner:
         finally:
             writer.close()
 
-    async def _say_refused(self, ctx: RepoContext, quest_id: str, reason: str) -> None:
-        """Once per quest, tell the issue why nothing starts (the log says it every time)."""
+    async def _refuse(self, ctx: RepoContext, quest_id: str, reason: str) -> None:
+        """Log why no agent starts; once per quest, tell the issue too."""
+        log.error("no agent started: %s", reason, extra={"quest": quest_id, "repo": ctx.full_name})
         key = (ctx.full_name, quest_id)
         link = ctx.links.get(quest_id)
         if key in self._refusals_said or link is None:
@@ -291,11 +338,7 @@ class QuestRunner:
         self._refusals_said.add(key)
         body = f"scaffold cannot start agents on this server: {reason}."
         with contextlib.suppress(ScaffoldError):
-            await ctx.client.post(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                repo_vars(ctx.full_name, number=link.issue_number),
-                data={"body": body},
-            )
+            await post_comment(ctx.client, ctx.full_name, link.issue_number, body)
 
     async def stop(self) -> None:
         """Stop every run (their agents are killed; the quests resume on the next start)."""

@@ -1,15 +1,9 @@
-"""The App's service: one context per repository, deliveries routed by feature.
+"""The App's service: one context per repository, deliveries routed by ``ROUTES``.
 
-``ROUTES`` maps each ``event.action`` the App handles to its route (``issue_routes``,
-``pr_routes``, ``review_routes``); everything else is ignored. One repository's
-deliveries are handled one at a time per lane (a person's, the App's own echoes).
-
-A pull request is a task's only by identity (trust.py): the number scaffold opened for
-the task, with its head in this repository; never by its branch name, which a fork may
-copy. Nothing here trusts a payload's claims about permissions: write access is asked of
-GitHub (cached briefly). Deliveries only ever post inbox messages and poke a quest; the
-quest's own run changes it (one writer). A reconciliation pass re-reads open quests'
-pull requests and issues on a timer, so a lost delivery never strands a quest.
+A pull request is a task's only by identity (``trust.py``), write access is asked of
+GitHub, never taken from a payload, and deliveries only post inbox messages and poke a
+quest (its run is the one writer). A reconciliation pass on a timer re-reads open
+quests, so a lost delivery never strands one.
 """
 
 from __future__ import annotations
@@ -20,21 +14,18 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import issue_routes, pr_routes, review_routes
-from scaffold.github.access import GitHubAccess
+from scaffold.github.access import same_repository
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import repo_vars
+from scaffold.github.client import GitHubAccess, post_comment, repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
-from scaffold.github.runner import FINISHED, QuestRunner, RepoContext
-from scaffold.github.state_sync import restore_repository
-from scaffold.github.trust import same_repository
-from scaffold.quest.model import Quest, utcnow
+from scaffold.github.runner import FINISHED, QuestRunner, RepoContext, restore_repository
+from scaffold.quest.model import Quest
 from scaffold.runtime import inbox
 from scaffold.runtime.session import quest_store
 from scaffold.sandbox.settings import find_bwrap, probe_bwrap
@@ -79,18 +70,10 @@ class AppOptions:
 
 
 class AppService:
-    def __init__(
-        self,
-        github: GitHubAccess,
-        options: AppOptions,
-        *,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
+    def __init__(self, github: GitHubAccess, options: AppOptions) -> None:
         self.github = github
         self.options = options
-        self.clock = clock
         self.runner = QuestRunner(
-            clock=clock,
             status_interval_s=options.status_interval_s,
             python=options.python,
             hidden=(options.state_dir, *options.hidden),
@@ -101,8 +84,6 @@ class AppService:
         self.handled: Counter[str] = Counter()
         self._delivery_locks: dict[tuple[str, bool], asyncio.Lock] = {}
         self._repo_locks: dict[str, asyncio.Lock] = {}
-
-    # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Resume the open quests of every installation (in the background, so the
@@ -163,8 +144,6 @@ class AppService:
             agents_by_repo=agents,
         )
 
-    # ------------------------------------------------------------------ routing
-
     async def handle(self, delivery: Delivery) -> None:
         route = ROUTES.get(f"{delivery.event}.{delivery.action}")
         outcome = "ignored"
@@ -190,8 +169,6 @@ class AppService:
             },
         )
 
-    # ------------------------------------------------------------------ helpers
-
     async def context(self, payload: dict[str, Any], installation_id: int | None) -> RepoContext:
         repo = payload.get("repository") or {}
         full_name = check_repo_name(str(repo.get("full_name", "")))
@@ -200,28 +177,23 @@ class AppService:
         # One context per repository, however many deliveries arrive at once: each has
         # the locks of its clone, so two must never exist side by side.
         async with self._repo_locks.setdefault(full_name, asyncio.Lock()):
-            return await self._context_locked(full_name, installation_id)
-
-    async def _context_locked(self, full_name: str, installation_id: int) -> RepoContext:
-        ctx = self.repos.get(full_name)
-        if ctx is None or ctx.installation_id != installation_id:
-            client = self.github.installation(installation_id)
-            info = await client.get("/repos/{owner}/{repo}", repo_vars(full_name))
-            checkout = Checkout(
-                self.options.state_dir,
-                full_name,
-                str(info["clone_url"]),
-                str(info.get("default_branch") or "main"),
-            )
-            ctx = RepoContext(
-                full_name, installation_id, checkout, client, app=self.github.identity()
-            )
-            self.repos[full_name] = ctx
-        if not ctx.restored:
-            # The first delivery of a repository in this process: its quests may be
-            # known only to the state branch (a new server, an evicted Actions cache).
-            await self.ensure_clone(ctx)
-        return ctx
+            ctx = self.repos.get(full_name)
+            if ctx is None or ctx.installation_id != installation_id:
+                client = self.github.installation(installation_id)
+                info = await client.get("/repos/{owner}/{repo}", repo_vars(full_name))
+                default = str(info.get("default_branch") or "main")
+                checkout = Checkout(
+                    self.options.state_dir, full_name, str(info["clone_url"]), default
+                )
+                ctx = RepoContext(
+                    full_name, installation_id, checkout, client, app=self.github.identity()
+                )
+                self.repos[full_name] = ctx
+            if not ctx.restored:
+                # The first delivery of a repository in this process: its quests may be
+                # known only to the state branch (a new server, an evicted Actions cache).
+                await self.ensure_clone(ctx)
+            return ctx
 
     async def open_repo(self, full_name: str, installation_id: int) -> RepoContext:
         """The repository's context, cloned and up to date (for reconciliation runs)."""
@@ -262,11 +234,7 @@ class AppService:
             await ctx.client.post(path, repo_vars(ctx.full_name, **ids), data={"content": content})
 
     async def comment(self, ctx: RepoContext, number: int, body: str) -> None:
-        await ctx.client.post(
-            "/repos/{owner}/{repo}/issues/{number}/comments",
-            repo_vars(ctx.full_name, number=number),
-            data={"body": body},
-        )
+        await post_comment(ctx.client, ctx.full_name, number, body)
 
     def post(self, ctx: RepoContext, link: QuestLink, message: inbox.InboxMessage) -> None:
         inbox.post(ctx.checkout.path / ".scaffold", message)
@@ -297,15 +265,11 @@ class AppService:
                         return link, task.id
         return None
 
-    # ------------------------------------------------------------------ pull requests
-
     def pr_task(self, ctx: RepoContext, pr: dict[str, Any]) -> tuple[QuestLink, str] | None:
         """The task ``pr`` belongs to: by number, and only from this very repository."""
         if not same_repository(pr, ctx.full_name):
             return None
         return self.task_of_pr(ctx, int(pr["number"]))
-
-    # ------------------------------------------------------------------ reconciliation
 
     async def _reconcile_forever(self) -> None:
         while True:
@@ -320,19 +284,14 @@ class AppService:
         await reconcile_all(self)
 
     async def adopt_installations(self) -> None:
-        """At start: learn the repositories of every installation, so open quests resume."""
+        """At start: open the repositories of every installation (``context`` clones them
+        and rebuilds their quests), so open quests resume."""
         for inst_id in await self.github.installation_ids():
             client = self.github.installation(inst_id)
             repos = await client.get_all("/installation/repositories", key="repositories")
             for repo in repos:
                 with contextlib.suppress(GitHubError, ScaffoldError):
                     ctx = await self.context({"repository": repo}, inst_id)
-                    if not (ctx.checkout.path / ".git").exists():
-                        # A server without a clone: the quests are on the state branch.
-                        token = await ctx.client.token()
-                        if not await asyncio.to_thread(ctx.checkout.has_state_branch, token):
-                            continue
-                    await self.ensure_clone(ctx)
                     for link in ctx.links.all():
                         if link.active:
                             self.runner.poke(ctx, link.quest_id)

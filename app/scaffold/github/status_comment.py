@@ -1,9 +1,5 @@
-"""The one status comment of a quest on its issue, kept up to date without noise.
-
-Progress marks it due; it is written at most once per ``interval_s`` (each edit is a
-delivery back to the App), never when its text is unchanged, and at once on
-:meth:`StatusComment.flush` (a run's end). The first write posts it and remembers its id
-in the quest's link; later ones edit it in place.
+"""The one status comment of a quest, written at most once per ``interval_s`` (each edit
+is a delivery back to the App), never unchanged, and at once on ``flush``.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from datetime import datetime
 
 from scaffold.config import ScaffoldConfig
 from scaffold.errors import GitHubError, ScaffoldError
-from scaffold.github.client import GitHubClient
+from scaffold.github.client import GitHubClient, post_comment, repo_vars
 from scaffold.github.comments import render_status, slot_numbers
 from scaffold.github.links import LinkStore
 from scaffold.quest.model import Quest
@@ -31,7 +27,7 @@ class StatusComment:
         client: GitHubClient,
         links: LinkStore,
         config: ScaffoldConfig,
-        repo_vars: dict[str, str | int],
+        full_name: str,
         *,
         clock: Callable[[], datetime],
         interval_s: float,
@@ -39,7 +35,7 @@ class StatusComment:
         self.gh = client
         self.links = links
         self.cfg = config
-        self.repo_vars = repo_vars
+        self.full_name = full_name
         self.clock = clock
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
@@ -94,22 +90,14 @@ class StatusComment:
             max_ci_fixes=self.cfg.ci.max_fixes,
         )
         if link.status_comment_id is None:
-            data = await self.gh.post(
-                "/repos/{owner}/{repo}/issues/{number}/comments",
-                {**self.repo_vars, "number": link.issue_number},
+            comment_id = await post_comment(self.gh, self.full_name, link.issue_number, body)
+            self.links.update(quest.id, status_comment_id=comment_id)
+        elif body != self._body:  # an unchanged text is not edited
+            await self.gh.patch(
+                "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+                repo_vars(self.full_name, comment_id=link.status_comment_id),
                 data={"body": body},
             )
-            comment_id = int(data["id"])
-            self.links.update(quest.id, status_comment_id=comment_id)
-            self._body = body
-            return
-        if body == self._body:
-            return  # nothing new to say: no edit (each edit is a delivery back to us)
-        await self.gh.patch(
-            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
-            {**self.repo_vars, "comment_id": link.status_comment_id},
-            data={"body": body},
-        )
         self._body = body
 
     async def flush(self, quest: Quest) -> None:
