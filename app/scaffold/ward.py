@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 OUTPUT_TAIL_BYTES = 20 * 1024
 # argv and environment -> the sandboxed argv and environment.
@@ -158,7 +159,7 @@ def run_command(
     proc = started
     assert proc.stdout is not None
     tail = _Tail(tail_bytes)
-    reader = threading.Thread(target=_read_into, args=(proc.stdout.fileno(), tail), daemon=True)
+    reader = threading.Thread(target=_read_into, args=(proc.stdout, tail), daemon=True)
     reader.start()
     timed_out = False
     try:
@@ -173,9 +174,9 @@ def run_command(
         returncode = proc.wait()
     # Whatever the command left running in its group goes too, and lets go of the pipe.
     _kill_group(proc.pid, signal.SIGKILL)
+    # A process that left the group may still hold the pipe: its output is not waited for
+    # (the reader closes the pipe when that process lets go of it).
     reader.join(_DRAIN_AFTER_EXIT_S)
-    if not reader.is_alive():  # else a process outside the group still holds the pipe
-        proc.stdout.close()
     duration = time.monotonic() - start
     output = tail.text()
     if timed_out:
@@ -183,9 +184,10 @@ def run_command(
     return WardCommandResult(args, returncode, output, duration, timed_out)
 
 
-def _read_into(fd: int, tail: _Tail) -> None:
-    for data in iter(lambda: os.read(fd, 65536), b""):
-        tail.add(data)
+def _read_into(pipe: IO[bytes], tail: _Tail) -> None:
+    with pipe:
+        for data in iter(lambda: os.read(pipe.fileno(), 65536), b""):
+            tail.add(data)
 
 
 def run_ward(
