@@ -42,7 +42,6 @@ def test_recorded_files_load_cleanly(fixture_backlog: Path) -> None:
     assert snap.problems == []
     assert [t.id for t in snap.tasks] == ["TASK-1", "TASK-2", "TASK-2.1", "TASK-3"]
     assert snap.config.statuses == ("To Do", "In Progress", "Done")
-    assert snap.config.project_name == "Demo Project"
     assert snap.task("task-2.1").parent_task_id == "TASK-2"
     assert snap.get("3") is snap.tasks[3]
     assert snap.get("not an id") is None

@@ -21,12 +21,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from scaffold.backlog import sections
-from scaffold.backlog.atomic import create_file
 from scaffold.backlog.config import BacklogConfig, config_path, find_backlog_dir, load_config
 from scaffold.backlog.format import BacklogTask, parse_task, read_task
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.backlog.writer import timestamp
 from scaffold.errors import BacklogError, InvalidIdError
+from scaffold.fsutil import write_file
 from scaffold.ids import normalize_task_id
 
 ORDINAL_STEP = 1000
@@ -257,5 +257,10 @@ def create_task(
         if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             raise BacklogError(tasks_dir / name, "title too long for a file name")
         target = tasks_dir / name
-        create_file(target, content.encode("utf-8"))
+        try:
+            write_file(target, content.encode("utf-8"), exclusive=True)
+        except FileExistsError as exc:
+            raise BacklogError(target, "a file with this name already exists") from exc
+        except OSError as exc:
+            raise BacklogError(target, f"cannot write: {exc.strerror or exc}") from exc
     return parse_task(content, target, prefix=prefix, folder="tasks")

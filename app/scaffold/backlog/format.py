@@ -9,9 +9,7 @@ reason, so the loader can report it instead of skipping the task.
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -28,9 +26,6 @@ from scaffold.backlog.frontmatter import split_document
 from scaffold.backlog.sections import ChecklistItem
 from scaffold.errors import BacklogError, InvalidIdError
 from scaffold.ids import normalize_task_id
-
-AcceptanceCriterion = ChecklistItem
-"""``(index, checked, text)`` of one acceptance criterion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +52,7 @@ class BacklogTask:
     ordinal: int | float | None = None
     created_date: str | None = None
     updated_date: str | None = None
-    acceptance_criteria: list[AcceptanceCriterion] = field(default_factory=list)
+    acceptance_criteria: list[ChecklistItem] = field(default_factory=list)
     definition_of_done: list[ChecklistItem] = field(default_factory=list)
     description: str | None = None
     implementation_plan: str | None = None
@@ -91,15 +86,7 @@ def _yaml() -> YAML:
 
 
 def load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
-    """Parse frontmatter YAML; an empty frontmatter is an empty mapping.
-
-    The last few results are kept (an edit reads the same frontmatter before and after
-    its check, about 1 ms of parsing each): the mapping is shared, read it only."""
-    return _load_yaml_mapping(yaml_text, path)
-
-
-@functools.lru_cache(maxsize=32)
-def _load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
+    """Parse frontmatter YAML; an empty frontmatter is an empty mapping."""
     try:
         data = _yaml().load(StringIO(yaml_text))
     except YAMLError as exc:
@@ -234,40 +221,12 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     )
 
 
-# Parsed tasks by (path, prefix, folder, mtime, size, inode). The orchestrator re-reads
-# the backlog after every status change; YAML parsing dominates that, and most files have
-# not changed. Atomic writes replace the inode, so an edit always misses the cache.
-_PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
-_PARSED_MAX = 8192
-
-
-def remember_parsed(
-    path: Path, st: os.stat_result, task: BacklogTask, *, prefix: str, folder: str
-) -> None:
-    """What scaffold just wrote to ``path`` (``st``: the written file's stat), parsed:
-    the next :func:`read_task` of that very file needs no parse. Another write after it
-    has another inode (writes are atomic renames), so it is never mistaken for this one."""
-    key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[key] = task
-
-
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
-    """Read and parse one task file (a file unchanged since the last read is not re-parsed)."""
+    """Read and parse one task file."""
     try:
-        st = path.stat()
-        key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
-        cached = _PARSED.get(key)
-        if cached is not None:
-            return cached
         raw = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
-    task = parse_task(raw, path, prefix=prefix, folder=folder)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[key] = task
-    return task
+    return parse_task(raw, path, prefix=prefix, folder=folder)

@@ -23,6 +23,7 @@ from scaffold.backlog.graph import (
     describe_cycle,
     find_cycles,
     id_order,
+    is_done,
 )
 from scaffold.errors import BacklogError, InvalidIdError, UnknownTask
 from scaffold.ids import normalize_task_id
@@ -33,7 +34,6 @@ UNKNOWN_STATUS: Final = "unknown_status"
 DUPLICATE_ID: Final = "duplicate_id"
 MISSING_DEPENDENCY: Final = "missing_dependency"
 CYCLE: Final = "cycle"
-PROBLEM_KINDS: Final = (MALFORMED, CONFIG, UNKNOWN_STATUS, DUPLICATE_ID, MISSING_DEPENDENCY, CYCLE)
 
 TASKS = "tasks"
 COMPLETED = "completed"
@@ -88,7 +88,7 @@ class BacklogSnapshot:
         return found
 
     def is_done(self, task: BacklogTask) -> bool:
-        return task.folder == COMPLETED or self.config.is_done_status(task.status)
+        return is_done(task, self.config)
 
     def ready_tasks(self) -> list[BacklogTask]:
         """Tasks that may start now, in id order."""

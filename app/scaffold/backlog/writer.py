@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.backlog import sections
-from scaffold.backlog.atomic import replace_file
 from scaffold.backlog.config import load_config, status_key
-from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task, remember_parsed
+from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task
 from scaffold.backlog.frontmatter import key_spans, split_document
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.errors import BacklogError
+from scaffold.fsutil import write_file
 
 # Where a missing key goes: after the first of these that is present (the tool's key order).
 _INSERT_AFTER: Mapping[str, tuple[str, ...]] = {
@@ -119,8 +119,10 @@ def edit_task(
     if not unchanged:
         # Someone (an agent, the CLI) wrote in between: do not clobber their change.
         raise BacklogError(path, "the file changed while scaffold was editing it; try again")
-    written = replace_file(path, content.encode("utf-8"))
-    remember_parsed(path, written, updated, prefix=prefix, folder=folder)
+    try:
+        write_file(path, content.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
+    except OSError as exc:
+        raise BacklogError(path, f"cannot write: {exc.strerror or exc}") from exc
     return updated
 
 
@@ -149,43 +151,21 @@ def _configured_status(path: Path, status: str) -> str:
     return spelled
 
 
-def _append_section(key: str, text: str) -> Callable[[str], str]:
+def _section_edit(key: str, text: str, *, append: bool) -> Callable[[str], str]:
+    """Replace section ``key`` with ``text``, or add ``text`` to it as a new paragraph."""
+
     def apply(body: str) -> str:
         span = sections.find_sections(body, strict=True).get(key)
         if span is None:
             return sections.insert_block(body, key, sections.build_block(key, text))
         old = body[span.content_start : span.content_end]
         if span.marked:
-            region = f"{old.rstrip()}\n\n{text}\n" if old.strip() else f"{text}\n"
+            region = f"{old.rstrip()}\n\n{text}\n" if append and old.strip() else f"{text}\n"
             return body[: span.content_start] + region + body[span.content_end :]
-        combined = f"{old.strip()}\n\n{text}" if old.strip() else text
+        combined = f"{old.strip()}\n\n{text}" if append and old.strip() else text
         return body[: span.start] + sections.build_block(key, combined) + body[span.end :]
 
     return apply
-
-
-def _replace_section(key: str, text: str) -> Callable[[str], str]:
-    def apply(body: str) -> str:
-        span = sections.find_sections(body, strict=True).get(key)
-        if span is None:
-            return sections.insert_block(body, key, sections.build_block(key, text))
-        if span.marked:
-            return body[: span.content_start] + f"{text}\n" + body[span.content_end :]
-        return body[: span.start] + sections.build_block(key, text) + body[span.end :]
-
-    return apply
-
-
-def append_implementation_notes(
-    path: Path, text: str, *, now: dt.datetime | None = None
-) -> BacklogTask:
-    """Add a paragraph to the Implementation Notes (created where the tool would put it)."""
-    return update_task(path, notes=text, now=now)
-
-
-def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Replace the Final Summary (created where the tool would put it)."""
-    return update_task(path, summary=text, now=now)
 
 
 def given(text: str | None) -> str | None:
@@ -202,19 +182,16 @@ def update_task(
     summary: str | None = None,
     now: dt.datetime | None = None,
 ) -> BacklogTask:
-    """:func:`set_status`, :func:`append_implementation_notes` and
-    :func:`set_final_summary` in one edit: one read, one check, one atomic write
-    (a task's end changes all three, and each write is fsync'ed)."""
+    """Set the status, add a paragraph to the Implementation Notes and replace the Final
+    Summary (sections are created where the tool would put them), in one atomic edit."""
     frontmatter = {"status": _configured_status(path, status)} if status is not None else None
     edits: list[Callable[[str], str]] = []
     if notes is not None:
-        edits.append(
-            _append_section(sections.NOTES, _check_text(notes, "implementation notes", path))
-        )
+        text = _check_text(notes, "implementation notes", path)
+        edits.append(_section_edit(sections.NOTES, text, append=True))
     if summary is not None:
-        edits.append(
-            _replace_section(sections.FINAL_SUMMARY, _check_text(summary, "final summary", path))
-        )
+        text = _check_text(summary, "final summary", path)
+        edits.append(_section_edit(sections.FINAL_SUMMARY, text, append=False))
 
     def body(text: str) -> str:
         for edit in edits:

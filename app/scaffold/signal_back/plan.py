@@ -11,9 +11,11 @@ half-way -- is refused instead of creating duplicates; ``complete`` is false whi
 from __future__ import annotations
 
 import contextlib
+import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from graphlib import TopologicalSorter
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any
 
@@ -28,7 +30,6 @@ from scaffold.backlog import (
     load_backlog,
     sanitize_filename,
 )
-from scaffold.backlog.graph import dependency_order
 from scaffold.errors import BacklogError, InvalidIdError, StoreError
 from scaffold.ids import normalize_task_id
 from scaffold.signal_back.planning import (
@@ -107,7 +108,25 @@ class ValidPlan:
     file_map: tuple[str, ...]
     order: tuple[TaskSpec, ...]
     depends_on: Mapping[str, tuple[tuple[str, str], ...]]
-    priorities: Mapping[str, str | None]
+
+
+def _level(priority: str | None) -> str | None:
+    return " ".join(priority.split()).lower() if priority else None
+
+
+def _creation_order(edges: Mapping[str, list[str]], rank: Mapping[str, int]) -> list[str]:
+    """Dependencies first; among tasks free to go, the lowest ``rank`` (the plan's order)."""
+    sorter = TopologicalSorter(edges)
+    sorter.prepare()
+    ready: list[tuple[int, str]] = []
+    order: list[str] = []
+    while sorter.is_active():
+        for key in sorter.get_ready():
+            heapq.heappush(ready, (rank[key], key))
+        _, key = heapq.heappop(ready)
+        order.append(key)
+        sorter.done(key)
+    return order
 
 
 def _file_map_problems(paths: Sequence[str]) -> list[Problem]:
@@ -169,7 +188,7 @@ def _task_problems(
         if not item.strip():
             problems.append(Problem(f"{where}.acceptanceCriteria.{k}", "must not be empty"))
     if spec.priority is not None:
-        level = " ".join(spec.priority.split()).lower()
+        level = _level(spec.priority)
         allowed = [p for p in PRIORITIES if p in snapshot.config.priorities]
         if level not in allowed:
             reason = f"{spec.priority!r} is not a priority; use one of {', '.join(allowed)}"
@@ -229,14 +248,10 @@ def validate_plan(
         problems.append(Problem("tasks.dependsOn", reason))
     if problems:
         return problems
-    priorities = {
-        s.key: " ".join(s.priority.split()).lower() if s.priority else None for s in plan.tasks
-    }
     file_map = tuple(dict.fromkeys(p.strip() for p in plan.file_map))
-    # Dependencies first; among tasks free to go, the plan's own order.
     by_key = {s.key: s for s in plan.tasks}  # the keys are unique by now
-    order = tuple(by_key[k] for k in dependency_order(edges, first_of_key.__getitem__))
-    return ValidPlan(file_map, order, depends_on, priorities)
+    order = tuple(by_key[k] for k in _creation_order(edges, first_of_key))
+    return ValidPlan(file_map, order, depends_on)
 
 
 # --------------------------------------------------------------------------- plan record
@@ -326,7 +341,7 @@ class _Creation:
                 spec.title.strip(),
                 description=spec.description,
                 dependencies=deps,
-                priority=self.plan.priorities[spec.key],
+                priority=_level(spec.priority),
                 acceptance_criteria=[c.strip() for c in spec.acceptance_criteria],
                 labels=self.labels,
             )

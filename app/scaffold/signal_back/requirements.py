@@ -71,16 +71,11 @@ def _blank(where: str, *fields: tuple[str, str]) -> list[Problem]:
 
 def parse_requirements(arguments: Mapping[str, Any] | None) -> Requirements | list[Problem]:
     """The requirements in a ``write-requirements`` call, or every problem with it."""
-    args = dict(arguments or {})
-    extra = sorted(set(args) - {"contexts"})
-    if extra:
-        return [Problem(name, "unknown field (only 'contexts' is accepted)") for name in extra]
-    if "contexts" not in args:
-        return [Problem("contexts", "required")]
     try:
-        requirements = Requirements.model_validate({"contexts": args["contexts"]})
+        parsed = RequirementsInput.model_validate(dict(arguments or {}))
     except ValidationError as exc:
         return problems_from(exc)
+    requirements = Requirements(contexts=parsed.contexts)
     return requirements_problems(requirements) or requirements
 
 
