@@ -30,35 +30,29 @@ ENV_SIGNAL_DIR = "SCAFFOLD_SIGNAL_DIR"
 ENV_REPO_ROOT = "SCAFFOLD_REPO_ROOT"
 
 
-def _parser() -> argparse.ArgumentParser:
+def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
+    """The binding of the options, falling back to the environment; options win.
+
+    Raises :class:`UsageError` for a missing or invalid signal dir, step id or role
+    (and argparse's SystemExit for options it cannot parse).
+    """
     parser = argparse.ArgumentParser(
         prog="scaffold signal-server",
         description="Serve signal-back for one step over MCP Streamable HTTP on loopback; "
         "print the --mcp-config JSON an agent needs, then serve until interrupted.",
     )
-    parser.add_argument("--signal-dir", help=f"where accepted signals go (env {ENV_SIGNAL_DIR})")
-    parser.add_argument("--step-id", help=f"the caller's step (env {ENV_STEP_ID})")
-    parser.add_argument("--role", help=f"the caller's role (env {ENV_ROLE})")
-    parser.add_argument("--quest-id", help=f"the caller's quest (env {ENV_QUEST_ID})")
-    parser.add_argument(
-        "--repo-root",
-        help=f"the repository whose backlog create-tasks writes (env {ENV_REPO_ROOT})",
-    )
-    return parser
-
-
-def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
-    """The binding of the options, falling back to the environment; options win.
-
-    Raises :class:`UsageError` for a missing or invalid signal dir, step id or role.
-    """
-    opts, _ = _parser().parse_known_args(argv)
-    signal_dir = opts.signal_dir or environ.get(ENV_SIGNAL_DIR, "")
-    step_id = (opts.step_id or environ.get(ENV_STEP_ID, "")).strip()
-    role_name = (opts.role or environ.get(ENV_ROLE, "")).strip().lower()
-    quest_id = (opts.quest_id or environ.get(ENV_QUEST_ID, "")).strip() or None
-    repo_root = opts.repo_root or environ.get(ENV_REPO_ROOT, "")
-    if not signal_dir:
+    for option, env, text in [
+        ("--signal-dir", ENV_SIGNAL_DIR, "where accepted signals go"),
+        ("--step-id", ENV_STEP_ID, "the caller's step"),
+        ("--role", ENV_ROLE, "the caller's role"),
+        ("--quest-id", ENV_QUEST_ID, "the caller's quest"),
+        ("--repo-root", ENV_REPO_ROOT, "the repository whose backlog create-tasks writes"),
+    ]:
+        parser.add_argument(option, default=environ.get(env, ""), help=f"{text} (env {env})")
+    opts = parser.parse_args(argv)
+    step_id = opts.step_id.strip()
+    role_name = opts.role.strip().lower()
+    if not opts.signal_dir:
         raise UsageError(f"signal-server needs --signal-dir or {ENV_SIGNAL_DIR}")
     if not step_id:
         raise UsageError(f"signal-server needs --step-id or {ENV_STEP_ID}")
@@ -69,8 +63,9 @@ def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
     except ValueError:
         names = ", ".join(r.value for r in Role)
         raise UsageError(f"unknown role {role_name!r}; expected one of {names}") from None
-    root = Path(repo_root).absolute() if repo_root else None
-    return Binding(Path(signal_dir).absolute(), step_id, role, quest_id, root)
+    root = Path(opts.repo_root).absolute() if opts.repo_root else None
+    quest_id = opts.quest_id.strip() or None
+    return Binding(Path(opts.signal_dir).absolute(), step_id, role, quest_id, root)
 
 
 async def serve(binding: Binding) -> None:
@@ -88,11 +83,9 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     """Entry point of ``scaffold signal-server``; logs go to stderr."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        _parser().parse_args(args)
+        binding = resolve_binding(args, os.environ if environ is None else environ)
     except SystemExit as exc:  # --help, or a usage error argparse has reported
         return exc.code if isinstance(exc.code, int) else 2
-    try:
-        binding = resolve_binding(args, os.environ if environ is None else environ)
     except UsageError as exc:
         print(f"scaffold signal-server: {exc}", file=sys.stderr)
         return 2

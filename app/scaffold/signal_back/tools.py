@@ -17,6 +17,7 @@ a second write: the run still holds one signal.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -28,6 +29,7 @@ from typing import Any
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
+from scaffold import __version__
 from scaffold.errors import InvalidIdError, SignalError
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
@@ -37,7 +39,6 @@ from scaffold.signal_back.planning import (
     REQUIREMENTS_TOOL,
     TOOL_ROLES,
     PlanningTool,
-    ToolReply,
     input_schema,
 )
 from scaffold.signal_back.records import Binding, SignalRecord, SignalWriter
@@ -198,38 +199,15 @@ def planning_tools(
 ) -> list[PlanningTool]:
     """The planning tools offered to ``role``: one for ChaosWhisperer and PathSeeker, else none."""
     if role is Role.CHAOSWHISPERER:
-
-        def write(arguments: Mapping[str, Any] | None) -> ToolReply:
-            return requirements.write_requirements_tool(signal_dir, arguments)
-
+        write = functools.partial(requirements.write_requirements_tool, signal_dir)
         schema = input_schema(requirements.RequirementsInput)
         return [PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)]
     if role is Role.PATHSEEKER:
-
-        def create(arguments: Mapping[str, Any] | None) -> ToolReply:
-            return plan.create_tasks_tool(signal_dir, repo_root, arguments, quest_id=quest_id)
-
-        schema = input_schema(plan.PlanInput)
-        return [PlanningTool(CREATE_TASKS_TOOL, plan.DESCRIPTION, schema, create)]
+        create = functools.partial(plan.create_tasks_tool, signal_dir, repo_root, quest_id=quest_id)
+        return [
+            PlanningTool(CREATE_TASKS_TOOL, plan.DESCRIPTION, input_schema(plan.PlanInput), create)
+        ]
     return []
-
-
-def tool_specs(binding: Binding) -> list[dict[str, Any]]:
-    """The tools of this run: ``signal-back`` and the role's planning tool, if any."""
-    specs = [
-        {
-            "name": TOOL_NAME,
-            "description": tool_description(binding),
-            "inputSchema": tool_input_schema(binding),
-        }
-    ]
-    for tool in planning_tools(
-        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-    ):
-        specs.append(
-            {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-        )
-    return specs
 
 
 def _digest(arguments: Mapping[str, Any] | None) -> str:
@@ -249,7 +227,6 @@ class RunTools:
                 binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
             )
         }
-        self.specs = tool_specs(binding)
         self.signalled = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last: tuple[str, ToolOutcome] | None = None  # the last accepted signal-back
@@ -273,9 +250,12 @@ class RunTools:
 
 def build_server(tools: RunTools) -> Server[Any]:
     """The ``mcp`` SDK's server answering ``tools/list`` and ``tools/call`` with ``tools``."""
+    binding = tools.binding
+    signal_back = (TOOL_NAME, tool_description(binding), tool_input_schema(binding))
+    planning = [(t.name, t.description, t.input_schema) for t in tools.planning.values()]
     listed = [
-        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
-        for s in tools.specs
+        types.Tool(name=name, description=text, input_schema=schema)
+        for name, text, schema in [signal_back, *planning]
     ]
 
     async def list_tools(
@@ -290,10 +270,6 @@ def build_server(tools: RunTools) -> Server[Any]:
         content = [types.TextContent(type="text", text=outcome.text)]
         return types.CallToolResult(content=content, is_error=outcome.is_error)
 
-    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def _version() -> str:
-    from scaffold import __version__
-
-    return __version__
+    return Server(
+        SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
