@@ -16,7 +16,6 @@ from scaffold.backlog import (
     MALFORMED,
     MISSING_DEPENDENCY,
     UNKNOWN_STATUS,
-    check_acceptance_criterion,
     create_task,
     load_backlog,
     set_status,
@@ -96,7 +95,7 @@ def test_backlog_made_by_the_cli_reads_like_the_cli(make_cli: MakeCLI) -> None:
         )
         if task.status == "To Do":  # for waiting tasks our rule and the tool's agree
             assert snap.readiness[tid].ready == theirs["isReady"], tid
-    assert [t.id for t in snap.ready_tasks()] == ["TASK-1.1", "TASK-2"]
+    assert [tid for tid, r in snap.readiness.items() if r.ready] == ["TASK-1.1", "TASK-2"]
 
     for tid in ("TASK-3", "TASK-1"):
         view = cli.view_json(tid)
@@ -117,7 +116,6 @@ def test_scaffold_writes_show_up_in_the_cli(make_cli: MakeCLI) -> None:
     set_status(first, "In Progress")
     update_task(first, notes="Parsed the fixtures.")
     update_task(first, notes="Added CRLF support.\nSecond line.")
-    check_acceptance_criterion(first, 2)
     update_task(first, summary="Parser done; **all** sections read.")
     set_status(first, "Done")
 
@@ -131,9 +129,9 @@ def test_scaffold_writes_show_up_in_the_cli(make_cli: MakeCLI) -> None:
         view["implementationNotes"] == "Parsed the fixtures.\n\nAdded CRLF support.\nSecond line."
     )
     assert view["finalSummary"] == "Parser done; **all** sections read."
-    assert [c["checked"] for c in view["acceptanceCriteria"]] == [False, True]
+    assert [c["checked"] for c in view["acceptanceCriteria"]] == [False, False]
     assert view["updatedAt"] is not None
-    assert [t.id for t in load_backlog(cli.repo).ready_tasks()] == ["TASK-2"]
+    assert [tid for tid, r in load_backlog(cli.repo).readiness.items() if r.ready] == ["TASK-2"]
 
 
 def test_tasks_created_by_scaffold_are_listed_by_the_cli(make_cli: MakeCLI) -> None:
@@ -232,9 +230,8 @@ def test_create_and_edits_match_the_cli_byte_for_byte(make_cli: MakeCLI) -> None
     theirs.run("task", "edit", "1", "-s", "In Progress", "--append-notes", "first note")
     set_status(mine("TASK-1"), "In Progress", now=NOW)
     update_task(mine("TASK-1"), notes="first note", now=NOW)
-    theirs.run("task", "edit", "1", "--append-notes", "second\nnote", "--check-ac", "2")
+    theirs.run("task", "edit", "1", "--append-notes", "second\nnote")
     update_task(mine("TASK-1"), notes="second\nnote", now=NOW)
-    check_acceptance_criterion(mine("TASK-1"), 2, now=NOW)
     theirs.run("task", "edit", "2", "--final-summary", "done it")
     update_task(mine("TASK-2"), summary="done it", now=NOW)
     theirs.run("task", "edit", "1.1", "--append-notes", "empty body before")

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from scaffold.backlog import (
-    check_acceptance_criterion,
     edit_task,
     read_task,
     set_status,
@@ -162,20 +161,6 @@ def test_update_task_checks_everything_before_writing(fixture_backlog: Path) -> 
     assert path.read_bytes() == before
 
 
-def test_check_acceptance_criterion(fixture_backlog: Path) -> None:
-    path = task_file(fixture_backlog, "task-2")
-    old = path.read_text(encoding="utf-8")
-    task = check_acceptance_criterion(path, 1, now=NOW)
-    assert task.acceptance_criteria == [(1, True, "GET /users works")]
-    assert path.read_text(encoding="utf-8") == expected_status_rewrite(old, "In Progress").replace(
-        "- [ ] #1 GET", "- [x] #1 GET"
-    )
-    task = check_acceptance_criterion(path, 1, checked=False, now=NOW)
-    assert task.acceptance_criteria == [(1, False, "GET /users works")]
-    with pytest.raises(BacklogError, match="no acceptance criterion #2"):
-        check_acceptance_criterion(path, 2)
-
-
 HAND_WRITTEN = """\
 ---
 id: TASK-7
@@ -223,14 +208,12 @@ def test_unknown_keys_comments_and_sections_survive(tmp_path: Path) -> None:
     path.write_text(HAND_WRITTEN, encoding="utf-8")
 
     set_status(path, "In Progress", now=NOW)
-    check_acceptance_criterion(path, 2, now=NOW)
     task = update_task(path, notes="new notes", now=NOW)
     text = path.read_text(encoding="utf-8")
 
     expected = (
         HAND_WRITTEN.replace("status: To Do\n", "status: In Progress\n")
         .replace("created_date: 2026-01-02 03:04\n", "created_date: 2026-01-02 03:04\n" + STAMP)
-        .replace("- [ ] Second", "- [x] Second")
         .replace(
             "## Implementation Notes\n\nlegacy notes",
             "## Implementation Notes\n\n<!-- SECTION:NOTES:BEGIN -->\nlegacy notes\n\nnew notes\n"
@@ -239,7 +222,7 @@ def test_unknown_keys_comments_and_sections_survive(tmp_path: Path) -> None:
     )
     assert text == expected
     assert task.implementation_notes == "legacy notes\n\nnew notes"
-    assert task.acceptance_criteria == [(1, False, "First"), (2, True, "Second")]
+    assert task.acceptance_criteria == [(1, False, "First"), (2, False, "Second")]
 
 
 def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ from scaffold.backlog.repository import (
 )
 from scaffold.backlog.sections import ChecklistItem
 from scaffold.backlog.writer import (
-    check_acceptance_criterion,
     edit_task,
     given,
     set_status,
@@ -42,7 +41,6 @@ __all__ = [
     "BacklogSnapshot",
     "BacklogTask",
     "ChecklistItem",
-    "check_acceptance_criterion",
     "compute_readiness",
     "create_task",
     "describe_cycle",

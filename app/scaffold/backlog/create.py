@@ -130,12 +130,8 @@ def _canonical(value: str, prefix: str, what: str, where: Path) -> str:
 
 
 def _criteria(items: Sequence[str]) -> list[str]:
-    out = []
-    for item in items:
-        text = " ".join(part.strip() for part in item.strip().splitlines() if part.strip())
-        if text:
-            out.append(text)
-    return out
+    lines = (" ".join(p.strip() for p in item.splitlines() if p.strip()) for item in items)
+    return [text for text in lines if text]
 
 
 def render_task(
@@ -236,10 +232,6 @@ def create_task(
             if parent_id not in existing:
                 raise BacklogError(backlog_dir, f"parent task {parent_id} does not exist")
         task_id = next_task_id(used, config, parent_id)
-        clean_labels: list[str] = []
-        for label in labels:
-            if label.strip() and label.strip() not in clean_labels:
-                clean_labels.append(label.strip())
         content = render_task(
             task_id=task_id,
             title=clean_title,
@@ -247,7 +239,7 @@ def create_task(
             created_date=timestamp(now),
             description=description,
             dependencies=deps,
-            labels=clean_labels,
+            labels=list(dict.fromkeys(x.strip() for x in labels if x.strip())),
             parent=parent_id,
             priority=level,
             ordinal=_next_ordinal(tasks_dir, prefix),

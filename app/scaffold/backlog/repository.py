@@ -23,7 +23,6 @@ from scaffold.backlog.graph import (
     describe_cycle,
     find_cycles,
     id_order,
-    is_done,
 )
 from scaffold.errors import BacklogError, InvalidIdError, UnknownTask
 from scaffold.ids import normalize_task_id
@@ -34,12 +33,6 @@ UNKNOWN_STATUS: Final = "unknown_status"
 DUPLICATE_ID: Final = "duplicate_id"
 MISSING_DEPENDENCY: Final = "missing_dependency"
 CYCLE: Final = "cycle"
-
-TASKS = "tasks"
-COMPLETED = "completed"
-DRAFTS = "drafts"
-ARCHIVE = "archive"
-DRAFT_PREFIX = "draft"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +79,6 @@ class BacklogSnapshot:
         if found is None:
             raise UnknownTask(task_id)
         return found
-
-    def is_done(self, task: BacklogTask) -> bool:
-        return is_done(task, self.config)
-
-    def ready_tasks(self) -> list[BacklogTask]:
-        """Tasks that may start now, in id order."""
-        return [t for t in self.tasks if t.id in self.readiness and self.readiness[t.id].ready]
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -146,7 +132,7 @@ class _Loader:
     def archived_ids(self) -> set[str]:
         ids: set[str] = set()
         pattern = re.compile(rf"^({re.escape(self.config.task_prefix)}-\d+(?:\.\d+)*)", re.I)
-        for path in _task_files(self.backlog_dir / ARCHIVE / TASKS):
+        for path in _task_files(self.backlog_dir / "archive" / "tasks"):
             match = pattern.match(path.name)
             if match:
                 ids.add(match.group(1).upper())
@@ -217,9 +203,9 @@ def load_backlog(repo_root: Path) -> BacklogSnapshot:
     for reason in config_problems:
         loader.problem(config_path(backlog_dir), reason, None, CONFIG)
     prefix = config.task_prefix
-    active = loader.read_folder(TASKS, [prefix])
-    completed = loader.read_folder(COMPLETED, [prefix])
-    drafts = loader.read_folder(DRAFTS, [DRAFT_PREFIX, prefix])
+    active = loader.read_folder("tasks", [prefix])
+    completed = loader.read_folder("completed", [prefix])
+    drafts = loader.read_folder("drafts", ["draft", prefix])
     scheduled = sorted([*active, *completed], key=lambda t: id_order(t.id))
     duplicated = loader.check_duplicates([*active, *completed])
     loader.check_duplicates(drafts)

@@ -199,36 +199,3 @@ def update_task(
         return text
 
     return edit_task(path, frontmatter=frontmatter, body=body if edits else None, now=now)
-
-
-_CHECK_LINE = re.compile(r"^(\s*- \[)([ xX])(\] )(.*)$")
-
-
-def check_acceptance_criterion(
-    path: Path, index: int, checked: bool = True, *, now: dt.datetime | None = None
-) -> BacklogTask:
-    """Tick (or untick) acceptance criterion ``#index`` (1-based)."""
-
-    def apply(body: str) -> str:
-        span = sections.find_sections(body).get(sections.ACCEPTANCE_CRITERIA)
-        if span is None:
-            raise BacklogError(path, "the task has no acceptance criteria")
-        region = body[span.content_start : span.content_end]
-        lines = region.splitlines(keepends=True)
-        position = 0
-        for i, line in enumerate(lines):
-            match = _CHECK_LINE.match(line.rstrip("\r\n"))
-            if not match:
-                continue
-            position += 1
-            numbered = re.match(r"^#(\d+) ", match.group(4))
-            number = int(numbered.group(1)) if numbered else position
-            if number != index:
-                continue
-            mark = "x" if checked else " "
-            lines[i] = match.group(1) + mark + match.group(3) + line[match.end(2) + 2 :]
-            new_region = "".join(lines)
-            return body[: span.content_start] + new_region + body[span.content_end :]
-        raise BacklogError(path, f"no acceptance criterion #{index}")
-
-    return edit_task(path, body=apply, now=now)

@@ -11,11 +11,9 @@ half-way -- is refused instead of creating duplicates; ``complete`` is false whi
 from __future__ import annotations
 
 import contextlib
-import heapq
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from graphlib import TopologicalSorter
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any
 
@@ -41,7 +39,6 @@ from scaffold.signal_back.planning import (
     _read_bytes,
     _refusal,
     _remove_durably,
-    claim_durably,
     problems_from,
     write_durably,
 )
@@ -114,18 +111,14 @@ def _level(priority: str | None) -> str | None:
     return " ".join(priority.split()).lower() if priority else None
 
 
-def _creation_order(edges: Mapping[str, list[str]], rank: Mapping[str, int]) -> list[str]:
-    """Dependencies first; among tasks free to go, the lowest ``rank`` (the plan's order)."""
-    sorter = TopologicalSorter(edges)
-    sorter.prepare()
-    ready: list[tuple[int, str]] = []
+def _creation_order(edges: Mapping[str, list[str]]) -> list[str]:
+    """Dependencies first; among tasks free to go, the first in the plan (no cycles here)."""
     order: list[str] = []
-    while sorter.is_active():
-        for key in sorter.get_ready():
-            heapq.heappush(ready, (rank[key], key))
-        _, key = heapq.heappop(ready)
+    pending = list(edges)
+    while pending:
+        key = next(k for k in pending if all(d in order for d in edges[k]))
         order.append(key)
-        sorter.done(key)
+        pending.remove(key)
     return order
 
 
@@ -250,11 +243,8 @@ def validate_plan(
         return problems
     file_map = tuple(dict.fromkeys(p.strip() for p in plan.file_map))
     by_key = {s.key: s for s in plan.tasks}  # the keys are unique by now
-    order = tuple(by_key[k] for k in _creation_order(edges, first_of_key))
+    order = tuple(by_key[k] for k in _creation_order(edges))
     return ValidPlan(file_map, order, depends_on)
-
-
-# --------------------------------------------------------------------------- plan record
 
 
 class _Record(BaseModel):
@@ -310,24 +300,23 @@ def read_plan(signal_dir: Path | str) -> PlanRecord | None:
         raise StoreError(path, f"not a plan record: {problems_from(exc)[0]}") from None
 
 
+@dataclass
 class _Creation:
     """Creates the tasks of one valid plan, recording progress in ``plan.json``."""
 
-    def __init__(
-        self, repo_root: Path, signal_dir: Path, plan: ValidPlan, labels: tuple[str, ...] = ()
-    ) -> None:
-        self.repo_root = repo_root
-        self.signal_dir = signal_dir
-        self.plan = plan
-        self.labels = labels
-        self.created: list[BacklogTask] = []
-        self.planned: list[PlannedTask] = []
+    repo_root: Path
+    signal_dir: Path
+    plan: ValidPlan
+    labels: tuple[str, ...]
+    created: list[BacklogTask] = field(default_factory=list)
+    planned: list[PlannedTask] = field(default_factory=list)
 
     def record(self, *, complete: bool) -> PlanRecord:
         return PlanRecord(file_map=self.plan.file_map, tasks=tuple(self.planned), complete=complete)
 
     def claim(self) -> bool:
-        return claim_durably(self.signal_dir, PLAN_FILE, _plan_bytes(self.record(complete=False)))
+        data = _plan_bytes(self.record(complete=False))
+        return write_durably(self.signal_dir, PLAN_FILE, data, exclusive=True)
 
     def save(self, *, complete: bool) -> None:
         write_durably(self.signal_dir, PLAN_FILE, _plan_bytes(self.record(complete=complete)))

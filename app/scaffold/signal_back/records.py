@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scaffold.roles import Role
-from scaffold.signal_back.planning import claim_durably
+from scaffold.signal_back.planning import write_durably
 from scaffold.signals import AnySignal, Signal
 
 _SIGNAL_FILE = re.compile(r"^signal-(\d{1,9})\.json$")
@@ -40,9 +40,6 @@ class Binding:
     role: Role
     quest_id: str | None = None
     repo_root: Path | None = None
-
-
-# --------------------------------------------------------------------------- records
 
 
 class SignalRecord(BaseModel):
@@ -132,9 +129,8 @@ class SignalWriter:
                     seq=seq,
                     signal=signal,
                 )
-                if claim_durably(
-                    directory, f"signal-{seq}.json", record.model_dump_json().encode()
-                ):
+                data = record.model_dump_json().encode()
+                if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
                     return record
                 seq += 1  # another writer took this number; never overwrite a signal
 

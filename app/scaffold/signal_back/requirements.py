@@ -79,12 +79,6 @@ def parse_requirements(arguments: Mapping[str, Any] | None) -> Requirements | li
     return requirements_problems(requirements) or requirements
 
 
-def write_requirements(signal_dir: Path | str, requirements: Requirements) -> Path:
-    """Store the requirements durably as ``requirements.json``, replacing earlier ones."""
-    data = requirements.model_dump_json(indent=2).encode()
-    return write_durably(Path(signal_dir), REQUIREMENTS_FILE, data)
-
-
 def read_requirements(signal_dir: Path | str) -> Requirements | None:
     """The requirements ChaosWhisperer handed over, or None if it never did.
 
@@ -106,12 +100,13 @@ def read_requirements(signal_dir: Path | str) -> Requirements | None:
 
 
 def write_requirements_tool(signal_dir: Path, arguments: Mapping[str, Any] | None) -> ToolReply:
-    """The ``write-requirements`` tool: check, store, confirm."""
+    """The ``write-requirements`` tool: check, store durably (replacing earlier ones), confirm."""
     parsed = parse_requirements(arguments)
     if isinstance(parsed, list):
         return _refusal(REQUIREMENTS_TOOL, parsed, "nothing was stored")
     try:
-        write_requirements(signal_dir, parsed)
+        data = parsed.model_dump_json(indent=2).encode()
+        write_durably(signal_dir, REQUIREMENTS_FILE, data)
     except OSError as exc:
         reason = f"storage error: {exc.strerror or exc}"
         return ToolReply(

@@ -1,17 +1,11 @@
 """The tools of one agent run: ``signal-back`` and the role's planning tool, bound and checked.
 
-``signal-back`` is the agent's one way to report (``complete``, ``partially-complete``,
-``needs-user-input``, ``needs-role-followup``). A payload is checked with
-:func:`scaffold.signals.parse_signal`; a bad one, a foreign ``stepId`` or a signal the
-role may not send comes back as a tool error the agent can read and correct. The
-planning roles get one more tool each (:func:`planning_tools`): ChaosWhisperer
-``write-requirements`` and PathSeeker ``create-tasks``; other roles are neither offered
-nor served them.
-
-:class:`RunTools` serves one run's calls one at a time; :func:`build_server` wraps it in
-the ``mcp`` SDK's server. A retried ``signal-back`` (the same arguments as the last
-accepted one, e.g. after the answer was lost on the way back) is answered again without
-a second write: the run still holds one signal.
+``signal-back`` is the agent's one way to report. A bad payload, a foreign ``stepId`` or a
+signal the role may not send comes back as a tool error the agent can read and correct.
+ChaosWhisperer also gets ``write-requirements`` and PathSeeker ``create-tasks``; other
+roles are neither offered nor served them. :class:`RunTools` serves one run's calls one
+at a time; a retried ``signal-back`` (the same arguments as the last accepted one, e.g.
+after the answer was lost) is answered again without a second write.
 """
 
 from __future__ import annotations
