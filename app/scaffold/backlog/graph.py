@@ -36,20 +36,12 @@ def _successors(edges: Mapping[str, Sequence[str]], node: str) -> list[str]:
 
 def _cycle_walk(edges: Mapping[str, Sequence[str]], members: Sequence[str]) -> list[str]:
     """Members in edge order, starting from the smallest id; a closed walk when one exists."""
-    inside = set(members)
-    start = members[0]
-    order = [start]
-    seen = {start}
-    node = start
-    while True:
-        nxt = next((d for d in _successors(edges, node) if d in inside and d not in seen), None)
-        if nxt is None:
-            break
+    order = [members[0]]
+    left = set(members[1:])
+    while nxt := next((d for d in _successors(edges, order[-1]) if d in left), None):
         order.append(nxt)
-        seen.add(nxt)
-        node = nxt
-    order.extend(m for m in members if m not in seen)
-    return order
+        left.discard(nxt)
+    return order + [m for m in members if m in left]
 
 
 def find_cycles(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
@@ -98,9 +90,7 @@ def compute_readiness(
     ``ambiguous`` are ids used by more than one file: such a task is never
     ready and never satisfies a dependency.
     """
-    by_id: dict[str, BacklogTask] = {}
-    for task in tasks:
-        by_id.setdefault(task.id, task)
+    by_id = {t.id: t for t in reversed(list(tasks))}  # the first task of each id
     doubtful = set(ambiguous)
     edges = {tid: t.dependencies for tid, t in by_id.items()}
     in_cycle: dict[str, str] = {}

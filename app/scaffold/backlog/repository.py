@@ -89,8 +89,9 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _name_pattern(prefixes: Iterable[str]) -> re.Pattern[str]:
+    """A task file's name: ``task-<n>`` (the id, group 1), then a space, '.', '-' or nothing."""
     names = "|".join(re.escape(p) for p in prefixes)
-    return re.compile(rf"^(?:{names})-\d+(?:\.\d+)*(?:[ .-]|$)", re.I)
+    return re.compile(rf"^((?:{names})-\d+(?:\.\d+)*)(?:[ .-]|$)", re.I)
 
 
 def _task_files(folder: Path) -> list[Path]:
@@ -130,13 +131,9 @@ class _Loader:
         return tasks
 
     def archived_ids(self) -> set[str]:
-        ids: set[str] = set()
-        pattern = re.compile(rf"^({re.escape(self.config.task_prefix)}-\d+(?:\.\d+)*)", re.I)
-        for path in _task_files(self.backlog_dir / "archive" / "tasks"):
-            match = pattern.match(path.name)
-            if match:
-                ids.add(match.group(1).upper())
-        return ids
+        pattern = _name_pattern([self.config.task_prefix])
+        paths = _task_files(self.backlog_dir / "archive" / "tasks")
+        return {m.group(1).upper() for p in paths if (m := pattern.match(p.name))}
 
     def check_duplicates(self, tasks: list[BacklogTask]) -> set[str]:
         first: dict[str, BacklogTask] = {}
@@ -175,9 +172,7 @@ class _Loader:
                 self.problem(task.path, f"depends on {dep}, {why}", task.id, MISSING_DEPENDENCY)
 
     def check_cycles(self, tasks: list[BacklogTask]) -> None:
-        by_id: dict[str, BacklogTask] = {}
-        for task in tasks:
-            by_id.setdefault(task.id, task)
+        by_id = {t.id: t for t in reversed(tasks)}  # the first task of each id
         edges = {tid: t.dependencies for tid, t in by_id.items()}
         for cycle in find_cycles(edges):
             head = by_id[cycle[0]]

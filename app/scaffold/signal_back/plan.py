@@ -426,11 +426,6 @@ def create_tasks_tool(
     return create_planned_tasks(repo_root, signal_dir, checked, quest_id=quest_id)
 
 
-def quest_label(quest_id: str) -> str:
-    """The Backlog.md label that says which quest planned a task (and so owns it)."""
-    return f"{QUEST_LABEL_PREFIX}{quest_id}"
-
-
 def create_planned_tasks(
     repo_root: Path, signal_dir: Path, plan: ValidPlan, *, quest_id: str | None = None
 ) -> ToolReply:
@@ -438,7 +433,7 @@ def create_planned_tasks(
 
     With ``quest_id`` each task is labelled ``quest:<id>``: the quest that planned it
     owns it, and no other quest of the repository adopts it."""
-    labels = (quest_label(quest_id),) if quest_id else ()
+    labels = (f"{QUEST_LABEL_PREFIX}{quest_id}",) if quest_id else ()
     creation = _Creation(repo_root, signal_dir, plan, labels)
     try:
         claimed = creation.claim()

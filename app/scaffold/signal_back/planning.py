@@ -16,13 +16,16 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.errors import StoreError
 from scaffold.fsutil import fsync_dir, write_file
 from scaffold.roles import Role
+
+if TYPE_CHECKING:
+    from scaffold.signal_back.records import SignalRecord
 
 REQUIREMENTS_TOOL = "write-requirements"
 CREATE_TASKS_TOOL = "create-tasks"
@@ -49,10 +52,11 @@ class Problem:
 
 @dataclass(frozen=True)
 class ToolReply:
-    """What a planning tool answers: text for the agent, and whether it is an error."""
+    """What a tool answers: text for the agent, whether it is an error, the signal stored."""
 
     text: str
     is_error: bool
+    record: SignalRecord | None = None
 
 
 _ITEM_NAMES = {"contexts": "context", "observables": "observable", "tasks": "task"}

@@ -16,9 +16,8 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
@@ -33,12 +32,13 @@ from scaffold.signal_back.planning import (
     REQUIREMENTS_TOOL,
     TOOL_ROLES,
     PlanningTool,
+    ToolReply,
     input_schema,
 )
-from scaffold.signal_back.records import Binding, SignalRecord, SignalWriter
+from scaffold.signal_back.records import Binding, SignalWriter
 from scaffold.signals import SIGNAL_TYPES, AnySignal, NeedsRoleFollowup, parse_signal
 
-__all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "ToolOutcome", "build_server"]
+__all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "build_server"]
 
 TOOL_NAME = "signal-back"
 _log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ _FIELD_HELP = {
     "reason": "needs-role-followup: why the other role must act first.",
     "resume": "needs-role-followup: true = resume this session after the target role is done.",
 }
-_TARGET_ROLES = ["pathseeker", "codeweaver", "siegemaster", "lawbringer", "spiritmender"]
+_TARGET_ROLES = list(get_args(NeedsRoleFollowup.model_fields["targetRole"].annotation))
 
 
 def tool_input_schema(binding: Binding) -> dict[str, Any]:
@@ -124,29 +124,20 @@ def _acknowledgement(sig: AnySignal) -> str:
     return head + f"; {sig.target.display} acts next{after}"
 
 
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What the tool answers: text for the agent, and whether it is an error."""
-
-    text: str
-    is_error: bool
-    record: SignalRecord | None = None
-
-
-def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> ToolReply:
     """Check one ``signal-back`` call and store it if it is acceptable (no MCP types here)."""
     binding = writer.binding
     retry = "Fix it and call signal-back again."
     try:
         sig = parse_signal(dict(arguments or {}), role=binding.role)
     except SignalError as exc:
-        return ToolOutcome(f"signal refused: {exc}. {retry}", True)
+        return ToolReply(f"signal refused: {exc}. {retry}", True)
     if not _same_step(sig.stepId, binding.step_id):
         text = (
             f"signal refused: stepId: {sig.stepId!r} is not your step; you are working on "
             f"{binding.step_id!r}. Call signal-back again with stepId {binding.step_id!r}."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     try:
         record = writer.write(sig)
     except OSError as exc:
@@ -154,9 +145,9 @@ def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> 
         text = (
             f"signal NOT recorded (storage error: {exc.strerror or exc}). Call signal-back again."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     _log.info("accepted signal %s #%d for %s", sig.signal, record.seq, binding.step_id)
-    return ToolOutcome(_acknowledgement(sig), False, record)
+    return ToolReply(_acknowledgement(sig), False, record)
 
 
 def handle_call(
@@ -165,7 +156,7 @@ def handle_call(
     planning: Mapping[str, PlanningTool],
     name: str,
     arguments: Mapping[str, Any] | None,
-) -> ToolOutcome:
+) -> ToolReply:
     """Route one tool call: ``signal-back``, the role's planning tool, or a refusal."""
     if name == TOOL_NAME:
         return handle_signal(writer, arguments)
@@ -174,18 +165,18 @@ def handle_call(
         reply = tool.handle(arguments)
         if not reply.is_error:
             _log.info("accepted %s for %s", name, binding.step_id)
-        return ToolOutcome(reply.text, reply.is_error)
+        return reply
     owner = TOOL_ROLES.get(name)
     if owner is not None:
         text = (
             f"tool {name!r} is only for {owner.display}; you are {binding.role.display}. "
             f"Nothing was done. Report with {TOOL_NAME}."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     if not planning:
-        return ToolOutcome(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
+        return ToolReply(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
     names = ", ".join([TOOL_NAME, *planning])
-    return ToolOutcome(f"unknown tool {name!r}; your tools are {names}", True)
+    return ToolReply(f"unknown tool {name!r}; your tools are {names}", True)
 
 
 def planning_tools(
@@ -223,9 +214,9 @@ class RunTools:
         }
         self.signalled = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._last: tuple[str, ToolOutcome] | None = None  # the last accepted signal-back
+        self._last: tuple[str, ToolReply] | None = None  # the last accepted signal-back
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolReply:
         """Answer one call; an accepted signal is durable before this returns."""
         # One call at a time: the durable write and the planning tools are not reentrant.
         async with self._lock:
