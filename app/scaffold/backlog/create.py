@@ -219,13 +219,12 @@ def create_task(
             | _ids_in(backlog_dir / "drafts", prefix)
             | _ids_in(backlog_dir / "archive" / "tasks", prefix)
         )
-        deps: list[str] = []
-        for dep in dependencies:
-            dep_id = _canonical(dep, prefix, "dependency", backlog_dir)
+        deps = list(
+            dict.fromkeys(_canonical(d, prefix, "dependency", backlog_dir) for d in dependencies)
+        )
+        for dep_id in deps:
             if dep_id not in existing:
                 raise BacklogError(backlog_dir, f"dependency {dep_id} does not exist")
-            if dep_id not in deps:
-                deps.append(dep_id)
         parent_id = None
         if parent is not None:
             parent_id = _canonical(parent, prefix, "parent", backlog_dir)

@@ -9,6 +9,7 @@ reason, so the loader can report it instead of skipping the task.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,10 +102,7 @@ def load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
 
 def scalar_text(value: Any) -> str | None:
     """A YAML scalar as text; None for null, empty, or a list or mapping."""
-    if isinstance(value, str):
-        text = str(value).strip()
-        return text or None
-    return None
+    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def _required_text(data: Mapping[str, Any], key: str, path: str) -> str:
@@ -125,13 +123,11 @@ def _string_list(data: Mapping[str, Any], key: str, path: str) -> list[str]:
         return [value.strip()] if value.strip() else []
     if not isinstance(value, list):
         raise BacklogError(path, f"'{key}' must be a list, got {type(value).__name__}")
-    out: list[str] = []
-    for item in value:
-        text = scalar_text(item)
-        if text is None:
-            raise BacklogError(path, f"'{key}' holds an empty or non-text item: {item!r}")
-        out.append(text)
-    return out
+    texts = [scalar_text(item) for item in value]
+    if None in texts:
+        bad = value[texts.index(None)]
+        raise BacklogError(path, f"'{key}' holds an empty or non-text item: {bad!r}")
+    return [t for t in texts if t is not None]
 
 
 def _task_id(value: Any, key: str, path: str, prefix: str) -> str:
@@ -152,29 +148,20 @@ def _dependencies(data: Mapping[str, Any], path: str, prefix: str) -> list[str]:
         raise BacklogError(
             path, f"'dependencies' must be a list of task ids, got {type(value).__name__}"
         )
-    deps: list[str] = []
-    for item in value:
-        dep = _task_id(item, "dependencies", path, prefix)
-        if dep not in deps:
-            deps.append(dep)
-    return deps
+    return list(dict.fromkeys(_task_id(item, "dependencies", path, prefix) for item in value))
 
 
 def _ordinal(value: Any, path: str) -> int | float | None:
     if value is None:
         return None
-    text = str(value).strip().replace("_", "") if isinstance(value, str) else ""
-    try:
+    text = value.strip().replace("_", "") if isinstance(value, str) else ""
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
-    try:
+    with contextlib.suppress(ValueError):
         number = float(text)
-    except ValueError:
-        number = math.nan
-    if not math.isfinite(number):
-        raise BacklogError(path, f"'ordinal' must be a number, got {value!r}")
-    return number
+        if math.isfinite(number):
+            return number
+    raise BacklogError(path, f"'ordinal' must be a number, got {value!r}")
 
 
 def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:

@@ -281,10 +281,6 @@ class PlanRecord(_Record):
 QUEST_LABEL_PREFIX = "quest:"
 
 
-def _plan_bytes(record: PlanRecord) -> bytes:
-    return record.model_dump_json(indent=2).encode()
-
-
 def read_plan(signal_dir: Path | str) -> PlanRecord | None:
     """What PathSeeker's ``create-tasks`` created, or None if it never did.
 
@@ -314,12 +310,10 @@ class _Creation:
     def record(self, *, complete: bool) -> PlanRecord:
         return PlanRecord(file_map=self.plan.file_map, tasks=tuple(self.planned), complete=complete)
 
-    def claim(self) -> bool:
-        data = _plan_bytes(self.record(complete=False))
-        return write_durably(self.signal_dir, PLAN_FILE, data, exclusive=True)
-
-    def save(self, *, complete: bool) -> None:
-        write_durably(self.signal_dir, PLAN_FILE, _plan_bytes(self.record(complete=complete)))
+    def save(self, *, complete: bool = False, claim: bool = False) -> bool:
+        """Write ``plan.json``; with ``claim`` only if there is none yet (else False)."""
+        data = self.record(complete=complete).model_dump_json(indent=2).encode()
+        return write_durably(self.signal_dir, PLAN_FILE, data, exclusive=claim)
 
     def create_all(self) -> None:
         ids: dict[str, str] = {}
@@ -338,13 +332,10 @@ class _Creation:
             ids[spec.key] = task.id
             self.planned.append(
                 PlannedTask(
-                    key=spec.key,
-                    id=task.id,
-                    title=task.title,
-                    dependencies=tuple(task.dependencies),
+                    key=spec.key, id=task.id, title=task.title, dependencies=task.dependencies
                 )
             )
-            self.save(complete=False)
+            self.save()
         self.save(complete=True)
 
     def roll_back(self) -> list[str]:
@@ -358,7 +349,7 @@ class _Creation:
         if left:
             self.planned = [p for p in self.planned if p.id in left]
             with contextlib.suppress(OSError):
-                self.save(complete=False)  # keep the claim: a retry must not duplicate them
+                self.save()  # keep the claim: a retry must not duplicate them
         else:
             with contextlib.suppress(OSError):
                 _remove_durably(self.signal_dir / PLAN_FILE)
@@ -436,7 +427,7 @@ def create_planned_tasks(
     labels = (f"{QUEST_LABEL_PREFIX}{quest_id}",) if quest_id else ()
     creation = _Creation(repo_root, signal_dir, plan, labels)
     try:
-        claimed = creation.claim()
+        claimed = creation.save(claim=True)
     except OSError as exc:
         text = f"{CREATE_TASKS_TOOL} failed (storage error: {exc.strerror or exc}); no tasks were created."
         return ToolReply(text, True)
