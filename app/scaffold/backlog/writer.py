@@ -14,7 +14,6 @@ import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from scaffold.backlog import sections
 from scaffold.backlog.config import load_config, status_key
@@ -38,14 +37,6 @@ def timestamp(now: dt.datetime | None = None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def set_frontmatter_values(yaml_text: str, values: Mapping[str, str], path: str) -> str:
     """Replace (or insert) the lines of the given top-level keys; verify nothing else moved."""
     spans = key_spans(yaml_text)
@@ -62,10 +53,8 @@ def set_frontmatter_values(yaml_text: str, values: Mapping[str, str], path: str)
     out = yaml_text
     for start, end, line in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + line + out[end:]
-    before = _plain(load_yaml_mapping(yaml_text, path))
-    after = _plain(load_yaml_mapping(out, path))
-    expected = {**before, **values}
-    if after != expected:
+    before = load_yaml_mapping(yaml_text, path)
+    if load_yaml_mapping(out, path) != {**before, **values}:
         raise BacklogError(path, "frontmatter could not be rewritten safely; file left unchanged")
     return out
 

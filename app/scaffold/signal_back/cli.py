@@ -23,11 +23,14 @@ from scaffold.signal_back import mcp_config
 from scaffold.signal_back.endpoint import SignalEndpoint
 from scaffold.signal_back.records import Binding
 
-ENV_QUEST_ID = "SCAFFOLD_QUEST_ID"
-ENV_STEP_ID = "SCAFFOLD_STEP_ID"
-ENV_ROLE = "SCAFFOLD_ROLE"
-ENV_SIGNAL_DIR = "SCAFFOLD_SIGNAL_DIR"
-ENV_REPO_ROOT = "SCAFFOLD_REPO_ROOT"
+# Each option, the environment variable it falls back to, and its help.
+_OPTIONS = {
+    "--signal-dir": ("SCAFFOLD_SIGNAL_DIR", "where accepted signals go"),
+    "--step-id": ("SCAFFOLD_STEP_ID", "the caller's step"),
+    "--role": ("SCAFFOLD_ROLE", "the caller's role"),
+    "--quest-id": ("SCAFFOLD_QUEST_ID", "the caller's quest"),
+    "--repo-root": ("SCAFFOLD_REPO_ROOT", "the repository whose backlog create-tasks writes"),
+}
 
 
 def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
@@ -41,23 +44,18 @@ def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
         description="Serve signal-back for one step over MCP Streamable HTTP on loopback; "
         "print the --mcp-config JSON an agent needs, then serve until interrupted.",
     )
-    for option, env, text in [
-        ("--signal-dir", ENV_SIGNAL_DIR, "where accepted signals go"),
-        ("--step-id", ENV_STEP_ID, "the caller's step"),
-        ("--role", ENV_ROLE, "the caller's role"),
-        ("--quest-id", ENV_QUEST_ID, "the caller's quest"),
-        ("--repo-root", ENV_REPO_ROOT, "the repository whose backlog create-tasks writes"),
-    ]:
+    for option, (env, text) in _OPTIONS.items():
         parser.add_argument(option, default=environ.get(env, ""), help=f"{text} (env {env})")
     opts = parser.parse_args(argv)
     step_id = opts.step_id.strip()
     role_name = opts.role.strip().lower()
-    if not opts.signal_dir:
-        raise UsageError(f"signal-server needs --signal-dir or {ENV_SIGNAL_DIR}")
-    if not step_id:
-        raise UsageError(f"signal-server needs --step-id or {ENV_STEP_ID}")
-    if not role_name:
-        raise UsageError(f"signal-server needs --role or {ENV_ROLE}")
+    for option, value in [
+        ("--signal-dir", opts.signal_dir),
+        ("--step-id", step_id),
+        ("--role", role_name),
+    ]:
+        if not value:
+            raise UsageError(f"signal-server needs {option} or {_OPTIONS[option][0]}")
     try:
         role = Role(role_name)
     except ValueError:
