@@ -90,24 +90,18 @@ def next_task_id(used: set[str], config: BacklogConfig, parent: str | None = Non
     """The next free id: one past the highest top-level number, or the next ``parent.N``."""
     prefix = config.task_prefix.upper()
     numbers = [_number_parts(u) for u in used if u.upper().startswith(f"{prefix}-")]
-    if parent is None:
-        top = [p[0] for p in numbers if p is not None and len(p) == 1]
-        number = str(max(top, default=0) + 1)
-        if config.zero_padded_ids > 0:
-            number = number.zfill(config.zero_padded_ids)
-        return f"{prefix}-{number}"
-    base = _number_parts(parent)
+    base = [] if parent is None else _number_parts(parent)
     if base is None:
-        raise BacklogError(parent, "parent id is not numeric")
-    children = [
+        raise BacklogError(str(parent), "parent id is not numeric")
+    siblings = [
         p[len(base)]
         for p in numbers
         if p is not None and len(p) == len(base) + 1 and p[: len(base)] == base
     ]
-    child = str(max(children, default=0) + 1)
+    number = str(max(siblings, default=0) + 1)
     if config.zero_padded_ids > 0:
-        child = child.zfill(2)
-    return f"{parent}.{child}"
+        number = number.zfill(2 if parent else config.zero_padded_ids)
+    return f"{parent}.{number}" if parent else f"{prefix}-{number}"
 
 
 def _next_ordinal(tasks_dir: Path, prefix: str) -> int | float | None:

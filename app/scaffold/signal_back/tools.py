@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, get_args
 
 from mcp import types
@@ -179,20 +178,22 @@ def handle_call(
     return ToolReply(f"unknown tool {name!r}; your tools are {names}", True)
 
 
-def planning_tools(
-    role: Role, signal_dir: Path, repo_root: Path | None, quest_id: str | None = None
-) -> list[PlanningTool]:
-    """The planning tools offered to ``role``: one for ChaosWhisperer and PathSeeker, else none."""
-    if role is Role.CHAOSWHISPERER:
-        write = functools.partial(requirements.write_requirements_tool, signal_dir)
+def planning_tools(binding: Binding) -> dict[str, PlanningTool]:
+    """The planning tool of the binding's role, by name: ChaosWhisperer and PathSeeker have one."""
+    if binding.role is Role.CHAOSWHISPERER:
+        write = functools.partial(requirements.write_requirements_tool, binding.signal_dir)
         schema = input_schema(requirements.RequirementsInput)
-        return [PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)]
-    if role is Role.PATHSEEKER:
-        create = functools.partial(plan.create_tasks_tool, signal_dir, repo_root, quest_id=quest_id)
-        return [
-            PlanningTool(CREATE_TASKS_TOOL, plan.DESCRIPTION, input_schema(plan.PlanInput), create)
-        ]
-    return []
+        tool = PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)
+    elif binding.role is Role.PATHSEEKER:
+        create = functools.partial(
+            plan.create_tasks_tool, binding.signal_dir, binding.repo_root, quest_id=binding.quest_id
+        )
+        tool = PlanningTool(
+            CREATE_TASKS_TOOL, plan.DESCRIPTION, input_schema(plan.PlanInput), create
+        )
+    else:
+        return {}
+    return {tool.name: tool}
 
 
 def _digest(arguments: Mapping[str, Any] | None) -> str:
@@ -206,12 +207,7 @@ class RunTools:
     def __init__(self, binding: Binding) -> None:
         self.binding = binding
         self.writer = SignalWriter(binding)
-        self.planning = {
-            t.name: t
-            for t in planning_tools(
-                binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-            )
-        }
+        self.planning = planning_tools(binding)
         self.signalled = asyncio.Event()
         self._lock = asyncio.Lock()
         self._last: tuple[str, ToolReply] | None = None  # the last accepted signal-back
