@@ -122,10 +122,7 @@ def find_sections(body: str, *, strict: bool = False) -> dict[str, Span]:
 
 def section_text(body: str, span: Span | None) -> str | None:
     """The stripped content of a section, or None when it is absent or empty."""
-    if span is None:
-        return None
-    content = body[span.content_start : span.content_end].strip()
-    return content or None
+    return (body[span.content_start : span.content_end].strip() or None) if span else None
 
 
 def parse_checklist(content: str | None) -> list[ChecklistItem]:

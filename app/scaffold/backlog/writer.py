@@ -70,10 +70,7 @@ def _context(path: Path) -> tuple[str, str]:
     """Id prefix (from the file name) and backlog folder of a task file."""
     match = re.match(r"^([A-Za-z]+)-", path.name)
     prefix = match.group(1).lower() if match else "task"
-    folder = path.parent.name
-    if path.parent.parent.name == "archive":
-        folder = "archive"
-    return prefix, folder
+    return prefix, "archive" if path.parent.parent.name == "archive" else path.parent.name
 
 
 def edit_task(

@@ -159,14 +159,12 @@ def handle_call(
     """Route one tool call: ``signal-back``, the role's planning tool, or a refusal."""
     if name == TOOL_NAME:
         return handle_signal(writer, arguments)
-    tool = planning.get(name)
-    if tool is not None:
+    if (tool := planning.get(name)) is not None:
         reply = tool.handle(arguments)
         if not reply.is_error:
             _log.info("accepted %s for %s", name, binding.step_id)
         return reply
-    owner = TOOL_ROLES.get(name)
-    if owner is not None:
+    if (owner := TOOL_ROLES.get(name)) is not None:
         text = (
             f"tool {name!r} is only for {owner.display}; you are {binding.role.display}. "
             f"Nothing was done. Report with {TOOL_NAME}."
