@@ -139,14 +139,12 @@ class _Loader:
         first: dict[str, BacklogTask] = {}
         duplicated: set[str] = set()
         for task in tasks:
-            if task.id in first:
+            if (earlier := first.setdefault(task.id, task)) is not task:
                 duplicated.add(task.id)
-                other = _relative(first[task.id].path, self.root)
+                other = _relative(earlier.path, self.root)
                 self.problem(
                     task.path, f"id {task.id} is also used by {other}", task.id, DUPLICATE_ID
                 )
-            else:
-                first[task.id] = task
         return duplicated
 
     def check_tasks(self, active: list[BacklogTask], known: set[str], drafts: set[str]) -> None:

@@ -113,11 +113,8 @@ def edit_task(
 
 
 def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Set the task's status, written with the configured spelling.
-
-    The status must be one of the statuses in the backlog's ``config.yml``
-    (found two folders up from the task file), as the tool requires.
-    """
+    """Set the task's status as the backlog's ``config.yml`` spells it; like the tool,
+    refuse a status that is not configured there."""
     return update_task(path, status=status, now=now)
 
 

@@ -34,11 +34,8 @@ _OPTIONS = {
 
 
 def resolve_binding(argv: list[str], environ: Mapping[str, str]) -> Binding:
-    """The binding of the options, falling back to the environment; options win.
-
-    Raises :class:`UsageError` for a missing or invalid signal dir, step id or role
-    (and argparse's SystemExit for options it cannot parse).
-    """
+    """The binding of the options, falling back to the environment; UsageError for a missing
+    or invalid signal dir, step id or role (argparse's SystemExit for bad options)."""
     parser = argparse.ArgumentParser(
         prog="scaffold signal-server",
         description="Serve signal-back for one step over MCP Streamable HTTP on loopback; "

@@ -282,10 +282,8 @@ QUEST_LABEL_PREFIX = "quest:"
 
 
 def read_plan(signal_dir: Path | str) -> PlanRecord | None:
-    """What PathSeeker's ``create-tasks`` created, or None if it never did.
-
-    Raises :class:`StoreError` (with the path) for an unreadable or malformed file.
-    """
+    """What PathSeeker's ``create-tasks`` created, or None if it never did; StoreError
+    (with the path) for an unreadable or malformed file."""
     path = Path(signal_dir) / PLAN_FILE
     data = _read_bytes(path)
     if data is None:

@@ -64,10 +64,8 @@ class CorruptSignalFile:
 
 
 def scan_signals(signal_dir: Path | str) -> tuple[list[SignalRecord], list[CorruptSignalFile]]:
-    """Every readable record in ``seq`` order, and every file that is not one.
-
-    A missing directory is an empty result: the agent never signalled.
-    """
+    """Every readable record in ``seq`` order, and every file that is not one (a missing
+    directory is an empty result: the agent never signalled)."""
     directory = Path(signal_dir)
     try:
         names = os.listdir(directory)

@@ -80,11 +80,8 @@ def parse_requirements(arguments: Mapping[str, Any] | None) -> Requirements | li
 
 
 def read_requirements(signal_dir: Path | str) -> Requirements | None:
-    """The requirements ChaosWhisperer handed over, or None if it never did.
-
-    Raises :class:`StoreError` (with the path) for a file that is unreadable or not
-    valid requirements.
-    """
+    """The requirements ChaosWhisperer handed over, or None if it never did; StoreError
+    (with the path) for a file that is unreadable or not valid requirements."""
     path = Path(signal_dir) / REQUIREMENTS_FILE
     data = _read_bytes(path)
     if data is None:
