@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.backlog import AcceptanceCriterion, BacklogTask, parse_task, read_task
+from scaffold.backlog import BacklogTask, ChecklistItem, parse_task, read_task
 from scaffold.errors import BacklogError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "backlog"
@@ -36,7 +36,7 @@ def test_task_1_every_section() -> None:
         (1, True, "Users table exists"),
         (2, True, "Orders table has FK to users"),
     ]
-    assert task.acceptance_criteria[0] == AcceptanceCriterion(1, True, "Users table exists")
+    assert task.acceptance_criteria[0] == ChecklistItem(1, True, "Users table exists")
     assert task.acceptance_criteria[1].text == "Orders table has FK to users"
     assert task.definition_of_done == [(1, False, "Migrations reviewed")]
     assert task.implementation_plan == "1. Draft ERD\n2. Write migrations"

@@ -1,10 +1,8 @@
-"""Dependency graph: cycles, topological order and scaffold's readiness rule."""
+"""Dependency graph: cycles and scaffold's readiness rule."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from scaffold.backlog import (
     BacklogConfig,
@@ -12,10 +10,7 @@ from scaffold.backlog import (
     compute_readiness,
     describe_cycle,
     find_cycles,
-    strongly_connected,
-    topological_order,
 )
-from scaffold.errors import BacklogError
 
 
 def task(
@@ -35,7 +30,6 @@ def task(
 def test_no_cycles_in_a_dag() -> None:
     edges = {"TASK-1": [], "TASK-2": ["TASK-1"], "TASK-3": ["TASK-1", "TASK-2"]}
     assert find_cycles(edges) == []
-    assert topological_order(edges) == ["TASK-1", "TASK-2", "TASK-3"]
 
 
 def test_cycle_members_in_edge_order_one_per_cycle() -> None:
@@ -69,16 +63,6 @@ def test_deep_chain_needs_no_recursion() -> None:
     (cycle,) = find_cycles(edges)
     assert len(cycle) == 5000
     assert cycle[:3] == ["TASK-1", "TASK-5000", "TASK-4999"]
-    assert len(strongly_connected(edges)) == 1
-
-
-def test_topological_order_numeric_ties_and_cycle_error() -> None:
-    edges = {"TASK-10": [], "TASK-2": [], "TASK-2.1": ["TASK-10"], "TASK-1": ["TASK-404"]}
-    assert topological_order(edges) == ["TASK-1", "TASK-2", "TASK-10", "TASK-2.1"]
-    with pytest.raises(BacklogError, match="TASK-1 -> TASK-2 -> TASK-1"):
-        topological_order({"TASK-1": ["TASK-2"], "TASK-2": ["TASK-1"], "TASK-3": []})
-    with pytest.raises(BacklogError, match="TASK-1 -> TASK-1"):
-        topological_order({"TASK-1": ["TASK-1"]})
 
 
 def test_readiness_rules() -> None:

@@ -16,11 +16,8 @@ from scaffold.backlog import (
     MALFORMED,
     MISSING_DEPENDENCY,
     UNKNOWN_STATUS,
-    append_implementation_notes,
-    check_acceptance_criterion,
     create_task,
     load_backlog,
-    set_final_summary,
     set_status,
     update_task,
 )
@@ -98,7 +95,7 @@ def test_backlog_made_by_the_cli_reads_like_the_cli(make_cli: MakeCLI) -> None:
         )
         if task.status == "To Do":  # for waiting tasks our rule and the tool's agree
             assert snap.readiness[tid].ready == theirs["isReady"], tid
-    assert [t.id for t in snap.ready_tasks()] == ["TASK-1.1", "TASK-2"]
+    assert [tid for tid, r in snap.readiness.items() if r.ready] == ["TASK-1.1", "TASK-2"]
 
     for tid in ("TASK-3", "TASK-1"):
         view = cli.view_json(tid)
@@ -117,10 +114,9 @@ def test_scaffold_writes_show_up_in_the_cli(make_cli: MakeCLI) -> None:
     first = task_path(cli, "TASK-1")
 
     set_status(first, "In Progress")
-    append_implementation_notes(first, "Parsed the fixtures.")
-    append_implementation_notes(first, "Added CRLF support.\nSecond line.")
-    check_acceptance_criterion(first, 2)
-    set_final_summary(first, "Parser done; **all** sections read.")
+    update_task(first, notes="Parsed the fixtures.")
+    update_task(first, notes="Added CRLF support.\nSecond line.")
+    update_task(first, summary="Parser done; **all** sections read.")
     set_status(first, "Done")
 
     statuses = {t["id"]: (t["status"], t["isReady"]) for t in cli.list_json()}
@@ -133,9 +129,9 @@ def test_scaffold_writes_show_up_in_the_cli(make_cli: MakeCLI) -> None:
         view["implementationNotes"] == "Parsed the fixtures.\n\nAdded CRLF support.\nSecond line."
     )
     assert view["finalSummary"] == "Parser done; **all** sections read."
-    assert [c["checked"] for c in view["acceptanceCriteria"]] == [False, True]
+    assert [c["checked"] for c in view["acceptanceCriteria"]] == [False, False]
     assert view["updatedAt"] is not None
-    assert [t.id for t in load_backlog(cli.repo).ready_tasks()] == ["TASK-2"]
+    assert [tid for tid, r in load_backlog(cli.repo).readiness.items() if r.ready] == ["TASK-2"]
 
 
 def test_tasks_created_by_scaffold_are_listed_by_the_cli(make_cli: MakeCLI) -> None:
@@ -233,14 +229,13 @@ def test_create_and_edits_match_the_cli_byte_for_byte(make_cli: MakeCLI) -> None
 
     theirs.run("task", "edit", "1", "-s", "In Progress", "--append-notes", "first note")
     set_status(mine("TASK-1"), "In Progress", now=NOW)
-    append_implementation_notes(mine("TASK-1"), "first note", now=NOW)
-    theirs.run("task", "edit", "1", "--append-notes", "second\nnote", "--check-ac", "2")
-    append_implementation_notes(mine("TASK-1"), "second\nnote", now=NOW)
-    check_acceptance_criterion(mine("TASK-1"), 2, now=NOW)
+    update_task(mine("TASK-1"), notes="first note", now=NOW)
+    theirs.run("task", "edit", "1", "--append-notes", "second\nnote")
+    update_task(mine("TASK-1"), notes="second\nnote", now=NOW)
     theirs.run("task", "edit", "2", "--final-summary", "done it")
-    set_final_summary(mine("TASK-2"), "done it", now=NOW)
+    update_task(mine("TASK-2"), summary="done it", now=NOW)
     theirs.run("task", "edit", "1.1", "--append-notes", "empty body before")
-    append_implementation_notes(mine("TASK-1.1"), "empty body before", now=NOW)
+    update_task(mine("TASK-1.1"), notes="empty body before", now=NOW)
     # A task's end: status, notes and summary in one command, and in one edit of scaffold's.
     theirs.run(
         "task", "edit", "2", "-s", "Done", "--append-notes", "all\nthree", "--final-summary", "end"

@@ -42,14 +42,13 @@ def test_recorded_files_load_cleanly(fixture_backlog: Path) -> None:
     assert snap.problems == []
     assert [t.id for t in snap.tasks] == ["TASK-1", "TASK-2", "TASK-2.1", "TASK-3"]
     assert snap.config.statuses == ("To Do", "In Progress", "Done")
-    assert snap.config.project_name == "Demo Project"
     assert snap.task("task-2.1").parent_task_id == "TASK-2"
     assert snap.get("3") is snap.tasks[3]
     assert snap.get("not an id") is None
     with pytest.raises(UnknownTask):
         snap.task("TASK-9")
     # TASK-3 waits for TASK-2 (In Progress); nothing else is in To Do.
-    assert snap.ready_tasks() == []
+    assert not any(r.ready for r in snap.readiness.values())
     assert snap.readiness["TASK-3"].reasons == ["waits for TASK-2 (In Progress)"]
 
 
@@ -111,9 +110,9 @@ def test_every_problem_is_reported_with_path_and_reason(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert [t.id for t in snap.drafts] == ["DRAFT-1"]
     assert snap.task("TASK-9").folder == "tasks"
-    assert snap.is_done(snap.task("TASK-10"))
+    assert snap.readiness["TASK-10"].reasons[0] == "already done"
     # Nothing is ready: cycles, a missing/unknown dependency, a duplicated id everywhere.
-    assert snap.ready_tasks() == []
+    assert not any(r.ready for r in snap.readiness.values())
     assert "id TASK-9 is used by more than one file" in snap.readiness["TASK-9"].reasons
     assert next(p.kind for p in snap.problems if p.task_id == "TASK-4") == MISSING_DEPENDENCY
 
@@ -124,7 +123,7 @@ def test_ready_tasks_and_completed_folder(tmp_path: Path) -> None:
     write(tmp_path, "completed/task-1 - a.md", *fm("TASK-1", status="Done"))
     snap = load_backlog(tmp_path)
     assert snap.problems == []
-    assert [t.id for t in snap.ready_tasks()] == ["TASK-2"]
+    assert [tid for tid, r in snap.readiness.items() if r.ready] == ["TASK-2"]
 
 
 def test_config_defaults_and_problems(tmp_path: Path) -> None:
@@ -154,7 +153,7 @@ def test_custom_prefix_and_statuses(tmp_path: Path) -> None:
     snap = load_backlog(tmp_path)
     assert snap.problems == []
     assert snap.task("2").dependencies == ["JOB-1"]
-    assert [t.id for t in snap.ready_tasks()] == ["JOB-2"]
+    assert [tid for tid, r in snap.readiness.items() if r.ready] == ["JOB-2"]
 
 
 def test_no_backlog_folder(tmp_path: Path) -> None:
@@ -172,7 +171,7 @@ def test_root_config_names_the_backlog_folder(tmp_path: Path) -> None:
     snap = load_backlog(tmp_path)
     assert snap.backlog_dir == (tmp_path / ".tasks").resolve()
     assert snap.config.statuses == ("Todo", "Done")
-    assert [t.id for t in snap.ready_tasks()] == ["TASK-1"]
+    assert [tid for tid, r in snap.readiness.items() if r.ready] == ["TASK-1"]
     (tmp_path / "backlog.config.yml").write_text('backlog_directory: "../elsewhere"\n')
     with pytest.raises(BacklogError, match="outside the repository"):
         load_backlog(tmp_path)

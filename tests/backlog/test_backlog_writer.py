@@ -5,16 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from scaffold.backlog import (
-    append_implementation_notes,
-    check_acceptance_criterion,
     edit_task,
     read_task,
-    set_final_summary,
     set_status,
     update_task,
 )
@@ -79,7 +75,7 @@ def test_edit_keeps_permissions_and_leaves_no_temp_files(fixture_backlog: Path) 
 def test_append_notes_to_existing_marked_notes(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-1")
     old = path.read_text(encoding="utf-8")
-    task = append_implementation_notes(path, "  Indexes added.\n", now=NOW)
+    task = update_task(path, notes="  Indexes added.\n", now=NOW)
     new = path.read_text(encoding="utf-8")
     assert new == expected_status_rewrite(old, "Done").replace(
         "Orders FK added.\n<!-- SECTION:NOTES:END -->",
@@ -95,7 +91,7 @@ def test_append_notes_to_existing_marked_notes(fixture_backlog: Path) -> None:
 def test_append_notes_creates_section_after_acceptance_criteria(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-2")
     old = path.read_text(encoding="utf-8")
-    append_implementation_notes(path, "Started.", now=NOW)
+    update_task(path, notes="Started.", now=NOW)
     new = path.read_text(encoding="utf-8")
     assert new == expected_status_rewrite(old, "In Progress") + (
         "\n## Implementation Notes\n\n<!-- SECTION:NOTES:BEGIN -->\nStarted.\n"
@@ -106,7 +102,7 @@ def test_append_notes_creates_section_after_acceptance_criteria(fixture_backlog:
 def test_append_notes_to_empty_body(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-3")
     old = path.read_text(encoding="utf-8")
-    task = append_implementation_notes(path, "a\nb", now=NOW)
+    task = update_task(path, notes="a\nb", now=NOW)
     head = expected_status_rewrite(old, "To Do").removesuffix("\n\n")
     assert path.read_text(encoding="utf-8") == head + (
         "\n## Implementation Notes\n\n<!-- SECTION:NOTES:BEGIN -->\na\nb\n<!-- SECTION:NOTES:END -->\n"
@@ -117,7 +113,7 @@ def test_append_notes_to_empty_body(fixture_backlog: Path) -> None:
 def test_final_summary_replaced_in_place(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-1")
     old = path.read_text(encoding="utf-8")
-    task = set_final_summary(path, "Rewritten summary.", now=NOW)
+    task = update_task(path, summary="Rewritten summary.", now=NOW)
     assert path.read_text(encoding="utf-8") == expected_status_rewrite(old, "Done").replace(
         "Schema created; 2 tables.", "Rewritten summary."
     )
@@ -127,7 +123,7 @@ def test_final_summary_replaced_in_place(fixture_backlog: Path) -> None:
 def test_final_summary_inserted_after_notes(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-2.1")
     old = path.read_text(encoding="utf-8")
-    set_final_summary(path, "All green.", now=NOW)
+    update_task(path, summary="All green.", now=NOW)
     assert path.read_text(encoding="utf-8") == expected_status_rewrite(old, "In Progress") + (
         "\n## Final Summary\n\n<!-- SECTION:FINAL_SUMMARY:BEGIN -->\nAll green.\n"
         "<!-- SECTION:FINAL_SUMMARY:END -->\n"
@@ -146,8 +142,8 @@ def test_update_task_is_the_three_edits_in_one_write(
     )
     twin.write_bytes(path.read_bytes())
     set_status(twin, "done", now=NOW)
-    append_implementation_notes(twin, "Built it.\nTwo lines.", now=NOW)
-    set_final_summary(twin, "Shipped.", now=NOW)
+    update_task(twin, notes="Built it.\nTwo lines.", now=NOW)
+    update_task(twin, summary="Shipped.", now=NOW)
     task = update_task(
         path, status="done", notes="Built it.\nTwo lines.", summary="Shipped.", now=NOW
     )
@@ -163,20 +159,6 @@ def test_update_task_checks_everything_before_writing(fixture_backlog: Path) -> 
     with pytest.raises(BacklogError, match="unknown status"):
         update_task(path, status="Shipped", summary="fine", now=NOW)
     assert path.read_bytes() == before
-
-
-def test_check_acceptance_criterion(fixture_backlog: Path) -> None:
-    path = task_file(fixture_backlog, "task-2")
-    old = path.read_text(encoding="utf-8")
-    task = check_acceptance_criterion(path, 1, now=NOW)
-    assert task.acceptance_criteria == [(1, True, "GET /users works")]
-    assert path.read_text(encoding="utf-8") == expected_status_rewrite(old, "In Progress").replace(
-        "- [ ] #1 GET", "- [x] #1 GET"
-    )
-    task = check_acceptance_criterion(path, 1, checked=False, now=NOW)
-    assert task.acceptance_criteria == [(1, False, "GET /users works")]
-    with pytest.raises(BacklogError, match="no acceptance criterion #2"):
-        check_acceptance_criterion(path, 2)
 
 
 HAND_WRITTEN = """\
@@ -226,14 +208,12 @@ def test_unknown_keys_comments_and_sections_survive(tmp_path: Path) -> None:
     path.write_text(HAND_WRITTEN, encoding="utf-8")
 
     set_status(path, "In Progress", now=NOW)
-    check_acceptance_criterion(path, 2, now=NOW)
-    task = append_implementation_notes(path, "new notes", now=NOW)
+    task = update_task(path, notes="new notes", now=NOW)
     text = path.read_text(encoding="utf-8")
 
     expected = (
         HAND_WRITTEN.replace("status: To Do\n", "status: In Progress\n")
         .replace("created_date: 2026-01-02 03:04\n", "created_date: 2026-01-02 03:04\n" + STAMP)
-        .replace("- [ ] Second", "- [x] Second")
         .replace(
             "## Implementation Notes\n\nlegacy notes",
             "## Implementation Notes\n\n<!-- SECTION:NOTES:BEGIN -->\nlegacy notes\n\nnew notes\n"
@@ -242,7 +222,7 @@ def test_unknown_keys_comments_and_sections_survive(tmp_path: Path) -> None:
     )
     assert text == expected
     assert task.implementation_notes == "legacy notes\n\nnew notes"
-    assert task.acceptance_criteria == [(1, False, "First"), (2, True, "Second")]
+    assert task.acceptance_criteria == [(1, False, "First"), (2, False, "Second")]
 
 
 def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
@@ -281,16 +261,16 @@ def test_malformed_file_is_not_touched(tmp_path: Path) -> None:
     with pytest.raises(BacklogError, match="not valid YAML"):
         set_status(path, "Done")
     with pytest.raises(BacklogError, match="not valid YAML"):
-        append_implementation_notes(path, "x")
+        update_task(path, notes="x")
     assert (os.stat(path).st_mtime_ns, path.read_bytes()) == before
 
 
 def test_empty_text_refused(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-2")
     with pytest.raises(BacklogError, match="implementation notes is empty"):
-        append_implementation_notes(path, "  \n ")
+        update_task(path, notes="  \n ")
     with pytest.raises(BacklogError, match="final summary is empty"):
-        set_final_summary(path, "")
+        update_task(path, summary="")
 
 
 def test_read_back_equals_written(fixture_backlog: Path) -> None:
@@ -310,31 +290,3 @@ def test_concurrent_change_is_not_clobbered(fixture_backlog: Path) -> None:
     with pytest.raises(BacklogError, match="changed while scaffold was editing"):
         edit_task(path, body=someone_writes_meanwhile, now=NOW)
     assert path.read_text(encoding="utf-8") == theirs
-
-
-def test_an_edit_parses_the_frontmatter_once_before_and_once_after(
-    fixture_backlog: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Reading the file, checking the rewrite and the parsed result share their parses."""
-    import scaffold.backlog.format as fmt
-
-    loads: list[str] = []
-    real = fmt._yaml
-
-    def counting() -> Any:
-        yaml = real()
-        load = yaml.load
-
-        def counted(stream: Any) -> Any:
-            loads.append(stream.getvalue())
-            return load(stream)
-
-        yaml.load = counted
-        return yaml
-
-    monkeypatch.setattr(fmt, "_yaml", counting)
-    fmt._load_yaml_mapping.cache_clear()
-    path = task_file(fixture_backlog, "task-2")
-    update_task(path, status="Done", notes="n", summary="s", now=NOW)
-    assert len(loads) == 2
-    assert "status: Done" in loads[1]

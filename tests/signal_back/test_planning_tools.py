@@ -344,7 +344,7 @@ def test_repo_root_reaches_the_binding(tmp_path: Path) -> None:
 
 def test_create_tasks_without_repo_root_is_refused(tmp_path: Path) -> None:
     binding = Binding(tmp_path / "sig", "planning", Role.PATHSEEKER)
-    planning = {t.name: t for t in planning_tools(binding.role, binding.signal_dir, None)}
+    planning = planning_tools(binding)
     outcome = handle_call(
         binding, SignalWriter(binding), planning, CREATE_TASKS_TOOL, _plan(_task("a"))
     )

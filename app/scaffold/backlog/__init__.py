@@ -6,24 +6,16 @@ reports what the CLI would silently drop), writes the few things scaffold
 changes without disturbing anything else, and decides which tasks are ready.
 """
 
-from scaffold.backlog.config import BacklogConfig, find_backlog_dir, load_config
+from scaffold.backlog.config import BacklogConfig, find_backlog_dir
 from scaffold.backlog.create import create_task, next_task_id, render_task, sanitize_filename
-from scaffold.backlog.format import AcceptanceCriterion, BacklogTask, parse_task, read_task
-from scaffold.backlog.graph import (
-    Readiness,
-    compute_readiness,
-    describe_cycle,
-    find_cycles,
-    strongly_connected,
-    topological_order,
-)
+from scaffold.backlog.format import BacklogTask, parse_task, read_task
+from scaffold.backlog.graph import compute_readiness, describe_cycle, find_cycles
 from scaffold.backlog.repository import (
     CONFIG,
     CYCLE,
     DUPLICATE_ID,
     MALFORMED,
     MISSING_DEPENDENCY,
-    PROBLEM_KINDS,
     UNKNOWN_STATUS,
     BacklogProblem,
     BacklogSnapshot,
@@ -31,11 +23,8 @@ from scaffold.backlog.repository import (
 )
 from scaffold.backlog.sections import ChecklistItem
 from scaffold.backlog.writer import (
-    append_implementation_notes,
-    check_acceptance_criterion,
     edit_task,
     given,
-    set_final_summary,
     set_status,
     update_task,
 )
@@ -46,17 +35,12 @@ __all__ = [
     "DUPLICATE_ID",
     "MALFORMED",
     "MISSING_DEPENDENCY",
-    "PROBLEM_KINDS",
     "UNKNOWN_STATUS",
-    "AcceptanceCriterion",
     "BacklogConfig",
     "BacklogProblem",
     "BacklogSnapshot",
     "BacklogTask",
     "ChecklistItem",
-    "Readiness",
-    "append_implementation_notes",
-    "check_acceptance_criterion",
     "compute_readiness",
     "create_task",
     "describe_cycle",
@@ -65,15 +49,11 @@ __all__ = [
     "find_cycles",
     "given",
     "load_backlog",
-    "load_config",
     "next_task_id",
     "parse_task",
     "read_task",
     "render_task",
     "sanitize_filename",
-    "set_final_summary",
     "set_status",
-    "strongly_connected",
-    "topological_order",
     "update_task",
 ]

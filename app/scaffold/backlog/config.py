@@ -8,7 +8,6 @@ defaults; an unreadable one is reported and the defaults are used.
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,18 +36,13 @@ class BacklogConfig:
     task_prefix: str = "task"
     zero_padded_ids: int = 0
     priorities: tuple[str, ...] = DEFAULT_PRIORITIES
-    project_name: str | None = None
-
-    @property
-    def done_status(self) -> str:
-        """The last configured status, which the tool treats as finished."""
-        return self.statuses[-1]
 
     def is_known_status(self, status: str) -> bool:
         return status_key(status) in {status_key(s) for s in self.statuses}
 
     def is_done_status(self, status: str) -> bool:
-        return status_key(status) == status_key(self.done_status)
+        """The last configured status is the one the tool treats as finished."""
+        return status_key(status) == status_key(self.statuses[-1])
 
     def is_default_status(self, status: str) -> bool:
         return status_key(status) == status_key(self.default_status)
@@ -61,7 +55,7 @@ def _root_config_dir(root: Path) -> Path | None:
         return None
     name = "backlog"
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
+        data = _load_yaml(path)
     except (YAMLError, UnicodeDecodeError, OSError):
         data = None
     if isinstance(data, Mapping) and isinstance(data.get("backlog_directory"), str):
@@ -135,54 +129,32 @@ def parse_config(data: Mapping[str, Any]) -> tuple[BacklogConfig, list[str]]:
     padding_raw = data.get("zero_padded_ids", 0) or 0
     padding = padding_raw if isinstance(padding_raw, int) and padding_raw >= 0 else 0
     priorities = _str_list(data.get("priorities")) or DEFAULT_PRIORITIES
-    name = data.get("project_name")
     config = BacklogConfig(
         statuses=statuses,
         default_status=default_status,
         task_prefix=prefix.lower(),
         zero_padded_ids=padding,
         priorities=tuple(p.lower() for p in priorities),
-        project_name=str(name) if name is not None else None,
     )
     return config, problems
 
 
-# Parsed configs by (path, mtime, size, inode): the orchestrator re-reads the backlog
-# after every status change, and the YAML parser costs more than the rest of the re-read.
-_LOADED: dict[tuple[str, int, int, int], tuple[BacklogConfig, tuple[str, ...]]] = {}
-_LOADED_MAX = 256
+def _load_yaml(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
 
 
 def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
-    """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported.
-
-    A file unchanged since the last read (same mtime, size and inode) is not parsed again."""
+    """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported."""
     path = config_path(backlog_dir)
-    try:
-        st = path.stat()
-    except OSError:
+    if not path.is_file():
         return BacklogConfig(), []
-    if not stat.S_ISREG(st.st_mode):
-        return BacklogConfig(), []
-    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
-    cached = _LOADED.get(key)
-    if cached is None:
-        cached = _parse_config_file(path)
-        if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.clear()
-        _LOADED[key] = cached
-    return cached[0], list(cached[1])
-
-
-def _parse_config_file(path: Path) -> tuple[BacklogConfig, tuple[str, ...]]:
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
+        data = _load_yaml(path)
     except (YAMLError, UnicodeDecodeError, OSError) as exc:
         reason = " ".join(str(exc).split())
-        return BacklogConfig(), (f"cannot read config ({reason}); using the defaults",)
+        return BacklogConfig(), [f"cannot read config ({reason}); using the defaults"]
     if data is None:
-        return BacklogConfig(), ()
+        return BacklogConfig(), []
     if not isinstance(data, Mapping):
-        return BacklogConfig(), ("config is not a mapping of keys to values; using the defaults",)
-    config, problems = parse_config(data)
-    return config, tuple(problems)
+        return BacklogConfig(), ["config is not a mapping of keys to values; using the defaults"]
+    return parse_config(data)

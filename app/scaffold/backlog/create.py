@@ -21,12 +21,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from scaffold.backlog import sections
-from scaffold.backlog.atomic import create_file
 from scaffold.backlog.config import BacklogConfig, config_path, find_backlog_dir, load_config
 from scaffold.backlog.format import BacklogTask, parse_task, read_task
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.backlog.writer import timestamp
 from scaffold.errors import BacklogError, InvalidIdError
+from scaffold.fsutil import write_file
 from scaffold.ids import normalize_task_id
 
 ORDINAL_STEP = 1000
@@ -90,24 +90,18 @@ def next_task_id(used: set[str], config: BacklogConfig, parent: str | None = Non
     """The next free id: one past the highest top-level number, or the next ``parent.N``."""
     prefix = config.task_prefix.upper()
     numbers = [_number_parts(u) for u in used if u.upper().startswith(f"{prefix}-")]
-    if parent is None:
-        top = [p[0] for p in numbers if p is not None and len(p) == 1]
-        number = str(max(top, default=0) + 1)
-        if config.zero_padded_ids > 0:
-            number = number.zfill(config.zero_padded_ids)
-        return f"{prefix}-{number}"
-    base = _number_parts(parent)
+    base = [] if parent is None else _number_parts(parent)
     if base is None:
-        raise BacklogError(parent, "parent id is not numeric")
-    children = [
+        raise BacklogError(str(parent), "parent id is not numeric")
+    siblings = [
         p[len(base)]
         for p in numbers
         if p is not None and len(p) == len(base) + 1 and p[: len(base)] == base
     ]
-    child = str(max(children, default=0) + 1)
+    number = str(max(siblings, default=0) + 1)
     if config.zero_padded_ids > 0:
-        child = child.zfill(2)
-    return f"{parent}.{child}"
+        number = number.zfill(2 if parent else config.zero_padded_ids)
+    return f"{parent}.{number}" if parent else f"{prefix}-{number}"
 
 
 def _next_ordinal(tasks_dir: Path, prefix: str) -> int | float | None:
@@ -130,12 +124,8 @@ def _canonical(value: str, prefix: str, what: str, where: Path) -> str:
 
 
 def _criteria(items: Sequence[str]) -> list[str]:
-    out = []
-    for item in items:
-        text = " ".join(part.strip() for part in item.strip().splitlines() if part.strip())
-        if text:
-            out.append(text)
-    return out
+    lines = (" ".join(p.strip() for p in item.splitlines() if p.strip()) for item in items)
+    return [text for text in lines if text]
 
 
 def render_task(
@@ -223,23 +213,18 @@ def create_task(
             | _ids_in(backlog_dir / "drafts", prefix)
             | _ids_in(backlog_dir / "archive" / "tasks", prefix)
         )
-        deps: list[str] = []
-        for dep in dependencies:
-            dep_id = _canonical(dep, prefix, "dependency", backlog_dir)
+        deps = list(
+            dict.fromkeys(_canonical(d, prefix, "dependency", backlog_dir) for d in dependencies)
+        )
+        for dep_id in deps:
             if dep_id not in existing:
                 raise BacklogError(backlog_dir, f"dependency {dep_id} does not exist")
-            if dep_id not in deps:
-                deps.append(dep_id)
         parent_id = None
         if parent is not None:
             parent_id = _canonical(parent, prefix, "parent", backlog_dir)
             if parent_id not in existing:
                 raise BacklogError(backlog_dir, f"parent task {parent_id} does not exist")
         task_id = next_task_id(used, config, parent_id)
-        clean_labels: list[str] = []
-        for label in labels:
-            if label.strip() and label.strip() not in clean_labels:
-                clean_labels.append(label.strip())
         content = render_task(
             task_id=task_id,
             title=clean_title,
@@ -247,7 +232,7 @@ def create_task(
             created_date=timestamp(now),
             description=description,
             dependencies=deps,
-            labels=clean_labels,
+            labels=list(dict.fromkeys(x.strip() for x in labels if x.strip())),
             parent=parent_id,
             priority=level,
             ordinal=_next_ordinal(tasks_dir, prefix),
@@ -257,5 +242,10 @@ def create_task(
         if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             raise BacklogError(tasks_dir / name, "title too long for a file name")
         target = tasks_dir / name
-        create_file(target, content.encode("utf-8"))
+        try:
+            write_file(target, content.encode("utf-8"), exclusive=True)
+        except FileExistsError as exc:
+            raise BacklogError(target, "a file with this name already exists") from exc
+        except OSError as exc:
+            raise BacklogError(target, f"cannot write: {exc.strerror or exc}") from exc
     return parse_task(content, target, prefix=prefix, folder="tasks")

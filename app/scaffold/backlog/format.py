@@ -9,9 +9,8 @@ reason, so the loader can report it instead of skipping the task.
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -28,9 +27,6 @@ from scaffold.backlog.frontmatter import split_document
 from scaffold.backlog.sections import ChecklistItem
 from scaffold.errors import BacklogError, InvalidIdError
 from scaffold.ids import normalize_task_id
-
-AcceptanceCriterion = ChecklistItem
-"""``(index, checked, text)`` of one acceptance criterion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +53,7 @@ class BacklogTask:
     ordinal: int | float | None = None
     created_date: str | None = None
     updated_date: str | None = None
-    acceptance_criteria: list[AcceptanceCriterion] = field(default_factory=list)
+    acceptance_criteria: list[ChecklistItem] = field(default_factory=list)
     definition_of_done: list[ChecklistItem] = field(default_factory=list)
     description: str | None = None
     implementation_plan: str | None = None
@@ -91,15 +87,7 @@ def _yaml() -> YAML:
 
 
 def load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
-    """Parse frontmatter YAML; an empty frontmatter is an empty mapping.
-
-    The last few results are kept (an edit reads the same frontmatter before and after
-    its check, about 1 ms of parsing each): the mapping is shared, read it only."""
-    return _load_yaml_mapping(yaml_text, path)
-
-
-@functools.lru_cache(maxsize=32)
-def _load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
+    """Parse frontmatter YAML; an empty frontmatter is an empty mapping."""
     try:
         data = _yaml().load(StringIO(yaml_text))
     except YAMLError as exc:
@@ -114,10 +102,7 @@ def _load_yaml_mapping(yaml_text: str, path: str) -> Mapping[str, Any]:
 
 def scalar_text(value: Any) -> str | None:
     """A YAML scalar as text; None for null, empty, or a list or mapping."""
-    if isinstance(value, str):
-        text = str(value).strip()
-        return text or None
-    return None
+    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def _required_text(data: Mapping[str, Any], key: str, path: str) -> str:
@@ -138,13 +123,11 @@ def _string_list(data: Mapping[str, Any], key: str, path: str) -> list[str]:
         return [value.strip()] if value.strip() else []
     if not isinstance(value, list):
         raise BacklogError(path, f"'{key}' must be a list, got {type(value).__name__}")
-    out: list[str] = []
-    for item in value:
-        text = scalar_text(item)
-        if text is None:
-            raise BacklogError(path, f"'{key}' holds an empty or non-text item: {item!r}")
-        out.append(text)
-    return out
+    texts = [scalar_text(item) for item in value]
+    if None in texts:
+        bad = value[texts.index(None)]
+        raise BacklogError(path, f"'{key}' holds an empty or non-text item: {bad!r}")
+    return [t for t in texts if t is not None]
 
 
 def _task_id(value: Any, key: str, path: str, prefix: str) -> str:
@@ -165,29 +148,20 @@ def _dependencies(data: Mapping[str, Any], path: str, prefix: str) -> list[str]:
         raise BacklogError(
             path, f"'dependencies' must be a list of task ids, got {type(value).__name__}"
         )
-    deps: list[str] = []
-    for item in value:
-        dep = _task_id(item, "dependencies", path, prefix)
-        if dep not in deps:
-            deps.append(dep)
-    return deps
+    return list(dict.fromkeys(_task_id(item, "dependencies", path, prefix) for item in value))
 
 
 def _ordinal(value: Any, path: str) -> int | float | None:
     if value is None:
         return None
-    text = str(value).strip().replace("_", "") if isinstance(value, str) else ""
-    try:
+    text = value.strip().replace("_", "") if isinstance(value, str) else ""
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
-    try:
+    with contextlib.suppress(ValueError):
         number = float(text)
-    except ValueError:
-        number = math.nan
-    if not math.isfinite(number):
-        raise BacklogError(path, f"'ordinal' must be a number, got {value!r}")
-    return number
+        if math.isfinite(number):
+            return number
+    raise BacklogError(path, f"'ordinal' must be a number, got {value!r}")
 
 
 def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
@@ -234,40 +208,12 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     )
 
 
-# Parsed tasks by (path, prefix, folder, mtime, size, inode). The orchestrator re-reads
-# the backlog after every status change; YAML parsing dominates that, and most files have
-# not changed. Atomic writes replace the inode, so an edit always misses the cache.
-_PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
-_PARSED_MAX = 8192
-
-
-def remember_parsed(
-    path: Path, st: os.stat_result, task: BacklogTask, *, prefix: str, folder: str
-) -> None:
-    """What scaffold just wrote to ``path`` (``st``: the written file's stat), parsed:
-    the next :func:`read_task` of that very file needs no parse. Another write after it
-    has another inode (writes are atomic renames), so it is never mistaken for this one."""
-    key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[key] = task
-
-
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
-    """Read and parse one task file (a file unchanged since the last read is not re-parsed)."""
+    """Read and parse one task file."""
     try:
-        st = path.stat()
-        key = (str(path), prefix, folder, st.st_mtime_ns, st.st_size, st.st_ino)
-        cached = _PARSED.get(key)
-        if cached is not None:
-            return cached
         raw = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
-    task = parse_task(raw, path, prefix=prefix, folder=folder)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[key] = task
-    return task
+    return parse_task(raw, path, prefix=prefix, folder=folder)

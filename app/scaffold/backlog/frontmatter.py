@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from scaffold.errors import BacklogError
 
 BOM = "\ufeff"
+_FENCE = re.compile(r"^---[^\S\n]*$", re.M)
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
 
 
@@ -54,21 +55,15 @@ def split_document(raw: str, path: str) -> Document:
     crlf = "\r\n" in text
     if crlf:
         text = text.replace("\r\n", "\n")
-    first_end = text.find("\n")
-    if first_end == -1 or text[:first_end].rstrip() != "---":
+    opening = _FENCE.match(text)
+    if opening is None or opening.end() == len(text):
         raise BacklogError(path, "no frontmatter: the file must start with a '---' line")
-    yaml_start = first_end + 1
-    pos = yaml_start
-    while pos <= len(text):
-        nl = text.find("\n", pos)
-        line_end = len(text) if nl == -1 else nl
-        if text[pos:line_end].rstrip() == "---":
-            body_start = line_end + 1 if nl != -1 else line_end
-            return Document(text, crlf, bom, yaml_start, pos, body_start)
-        if nl == -1:
-            break
-        pos = nl + 1
-    raise BacklogError(path, "frontmatter is not closed: no second '---' line")
+    yaml_start = opening.end() + 1
+    closing = _FENCE.search(text, yaml_start)
+    if closing is None:
+        raise BacklogError(path, "frontmatter is not closed: no second '---' line")
+    body_start = min(closing.end() + 1, len(text))
+    return Document(text, crlf, bom, yaml_start, closing.start(), body_start)
 
 
 def key_spans(yaml_text: str) -> dict[str, tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""The task dependency graph: cycles, topological order, readiness.
+"""The task dependency graph: cycles, dependency order, readiness.
 
 Pure functions over ids and tasks, no file access, so the scheduler can ask
 "what may start now?" on any snapshot and get the same answer every time
@@ -12,24 +12,18 @@ moved to ``completed/``).
 
 from __future__ import annotations
 
-import functools
-import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from scaffold.backlog.config import BacklogConfig
 from scaffold.backlog.format import BacklogTask
 from scaffold.core import graph as core_graph
-from scaffold.errors import BacklogError, InvalidIdError
+from scaffold.errors import InvalidIdError
 from scaffold.ids import task_sort_key
 
 
-@functools.lru_cache(maxsize=16384)
 def id_order(task_id: str) -> tuple[tuple[int, ...], str]:
-    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text.
-
-    Memoised: the orchestrator sorts the whole backlog on every re-read."""
+    """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text."""
     try:
         return task_sort_key(task_id), task_id
     except InvalidIdError:
@@ -40,34 +34,14 @@ def _successors(edges: Mapping[str, Sequence[str]], node: str) -> list[str]:
     return sorted((d for d in set(edges.get(node, ())) if d in edges), key=id_order)
 
 
-def strongly_connected(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Strongly connected components of the task graph, members in id order.
-
-    ``edges`` maps each node to the nodes it depends on; edges to nodes that
-    are not keys are ignored.
-    """
-    components = core_graph.strongly_connected(
-        sorted(edges, key=id_order), lambda node: _successors(edges, node)
-    )
-    return [sorted(c, key=id_order) for c in components]
-
-
 def _cycle_walk(edges: Mapping[str, Sequence[str]], members: Sequence[str]) -> list[str]:
     """Members in edge order, starting from the smallest id; a closed walk when one exists."""
-    inside = set(members)
-    start = members[0]
-    order = [start]
-    seen = {start}
-    node = start
-    while True:
-        nxt = next((d for d in _successors(edges, node) if d in inside and d not in seen), None)
-        if nxt is None:
-            break
+    order = [members[0]]
+    left = set(members[1:])
+    while nxt := next((d for d in _successors(edges, order[-1]) if d in left), None):
         order.append(nxt)
-        seen.add(nxt)
-        node = nxt
-    order.extend(m for m in members if m not in seen)
-    return order
+        left.discard(nxt)
+    return order + [m for m in members if m in left]
 
 
 def find_cycles(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
@@ -76,48 +50,20 @@ def find_cycles(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
     Members are listed along the dependency edges starting from the smallest
     id: ``[A, B, C]`` means A depends on B, B on C, C on A.
     """
-    cycles: list[list[str]] = []
-    for component in strongly_connected(edges):
-        if len(component) == 1 and component[0] not in edges.get(component[0], ()):
-            continue
-        cycles.append(_cycle_walk(edges, component))
+    components = core_graph.strongly_connected(
+        sorted(edges, key=id_order), lambda node: _successors(edges, node)
+    )
+    cycles = [
+        _cycle_walk(edges, sorted(c, key=id_order))
+        for c in components
+        if len(c) > 1 or c[0] in edges.get(c[0], ())
+    ]
     return sorted(cycles, key=lambda c: id_order(c[0]))
 
 
 def describe_cycle(cycle: Sequence[str]) -> str:
     """``TASK-1 -> TASK-2 -> TASK-1``, the tool's own notation."""
     return " -> ".join([*cycle, cycle[0]])
-
-
-def dependency_order(edges: Mapping[str, Iterable[str]], rank: Callable[[str], Any]) -> list[str]:
-    """Dependencies before dependents; among nodes free to go, the lowest ``rank`` first
-    (Kahn's algorithm). Nodes in a cycle, and those waiting on one, are left out."""
-    pending = {n: {d for d in edges[n] if d in edges and d != n} for n in edges}
-    dependents: dict[str, list[str]] = {n: [] for n in edges}
-    for node, deps in pending.items():
-        for dep in deps:
-            dependents[dep].append(node)
-    heap = [(rank(n), n) for n, deps in pending.items() if not deps]
-    heapq.heapify(heap)
-    order: list[str] = []
-    while heap:
-        _, node = heapq.heappop(heap)
-        order.append(node)
-        for child in dependents[node]:
-            pending[child].discard(node)
-            if not pending[child]:
-                heapq.heappush(heap, (rank(child), child))
-    return order
-
-
-def topological_order(edges: Mapping[str, Sequence[str]]) -> list[str]:
-    """Dependencies before dependents, ties in id order; raises BacklogError on a cycle."""
-    order = dependency_order(edges, id_order)
-    if len(order) != len(edges) or any(n in edges.get(n, ()) for n in edges):
-        cycles = find_cycles(edges)
-        text = "; ".join(describe_cycle(c) for c in cycles)
-        raise BacklogError("backlog", f"dependency cycle: {text}")
-    return order
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +90,7 @@ def compute_readiness(
     ``ambiguous`` are ids used by more than one file: such a task is never
     ready and never satisfies a dependency.
     """
-    by_id: dict[str, BacklogTask] = {}
-    for task in tasks:
-        by_id.setdefault(task.id, task)
+    by_id = {t.id: t for t in reversed(list(tasks))}  # the first task of each id
     doubtful = set(ambiguous)
     edges = {tid: t.dependencies for tid, t in by_id.items()}
     in_cycle: dict[str, str] = {}

@@ -28,7 +28,7 @@ _STYLE_DOUBLE = 5
 
 # Quoted in compat mode because YAML 1.1 would read them as booleans.
 _COMPAT_WORDS = frozenset(
-    (
+    [
         "y",
         "Y",
         "yes",
@@ -45,7 +45,7 @@ _COMPAT_WORDS = frozenset(
         "off",
         "Off",
         "OFF",
-    )
+    ]
 )
 
 _ESCAPES = {
@@ -221,7 +221,7 @@ def _fold_line(line: str, width: int) -> str:
 
 
 def _js_len(value: str, start: int, end: int) -> int:
-    return len(_utf16_units(value[start:end]))
+    return len(value[start:end].encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _fold_string(value: str, width: int) -> str:
@@ -266,19 +266,13 @@ def dump_string(value: str, level: int = 1) -> str:
     return '"' + _escape_double(value) + '"'
 
 
-def dump_number(value: int | float) -> str:
-    """Render a number like JavaScript's ``String(n)`` for the values Backlog.md stores."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def dump_key_value(key: str, value: str | int | float | Sequence[str]) -> str:
     """One top-level frontmatter entry, with its trailing newline."""
     if isinstance(value, str):
         return f"{key}: {dump_string(value, 1)}\n"
-    if isinstance(value, int | float):
-        return f"{key}: {dump_number(value)}\n"
+    if isinstance(value, int | float):  # like JavaScript's String(n): 2000.0 is "2000"
+        number = int(value) if isinstance(value, float) and value.is_integer() else value
+        return f"{key}: {number}\n"
     if not value:
         return f"{key}: []\n"
     lines = "".join(f"\n{' ' * INDENT}- {dump_string(item, 2)}" for item in value)

@@ -33,13 +33,6 @@ UNKNOWN_STATUS: Final = "unknown_status"
 DUPLICATE_ID: Final = "duplicate_id"
 MISSING_DEPENDENCY: Final = "missing_dependency"
 CYCLE: Final = "cycle"
-PROBLEM_KINDS: Final = (MALFORMED, CONFIG, UNKNOWN_STATUS, DUPLICATE_ID, MISSING_DEPENDENCY, CYCLE)
-
-TASKS = "tasks"
-COMPLETED = "completed"
-DRAFTS = "drafts"
-ARCHIVE = "archive"
-DRAFT_PREFIX = "draft"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +80,6 @@ class BacklogSnapshot:
             raise UnknownTask(task_id)
         return found
 
-    def is_done(self, task: BacklogTask) -> bool:
-        return task.folder == COMPLETED or self.config.is_done_status(task.status)
-
-    def ready_tasks(self) -> list[BacklogTask]:
-        """Tasks that may start now, in id order."""
-        return [t for t in self.tasks if t.id in self.readiness and self.readiness[t.id].ready]
-
 
 def _relative(path: Path, root: Path) -> str:
     try:
@@ -103,8 +89,9 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _name_pattern(prefixes: Iterable[str]) -> re.Pattern[str]:
+    """A task file's name: ``task-<n>`` (the id, group 1), then a space, '.', '-' or nothing."""
     names = "|".join(re.escape(p) for p in prefixes)
-    return re.compile(rf"^(?:{names})-\d+(?:\.\d+)*(?:[ .-]|$)", re.I)
+    return re.compile(rf"^((?:{names})-\d+(?:\.\d+)*)(?:[ .-]|$)", re.I)
 
 
 def _task_files(folder: Path) -> list[Path]:
@@ -144,26 +131,20 @@ class _Loader:
         return tasks
 
     def archived_ids(self) -> set[str]:
-        ids: set[str] = set()
-        pattern = re.compile(rf"^({re.escape(self.config.task_prefix)}-\d+(?:\.\d+)*)", re.I)
-        for path in _task_files(self.backlog_dir / ARCHIVE / TASKS):
-            match = pattern.match(path.name)
-            if match:
-                ids.add(match.group(1).upper())
-        return ids
+        pattern = _name_pattern([self.config.task_prefix])
+        paths = _task_files(self.backlog_dir / "archive" / "tasks")
+        return {m.group(1).upper() for p in paths if (m := pattern.match(p.name))}
 
     def check_duplicates(self, tasks: list[BacklogTask]) -> set[str]:
         first: dict[str, BacklogTask] = {}
         duplicated: set[str] = set()
         for task in tasks:
-            if task.id in first:
+            if (earlier := first.setdefault(task.id, task)) is not task:
                 duplicated.add(task.id)
-                other = _relative(first[task.id].path, self.root)
+                other = _relative(earlier.path, self.root)
                 self.problem(
                     task.path, f"id {task.id} is also used by {other}", task.id, DUPLICATE_ID
                 )
-            else:
-                first[task.id] = task
         return duplicated
 
     def check_tasks(self, active: list[BacklogTask], known: set[str], drafts: set[str]) -> None:
@@ -189,9 +170,7 @@ class _Loader:
                 self.problem(task.path, f"depends on {dep}, {why}", task.id, MISSING_DEPENDENCY)
 
     def check_cycles(self, tasks: list[BacklogTask]) -> None:
-        by_id: dict[str, BacklogTask] = {}
-        for task in tasks:
-            by_id.setdefault(task.id, task)
+        by_id = {t.id: t for t in reversed(tasks)}  # the first task of each id
         edges = {tid: t.dependencies for tid, t in by_id.items()}
         for cycle in find_cycles(edges):
             head = by_id[cycle[0]]
@@ -217,9 +196,9 @@ def load_backlog(repo_root: Path) -> BacklogSnapshot:
     for reason in config_problems:
         loader.problem(config_path(backlog_dir), reason, None, CONFIG)
     prefix = config.task_prefix
-    active = loader.read_folder(TASKS, [prefix])
-    completed = loader.read_folder(COMPLETED, [prefix])
-    drafts = loader.read_folder(DRAFTS, [DRAFT_PREFIX, prefix])
+    active = loader.read_folder("tasks", [prefix])
+    completed = loader.read_folder("completed", [prefix])
+    drafts = loader.read_folder("drafts", ["draft", prefix])
     scheduled = sorted([*active, *completed], key=lambda t: id_order(t.id))
     duplicated = loader.check_duplicates([*active, *completed])
     loader.check_duplicates(drafts)

@@ -22,26 +22,18 @@ PLAN = "implementation_plan"
 NOTES = "implementation_notes"
 COMMENTS = "comments"
 FINAL_SUMMARY = "final_summary"
-ORDER = (DESCRIPTION, ACCEPTANCE_CRITERIA, DEFINITION_OF_DONE, PLAN, NOTES, COMMENTS, FINAL_SUMMARY)
-
-TITLES = {
-    DESCRIPTION: "Description",
-    ACCEPTANCE_CRITERIA: "Acceptance Criteria",
-    DEFINITION_OF_DONE: "Definition of Done",
-    PLAN: "Implementation Plan",
-    NOTES: "Implementation Notes",
-    COMMENTS: "Comments",
-    FINAL_SUMMARY: "Final Summary",
+# Each section's heading and marker name.
+_SECTIONS = {
+    DESCRIPTION: ("Description", "SECTION:DESCRIPTION"),
+    ACCEPTANCE_CRITERIA: ("Acceptance Criteria", "AC"),
+    DEFINITION_OF_DONE: ("Definition of Done", "DOD"),
+    PLAN: ("Implementation Plan", "SECTION:PLAN"),
+    NOTES: ("Implementation Notes", "SECTION:NOTES"),
+    COMMENTS: ("Comments", "COMMENTS"),
+    FINAL_SUMMARY: ("Final Summary", "SECTION:FINAL_SUMMARY"),
 }
-MARKERS = {
-    DESCRIPTION: "SECTION:DESCRIPTION",
-    ACCEPTANCE_CRITERIA: "AC",
-    DEFINITION_OF_DONE: "DOD",
-    PLAN: "SECTION:PLAN",
-    NOTES: "SECTION:NOTES",
-    COMMENTS: "COMMENTS",
-    FINAL_SUMMARY: "SECTION:FINAL_SUMMARY",
-}
+ORDER = tuple(_SECTIONS)
+TITLES = {key: title for key, (title, _) in _SECTIONS.items()}
 # Headings that end a section written without markers (the tool's list).
 _KNOWN_TITLES = (
     *TITLES.values(),
@@ -79,11 +71,11 @@ class ChecklistItem(NamedTuple):
 
 
 def begin_marker(key: str) -> str:
-    return f"<!-- {MARKERS[key]}:BEGIN -->"
+    return f"<!-- {_SECTIONS[key][1]}:BEGIN -->"
 
 
 def end_marker(key: str) -> str:
-    return f"<!-- {MARKERS[key]}:END -->"
+    return f"<!-- {_SECTIONS[key][1]}:END -->"
 
 
 def _marked_regex(key: str) -> re.Pattern[str]:
@@ -130,10 +122,7 @@ def find_sections(body: str, *, strict: bool = False) -> dict[str, Span]:
 
 def section_text(body: str, span: Span | None) -> str | None:
     """The stripped content of a section, or None when it is absent or empty."""
-    if span is None:
-        return None
-    content = body[span.content_start : span.content_end].strip()
-    return content or None
+    return (body[span.content_start : span.content_end].strip() or None) if span else None
 
 
 def parse_checklist(content: str | None) -> list[ChecklistItem]:

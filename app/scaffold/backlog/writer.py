@@ -14,15 +14,14 @@ import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from scaffold.backlog import sections
-from scaffold.backlog.atomic import replace_file
 from scaffold.backlog.config import load_config, status_key
-from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task, remember_parsed
+from scaffold.backlog.format import BacklogTask, load_yaml_mapping, parse_task
 from scaffold.backlog.frontmatter import key_spans, split_document
 from scaffold.backlog.jsyaml import dump_key_value
 from scaffold.errors import BacklogError
+from scaffold.fsutil import write_file
 
 # Where a missing key goes: after the first of these that is present (the tool's key order).
 _INSERT_AFTER: Mapping[str, tuple[str, ...]] = {
@@ -36,14 +35,6 @@ def timestamp(now: dt.datetime | None = None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.UTC)
     return moment.strftime("%Y-%m-%d %H:%M")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def set_frontmatter_values(yaml_text: str, values: Mapping[str, str], path: str) -> str:
@@ -62,10 +53,8 @@ def set_frontmatter_values(yaml_text: str, values: Mapping[str, str], path: str)
     out = yaml_text
     for start, end, line in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + line + out[end:]
-    before = _plain(load_yaml_mapping(yaml_text, path))
-    after = _plain(load_yaml_mapping(out, path))
-    expected = {**before, **values}
-    if after != expected:
+    before = load_yaml_mapping(yaml_text, path)
+    if load_yaml_mapping(out, path) != {**before, **values}:
         raise BacklogError(path, "frontmatter could not be rewritten safely; file left unchanged")
     return out
 
@@ -81,10 +70,7 @@ def _context(path: Path) -> tuple[str, str]:
     """Id prefix (from the file name) and backlog folder of a task file."""
     match = re.match(r"^([A-Za-z]+)-", path.name)
     prefix = match.group(1).lower() if match else "task"
-    folder = path.parent.name
-    if path.parent.parent.name == "archive":
-        folder = "archive"
-    return prefix, folder
+    return prefix, "archive" if path.parent.parent.name == "archive" else path.parent.name
 
 
 def edit_task(
@@ -119,17 +105,16 @@ def edit_task(
     if not unchanged:
         # Someone (an agent, the CLI) wrote in between: do not clobber their change.
         raise BacklogError(path, "the file changed while scaffold was editing it; try again")
-    written = replace_file(path, content.encode("utf-8"))
-    remember_parsed(path, written, updated, prefix=prefix, folder=folder)
+    try:
+        write_file(path, content.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
+    except OSError as exc:
+        raise BacklogError(path, f"cannot write: {exc.strerror or exc}") from exc
     return updated
 
 
 def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Set the task's status, written with the configured spelling.
-
-    The status must be one of the statuses in the backlog's ``config.yml``
-    (found two folders up from the task file), as the tool requires.
-    """
+    """Set the task's status as the backlog's ``config.yml`` spells it; like the tool,
+    refuse a status that is not configured there."""
     return update_task(path, status=status, now=now)
 
 
@@ -149,43 +134,21 @@ def _configured_status(path: Path, status: str) -> str:
     return spelled
 
 
-def _append_section(key: str, text: str) -> Callable[[str], str]:
+def _section_edit(key: str, text: str, *, append: bool) -> Callable[[str], str]:
+    """Replace section ``key`` with ``text``, or add ``text`` to it as a new paragraph."""
+
     def apply(body: str) -> str:
         span = sections.find_sections(body, strict=True).get(key)
         if span is None:
             return sections.insert_block(body, key, sections.build_block(key, text))
         old = body[span.content_start : span.content_end]
         if span.marked:
-            region = f"{old.rstrip()}\n\n{text}\n" if old.strip() else f"{text}\n"
+            region = f"{old.rstrip()}\n\n{text}\n" if append and old.strip() else f"{text}\n"
             return body[: span.content_start] + region + body[span.content_end :]
-        combined = f"{old.strip()}\n\n{text}" if old.strip() else text
+        combined = f"{old.strip()}\n\n{text}" if append and old.strip() else text
         return body[: span.start] + sections.build_block(key, combined) + body[span.end :]
 
     return apply
-
-
-def _replace_section(key: str, text: str) -> Callable[[str], str]:
-    def apply(body: str) -> str:
-        span = sections.find_sections(body, strict=True).get(key)
-        if span is None:
-            return sections.insert_block(body, key, sections.build_block(key, text))
-        if span.marked:
-            return body[: span.content_start] + f"{text}\n" + body[span.content_end :]
-        return body[: span.start] + sections.build_block(key, text) + body[span.end :]
-
-    return apply
-
-
-def append_implementation_notes(
-    path: Path, text: str, *, now: dt.datetime | None = None
-) -> BacklogTask:
-    """Add a paragraph to the Implementation Notes (created where the tool would put it)."""
-    return update_task(path, notes=text, now=now)
-
-
-def set_final_summary(path: Path, text: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Replace the Final Summary (created where the tool would put it)."""
-    return update_task(path, summary=text, now=now)
 
 
 def given(text: str | None) -> str | None:
@@ -202,19 +165,16 @@ def update_task(
     summary: str | None = None,
     now: dt.datetime | None = None,
 ) -> BacklogTask:
-    """:func:`set_status`, :func:`append_implementation_notes` and
-    :func:`set_final_summary` in one edit: one read, one check, one atomic write
-    (a task's end changes all three, and each write is fsync'ed)."""
+    """Set the status, add a paragraph to the Implementation Notes and replace the Final
+    Summary (sections are created where the tool would put them), in one atomic edit."""
     frontmatter = {"status": _configured_status(path, status)} if status is not None else None
     edits: list[Callable[[str], str]] = []
     if notes is not None:
-        edits.append(
-            _append_section(sections.NOTES, _check_text(notes, "implementation notes", path))
-        )
+        text = _check_text(notes, "implementation notes", path)
+        edits.append(_section_edit(sections.NOTES, text, append=True))
     if summary is not None:
-        edits.append(
-            _replace_section(sections.FINAL_SUMMARY, _check_text(summary, "final summary", path))
-        )
+        text = _check_text(summary, "final summary", path)
+        edits.append(_section_edit(sections.FINAL_SUMMARY, text, append=False))
 
     def body(text: str) -> str:
         for edit in edits:
@@ -222,36 +182,3 @@ def update_task(
         return text
 
     return edit_task(path, frontmatter=frontmatter, body=body if edits else None, now=now)
-
-
-_CHECK_LINE = re.compile(r"^(\s*- \[)([ xX])(\] )(.*)$")
-
-
-def check_acceptance_criterion(
-    path: Path, index: int, checked: bool = True, *, now: dt.datetime | None = None
-) -> BacklogTask:
-    """Tick (or untick) acceptance criterion ``#index`` (1-based)."""
-
-    def apply(body: str) -> str:
-        span = sections.find_sections(body).get(sections.ACCEPTANCE_CRITERIA)
-        if span is None:
-            raise BacklogError(path, "the task has no acceptance criteria")
-        region = body[span.content_start : span.content_end]
-        lines = region.splitlines(keepends=True)
-        position = 0
-        for i, line in enumerate(lines):
-            match = _CHECK_LINE.match(line.rstrip("\r\n"))
-            if not match:
-                continue
-            position += 1
-            numbered = re.match(r"^#(\d+) ", match.group(4))
-            number = int(numbered.group(1)) if numbered else position
-            if number != index:
-                continue
-            mark = "x" if checked else " "
-            lines[i] = match.group(1) + mark + match.group(3) + line[match.end(2) + 2 :]
-            new_region = "".join(lines)
-            return body[: span.content_start] + new_region + body[span.content_end :]
-        raise BacklogError(path, f"no acceptance criterion #{index}")
-
-    return edit_task(path, body=apply, now=now)

@@ -1,24 +1,16 @@
 """``signal-back`` served by scaffold over MCP Streamable HTTP, one endpoint per agent run.
 
-The protocol is the ``mcp`` SDK's (its Streamable HTTP session manager, stateless, JSON
-responses); uvicorn's HTTP protocol carries it on scaffold's own event loop. uvicorn is
-what the SDK is served with and already comes with it, so no adapter between aiohttp and
-ASGI is written here; only its connection protocol is used, not its ``Server``, whose
-shutdown polls and sleeps. The endpoint listens
-
-- on a loopback TCP port (``http://127.0.0.1:PORT/mcp``) when the agent runs unconfined;
-- on a unix socket in the run's channel folder when the agent is sandboxed: the bridge
-  inside the sandbox (:mod:`scaffold.sandbox.bridge`) serves it on a loopback address
-  of the sandbox's own network namespace. That socket is bound into this run's sandbox
-  only and answers only this run's binding, whatever secret it is shown.
+The ``mcp`` SDK's stateless Streamable HTTP session manager, carried by uvicorn's HTTP
+protocol on scaffold's own event loop (not uvicorn's ``Server``, whose shutdown polls and
+sleeps). It listens on a loopback TCP port when the agent runs unconfined, or on a unix
+socket in the run's channel folder when it is sandboxed (the sandbox's bridge,
+:mod:`scaffold.sandbox.bridge`, serves that socket inside; it answers only this run).
 
 Every request must carry ``Authorization: Bearer <secret>``, a random secret made for the
 run: a wrong or missing one is refused with 401 before anything is read. When the run
-ends the secret is revoked, open connections are closed and the listener goes: a replay
-finds nothing to talk to, or another run's endpoint, which refuses the old secret. Bodies
-are bounded (:data:`MAX_BODY_BYTES`, 413). The tools, the step binding and the payload
-checks are those of :class:`~scaffold.signal_back.tools.RunTools`; an accepted signal is
-on disk (fsynced) before the answer is sent.
+ends the secret is revoked, open connections are closed and the listener goes, so a
+replay finds nothing to talk to. Bodies are bounded (:data:`MAX_BODY_BYTES`, 413). An
+accepted signal is on disk (fsynced) before the answer is sent.
 """
 
 from __future__ import annotations

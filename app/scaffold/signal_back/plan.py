@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any
 
@@ -28,7 +28,6 @@ from scaffold.backlog import (
     load_backlog,
     sanitize_filename,
 )
-from scaffold.backlog.graph import dependency_order
 from scaffold.errors import BacklogError, InvalidIdError, StoreError
 from scaffold.ids import normalize_task_id
 from scaffold.signal_back.planning import (
@@ -40,7 +39,6 @@ from scaffold.signal_back.planning import (
     _read_bytes,
     _refusal,
     _remove_durably,
-    claim_durably,
     problems_from,
     write_durably,
 )
@@ -107,7 +105,21 @@ class ValidPlan:
     file_map: tuple[str, ...]
     order: tuple[TaskSpec, ...]
     depends_on: Mapping[str, tuple[tuple[str, str], ...]]
-    priorities: Mapping[str, str | None]
+
+
+def _level(priority: str | None) -> str | None:
+    return " ".join(priority.split()).lower() if priority else None
+
+
+def _creation_order(edges: Mapping[str, list[str]]) -> list[str]:
+    """Dependencies first; among tasks free to go, the first in the plan (no cycles here)."""
+    order: list[str] = []
+    pending = list(edges)
+    while pending:
+        key = next(k for k in pending if all(d in order for d in edges[k]))
+        order.append(key)
+        pending.remove(key)
+    return order
 
 
 def _file_map_problems(paths: Sequence[str]) -> list[Problem]:
@@ -169,7 +181,7 @@ def _task_problems(
         if not item.strip():
             problems.append(Problem(f"{where}.acceptanceCriteria.{k}", "must not be empty"))
     if spec.priority is not None:
-        level = " ".join(spec.priority.split()).lower()
+        level = _level(spec.priority)
         allowed = [p for p in PRIORITIES if p in snapshot.config.priorities]
         if level not in allowed:
             reason = f"{spec.priority!r} is not a priority; use one of {', '.join(allowed)}"
@@ -229,17 +241,10 @@ def validate_plan(
         problems.append(Problem("tasks.dependsOn", reason))
     if problems:
         return problems
-    priorities = {
-        s.key: " ".join(s.priority.split()).lower() if s.priority else None for s in plan.tasks
-    }
     file_map = tuple(dict.fromkeys(p.strip() for p in plan.file_map))
-    # Dependencies first; among tasks free to go, the plan's own order.
     by_key = {s.key: s for s in plan.tasks}  # the keys are unique by now
-    order = tuple(by_key[k] for k in dependency_order(edges, first_of_key.__getitem__))
-    return ValidPlan(file_map, order, depends_on, priorities)
-
-
-# --------------------------------------------------------------------------- plan record
+    order = tuple(by_key[k] for k in _creation_order(edges))
+    return ValidPlan(file_map, order, depends_on)
 
 
 class _Record(BaseModel):
@@ -276,15 +281,9 @@ class PlanRecord(_Record):
 QUEST_LABEL_PREFIX = "quest:"
 
 
-def _plan_bytes(record: PlanRecord) -> bytes:
-    return record.model_dump_json(indent=2).encode()
-
-
 def read_plan(signal_dir: Path | str) -> PlanRecord | None:
-    """What PathSeeker's ``create-tasks`` created, or None if it never did.
-
-    Raises :class:`StoreError` (with the path) for an unreadable or malformed file.
-    """
+    """What PathSeeker's ``create-tasks`` created, or None if it never did; StoreError
+    (with the path) for an unreadable or malformed file."""
     path = Path(signal_dir) / PLAN_FILE
     data = _read_bytes(path)
     if data is None:
@@ -295,27 +294,24 @@ def read_plan(signal_dir: Path | str) -> PlanRecord | None:
         raise StoreError(path, f"not a plan record: {problems_from(exc)[0]}") from None
 
 
+@dataclass
 class _Creation:
     """Creates the tasks of one valid plan, recording progress in ``plan.json``."""
 
-    def __init__(
-        self, repo_root: Path, signal_dir: Path, plan: ValidPlan, labels: tuple[str, ...] = ()
-    ) -> None:
-        self.repo_root = repo_root
-        self.signal_dir = signal_dir
-        self.plan = plan
-        self.labels = labels
-        self.created: list[BacklogTask] = []
-        self.planned: list[PlannedTask] = []
+    repo_root: Path
+    signal_dir: Path
+    plan: ValidPlan
+    labels: tuple[str, ...]
+    created: list[BacklogTask] = field(default_factory=list)
+    planned: list[PlannedTask] = field(default_factory=list)
 
     def record(self, *, complete: bool) -> PlanRecord:
         return PlanRecord(file_map=self.plan.file_map, tasks=tuple(self.planned), complete=complete)
 
-    def claim(self) -> bool:
-        return claim_durably(self.signal_dir, PLAN_FILE, _plan_bytes(self.record(complete=False)))
-
-    def save(self, *, complete: bool) -> None:
-        write_durably(self.signal_dir, PLAN_FILE, _plan_bytes(self.record(complete=complete)))
+    def save(self, *, complete: bool = False, claim: bool = False) -> bool:
+        """Write ``plan.json``; with ``claim`` only if there is none yet (else False)."""
+        data = self.record(complete=complete).model_dump_json(indent=2).encode()
+        return write_durably(self.signal_dir, PLAN_FILE, data, exclusive=claim)
 
     def create_all(self) -> None:
         ids: dict[str, str] = {}
@@ -326,7 +322,7 @@ class _Creation:
                 spec.title.strip(),
                 description=spec.description,
                 dependencies=deps,
-                priority=self.plan.priorities[spec.key],
+                priority=_level(spec.priority),
                 acceptance_criteria=[c.strip() for c in spec.acceptance_criteria],
                 labels=self.labels,
             )
@@ -334,13 +330,10 @@ class _Creation:
             ids[spec.key] = task.id
             self.planned.append(
                 PlannedTask(
-                    key=spec.key,
-                    id=task.id,
-                    title=task.title,
-                    dependencies=tuple(task.dependencies),
+                    key=spec.key, id=task.id, title=task.title, dependencies=task.dependencies
                 )
             )
-            self.save(complete=False)
+            self.save()
         self.save(complete=True)
 
     def roll_back(self) -> list[str]:
@@ -354,7 +347,7 @@ class _Creation:
         if left:
             self.planned = [p for p in self.planned if p.id in left]
             with contextlib.suppress(OSError):
-                self.save(complete=False)  # keep the claim: a retry must not duplicate them
+                self.save()  # keep the claim: a retry must not duplicate them
         else:
             with contextlib.suppress(OSError):
                 _remove_durably(self.signal_dir / PLAN_FILE)
@@ -422,11 +415,6 @@ def create_tasks_tool(
     return create_planned_tasks(repo_root, signal_dir, checked, quest_id=quest_id)
 
 
-def quest_label(quest_id: str) -> str:
-    """The Backlog.md label that says which quest planned a task (and so owns it)."""
-    return f"{QUEST_LABEL_PREFIX}{quest_id}"
-
-
 def create_planned_tasks(
     repo_root: Path, signal_dir: Path, plan: ValidPlan, *, quest_id: str | None = None
 ) -> ToolReply:
@@ -434,10 +422,10 @@ def create_planned_tasks(
 
     With ``quest_id`` each task is labelled ``quest:<id>``: the quest that planned it
     owns it, and no other quest of the repository adopts it."""
-    labels = (quest_label(quest_id),) if quest_id else ()
+    labels = (f"{QUEST_LABEL_PREFIX}{quest_id}",) if quest_id else ()
     creation = _Creation(repo_root, signal_dir, plan, labels)
     try:
-        claimed = creation.claim()
+        claimed = creation.save(claim=True)
     except OSError as exc:
         text = f"{CREATE_TASKS_TOOL} failed (storage error: {exc.strerror or exc}); no tasks were created."
         return ToolReply(text, True)

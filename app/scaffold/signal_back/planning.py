@@ -16,13 +16,16 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.errors import StoreError
 from scaffold.fsutil import fsync_dir, write_file
 from scaffold.roles import Role
+
+if TYPE_CHECKING:
+    from scaffold.signal_back.records import SignalRecord
 
 REQUIREMENTS_TOOL = "write-requirements"
 CREATE_TASKS_TOOL = "create-tasks"
@@ -34,9 +37,6 @@ TOOL_ROLES: dict[str, Role] = {
 }
 
 _MAX_PROBLEMS = 20
-
-
-# --------------------------------------------------------------------------- problems
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,11 @@ class Problem:
 
 @dataclass(frozen=True)
 class ToolReply:
-    """What a planning tool answers: text for the agent, and whether it is an error."""
+    """What a tool answers: text for the agent, whether it is an error, the signal stored."""
 
     text: str
     is_error: bool
-
-
-def _loc(parts: Sequence[int | str]) -> str:
-    return ".".join(str(p) for p in parts)
+    record: SignalRecord | None = None
 
 
 _ITEM_NAMES = {"contexts": "context", "observables": "observable", "tasks": "task"}
@@ -96,7 +93,7 @@ def _reason(err: Mapping[str, Any]) -> str:
 
 def problems_from(exc: ValidationError) -> list[Problem]:
     """Pydantic's errors as field paths and reasons an agent understands."""
-    return [Problem(_loc(e["loc"]), _reason(e)) for e in exc.errors()]
+    return [Problem(".".join(str(p) for p in e["loc"]), _reason(e)) for e in exc.errors()]
 
 
 def _refusal(tool: str, problems: Sequence[Problem], nothing: str) -> ToolReply:
@@ -112,28 +109,15 @@ def _refusal(tool: str, problems: Sequence[Problem], nothing: str) -> ToolReply:
     return ToolReply(text, True)
 
 
-# --------------------------------------------------------------------------- durable files
+def write_durably(directory: Path, name: str, data: bytes, *, exclusive: bool = False) -> bool:
+    """``name`` in ``directory`` (made if needed), written atomically and fsynced.
 
-
-def _ensure_dir(directory: Path) -> None:
+    With ``exclusive`` an existing ``name`` is never replaced: False, nothing written."""
     if not directory.is_dir():
         directory.mkdir(parents=True, exist_ok=True)
         fsync_dir(directory.parent)  # the new directory's own name must survive too
-
-
-def write_durably(directory: Path, name: str, data: bytes) -> Path:
-    """``name`` in ``directory`` (made if needed), written atomically and fsynced."""
-    _ensure_dir(directory)
-    write_file(directory / name, data)
-    return directory / name
-
-
-def claim_durably(directory: Path, name: str, data: bytes) -> bool:
-    """Like :func:`write_durably`, but only if ``name`` does not exist yet (no clobber);
-    False when it exists."""
-    _ensure_dir(directory)
     try:
-        write_file(directory / name, data, exclusive=True)
+        write_file(directory / name, data, exclusive=exclusive)
     except FileExistsError:
         return False
     return True
@@ -162,9 +146,6 @@ def _hint(description: str, **schema: Any) -> Any:
     """A field's description and schema keywords for the model, not checked by pydantic
     (the checks below name each problem in the agent's terms)."""
     return Field(description=description, json_schema_extra=schema or None)
-
-
-# --------------------------------------------------------------------------- tool specs
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:

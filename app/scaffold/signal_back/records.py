@@ -13,16 +13,14 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scaffold.fsutil import fsync_dir
 from scaffold.roles import Role
-from scaffold.signal_back.planning import claim_durably
+from scaffold.signal_back.planning import write_durably
 from scaffold.signals import AnySignal, Signal
 
 _SIGNAL_FILE = re.compile(r"^signal-(\d{1,9})\.json$")
@@ -42,9 +40,6 @@ class Binding:
     role: Role
     quest_id: str | None = None
     repo_root: Path | None = None
-
-
-# --------------------------------------------------------------------------- records
 
 
 class SignalRecord(BaseModel):
@@ -69,21 +64,14 @@ class CorruptSignalFile:
 
 
 def scan_signals(signal_dir: Path | str) -> tuple[list[SignalRecord], list[CorruptSignalFile]]:
-    """Every readable record in ``seq`` order, and every file that is not one.
-
-    A missing directory is an empty result: the agent never signalled.
-    """
+    """Every readable record in ``seq`` order, and every file that is not one (a missing
+    directory is an empty result: the agent never signalled)."""
     directory = Path(signal_dir)
     try:
-        names = sorted(os.listdir(directory))
+        names = os.listdir(directory)
     except FileNotFoundError:
         return [], []
-    found: list[tuple[int, Path]] = []
-    for name in names:
-        m = _SIGNAL_FILE.match(name)
-        if m:
-            found.append((int(m.group(1)), directory / name))
-    found.sort()
+    found = sorted((int(m.group(1)), directory / n) for n in names if (m := _SIGNAL_FILE.match(n)))
     records: list[SignalRecord] = []
     corrupt: list[CorruptSignalFile] = []
     for seq, path in found:
@@ -104,31 +92,17 @@ def scan_signals(signal_dir: Path | str) -> tuple[list[SignalRecord], list[Corru
     return records, corrupt
 
 
-def _log_corrupt(problem: CorruptSignalFile) -> None:
-    _log.warning("skipping corrupt signal file %s: %s", problem.path, problem.reason)
-
-
-def read_signals(
-    signal_dir: Path | str,
-    on_corrupt: Callable[[CorruptSignalFile], None] | None = None,
-) -> list[SignalRecord]:
-    """Accepted signals in the order they arrived; corrupt files are reported, then skipped.
-
-    ``on_corrupt`` receives each bad file (default: a logged warning).
-    """
+def read_signals(signal_dir: Path | str) -> list[SignalRecord]:
+    """Accepted signals in the order they arrived; corrupt files are logged, then skipped."""
     records, corrupt = scan_signals(signal_dir)
-    report = on_corrupt or _log_corrupt
     for problem in corrupt:
-        report(problem)
+        _log.warning("skipping corrupt signal file %s: %s", problem.path, problem.reason)
     return records
 
 
-def latest_signal(
-    signal_dir: Path | str,
-    on_corrupt: Callable[[CorruptSignalFile], None] | None = None,
-) -> SignalRecord | None:
+def latest_signal(signal_dir: Path | str) -> SignalRecord | None:
     """The signal that counts: the last accepted one, or ``None``."""
-    records = read_signals(signal_dir, on_corrupt)
+    records = read_signals(signal_dir)
     return records[-1] if records else None
 
 
@@ -143,10 +117,7 @@ class SignalWriter:
         """Write one record; return only once the file and its name are on disk."""
         directory = self.binding.signal_dir
         with self._lock:
-            if not directory.is_dir():
-                directory.mkdir(parents=True, exist_ok=True)
-                fsync_dir(directory.parent)  # the new directory's own name must survive too
-            seq = _next_seq(directory)
+            seq = _next_seq(directory) if directory.is_dir() else 1
             while True:
                 record = SignalRecord(
                     quest_id=self.binding.quest_id,
@@ -156,9 +127,8 @@ class SignalWriter:
                     seq=seq,
                     signal=signal,
                 )
-                if claim_durably(
-                    directory, f"signal-{seq}.json", record.model_dump_json().encode()
-                ):
+                data = record.model_dump_json().encode()
+                if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
                     return record
                 seq += 1  # another writer took this number; never overwrite a signal
 

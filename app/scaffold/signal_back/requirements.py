@@ -71,31 +71,17 @@ def _blank(where: str, *fields: tuple[str, str]) -> list[Problem]:
 
 def parse_requirements(arguments: Mapping[str, Any] | None) -> Requirements | list[Problem]:
     """The requirements in a ``write-requirements`` call, or every problem with it."""
-    args = dict(arguments or {})
-    extra = sorted(set(args) - {"contexts"})
-    if extra:
-        return [Problem(name, "unknown field (only 'contexts' is accepted)") for name in extra]
-    if "contexts" not in args:
-        return [Problem("contexts", "required")]
     try:
-        requirements = Requirements.model_validate({"contexts": args["contexts"]})
+        parsed = RequirementsInput.model_validate(dict(arguments or {}))
     except ValidationError as exc:
         return problems_from(exc)
+    requirements = Requirements(contexts=parsed.contexts)
     return requirements_problems(requirements) or requirements
 
 
-def write_requirements(signal_dir: Path | str, requirements: Requirements) -> Path:
-    """Store the requirements durably as ``requirements.json``, replacing earlier ones."""
-    data = requirements.model_dump_json(indent=2).encode()
-    return write_durably(Path(signal_dir), REQUIREMENTS_FILE, data)
-
-
 def read_requirements(signal_dir: Path | str) -> Requirements | None:
-    """The requirements ChaosWhisperer handed over, or None if it never did.
-
-    Raises :class:`StoreError` (with the path) for a file that is unreadable or not
-    valid requirements.
-    """
+    """The requirements ChaosWhisperer handed over, or None if it never did; StoreError
+    (with the path) for a file that is unreadable or not valid requirements."""
     path = Path(signal_dir) / REQUIREMENTS_FILE
     data = _read_bytes(path)
     if data is None:
@@ -111,12 +97,13 @@ def read_requirements(signal_dir: Path | str) -> Requirements | None:
 
 
 def write_requirements_tool(signal_dir: Path, arguments: Mapping[str, Any] | None) -> ToolReply:
-    """The ``write-requirements`` tool: check, store, confirm."""
+    """The ``write-requirements`` tool: check, store durably (replacing earlier ones), confirm."""
     parsed = parse_requirements(arguments)
     if isinstance(parsed, list):
         return _refusal(REQUIREMENTS_TOOL, parsed, "nothing was stored")
     try:
-        write_requirements(signal_dir, parsed)
+        data = parsed.model_dump_json(indent=2).encode()
+        write_durably(signal_dir, REQUIREMENTS_FILE, data)
     except OSError as exc:
         reason = f"storage error: {exc.strerror or exc}"
         return ToolReply(

@@ -1,33 +1,27 @@
 """The tools of one agent run: ``signal-back`` and the role's planning tool, bound and checked.
 
-``signal-back`` is the agent's one way to report (``complete``, ``partially-complete``,
-``needs-user-input``, ``needs-role-followup``). A payload is checked with
-:func:`scaffold.signals.parse_signal`; a bad one, a foreign ``stepId`` or a signal the
-role may not send comes back as a tool error the agent can read and correct. The
-planning roles get one more tool each (:func:`planning_tools`): ChaosWhisperer
-``write-requirements`` and PathSeeker ``create-tasks``; other roles are neither offered
-nor served them.
-
-:class:`RunTools` serves one run's calls one at a time; :func:`build_server` wraps it in
-the ``mcp`` SDK's server. A retried ``signal-back`` (the same arguments as the last
-accepted one, e.g. after the answer was lost on the way back) is answered again without
-a second write: the run still holds one signal.
+``signal-back`` is the agent's one way to report. A bad payload, a foreign ``stepId`` or a
+signal the role may not send comes back as a tool error the agent can read and correct.
+ChaosWhisperer also gets ``write-requirements`` and PathSeeker ``create-tasks``; other
+roles are neither offered nor served them. :class:`RunTools` serves one run's calls one
+at a time; a retried ``signal-back`` (the same arguments as the last accepted one, e.g.
+after the answer was lost) is answered again without a second write.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
+from scaffold import __version__
 from scaffold.errors import InvalidIdError, SignalError
 from scaffold.ids import normalize_task_id
 from scaffold.roles import ALLOWED_SIGNALS, Role
@@ -40,10 +34,10 @@ from scaffold.signal_back.planning import (
     ToolReply,
     input_schema,
 )
-from scaffold.signal_back.records import Binding, SignalRecord, SignalWriter
+from scaffold.signal_back.records import Binding, SignalWriter
 from scaffold.signals import SIGNAL_TYPES, AnySignal, NeedsRoleFollowup, parse_signal
 
-__all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "ToolOutcome", "build_server"]
+__all__ = ["SERVER_NAME", "TOOL_NAME", "RunTools", "build_server"]
 
 TOOL_NAME = "signal-back"
 _log = logging.getLogger(__name__)
@@ -58,7 +52,7 @@ _FIELD_HELP = {
     "reason": "needs-role-followup: why the other role must act first.",
     "resume": "needs-role-followup: true = resume this session after the target role is done.",
 }
-_TARGET_ROLES = ["pathseeker", "codeweaver", "siegemaster", "lawbringer", "spiritmender"]
+_TARGET_ROLES = list(get_args(NeedsRoleFollowup.model_fields["targetRole"].annotation))
 
 
 def tool_input_schema(binding: Binding) -> dict[str, Any]:
@@ -129,29 +123,20 @@ def _acknowledgement(sig: AnySignal) -> str:
     return head + f"; {sig.target.display} acts next{after}"
 
 
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What the tool answers: text for the agent, and whether it is an error."""
-
-    text: str
-    is_error: bool
-    record: SignalRecord | None = None
-
-
-def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> ToolReply:
     """Check one ``signal-back`` call and store it if it is acceptable (no MCP types here)."""
     binding = writer.binding
     retry = "Fix it and call signal-back again."
     try:
         sig = parse_signal(dict(arguments or {}), role=binding.role)
     except SignalError as exc:
-        return ToolOutcome(f"signal refused: {exc}. {retry}", True)
+        return ToolReply(f"signal refused: {exc}. {retry}", True)
     if not _same_step(sig.stepId, binding.step_id):
         text = (
             f"signal refused: stepId: {sig.stepId!r} is not your step; you are working on "
             f"{binding.step_id!r}. Call signal-back again with stepId {binding.step_id!r}."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     try:
         record = writer.write(sig)
     except OSError as exc:
@@ -159,9 +144,9 @@ def handle_signal(writer: SignalWriter, arguments: Mapping[str, Any] | None) -> 
         text = (
             f"signal NOT recorded (storage error: {exc.strerror or exc}). Call signal-back again."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     _log.info("accepted signal %s #%d for %s", sig.signal, record.seq, binding.step_id)
-    return ToolOutcome(_acknowledgement(sig), False, record)
+    return ToolReply(_acknowledgement(sig), False, record)
 
 
 def handle_call(
@@ -170,66 +155,43 @@ def handle_call(
     planning: Mapping[str, PlanningTool],
     name: str,
     arguments: Mapping[str, Any] | None,
-) -> ToolOutcome:
+) -> ToolReply:
     """Route one tool call: ``signal-back``, the role's planning tool, or a refusal."""
     if name == TOOL_NAME:
         return handle_signal(writer, arguments)
-    tool = planning.get(name)
-    if tool is not None:
+    if (tool := planning.get(name)) is not None:
         reply = tool.handle(arguments)
         if not reply.is_error:
             _log.info("accepted %s for %s", name, binding.step_id)
-        return ToolOutcome(reply.text, reply.is_error)
-    owner = TOOL_ROLES.get(name)
-    if owner is not None:
+        return reply
+    if (owner := TOOL_ROLES.get(name)) is not None:
         text = (
             f"tool {name!r} is only for {owner.display}; you are {binding.role.display}. "
             f"Nothing was done. Report with {TOOL_NAME}."
         )
-        return ToolOutcome(text, True)
+        return ToolReply(text, True)
     if not planning:
-        return ToolOutcome(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
+        return ToolReply(f"unknown tool {name!r}; the only tool is {TOOL_NAME}", True)
     names = ", ".join([TOOL_NAME, *planning])
-    return ToolOutcome(f"unknown tool {name!r}; your tools are {names}", True)
+    return ToolReply(f"unknown tool {name!r}; your tools are {names}", True)
 
 
-def planning_tools(
-    role: Role, signal_dir: Path, repo_root: Path | None, quest_id: str | None = None
-) -> list[PlanningTool]:
-    """The planning tools offered to ``role``: one for ChaosWhisperer and PathSeeker, else none."""
-    if role is Role.CHAOSWHISPERER:
-
-        def write(arguments: Mapping[str, Any] | None) -> ToolReply:
-            return requirements.write_requirements_tool(signal_dir, arguments)
-
+def planning_tools(binding: Binding) -> dict[str, PlanningTool]:
+    """The planning tool of the binding's role, by name: ChaosWhisperer and PathSeeker have one."""
+    if binding.role is Role.CHAOSWHISPERER:
+        write = functools.partial(requirements.write_requirements_tool, binding.signal_dir)
         schema = input_schema(requirements.RequirementsInput)
-        return [PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)]
-    if role is Role.PATHSEEKER:
-
-        def create(arguments: Mapping[str, Any] | None) -> ToolReply:
-            return plan.create_tasks_tool(signal_dir, repo_root, arguments, quest_id=quest_id)
-
-        schema = input_schema(plan.PlanInput)
-        return [PlanningTool(CREATE_TASKS_TOOL, plan.DESCRIPTION, schema, create)]
-    return []
-
-
-def tool_specs(binding: Binding) -> list[dict[str, Any]]:
-    """The tools of this run: ``signal-back`` and the role's planning tool, if any."""
-    specs = [
-        {
-            "name": TOOL_NAME,
-            "description": tool_description(binding),
-            "inputSchema": tool_input_schema(binding),
-        }
-    ]
-    for tool in planning_tools(
-        binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-    ):
-        specs.append(
-            {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+        tool = PlanningTool(REQUIREMENTS_TOOL, requirements.DESCRIPTION, schema, write)
+    elif binding.role is Role.PATHSEEKER:
+        create = functools.partial(
+            plan.create_tasks_tool, binding.signal_dir, binding.repo_root, quest_id=binding.quest_id
         )
-    return specs
+        tool = PlanningTool(
+            CREATE_TASKS_TOOL, plan.DESCRIPTION, input_schema(plan.PlanInput), create
+        )
+    else:
+        return {}
+    return {tool.name: tool}
 
 
 def _digest(arguments: Mapping[str, Any] | None) -> str:
@@ -243,18 +205,12 @@ class RunTools:
     def __init__(self, binding: Binding) -> None:
         self.binding = binding
         self.writer = SignalWriter(binding)
-        self.planning = {
-            t.name: t
-            for t in planning_tools(
-                binding.role, binding.signal_dir, binding.repo_root, binding.quest_id
-            )
-        }
-        self.specs = tool_specs(binding)
+        self.planning = planning_tools(binding)
         self.signalled = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._last: tuple[str, ToolOutcome] | None = None  # the last accepted signal-back
+        self._last: tuple[str, ToolReply] | None = None  # the last accepted signal-back
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolReply:
         """Answer one call; an accepted signal is durable before this returns."""
         # One call at a time: the durable write and the planning tools are not reentrant.
         async with self._lock:
@@ -273,9 +229,12 @@ class RunTools:
 
 def build_server(tools: RunTools) -> Server[Any]:
     """The ``mcp`` SDK's server answering ``tools/list`` and ``tools/call`` with ``tools``."""
+    binding = tools.binding
+    signal_back = (TOOL_NAME, tool_description(binding), tool_input_schema(binding))
+    planning = [(t.name, t.description, t.input_schema) for t in tools.planning.values()]
     listed = [
-        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
-        for s in tools.specs
+        types.Tool(name=name, description=text, input_schema=schema)
+        for name, text, schema in [signal_back, *planning]
     ]
 
     async def list_tools(
@@ -290,10 +249,6 @@ def build_server(tools: RunTools) -> Server[Any]:
         content = [types.TextContent(type="text", text=outcome.text)]
         return types.CallToolResult(content=content, is_error=outcome.is_error)
 
-    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def _version() -> str:
-    from scaffold import __version__
-
-    return __version__
+    return Server(
+        SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
