@@ -60,11 +60,6 @@ def _entries(args: list[str], repo: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def local_config(repo: Path) -> list[tuple[str, str]]:
-    """Every entry of the repository's own config, in file order."""
-    return _entries(["--local"], repo)
-
-
 def _included_file(value: str, repo: Path) -> Path | None:
     path = Path(value).expanduser()
     if not path.is_absolute():
@@ -74,7 +69,7 @@ def _included_file(value: str, repo: Path) -> Path | None:
 
 def take_credentials(repo: Path) -> Credentials:
     """Remove the checkout's credentials from ``repo`` for good and return them."""
-    found = [(k, v) for k, v in local_config(repo) if _CREDENTIAL_KEY.match(k.lower())]
+    found = [(k, v) for k, v in _entries(["--local"], repo) if _CREDENTIAL_KEY.match(k.lower())]
     headers: list[tuple[str, str]] = []
     for key, value in found:
         if _HEADER_KEY.match(key.lower()):

@@ -1,21 +1,18 @@
 """DiagramCheck as a workflow step: the event's commits in, annotations and outputs out.
 
-:func:`choose_range` is the decision (which two commits, or why there is nothing
-to check); :func:`run_diagram_check` is the adapter that fetches what a shallow
-checkout lacks, runs :func:`~scaffold.diagramcheck.analyze`, prints workflow
-commands, writes the JSON report, the job summary and the step outputs, and
-returns the exit code (1 blocking, 0 in sync or nothing to check).
+:func:`choose_range` picks the two commits (or why there is nothing to check);
+:func:`run_diagram_check` fetches what a shallow checkout lacks, runs the analyzer and
+writes the annotations, the JSON report, the job summary and the step outputs.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_range
+from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, SHA, ActionEnv, event_range
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
@@ -25,7 +22,6 @@ from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 TITLE = "DiagramCheck"
 REPORT_DIR = "scaffold-diagram-check"
 
@@ -92,7 +88,7 @@ def parent_commit(repo: Path, ref: str) -> str | None:
         check=False,
     )
     sha = out.stdout.strip()
-    return sha if out.returncode == 0 and _SHA.match(sha) else None
+    return sha if out.returncode == 0 and SHA.match(sha) else None
 
 
 def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = None) -> None:
@@ -108,7 +104,7 @@ def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = Non
         run_git(["rev-parse", "--is-shallow-repository"], repo, check=False).stdout.strip()
         == "true"
     )
-    missing = [r for r in refs if _SHA.match(r) and r != NULL_SHA and not _has_commit(repo, r)]
+    missing = [r for r in refs if SHA.match(r) and r != NULL_SHA and not _has_commit(repo, r)]
     if not missing and not shallow:
         return
     if run_git(["remote", "get-url", "origin"], repo, check=False).returncode != 0:

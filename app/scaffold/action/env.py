@@ -1,9 +1,4 @@
-"""What the GitHub Actions runner tells a step, read once from the environment.
-
-Plain data and pure functions: :func:`action_env` takes the environment as a
-mapping, :func:`load_event` reads the payload file, :func:`event_range` picks
-the commits a DiagramCheck compares for an event. Nothing here prints or exits.
-"""
+"""What the GitHub Actions runner tells a step: its environment and the event payload."""
 
 from __future__ import annotations
 
@@ -19,7 +14,7 @@ from typing import Any
 from scaffold.errors import UsageError
 
 NULL_SHA = "0" * 40
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
+SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 # Where a slot step writes its files, under $RUNNER_TEMP.
 SLOT_OUTPUT_DIR = "scaffold-slot"
@@ -57,7 +52,7 @@ def action_env(environ: Mapping[str, str] | None = None) -> ActionEnv:
         output=_path(env, "GITHUB_OUTPUT"),
         step_summary=_path(env, "GITHUB_STEP_SUMMARY"),
         runner_temp=_path(env, "RUNNER_TEMP"),
-        sha=sha if _SHA.match(sha) else None,
+        sha=sha if SHA.match(sha) else None,
     )
 
 
@@ -75,7 +70,7 @@ def load_event(path: Path | None) -> dict[str, Any]:
 
 
 def _sha(value: Any) -> str | None:
-    if isinstance(value, str) and _SHA.match(value.lower()):
+    if isinstance(value, str) and SHA.match(value.lower()):
         return value.lower()
     return None
 

@@ -1,11 +1,8 @@
 """``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner).
 
-The server listens with only what ingest needs imported (aiohttp, the server package):
-the App's GitHub side (the GitHub client, the quest runner, the orchestration and the
-models they use) is imported and started by :class:`LazyApp` once the server listens,
-or by the first delivery handed to it if that comes sooner. The App runs on its own
-event loop in a thread of its own (``server/app_thread.py``): nothing a quest does
-holds up an acknowledgement.
+The server listens with only ingest's modules imported; :class:`LazyApp` imports and
+starts the App's GitHub side once it listens, on an event loop in a thread of its own
+(``server/app_thread.py``), so nothing a quest does holds up an acknowledgement.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -79,22 +76,10 @@ class LazyApp:
     stops without handling them, and they are handled at the next start.
     """
 
-    def __init__(
-        self,
-        settings: ServerSettings,
-        root: Path,
-        *,
-        hidden: tuple[Path, ...],
-        status_interval_s: float,
-        reconcile_interval_s: float,
-        max_agents: int | None = None,
-    ) -> None:
+    def __init__(self, settings: ServerSettings, **options: Any) -> None:
+        """``options``: the fields of :class:`~scaffold.github.service.AppOptions`."""
         self._settings = settings
-        self._max_agents = max_agents
-        self._root = root
-        self._hidden = hidden
-        self._status_interval_s = status_interval_s
-        self._reconcile_interval_s = reconcile_interval_s
+        self._options = options
         self._service: AppService | None = None
         self._ready = asyncio.Event()
         self._thread = AppThread()
@@ -114,14 +99,7 @@ class LazyApp:
         github = GitHubApp(
             AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
         )
-        options = AppOptions(
-            state_dir=self._root,
-            hidden=self._hidden,
-            status_interval_s=self._status_interval_s,
-            reconcile_interval_s=self._reconcile_interval_s,
-            max_agents=self._max_agents,
-        )
-        self._service = AppService(github, options)
+        self._service = AppService(github, AppOptions(**self._options))
         await self._service.start()
 
     async def handle(self, delivery: Delivery) -> None:
@@ -185,7 +163,7 @@ def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_leve
     key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
     lazy = LazyApp(
         settings,
-        root,
+        state_dir=root,
         hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
         reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),

@@ -77,35 +77,10 @@ class ExpectPromptContains(_Action):
     expect_prompt_contains: str
 
 
-Action = (
-    Write
-    | Append
-    | Delete
-    | RunCommand
-    | Say
-    | Sleep
-    | PrintGarbage
-    | PrintLongLine
-    | Hang
-    | Crash
-    | SendSignal
-    | CallTool
-    | ExpectPromptContains
-)
+Action = _Action
+# Each action is an object with exactly one of these keys (its first field).
 _ACTIONS: dict[str, type[Action]] = {
-    "write": Write,
-    "append": Append,
-    "delete": Delete,
-    "run": RunCommand,
-    "say": Say,
-    "sleep": Sleep,
-    "print_garbage": PrintGarbage,
-    "print_long_line": PrintLongLine,
-    "hang": Hang,
-    "crash": Crash,
-    "signal": SendSignal,
-    "call": CallTool,
-    "expect_prompt_contains": ExpectPromptContains,
+    next(iter(cls.model_fields)): cls for cls in _Action.__subclasses__()
 }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 from collections.abc import Callable, Coroutine
@@ -22,18 +21,6 @@ from scaffold.server.app import INGEST
 
 _log = logging.getLogger("scaffold.server")
 SHUTDOWN_TIMEOUT_S = 5.0  # for HTTP requests still open after the drain
-# Each delivery's parsed JSON is a few hundred containers that die when it is handled;
-# collecting the young generation every 700 allocations (the default) spends about a
-# third of the parse again in the collector. 20,000 lets most of them die first.
-GC_THRESHOLD = (20_000, 20, 20)
-
-
-def tune_gc() -> None:
-    """Move what start-up made (modules, the app) out of the collector's reach, and
-    collect the young generation less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLD)
 
 
 async def serve_async(
@@ -59,7 +46,6 @@ async def serve_async(
         loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
-    tune_gc()
     later: asyncio.Task[None] | None = None
     try:
         site = web.TCPSite(runner, host, port)
