@@ -12,7 +12,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, SHA, ActionEnv, event_range
+from scaffold.action.env import (
+    NULL_SHA,
+    PULL_REQUEST_EVENTS,
+    SHA,
+    ActionEnv,
+    event_range,
+    field_of,
+)
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
@@ -125,17 +132,14 @@ def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = Non
 def fork_of(event_name: str, payload: Mapping[str, Any]) -> str | None:
     """The fork a pull request comes from (its full name), or ``None`` (same repository,
     or not a pull request). A deleted fork (no head repository) counts as a fork."""
-    if event_name not in PULL_REQUEST_EVENTS:
-        return None
     pr = payload.get("pull_request")
-    if not isinstance(pr, Mapping):
+    if event_name not in PULL_REQUEST_EVENTS or not isinstance(pr, dict):
         return None
-    head = (pr.get("head") or {}).get("repo") if isinstance(pr.get("head"), Mapping) else None
-    base = (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), Mapping) else None
-    if not isinstance(head, Mapping):
+    head, base = field_of(pr, "head", "repo"), field_of(pr, "base", "repo")
+    if not isinstance(head, dict):
         return "a deleted fork"
     head_name = str(head.get("full_name") or "")
-    base_name = str(base.get("full_name") or "") if isinstance(base, Mapping) else ""
+    base_name = str(base.get("full_name") or "") if isinstance(base, dict) else ""
     if head.get("fork") is True or (head_name and head_name.lower() != base_name.lower()):
         return head_name or "a fork"
     return None

@@ -75,7 +75,7 @@ def _sha(value: Any) -> str | None:
     return None
 
 
-def _field(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
     value = obj.get(outer)
     return value.get(inner) if isinstance(value, dict) else None
 
@@ -97,7 +97,7 @@ def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
         pr = payload.get("pull_request")
         if not isinstance(pr, dict):
             raise UsageError(f"the {event_name} payload has no pull_request object")
-        return EventRange(_sha(_field(pr, "base", "sha")), _sha(_field(pr, "head", "sha")))
+        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
     if event_name == "push":
         before, after = _sha(payload.get("before")), _sha(payload.get("after"))
         if after is None or after == NULL_SHA:

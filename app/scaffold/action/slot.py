@@ -215,43 +215,6 @@ class SlotResult:
         return "\n".join(lines) + "\n"
 
 
-def outcome_document(
-    request: SlotRequest,
-    outcome: AgentRunOutcome,
-    signal: SignalRecord | None,
-    failure: str | None,
-    *,
-    branch: str,
-    head_sha: str | None,
-    pushed: bool,
-    commit: str | None,
-    lost_session: bool,
-    cost_usd: float,
-) -> dict[str, Any]:
-    return {
-        "task_id": request.task_id,
-        "quest_id": request.quest_id or None,
-        "role": request.run.role.value,
-        "kind": request.run.kind,
-        "branch": branch,
-        "signalled": signal is not None,
-        "signal": signal.signal.signal if signal is not None else None,
-        "exit_code": outcome.exit_code,
-        "killed_by_signal": outcome.signal,
-        "stuck": outcome.stuck,
-        "session_id": outcome.session_id or request.run.resume_session,
-        "resumed": request.run.resume_session,
-        "resume_lost": lost_session,
-        "cost_usd": cost_usd,
-        "duration_s": round(outcome.duration_s, 3),
-        "failure": failure,
-        "notes": result_notes(outcome),
-        "commit": commit,
-        "head_sha": head_sha,
-        "pushed": pushed,
-    }
-
-
 # --------------------------------------------------------------------------- running
 
 
@@ -407,7 +370,6 @@ def _run_in_worktree(
     failure = (
         None if signal is not None else describe_failure(outcome, refused[0] if refused else None)
     )
-    lost = signal is None and resume_lost(agent.backend, outcome, run.resume_session is not None)
     commit: str | None = None
     pushed = False
     if signal is not None:
@@ -420,18 +382,29 @@ def _run_in_worktree(
         except ScaffoldError as exc:
             failure = f"the agent signalled, but its work was not pushed: {exc}"
     head = slot_git.head_sha(work)
-    document = outcome_document(
-        request,
-        outcome,
-        signal,
-        failure,
-        branch=branch,
-        head_sha=head,
-        pushed=pushed,
-        commit=commit,
-        lost_session=lost,
-        cost_usd=run_cost(cfg, agent, outcome),
-    )
+    document: dict[str, Any] = {
+        "task_id": request.task_id,
+        "quest_id": request.quest_id or None,
+        "role": run.role.value,
+        "kind": run.kind,
+        "branch": branch,
+        "signalled": signal is not None,
+        "signal": signal.signal.signal if signal is not None else None,
+        "exit_code": outcome.exit_code,
+        "killed_by_signal": outcome.signal,
+        "stuck": outcome.stuck,
+        "session_id": outcome.session_id or run.resume_session,
+        "resumed": run.resume_session,
+        "resume_lost": signal is None
+        and resume_lost(agent.backend, outcome, run.resume_session is not None),
+        "cost_usd": run_cost(cfg, agent, outcome),
+        "duration_s": round(outcome.duration_s, 3),
+        "failure": failure,
+        "notes": result_notes(outcome),
+        "commit": commit,
+        "head_sha": head,
+        "pushed": pushed,
+    }
     if signal is not None:
         _write_json(out / SIGNAL_FILE, signal.model_dump(mode="json"))
     _write_json(out / OUTCOME_FILE, document)

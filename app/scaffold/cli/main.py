@@ -57,17 +57,13 @@ from scaffold.sandbox.settings import resolve_sandbox
 from scaffold.state.document import is_finished
 
 
-def _fail(exc: ScaffoldError) -> None:
-    click.echo(f"scaffold: {exc}", err=True)
-    sys.exit(exc.exit_code)
-
-
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ScaffoldError as exc:
-            _fail(exc)
+            click.echo(f"scaffold: {exc}", err=True)
+            sys.exit(exc.exit_code)
 
 
 @click.group(cls=_Group)

@@ -41,14 +41,9 @@ def _seconds(name: str, default: float) -> float:
 
 
 def harden_process() -> dict[str, str]:
-    """Keep this process's secrets out of reach of the agents it starts.
-
-    Every credential variable (GitHub tokens, the App's key and webhook secret) is taken
-    out of ``os.environ`` and returned, for the caller to keep in memory: children get
-    an environment without them. The process is made non-dumpable, so another process
-    of the same user (an agent) can read neither its memory nor ``/proc/<pid>/environ``,
-    which keeps showing the environment it was started with. Used by ``serve`` and by
-    the Action's ``event`` and ``slot`` modes.
+    """Take every credential variable out of ``os.environ`` (returned, for the caller to
+    keep in memory) and make the process non-dumpable: an agent of the same user can
+    then read neither its memory nor ``/proc/<pid>/environ`` (the starting environment).
     """
     from scaffold.agent.process import is_credential_name
 
@@ -70,11 +65,8 @@ def harden_process() -> dict[str, str]:
 
 
 class LazyApp:
-    """The App service, built (its modules imported) and started once the server listens.
-
-    Deliveries handed over before that wait for it; if building it fails the server
-    stops without handling them, and they are handled at the next start.
-    """
+    """The App service, built (its modules imported) and started once the server listens;
+    deliveries handed over before that wait for it."""
 
     def __init__(self, settings: ServerSettings, **options: Any) -> None:
         """``options``: the fields of :class:`~scaffold.github.service.AppOptions`."""

@@ -113,17 +113,6 @@ class StateDir:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             yield
 
-    def bump_attempt(self, role: str, step: str) -> int:
-        """Count this invocation of (step, role); call with the lock held."""
-        path = self.path / "attempts.json"
-        counts: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
-        key = f"{step}|{role}"
-        counts[key] = counts.get(key, 0) + 1
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-        return counts[key]
-
     def log_invocation(self, entry: Mapping[str, Any]) -> None:
         with open(self.path / "invocations.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
@@ -135,9 +124,6 @@ class StateDir:
         lines = path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
-    def knows_session(self, session_id: str) -> bool:
-        return any(e.get("session_id") == session_id for e in self.invocations())
-
 
 def agent_command(python: str = sys.executable) -> list[str]:
     """The ``agent.command`` argv that runs this scripted agent (``-P``: cwd not on sys.path)."""
@@ -145,11 +131,8 @@ def agent_command(python: str = sys.executable) -> list[str]:
 
 
 def agent_env(script: Path, state: Path) -> dict[str, str]:
-    """Where the scripted agent finds its script and keeps its state.
-
-    The script and the state stand in for a model's server, which lives outside any
-    sandbox: they are named to scaffold's sandbox as readable and writable.
-    """
+    """Where the scripted agent finds its script and keeps its state; they stand in for a
+    model's server, outside any sandbox, so the sandbox lets the agent read and write them."""
     return {
         ENV_SCRIPT: str(script),
         ENV_STATE: str(state),
@@ -162,9 +145,7 @@ def agent_env(script: Path, state: Path) -> dict[str, str]:
 
 
 class _Exit(Exception):
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
+    """A ``crash`` action: exit with its code (``args[0]``)."""
 
 
 class Player:
@@ -351,10 +332,11 @@ async def _main(argv: list[str]) -> int:
     resumed = inv.resume is not None
     session_id = inv.resume or str(uuid.uuid4())
     with state.locked():
-        if resumed and script.strict_resume and not state.knows_session(session_id):
+        seen = state.invocations()
+        if resumed and script.strict_resume and all(e["session_id"] != session_id for e in seen):
             print(f"No conversation found with session ID: {session_id}", file=sys.stderr)
             return EXIT_CLAUDE_ERROR
-        attempt = state.bump_attempt(role, step)
+        attempt = 1 + sum(1 for e in seen if e["step"] == step and e["role"] == role)
         index = next(
             (
                 i
@@ -401,7 +383,7 @@ async def _main(argv: list[str]) -> int:
         except ScriptError as exc:
             return _fail(str(exc), EXIT_SCRIPT_FAILED)
         except _Exit as exc:
-            return exc.code
+            return int(exc.args[0])
         stream.result(cost=run.cost_usd, started=started, is_error=False, text=stream.last_text)
     return 0
 

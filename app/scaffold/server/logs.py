@@ -53,9 +53,7 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _RESERVED:
                 entry[key] = value
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
+        if record.exc_text:  # formatted (and redacted) by RedactingFilter
             entry["exc"] = record.exc_text
         return json.dumps(entry, default=str, ensure_ascii=False)
 

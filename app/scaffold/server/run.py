@@ -34,10 +34,9 @@ async def serve_async(
 ) -> None:
     """Serve until ``stop`` is set or a SIGTERM/SIGINT arrives; then drain and clean up.
 
-    ``after_listening`` runs as a task once the server listens (what the App needs only
-    then, e.g. importing and starting its GitHub side), cancelled at the stop if still
-    running; if it fails the server stops at once, without draining (what was accepted
-    is handled at the next start), and its error is raised.
+    ``after_listening`` runs once the server listens; if it fails the server stops at
+    once, without draining (what was accepted is handled at the next start), and its
+    error is raised.
     """
     if stop is None:
         stop = asyncio.Event()
