@@ -17,6 +17,7 @@ from scaffold.action.env import (
     PULL_REQUEST_EVENTS,
     SHA,
     ActionEnv,
+    EventRange,
     event_range,
     field_of,
 )
@@ -25,7 +26,6 @@ from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
-from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
@@ -45,13 +45,7 @@ class Skip:
 
 
 def choose_range(
-    event_name: str,
-    payload: Mapping[str, Any],
-    base: str | None,
-    head: str | None,
-    *,
-    default_head: str | None,
-    parent_of: Callable[[str], str | None],
+    repo: Path, event_name: str, found: EventRange, base: str | None, head: str | None
 ) -> CheckRange | Skip:
     """The commits to compare: ``base``/``head`` win over what the event names.
 
@@ -60,13 +54,12 @@ def choose_range(
     checked against the parent of ``after``; a root commit or a deleted branch
     leaves nothing to check. Any other event needs ``base``.
     """
-    found = event_range(event_name, payload)
     if found.skip and not base and not head:
         return Skip(found.skip)
-    the_head = head or found.head or default_head or "HEAD"
+    the_head = head or found.head or "HEAD"
     the_base = base or found.base
     if the_base is None and event_name == "push":
-        parent = parent_of(the_head)
+        parent = parent_commit(repo, the_head)
         if parent is None:
             return Skip(
                 f"the push created a branch at a root commit ({the_head[:12]}): nothing to compare"
@@ -202,13 +195,6 @@ def skip_step(skip: Skip) -> StepResult:
     return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
 
 
-def base_config(repo: Path, base: str) -> DiagramSettings:
-    """``diagrams`` of ``.github/scaffold.yml`` as the base commit has it."""
-    sha = resolve_commit(repo, base)
-    with BlobReader(repo) as reader:
-        return config_at(reader, sha)
-
-
 def run_diagram_check(
     env: ActionEnv,
     payload: Mapping[str, Any],
@@ -229,17 +215,15 @@ def run_diagram_check(
     pull = _pull_number(payload) if env.event_name in PULL_REQUEST_EVENTS else None
     fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r], pull)
     chosen = choose_range(
-        env.event_name,
-        payload,
-        base,
-        head,
-        default_head=env.sha,
-        parent_of=lambda ref: parent_commit(repo, ref),
+        repo, env.event_name, replace(event, head=event.head or env.sha), base, head
     )
     if isinstance(chosen, Skip):
         result = skip_step(chosen)
     else:
-        config = base_config(repo, chosen.base) if fork else None
+        config = None
+        if fork:  # the base commit's ``diagrams`` settings: a fork cannot relax its check
+            with BlobReader(repo) as reader:
+                config = config_at(reader, resolve_commit(repo, chosen.base))
         report = analyze(repo, chosen.base, chosen.head, config)
         path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
         result = report_step(report, fmt, path)

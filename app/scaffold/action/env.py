@@ -42,8 +42,8 @@ def _path(environ: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value else None
 
 
-def action_env(environ: Mapping[str, str] | None = None) -> ActionEnv:
-    env = os.environ if environ is None else environ
+def action_env() -> ActionEnv:
+    env = os.environ
     sha = env.get("GITHUB_SHA", "").strip().lower()
     return ActionEnv(
         event_name=env.get("GITHUB_EVENT_NAME", "").strip(),

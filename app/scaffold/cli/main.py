@@ -208,7 +208,7 @@ def status(repo_path: str | None, as_json: bool) -> None:
         click.echo(render_table(report))
 
 
-def _find_question(repo: Path, question_id: str, quest_id: str | None = None) -> str:
+def _find_question(repo: Path, question_id: str, quest_id: str | None) -> str:
     """The quest waiting on ``question_id`` (ids are per quest: ``--quest`` says which)."""
     waiting = [
         q.id

@@ -44,43 +44,14 @@ for path in sorted(pathlib.Path("src").rglob("*.py")):
 sys.exit(1 if bad else 0)
 '''
 
-TASKS: list[dict[str, Any]] = [
-    {
-        "title": "Add the greeting module",
-        "deps": [],
-        "priority": "high",
-        "ac": ["greet() returns the agreed greeting"],
-    },
-    {
-        "title": "Add the farewell module",
-        "deps": [],
-        "priority": "medium",
-        "ac": ["farewell() says goodbye"],
-    },
-    {
-        "title": "Add the command line",
-        "deps": ["TASK-1", "TASK-2"],
-        "priority": "medium",
-        "ac": ["main() prints greeting and farewell"],
-    },
-    {
-        "title": "Add the settings loader",
-        "deps": [],
-        "priority": "low",
-        "ac": ["load() returns defaults"],
-    },
-    {
-        "title": "Add the report module",
-        "deps": ["TASK-4"],
-        "priority": "medium",
-        "ac": ["report() summarises settings"],
-    },
-    {
-        "title": "Write the usage guide",
-        "deps": ["TASK-3", "TASK-5"],
-        "priority": "low",
-        "ac": ["docs/usage.md explains the command"],
-    },
+# (title, dependencies, priority, acceptance criterion)
+TASKS: list[tuple[str, list[str], str, str]] = [
+    ("Add the greeting module", [], "high", "greet() returns the agreed greeting"),
+    ("Add the farewell module", [], "medium", "farewell() says goodbye"),
+    ("Add the command line", ["TASK-1", "TASK-2"], "medium", "main() prints greeting and farewell"),
+    ("Add the settings loader", [], "low", "load() returns defaults"),
+    ("Add the report module", ["TASK-4"], "medium", "report() summarises settings"),
+    ("Write the usage guide", ["TASK-3", "TASK-5"], "low", "docs/usage.md explains the command"),
 ]
 
 
@@ -325,14 +296,14 @@ def build_demo_repo(repo: Path) -> Path:
         'statuses: ["To Do", "In Progress", "Done"]\nauto_commit: false\ntask_prefix: "task"\n',
         encoding="utf-8",
     )
-    for spec in TASKS:
+    for title, deps, priority, criterion in TASKS:
         bl.create_task(
             repo,
-            spec["title"],
-            description=f"Demo task: {spec['title'].lower()}.",
-            dependencies=spec["deps"],
-            priority=spec["priority"],
-            acceptance_criteria=spec["ac"],
+            title,
+            description=f"Demo task: {title.lower()}.",
+            dependencies=deps,
+            priority=priority,
+            acceptance_criteria=[criterion],
         )
     (repo / ".gitignore").write_text(".scaffold/\n.demo-agent/\n__pycache__/\n", encoding="utf-8")
     run_git(["add", "-A"], repo)

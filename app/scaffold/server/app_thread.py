@@ -26,12 +26,12 @@ BLOCKING_THREADS = 32
 
 
 class AppThread:
-    def __init__(self, name: str = "scaffold-app") -> None:
+    def __init__(self) -> None:
         self.loop = uvloop.new_event_loop()
         self.loop.set_default_executor(
-            ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix=f"{name}-blocking")
+            ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix="scaffold-app-blocking")
         )
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name="scaffold-app", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

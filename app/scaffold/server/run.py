@@ -77,20 +77,9 @@ async def serve_async(
         raise exc
 
 
-def serve(
-    app: web.Application,
-    host: str,
-    port: int,
-    *,
-    drain_timeout_s: float,
-    after_listening: Callable[[], Coroutine[Any, Any, None]] | None = None,
-) -> None:
+def serve(app: web.Application, host: str, port: int, **options: Any) -> None:
     """Blocking form of :func:`serve_async`, on uvloop (libuv's event loop)."""
-    uvloop.run(
-        serve_async(
-            app, host, port, drain_timeout_s=drain_timeout_s, after_listening=after_listening
-        )
-    )
+    uvloop.run(serve_async(app, host, port, **options))
 
 
 def _failed(task: asyncio.Task[None]) -> bool:
