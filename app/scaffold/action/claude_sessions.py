@@ -35,10 +35,6 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return (Path(home) if home else Path.home()) / ".claude"
 
 
-def project_slug(cwd: Path) -> str:
-    return _NOT_ALNUM.sub("-", str(cwd))
-
-
 def find_session_file(session_id: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """The session's file under any project folder, or ``None``."""
     name = f"{check_session_id(session_id)}.jsonl"
@@ -52,7 +48,7 @@ def restore_session_file(
     """Put a saved session file where Claude Code looks for it when run in ``cwd``."""
     if not source.is_file():
         raise UsageError(f"no session file at {source}")
-    target_dir = config_dir(environ) / "projects" / project_slug(cwd)
+    target_dir = config_dir(environ) / "projects" / _NOT_ALNUM.sub("-", str(cwd))
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / f"{check_session_id(session_id)}.jsonl"
     shutil.copyfile(source, target)

@@ -54,17 +54,12 @@ def task_branch(task_id: str) -> str:
     return branch
 
 
-def origin_url(repo: Path) -> str:
+def take_origin(repo: Path) -> Origin:
+    """``origin``'s URL and the checkout's credentials, taken out of its config for good."""
     out = run_git([*SAFE_LOCAL, "remote", "get-url", "origin"], repo, check=False)
     url = out.stdout.strip()
     if out.returncode != 0 or not url:
         raise UsageError(f"{repo} has no remote named origin to push the task branch to")
-    return url
-
-
-def take_origin(repo: Path) -> Origin:
-    """``origin``'s URL and the checkout's credentials, taken out of its config for good."""
-    url = origin_url(repo)
     return Origin(url, take_credentials(repo))
 
 

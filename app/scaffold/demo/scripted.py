@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,25 +149,18 @@ class _Exit(Exception):
     """A ``crash`` action: exit with its code (``args[0]``)."""
 
 
+@dataclass
 class Player:
     """Plays one run's actions in ``cwd``; opens the MCP connection on demand."""
 
-    def __init__(
-        self,
-        stream: Stream,
-        cwd: Path,
-        prompt: str,
-        servers: Mapping[str, dict[str, Any]],
-        step_id: str,
-    ) -> None:
-        self.stream = stream
-        self.cwd = cwd
-        self.prompt = prompt
-        self.servers = servers
-        self.step_id = step_id
-        self.stack = AsyncExitStack()
-        self.client: Client | None = None
-        self.connect_error: str | None = None
+    stream: Stream
+    cwd: Path
+    prompt: str
+    servers: Mapping[str, dict[str, Any]]
+    step_id: str
+    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    client: Client | None = None
+    connect_error: str | None = None
 
     async def connect(self) -> str:
         """Connect to the ``scaffold`` server and initialise; return its init status."""
