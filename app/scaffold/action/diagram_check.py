@@ -12,25 +12,55 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scaffold.action.env import (
-    NULL_SHA,
-    PULL_REQUEST_EVENTS,
-    SHA,
-    ActionEnv,
-    EventRange,
-    event_range,
-    field_of,
-)
+from scaffold.action.env import SHA, ActionEnv
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
-from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
+from scaffold.diagramcheck.git_diff import NULL_SHA, BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
 TITLE = "DiagramCheck"
 REPORT_DIR = "scaffold-diagram-check"
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+def _sha(value: Any) -> str | None:
+    if isinstance(value, str) and SHA.match(value.lower()):
+        return value.lower()
+    return None
+
+
+def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+    value = obj.get(outer)
+    return value.get(inner) if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class EventRange:
+    """The commits an event names. ``base`` is ``None`` when it names none to compare
+    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
+    nothing to check at all (a deleted branch)."""
+
+    base: str | None
+    head: str | None
+    skip: str | None = None
+
+
+def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
+    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
+    if event_name in PULL_REQUEST_EVENTS:
+        pr = payload.get("pull_request")
+        if not isinstance(pr, dict):
+            raise UsageError(f"the {event_name} payload has no pull_request object")
+        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
+    if event_name == "push":
+        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
+        if after is None or after == NULL_SHA:
+            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
+        return EventRange(None if before == NULL_SHA else before, after)
+    return EventRange(None, None)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from typing import Any
 
 from scaffold.errors import UsageError
 
-NULL_SHA = "0" * 40
 SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
-PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 # Where a slot step writes its files, under $RUNNER_TEMP.
 SLOT_OUTPUT_DIR = "scaffold-slot"
 
@@ -67,40 +65,3 @@ def load_event(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"the event payload {path} is not a JSON object")
     return data
-
-
-def _sha(value: Any) -> str | None:
-    if isinstance(value, str) and SHA.match(value.lower()):
-        return value.lower()
-    return None
-
-
-def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
-    value = obj.get(outer)
-    return value.get(inner) if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class EventRange:
-    """The commits an event names. ``base`` is ``None`` when it names none to compare
-    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
-    nothing to check at all (a deleted branch)."""
-
-    base: str | None
-    head: str | None
-    skip: str | None = None
-
-
-def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
-    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
-    if event_name in PULL_REQUEST_EVENTS:
-        pr = payload.get("pull_request")
-        if not isinstance(pr, dict):
-            raise UsageError(f"the {event_name} payload has no pull_request object")
-        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
-    if event_name == "push":
-        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
-        if after is None or after == NULL_SHA:
-            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
-        return EventRange(None if before == NULL_SHA else before, after)
-    return EventRange(None, None)
