@@ -20,6 +20,7 @@ from scaffold.action.env import SLOT_OUTPUT_DIR, ActionEnv, action_env, load_eve
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.render import workflow_command
 from scaffold.errors import ScaffoldError, UsageError
+from scaffold.git.runner import repo_toplevel
 
 # `diagram-check` runs on every push: only its own modules are imported at the top. The
 # slot and event steps load the agent, orchestrator and server code when they run.
@@ -44,9 +45,7 @@ def _workspace(env: ActionEnv, repo_path: str | None) -> Path:
     start = Path(repo_path) if repo_path else env.workspace or Path.cwd()
     if not start.is_dir():
         raise UsageError(f"the workspace {start} is not a folder")
-    from scaffold.cli.diagram_cmds import repo_root
-
-    return repo_root(str(start))
+    return repo_toplevel(start)
 
 
 _repo_option = click.option(

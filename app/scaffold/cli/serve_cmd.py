@@ -162,11 +162,7 @@ def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_leve
         max_agents=max_agents,
     )
     app = create_app(settings, lazy.handle, gauges=lazy.gauges)
-
-    async def on_shutdown(_: object) -> None:
-        await lazy.stop()
-
-    app.on_shutdown.append(on_shutdown)
+    app.on_shutdown.append(lambda _app: lazy.stop())
     try:
         run_server(
             app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start
