@@ -1,10 +1,9 @@
 """Claude Code's session files, carried from one runner to the next.
 
 Claude Code keeps a session as ``<config>/projects/<cwd-slug>/<session-id>.jsonl``
-(``<config>`` is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``; the slug is the working
-directory with every character other than a letter or digit turned into ``-``).
-A runner is gone after its job, so a slot saves the file with its other
-artifacts, and a later slot puts it back before ``--resume``.
+(``<config>``: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``; the slug is the working directory
+with every character but letters and digits turned into ``-``). A slot saves the file
+with its artifacts; a later slot puts it back before ``--resume``.
 """
 
 from __future__ import annotations
@@ -36,23 +35,11 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return (Path(home) if home else Path.home()) / ".claude"
 
 
-def project_slug(cwd: Path) -> str:
-    return _NOT_ALNUM.sub("-", str(cwd))
-
-
 def find_session_file(session_id: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """The session's file under any project folder, or ``None``."""
-    projects = config_dir(environ) / "projects"
     name = f"{check_session_id(session_id)}.jsonl"
-    try:
-        folders = sorted(p for p in projects.iterdir() if p.is_dir())
-    except OSError:
-        return None
-    for folder in folders:
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
+    found = sorted((config_dir(environ) / "projects").glob(f"*/{name}"))
+    return next((p for p in found if p.is_file()), None)
 
 
 def restore_session_file(
@@ -61,7 +48,7 @@ def restore_session_file(
     """Put a saved session file where Claude Code looks for it when run in ``cwd``."""
     if not source.is_file():
         raise UsageError(f"no session file at {source}")
-    target_dir = config_dir(environ) / "projects" / project_slug(cwd)
+    target_dir = config_dir(environ) / "projects" / _NOT_ALNUM.sub("-", str(cwd))
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / f"{check_session_id(session_id)}.jsonl"
     shutil.copyfile(source, target)

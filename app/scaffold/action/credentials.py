@@ -1,17 +1,12 @@
 """Take the checkout's push credentials out of the repository before the agent runs.
 
-``actions/checkout`` leaves its token where every later git command finds it:
-an ``http.<url>.extraheader`` entry in ``.git/config`` (up to v5), or an
-``includeIf.gitdir:<dir>.path`` entry naming a config file under
-``$RUNNER_TEMP`` that holds the header (v6). An agent runs arbitrary commands
-in that checkout, so before it starts :func:`take_credentials` removes those
-entries from the repository's config (and empties the credential files they
-include) and keeps the headers in memory only.
-
-They are never put back: a config the agent could write is never trusted with a
-credential again. scaffold's own fetch and push hand the headers to that one git
-process through its environment, after auditing the repository's config
-(:func:`scaffold.git.runner.run_remote_git`). Values are never printed.
+``actions/checkout`` leaves its token where every later git command finds it: an
+``http.<url>.extraheader`` entry in ``.git/config`` (up to v5), or an
+``includeIf.gitdir:<dir>.path`` entry naming a file under ``$RUNNER_TEMP`` that holds
+the header (v6). An agent runs arbitrary commands in that checkout, so
+:func:`take_credentials` removes those entries (and empties the included files) and
+keeps the headers in memory only, for good: a config the agent could write is never
+trusted with a credential again. Values are never printed.
 """
 
 from __future__ import annotations
@@ -60,11 +55,6 @@ def _entries(args: list[str], repo: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def local_config(repo: Path) -> list[tuple[str, str]]:
-    """Every entry of the repository's own config, in file order."""
-    return _entries(["--local"], repo)
-
-
 def _included_file(value: str, repo: Path) -> Path | None:
     path = Path(value).expanduser()
     if not path.is_absolute():
@@ -74,7 +64,7 @@ def _included_file(value: str, repo: Path) -> Path | None:
 
 def take_credentials(repo: Path) -> Credentials:
     """Remove the checkout's credentials from ``repo`` for good and return them."""
-    found = [(k, v) for k, v in local_config(repo) if _CREDENTIAL_KEY.match(k.lower())]
+    found = [(k, v) for k, v in _entries(["--local"], repo) if _CREDENTIAL_KEY.match(k.lower())]
     headers: list[tuple[str, str]] = []
     for key, value in found:
         if _HEADER_KEY.match(key.lower()):

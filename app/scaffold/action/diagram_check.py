@@ -1,33 +1,66 @@
 """DiagramCheck as a workflow step: the event's commits in, annotations and outputs out.
 
-:func:`choose_range` is the decision (which two commits, or why there is nothing
-to check); :func:`run_diagram_check` is the adapter that fetches what a shallow
-checkout lacks, runs :func:`~scaffold.diagramcheck.analyze`, prints workflow
-commands, writes the JSON report, the job summary and the step outputs, and
-returns the exit code (1 blocking, 0 in sync or nothing to check).
+:func:`choose_range` picks the two commits (or why there is nothing to check);
+:func:`run_diagram_check` fetches what a shallow checkout lacks, runs the analyzer and
+writes the annotations, the JSON report, the job summary and the step outputs.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_range
+from scaffold.action.env import SHA, ActionEnv
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
-from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
+from scaffold.diagramcheck.git_diff import NULL_SHA, BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
-from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 TITLE = "DiagramCheck"
 REPORT_DIR = "scaffold-diagram-check"
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+def _sha(value: Any) -> str | None:
+    if isinstance(value, str) and SHA.match(value.lower()):
+        return value.lower()
+    return None
+
+
+def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+    value = obj.get(outer)
+    return value.get(inner) if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class EventRange:
+    """The commits an event names. ``base`` is ``None`` when it names none to compare
+    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
+    nothing to check at all (a deleted branch)."""
+
+    base: str | None
+    head: str | None
+    skip: str | None = None
+
+
+def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
+    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
+    if event_name in PULL_REQUEST_EVENTS:
+        pr = payload.get("pull_request")
+        if not isinstance(pr, dict):
+            raise UsageError(f"the {event_name} payload has no pull_request object")
+        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
+    if event_name == "push":
+        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
+        if after is None or after == NULL_SHA:
+            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
+        return EventRange(None if before == NULL_SHA else before, after)
+    return EventRange(None, None)
 
 
 @dataclass(frozen=True)
@@ -42,13 +75,7 @@ class Skip:
 
 
 def choose_range(
-    event_name: str,
-    payload: Mapping[str, Any],
-    base: str | None,
-    head: str | None,
-    *,
-    default_head: str | None,
-    parent_of: Callable[[str], str | None],
+    repo: Path, event_name: str, found: EventRange, base: str | None, head: str | None
 ) -> CheckRange | Skip:
     """The commits to compare: ``base``/``head`` win over what the event names.
 
@@ -57,13 +84,12 @@ def choose_range(
     checked against the parent of ``after``; a root commit or a deleted branch
     leaves nothing to check. Any other event needs ``base``.
     """
-    found = event_range(event_name, payload)
     if found.skip and not base and not head:
         return Skip(found.skip)
-    the_head = head or found.head or default_head or "HEAD"
+    the_head = head or found.head or "HEAD"
     the_base = base or found.base
     if the_base is None and event_name == "push":
-        parent = parent_of(the_head)
+        parent = parent_commit(repo, the_head)
         if parent is None:
             return Skip(
                 f"the push created a branch at a root commit ({the_head[:12]}): nothing to compare"
@@ -92,7 +118,7 @@ def parent_commit(repo: Path, ref: str) -> str | None:
         check=False,
     )
     sha = out.stdout.strip()
-    return sha if out.returncode == 0 and _SHA.match(sha) else None
+    return sha if out.returncode == 0 and SHA.match(sha) else None
 
 
 def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = None) -> None:
@@ -108,7 +134,7 @@ def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = Non
         run_git(["rev-parse", "--is-shallow-repository"], repo, check=False).stdout.strip()
         == "true"
     )
-    missing = [r for r in refs if _SHA.match(r) and r != NULL_SHA and not _has_commit(repo, r)]
+    missing = [r for r in refs if SHA.match(r) and r != NULL_SHA and not _has_commit(repo, r)]
     if not missing and not shallow:
         return
     if run_git(["remote", "get-url", "origin"], repo, check=False).returncode != 0:
@@ -129,17 +155,14 @@ def fetch_missing(repo: Path, refs: Sequence[str], pull_number: int | None = Non
 def fork_of(event_name: str, payload: Mapping[str, Any]) -> str | None:
     """The fork a pull request comes from (its full name), or ``None`` (same repository,
     or not a pull request). A deleted fork (no head repository) counts as a fork."""
-    if event_name not in PULL_REQUEST_EVENTS:
-        return None
     pr = payload.get("pull_request")
-    if not isinstance(pr, Mapping):
+    if event_name not in PULL_REQUEST_EVENTS or not isinstance(pr, dict):
         return None
-    head = (pr.get("head") or {}).get("repo") if isinstance(pr.get("head"), Mapping) else None
-    base = (pr.get("base") or {}).get("repo") if isinstance(pr.get("base"), Mapping) else None
-    if not isinstance(head, Mapping):
+    head, base = field_of(pr, "head", "repo"), field_of(pr, "base", "repo")
+    if not isinstance(head, dict):
         return "a deleted fork"
     head_name = str(head.get("full_name") or "")
-    base_name = str(base.get("full_name") or "") if isinstance(base, Mapping) else ""
+    base_name = str(base.get("full_name") or "") if isinstance(base, dict) else ""
     if head.get("fork") is True or (head_name and head_name.lower() != base_name.lower()):
         return head_name or "a fork"
     return None
@@ -202,13 +225,6 @@ def skip_step(skip: Skip) -> StepResult:
     return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
 
 
-def base_config(repo: Path, base: str) -> DiagramSettings:
-    """``diagrams`` of ``.github/scaffold.yml`` as the base commit has it."""
-    sha = resolve_commit(repo, base)
-    with BlobReader(repo) as reader:
-        return config_at(reader, sha)
-
-
 def run_diagram_check(
     env: ActionEnv,
     payload: Mapping[str, Any],
@@ -229,17 +245,15 @@ def run_diagram_check(
     pull = _pull_number(payload) if env.event_name in PULL_REQUEST_EVENTS else None
     fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r], pull)
     chosen = choose_range(
-        env.event_name,
-        payload,
-        base,
-        head,
-        default_head=env.sha,
-        parent_of=lambda ref: parent_commit(repo, ref),
+        repo, env.event_name, replace(event, head=event.head or env.sha), base, head
     )
     if isinstance(chosen, Skip):
         result = skip_step(chosen)
     else:
-        config = base_config(repo, chosen.base) if fork else None
+        config = None
+        if fork:  # the base commit's ``diagrams`` settings: a fork cannot relax its check
+            with BlobReader(repo) as reader:
+                config = config_at(reader, resolve_commit(repo, chosen.base))
         report = analyze(repo, chosen.base, chosen.head, config)
         path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
         result = report_step(report, fmt, path)

@@ -1,9 +1,4 @@
-"""What the GitHub Actions runner tells a step, read once from the environment.
-
-Plain data and pure functions: :func:`action_env` takes the environment as a
-mapping, :func:`load_event` reads the payload file, :func:`event_range` picks
-the commits a DiagramCheck compares for an event. Nothing here prints or exits.
-"""
+"""What the GitHub Actions runner tells a step: its environment and the event payload."""
 
 from __future__ import annotations
 
@@ -18,9 +13,7 @@ from typing import Any
 
 from scaffold.errors import UsageError
 
-NULL_SHA = "0" * 40
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
-PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?\Z", re.ASCII)
 # Where a slot step writes its files, under $RUNNER_TEMP.
 SLOT_OUTPUT_DIR = "scaffold-slot"
 
@@ -47,8 +40,8 @@ def _path(environ: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value else None
 
 
-def action_env(environ: Mapping[str, str] | None = None) -> ActionEnv:
-    env = os.environ if environ is None else environ
+def action_env() -> ActionEnv:
+    env = os.environ
     sha = env.get("GITHUB_SHA", "").strip().lower()
     return ActionEnv(
         event_name=env.get("GITHUB_EVENT_NAME", "").strip(),
@@ -57,7 +50,7 @@ def action_env(environ: Mapping[str, str] | None = None) -> ActionEnv:
         output=_path(env, "GITHUB_OUTPUT"),
         step_summary=_path(env, "GITHUB_STEP_SUMMARY"),
         runner_temp=_path(env, "RUNNER_TEMP"),
-        sha=sha if _SHA.match(sha) else None,
+        sha=sha if SHA.match(sha) else None,
     )
 
 
@@ -72,40 +65,3 @@ def load_event(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"the event payload {path} is not a JSON object")
     return data
-
-
-def _sha(value: Any) -> str | None:
-    if isinstance(value, str) and _SHA.match(value.lower()):
-        return value.lower()
-    return None
-
-
-def _field(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
-    value = obj.get(outer)
-    return value.get(inner) if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class EventRange:
-    """The commits an event names. ``base`` is ``None`` when it names none to compare
-    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
-    nothing to check at all (a deleted branch)."""
-
-    base: str | None
-    head: str | None
-    skip: str | None = None
-
-
-def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
-    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
-    if event_name in PULL_REQUEST_EVENTS:
-        pr = payload.get("pull_request")
-        if not isinstance(pr, dict):
-            raise UsageError(f"the {event_name} payload has no pull_request object")
-        return EventRange(_sha(_field(pr, "base", "sha")), _sha(_field(pr, "head", "sha")))
-    if event_name == "push":
-        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
-        if after is None or after == NULL_SHA:
-            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
-        return EventRange(None if before == NULL_SHA else before, after)
-    return EventRange(None, None)

@@ -1,8 +1,7 @@
 """Step outputs (``$GITHUB_OUTPUT``) and the job summary (``$GITHUB_STEP_SUMMARY``).
 
-Every output is written in the heredoc form ``name<<DELIM`` / value / ``DELIM``,
-so a value with newlines (or one that looks like ``other=...``) stays one value.
-The delimiter is random and checked against the value, as the runner requires.
+Outputs use the heredoc form with a random delimiter, so a value with newlines (or
+one that looks like ``other=...``) stays one value.
 """
 
 from __future__ import annotations
@@ -17,18 +16,14 @@ from scaffold.errors import UsageError
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,99}\Z", re.ASCII)
 
 
-def format_output(name: str, value: str, delimiter: str | None = None) -> str:
+def format_output(name: str, value: str) -> str:
     """One output in the multiline-safe form, ending with a newline."""
     if not _NAME.match(name):
         raise UsageError(f"not a valid output name: {name!r}")
-    delim = delimiter or f"ghadelimiter_{secrets.token_hex(16)}"
+    delim = f"ghadelimiter_{secrets.token_hex(16)}"
     if delim in value or delim in name:
         raise UsageError(f"the output delimiter occurs in the value of {name!r}")
     return f"{name}<<{delim}\n{value}\n{delim}\n"
-
-
-def format_outputs(values: Mapping[str, str]) -> str:
-    return "".join(format_output(name, value) for name, value in values.items())
 
 
 def write_outputs(path: Path | None, values: Mapping[str, str]) -> None:
@@ -36,7 +31,7 @@ def write_outputs(path: Path | None, values: Mapping[str, str]) -> None:
     if path is None:
         return
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(format_outputs(values))
+        fh.write("".join(format_output(name, value) for name, value in values.items()))
 
 
 def append_summary(path: Path | None, markdown: str) -> None:

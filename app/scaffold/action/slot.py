@@ -1,38 +1,29 @@
 """One slot on a runner: one agent run for one task, on its branch, pushed back.
 
-:func:`parse_slot_request` checks every input (task id, role, run spec, agent
-command, session) before anything runs. :func:`run_slot` then does what the
-orchestrator's ``_run_agent`` does for one agent, in the workflow's checkout:
+:func:`parse_slot_request` checks every input before anything runs. :func:`run_slot`
+then does for one agent what the orchestrator does: the agent works on
+``scaffold/task-<n>`` in a worktree of its own outside the workspace (nothing other
+workflow steps left there is committed), with the role's prompt and the ``scaffold``
+MCP server, its environment scrubbed of credentials (the checkout's push credentials
+were taken out of ``.git/config`` first, :func:`slot_git.take_origin`). When it
+signalled, what it changed is committed and pushed to ``origin``. ``signal.json``,
+``transcript.jsonl``, ``outcome.json`` and the Claude Code session go to the output
+folder.
 
-1. check out (or create) ``scaffold/task-<n>`` in a worktree of the agent's own, beside
-   the output folder (outside the workspace): whatever other workflow steps left in
-   the workspace (credential files, build output) is not in it and never committed;
-2. build the invocation with :func:`~scaffold.runtime.agent_runs.build_invocation`
-   (the role's prompt, the ``scaffold`` MCP server writing signals to the output
-   folder) and run it with :func:`~scaffold.agent.process.run_agent`, its
-   environment scrubbed of credentials; the checkout's own push credentials were
-   taken out of ``.git/config`` into memory before (:func:`slot_git.take_origin`)
-   and never go back;
-3. when the agent signalled: commit what it changed in its worktree as scaffold and
-   push the branch to ``origin``;
-4. write ``signal.json``, ``transcript.jsonl``, ``outcome.json`` and the Claude
-   Code session file (``session.jsonl``) to the output folder for the caller.
-
-Exit code: 0 the agent signalled (whatever it said), 1 it crashed, stalled or
-its work could not be pushed. Usage errors raise before the agent starts.
+Exit code: 0 the agent signalled (whatever it said), 1 it crashed, stalled or its work
+could not be pushed. Usage errors raise before the agent starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -45,7 +36,6 @@ from scaffold.action.claude_sessions import (
     find_session_file,
     restore_session_file,
 )
-from scaffold.action.env import SLOT_OUTPUT_DIR
 from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.stream import SystemInit
@@ -77,7 +67,6 @@ SIGNAL_FILE = "signal.json"
 OUTCOME_FILE = "outcome.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 SESSION_FILE = "session.jsonl"
-DEFAULT_OUTPUT_DIR = SLOT_OUTPUT_DIR
 
 
 # --------------------------------------------------------------------------- inputs
@@ -226,44 +215,6 @@ class SlotResult:
         return "\n".join(lines) + "\n"
 
 
-def outcome_document(
-    request: SlotRequest,
-    outcome: AgentRunOutcome,
-    signal: SignalRecord | None,
-    failure: str | None,
-    *,
-    branch: str,
-    head_sha: str | None,
-    pushed: bool,
-    commit: str | None,
-    lost_session: bool,
-    cost_usd: float | None = None,
-) -> dict[str, Any]:
-    """``cost_usd``: the run's dollars (default: what the agent reported)."""
-    return {
-        "task_id": request.task_id,
-        "quest_id": request.quest_id or None,
-        "role": request.run.role.value,
-        "kind": request.run.kind,
-        "branch": branch,
-        "signalled": signal is not None,
-        "signal": signal.signal.signal if signal is not None else None,
-        "exit_code": outcome.exit_code,
-        "killed_by_signal": outcome.signal,
-        "stuck": outcome.stuck,
-        "session_id": outcome.session_id or request.run.resume_session,
-        "resumed": request.run.resume_session,
-        "resume_lost": lost_session,
-        "cost_usd": cost_usd if cost_usd is not None else outcome.summary.total_cost_usd or 0.0,
-        "duration_s": round(outcome.duration_s, 3),
-        "failure": failure,
-        "notes": result_notes(outcome),
-        "commit": commit,
-        "head_sha": head_sha,
-        "pushed": pushed,
-    }
-
-
 # --------------------------------------------------------------------------- running
 
 
@@ -308,17 +259,16 @@ def _prompt_data(workspace: Path, cfg: ScaffoldConfig, task_id: str) -> PromptDa
     )
 
 
-async def _run(
+async def _play(
     channel: RunChannel,
     prepare: Callable[[RunChannel], PreparedRun],
     resumed: str | None,
-    cwd: Path,
     stuck_s: float,
     transcript: IO[str],
 ) -> tuple[AgentRunOutcome, list[str]]:
+    """Run the agent in the channel's worktree; its outcome, and why its start was refused."""
     stop = asyncio.Event()
     refused: list[str] = []
-
     async with channel:
         prepared = prepare(channel)
 
@@ -333,52 +283,22 @@ async def _run(
 
         write_run_files(prepared.invocation.files)
         argv, env = channel.wrap(prepared.invocation.argv, agent_env(channel.env, prepared))
+        cwd = channel.confinement.cwd
         spec = AgentSpec(
             argv=argv, cwd=cwd, base_env=env, stuck_timeout_s=stuck_s, parse=prepared.parse
         )
-        agent = asyncio.create_task(run_agent(spec, on_event=on_event, stop_requested=stop))
         watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
         try:
-            outcome = await agent
+            return await run_agent(spec, on_event=on_event, stop_requested=stop), refused
         finally:
             watcher.cancel()
-    return outcome, refused
-
-
-def _prepare(
-    cfg: ScaffoldConfig,
-    run: AgentRun,
-    data: PromptData,
-    quest_id: str,
-    signal_dir: Path,
-    home: Path,
-    env: Mapping[str, str],
-    channel: RunChannel,
-) -> PreparedRun:
-    return prepare_run(
-        cfg,
-        run,
-        data,
-        quest_id=quest_id,
-        signal_dir=signal_dir,
-        signal=channel.signal,
-        home=home,
-        env=env,
-        sandboxed=channel.sandbox.active,
-    )
 
 
 def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def run_slot(
-    request: SlotRequest,
-    workspace: Path,
-    *,
-    python: str = sys.executable,
-    environ: Mapping[str, str] | None = None,
-) -> SlotResult:
+def run_slot(request: SlotRequest, workspace: Path) -> SlotResult:
     """Run the slot to the end; raises :class:`ScaffoldError` only before the agent starts."""
     out = _prepare_output_dir(request.output_dir, workspace)
     cfg = _config(workspace, request)
@@ -387,7 +307,7 @@ def run_slot(
     work = Path(tempfile.mkdtemp(prefix=f"scaffold-{request.task_id.lower()}-", dir=out.parent))
     slot_git.add_worktree(workspace, branch, work)
     try:
-        return _run_in_worktree(request, workspace, work, out, cfg, origin, branch, python, environ)
+        return _run_in_worktree(request, workspace, work, out, cfg, origin, branch)
     finally:
         slot_git.remove_worktree(workspace, work)
 
@@ -400,22 +320,20 @@ def _run_in_worktree(
     cfg: ScaffoldConfig,
     origin: slot_git.Origin,
     branch: str,
-    python: str,
-    environ: Mapping[str, str] | None,
 ) -> SlotResult:
     run = request.run
-    if request.session_file is not None and run.resume_session is not None:
-        restore_session_file(request.session_file, run.resume_session, work, environ)
     signal_dir = out / "signals"
     signal_dir.mkdir()
     # The Action, like the App, starts no agent without a sandbox unless told in writing.
-    sandbox = resolve_sandbox(cfg.sandbox, strict=True, hidden=(out,), environ=environ)
+    sandbox = resolve_sandbox(cfg.sandbox, strict=True, hidden=(out,))
     private = Path(tempfile.mkdtemp(prefix="scaffold-slot-"))
-    base_env = agent_environment(os.environ if environ is None else environ, {})
+    base_env = agent_environment(os.environ, {})
     # Claude Code's session store: the sandbox's private HOME, else the real one.
-    session_env = {**base_env, "HOME": str(private / "home")} if sandbox.active else environ
+    session_env = {**base_env, "HOME": str(private / "home")} if sandbox.active else os.environ
     if request.session_file is not None and run.resume_session is not None:
-        restore_session_file(request.session_file, run.resume_session, work, session_env)
+        restore_session_file(request.session_file, run.resume_session, work)
+        if sandbox.active:
+            restore_session_file(request.session_file, run.resume_session, work, session_env)
     binding = Binding(signal_dir, request.task_id, run.role, request.quest_id, work)
     confinement = Confinement(
         repo=workspace, cwd=work, private=private, worktree=work, extra_hidden=(out,)
@@ -425,39 +343,33 @@ def _run_in_worktree(
         sandbox,
         binding,
         confinement,
-        python=python,
+        python=sys.executable,
         env=base_env,
         model_host=agent.backend.model_host(base_env),
     )
-    prepare = functools.partial(
-        _prepare,
-        cfg,
-        run,
-        _prompt_data(work, cfg, request.task_id),
-        request.quest_id,
-        signal_dir,
-        private / "home",
-        base_env,
-    )
-    with (
-        (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript,
-    ):
-        outcome, refused = asyncio.run(
-            _run(
-                channel,
-                prepare,
-                run.resume_session,
-                work,
-                cfg.agent.stuck_timeout_s,
-                transcript,
-            )
+
+    def prepare(channel: RunChannel) -> PreparedRun:
+        data = _prompt_data(work, cfg, request.task_id)
+        return prepare_run(
+            cfg,
+            run,
+            data,
+            quest_id=request.quest_id,
+            signal_dir=signal_dir,
+            signal=channel.signal,
+            home=private / "home",
+            env=base_env,
+            sandboxed=channel.sandbox.active,
         )
+
+    with (out / TRANSCRIPT_FILE).open("w", encoding="utf-8") as transcript:
+        play = _play(channel, prepare, run.resume_session, cfg.agent.stuck_timeout_s, transcript)
+        outcome, refused = asyncio.run(play)
 
     signal = None if refused else latest_signal(signal_dir)
     failure = (
         None if signal is not None else describe_failure(outcome, refused[0] if refused else None)
     )
-    lost = signal is None and resume_lost(agent.backend, outcome, run.resume_session is not None)
     commit: str | None = None
     pushed = False
     if signal is not None:
@@ -470,18 +382,29 @@ def _run_in_worktree(
         except ScaffoldError as exc:
             failure = f"the agent signalled, but its work was not pushed: {exc}"
     head = slot_git.head_sha(work)
-    document = outcome_document(
-        request,
-        outcome,
-        signal,
-        failure,
-        branch=branch,
-        head_sha=head,
-        pushed=pushed,
-        commit=commit,
-        lost_session=lost,
-        cost_usd=run_cost(cfg, agent, outcome),
-    )
+    document: dict[str, Any] = {
+        "task_id": request.task_id,
+        "quest_id": request.quest_id or None,
+        "role": run.role.value,
+        "kind": run.kind,
+        "branch": branch,
+        "signalled": signal is not None,
+        "signal": signal.signal.signal if signal is not None else None,
+        "exit_code": outcome.exit_code,
+        "killed_by_signal": outcome.signal,
+        "stuck": outcome.stuck,
+        "session_id": outcome.session_id or run.resume_session,
+        "resumed": run.resume_session,
+        "resume_lost": signal is None
+        and resume_lost(agent.backend, outcome, run.resume_session is not None),
+        "cost_usd": run_cost(cfg, agent, outcome),
+        "duration_s": round(outcome.duration_s, 3),
+        "failure": failure,
+        "notes": result_notes(outcome),
+        "commit": commit,
+        "head_sha": head,
+        "pushed": pushed,
+    }
     if signal is not None:
         _write_json(out / SIGNAL_FILE, signal.model_dump(mode="json"))
     _write_json(out / OUTCOME_FILE, document)

@@ -1,17 +1,13 @@
 """The git side of a slot: the task branch, scaffold's commit, the push.
 
-Before the agent starts, :func:`take_origin` notes the URL ``origin`` has and takes
-the checkout's credentials out of ``.git/config`` into memory
-(:mod:`~scaffold.action.credentials`); they never go back. Every fetch, ls-remote and
-push goes to that URL (not to whatever the agent may have pointed ``origin`` at)
-through :func:`~scaffold.git.runner.run_remote_git`: the repository's config is
-audited first, hooks and fsmonitor are off, and the credentials reach only that one
-git process, through its environment. Its errors are redacted before anyone sees
-them.
-
-Every git call after the agent ran also runs without hooks or fsmonitor, without
-system or global config (the agent shares the runner's HOME), and after the same
-audit, so ``git add -A`` runs no filter driver the agent declared.
+:func:`take_origin` notes ``origin``'s URL and takes the checkout's credentials out of
+``.git/config`` into memory before the agent starts. Every fetch and push goes to that
+URL (not wherever the agent may have pointed ``origin``) through
+:func:`~scaffold.git.runner.run_remote_git`, which audits the repository's config first
+and hands the credentials to that one git process only; its errors are redacted. Every
+git call after the agent ran goes without hooks, fsmonitor, system or global config
+(the agent shares the runner's HOME), after the same audit, so ``git add -A`` runs no
+filter driver the agent declared.
 """
 
 from __future__ import annotations
@@ -58,17 +54,12 @@ def task_branch(task_id: str) -> str:
     return branch
 
 
-def origin_url(repo: Path) -> str:
+def take_origin(repo: Path) -> Origin:
+    """``origin``'s URL and the checkout's credentials, taken out of its config for good."""
     out = run_git([*SAFE_LOCAL, "remote", "get-url", "origin"], repo, check=False)
     url = out.stdout.strip()
     if out.returncode != 0 or not url:
         raise UsageError(f"{repo} has no remote named origin to push the task branch to")
-    return url
-
-
-def take_origin(repo: Path) -> Origin:
-    """``origin``'s URL and the checkout's credentials, taken out of its config for good."""
-    url = origin_url(repo)
     return Origin(url, take_credentials(repo))
 
 
@@ -83,11 +74,7 @@ def _remote(repo: Path, origin: Origin, *args: str) -> GitOutput:
 
 
 def prepare_branch(repo: Path, task_id: str, origin: Origin) -> str:
-    """Have a local task branch: as it is, from ``origin``, or new from HEAD.
-
-    The workspace's own checkout is left as it is: the agent works in a worktree of
-    its own (:func:`add_worktree`).
-    """
+    """Have a local task branch: as it is, from ``origin``, or new from HEAD."""
     branch = task_branch(task_id)
     local = _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
     if local.returncode == 0:
@@ -104,12 +91,8 @@ def prepare_branch(repo: Path, task_id: str, origin: Origin) -> str:
 
 
 def add_worktree(repo: Path, branch: str, path: Path) -> Path:
-    """A worktree of the task branch at ``path`` (absent or empty): the agent's, and only its.
-
-    Nothing another workflow step left in the workspace (untracked or ignored files,
-    credentials, build output, changes to tracked files) is in it, so nothing of that
-    reaches the commit. ``--force``: the workspace may have the branch checked out.
-    """
+    """A worktree of the task branch at ``path``, the agent's: nothing other workflow steps
+    left in the workspace is in it. ``--force``: the workspace may have the branch out."""
     task_branch(task_for_branch(branch))
     _git(repo, "worktree", "add", "--quiet", "--force", str(path), branch)
     return path

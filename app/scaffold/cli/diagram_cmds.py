@@ -1,10 +1,7 @@
 """``scaffold diagram-check`` and ``scaffold diagrams generate``.
 
-Exit codes: 0 the diagrams are in sync (or the drafts were printed/written);
-1 DiagramCheck blocks the change; 2 usage or configuration error (an unknown
-revision, a broken ``.github/scaffold.yml``). Errors are raised as
-:class:`~scaffold.errors.ScaffoldError` and turned into exit codes by the
-``scaffold`` group.
+Exit codes: 0 the diagrams are in sync (or the drafts were printed/written); 1
+DiagramCheck blocks the change; 2 usage or configuration error.
 """
 
 from __future__ import annotations

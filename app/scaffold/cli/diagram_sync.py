@@ -1,18 +1,14 @@
 """Keep the generated parts of scaffold's own ``docs/diagrams/`` in step with the code.
 
-The architecture page (``02-architecture.md``), the state-machine page
-(``03-state-machine.md``) and the data-model page (``05-data-model.md``) hold prose a
-person writes and Mermaid blocks the code writes: the module graph and the class diagram
-of the quest file, drafted from the source of this installed ``scaffold`` by
-:mod:`scaffold.diagramcheck.generate` (what ``scaffold diagrams generate`` writes in any
-repository), and the lifecycle and planning transition tables. Each generated block sits
-between ``<!-- diagramcheck:<name>:begin -->`` and ``<!-- diagramcheck:<name>:end -->``;
-rendering replaces what is between the markers and keeps everything else, so the
-pictures cannot drift from the code.
+The architecture, state-machine and data-model pages hold prose a person writes and
+Mermaid blocks drawn from this installed ``scaffold`` (the module graph and the quest
+file's class diagram by :mod:`scaffold.diagramcheck.generate`, the lifecycle and planning
+tables), each between ``<!-- diagramcheck:<name>:begin -->`` and ``...:end -->`` markers;
+rendering replaces what is between the markers and keeps the rest.
 
 ``python -m scaffold.cli.diagram_sync [--check] [ROOT]`` rewrites the pages under ROOT
-(default: the current directory, i.e. a scaffold checkout); ``--check`` exits 1 when a
-page is stale. It documents scaffold itself, not the repositories scaffold works on.
+(default: the current directory, a scaffold checkout); ``--check`` exits 1 when a page
+is stale. It documents scaffold itself, not the repositories scaffold works on.
 """
 
 from __future__ import annotations
@@ -33,10 +29,13 @@ DATA_MODEL_PATH = Path(DEFAULTS.data_model)
 # The package the pages draw: this installed ``scaffold``.
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The quest file, the state branch's file around it and the signals, as under app/.
-DATA_MODEL_SOURCES = (
-    "scaffold/quest/model.py",
-    "scaffold/state/document.py",
-    "scaffold/signals.py",
+SETTINGS = dataclasses.replace(
+    DEFAULTS,
+    data_model_sources=(
+        "scaffold/quest/model.py",
+        "scaffold/state/document.py",
+        "scaffold/signals.py",
+    ),
 )
 
 # What each package is for; shown as the title of its box.
@@ -68,8 +67,7 @@ def sources(package_dir: Path = PACKAGE_DIR) -> list[generate.SourceFile]:
     """The modules of ``package_dir``, parsed as DiagramCheck parses them."""
     root = package_dir.parent
     names = [str(p.relative_to(root)) for p in package_dir.rglob("*.py")]
-    settings = dataclasses.replace(DEFAULTS, data_model_sources=DATA_MODEL_SOURCES)
-    return generate.parse_sources(root, names, settings)
+    return generate.parse_sources(root, names, SETTINGS)
 
 
 def architecture_mermaid(package_dir: Path = PACKAGE_DIR) -> str:
@@ -79,8 +77,7 @@ def architecture_mermaid(package_dir: Path = PACKAGE_DIR) -> str:
 
 def data_model_mermaid(package_dir: Path = PACKAGE_DIR) -> str:
     """The class diagram of the quest file, the state branch's file and the signals."""
-    settings = dataclasses.replace(DEFAULTS, data_model_sources=DATA_MODEL_SOURCES)
-    return generate.data_model_draft(sources(package_dir), settings)
+    return generate.data_model_draft(sources(package_dir), SETTINGS)
 
 
 PAGES: dict[Path, tuple[Block, ...]] = {

@@ -1,9 +1,6 @@
-"""The ``scaffold`` executable: the click CLI, each light verb loaded on its own.
-
-``scaffold diagram-check`` runs in CI on every push and ``scaffold serve`` starts the
-App server: each runs its own click command without importing the full CLI (the
-orchestrator, the agent tooling). Everything else, ``--help`` included, goes to
-:func:`scaffold.cli.main.main`.
+"""The ``scaffold`` executable: ``diagram-check`` (run in CI on every push) and ``serve``
+start without importing the full CLI (the orchestrator, the agent tooling); everything
+else goes to :func:`scaffold.cli.main.main`.
 """
 
 from __future__ import annotations

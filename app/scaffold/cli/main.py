@@ -12,8 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -21,6 +22,7 @@ from scaffold import __version__
 from scaffold.cli.action_cmds import action
 from scaffold.cli.diagram_cmds import diagram_check, diagrams, repo_option
 from scaffold.cli.review_cmd import TAKES_FEEDBACK, read_body, request_changes
+from scaffold.cli.serve_cmd import serve
 from scaffold.config import CONFIG_PATH, DEFAULT_CONFIG_TEXT, ScaffoldConfig, load_config
 from scaffold.errors import ScaffoldError, StoreLocked, UnknownQuestion, UnknownTask, UsageError
 from scaffold.ids import normalize_task_id, validate_quest_id, validate_question_id
@@ -38,6 +40,7 @@ from scaffold.runtime.preflight import (
     require_prices,
     scaffold_command,
 )
+from scaffold.runtime.report import RunReport
 from scaffold.runtime.session import (
     find_repo,
     open_active_quests,
@@ -54,17 +57,13 @@ from scaffold.sandbox.settings import resolve_sandbox
 from scaffold.state.document import is_finished
 
 
-def _fail(exc: ScaffoldError) -> None:
-    click.echo(f"scaffold: {exc}", err=True)
-    sys.exit(exc.exit_code)
-
-
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ScaffoldError as exc:
-            _fail(exc)
+            click.echo(f"scaffold: {exc}", err=True)
+            sys.exit(exc.exit_code)
 
 
 @click.group(cls=_Group)
@@ -142,10 +141,7 @@ def _next_steps(repo: Path, config: ScaffoldConfig) -> str:
 @click.option("--quest", "quest_id", default=None, help="Which quest to drive.")
 def run(repo_path: str | None, quest_id: str | None) -> None:
     """Work every open quest at once (else the backlog) until nothing is left it can do alone."""
-    repo = _repo(repo_path)
-    config = load_config(repo)
-    require_commit(repo)
-    require_agent(config, repo)
+    repo, config = _ready_to_run(repo_path)
     if quest_id is not None:
         writers = [open_or_create_quest(repo, quest_id)]
     else:
@@ -157,8 +153,7 @@ def run(repo_path: str | None, quest_id: str | None) -> None:
             f"running {len(writers)} quests at once: {', '.join(w.quest.id for w in writers)}"
         )
         report = asyncio.run(run_quests(repo, config, writers))
-    click.echo(report.reason)
-    sys.exit(report.exit_code)
+    _exit_with(report)
 
 
 @cli.command()
@@ -181,13 +176,21 @@ def quest(repo_path: str | None, words: tuple[str, ...]) -> None:
     request = words[0]
     if not request.strip():
         raise UsageError("the request is empty")
+    repo, config = _ready_to_run(repo_path)
+    writer = open_or_create_quest(repo, None, request=request)
+    click.echo(f"quest {writer.quest.id} started")
+    _exit_with(asyncio.run(run_quest(repo, config, writer)))
+
+
+def _ready_to_run(repo_path: str | None) -> tuple[Path, ScaffoldConfig]:
     repo = _repo(repo_path)
     config = load_config(repo)
     require_commit(repo)
     require_agent(config, repo)
-    writer = open_or_create_quest(repo, None, request=request)
-    click.echo(f"quest {writer.quest.id} started")
-    report = asyncio.run(run_quest(repo, config, writer))
+    return repo, config
+
+
+def _exit_with(report: RunReport) -> NoReturn:
     click.echo(report.reason)
     sys.exit(report.exit_code)
 
@@ -205,7 +208,7 @@ def status(repo_path: str | None, as_json: bool) -> None:
         click.echo(render_table(report))
 
 
-def _find_question(repo: Path, question_id: str, quest_id: str | None = None) -> str:
+def _find_question(repo: Path, question_id: str, quest_id: str | None) -> str:
     """The quest waiting on ``question_id`` (ids are per quest: ``--quest`` says which)."""
     waiting = [
         q.id
@@ -236,10 +239,6 @@ def _task_of(repo: Path, task_id: str, states: tuple[str, ...]) -> tuple[Quest, 
     raise UnknownTask(tid)
 
 
-def _find_task(repo: Path, task_id: str, states: tuple[str, ...]) -> str:
-    return _task_of(repo, task_id, states)[0].id
-
-
 @cli.command()
 @repo_option
 @click.option("--quest", "quest_id", default=None, help="The quest asking (when ids repeat).")
@@ -258,27 +257,27 @@ def answer(repo_path: str | None, quest_id: str | None, question_id: str, text: 
     click.echo(f"answer to {question_id} recorded; `scaffold run` resumes the session")
 
 
+def _task_command(f: Callable[..., None]) -> click.Command:
+    """A ``scaffold <verb> [--repo PATH] TASK_ID`` command."""
+    return cli.command()(repo_option(click.argument("task_id")(f)))
+
+
 def _task_message(
     kind: str, repo_path: str | None, task_id: str, states: tuple[str, ...], text: str = ""
 ) -> None:
     repo = _repo(repo_path)
-    quest_id = _find_task(repo, task_id, states)
-    tid = normalize_task_id(task_id)
-    inbox.post(state_root(repo), inbox.make(kind, quest_id, task_id=tid, text=text))  # type: ignore[arg-type]
-    click.echo(f"{kind} {tid} recorded; `scaffold run` carries it out")
+    quest, task = _task_of(repo, task_id, states)
+    inbox.post(state_root(repo), inbox.make(kind, quest.id, task_id=task.id, text=text))  # type: ignore[arg-type]
+    click.echo(f"{kind} {task.id} recorded; `scaffold run` carries it out")
 
 
-@cli.command()
-@repo_option
-@click.argument("task_id")
+@_task_command
 def approve(repo_path: str | None, task_id: str) -> None:
     """Approve a task's pull request (local forge): it is merged on the next run."""
     _task_message("approve", repo_path, task_id, ("PR_Created",), "cli")
 
 
-@cli.command()
-@repo_option
-@click.argument("task_id")
+@_task_command
 @click.option("--request-changes", "text", default=None, help="What to change (the review body).")
 @click.option(
     "--file",
@@ -308,18 +307,14 @@ def review(
     click.echo(request_changes(repo, quest.id, task, body, comments))
 
 
-@cli.command()
-@repo_option
-@click.argument("task_id")
+@_task_command
 @click.option("--reason", default="", help="Why, recorded in the task's notes.")
 def reject(repo_path: str | None, task_id: str, reason: str) -> None:
     """Close a task's pull request unmerged: the task goes back to To Do."""
     _task_message("reject", repo_path, task_id, ("PR_Created", "Blocked"), reason)
 
 
-@cli.command()
-@repo_option
-@click.argument("task_id")
+@_task_command
 def retry(repo_path: str | None, task_id: str) -> None:
     """Send a Blocked task back to work (counters reset)."""
     _task_message("retry", repo_path, task_id, ("Blocked", "Idle"))
@@ -461,14 +456,8 @@ def doctor(repo_path: str | None) -> None:
     sys.exit(1 if problems else 0)
 
 
-from scaffold.cli.serve_cmd import serve as _serve  # noqa: E402
-
-cli.add_command(_serve)
-
-
-cli.add_command(diagram_check)
-cli.add_command(diagrams)
-cli.add_command(action)
+for command in (serve, diagram_check, diagrams, action):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -1,11 +1,7 @@
 """``scaffold review``: request changes on a task's pull request with the local forge.
 
-The command (``cli/main.py``) finds the task; this module makes the review of it.
-
-The same round a reviewer on GitHub starts: the body, and inline comments on lines of
-the task's diff (``--comment PATH:LINE:TEXT``, with the diff hunk each points at), go to
-the task's builder, whose fix is checked as the first round was and committed to the
-same branch. Feedback given while a round runs waits for the next one.
+As a reviewer on GitHub does: the body and inline comments on lines of the task's diff
+(``--comment PATH:LINE:TEXT``) go to the task's builder in its next round.
 """
 
 from __future__ import annotations

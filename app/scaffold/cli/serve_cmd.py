@@ -1,11 +1,8 @@
 """``scaffold serve``: the self-hosted GitHub App (webhook server and quest runner).
 
-The server listens with only what ingest needs imported (aiohttp, the server package):
-the App's GitHub side (the GitHub client, the quest runner, the orchestration and the
-models they use) is imported and started by :class:`LazyApp` once the server listens,
-or by the first delivery handed to it if that comes sooner. The App runs on its own
-event loop in a thread of its own (``server/app_thread.py``): nothing a quest does
-holds up an acknowledgement.
+The server listens with only ingest's modules imported; :class:`LazyApp` imports and
+starts the App's GitHub side once it listens, on an event loop in a thread of its own
+(``server/app_thread.py``), so nothing a quest does holds up an acknowledgement.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -44,14 +41,9 @@ def _seconds(name: str, default: float) -> float:
 
 
 def harden_process() -> dict[str, str]:
-    """Keep this process's secrets out of reach of the agents it starts.
-
-    Every credential variable (GitHub tokens, the App's key and webhook secret) is taken
-    out of ``os.environ`` and returned, for the caller to keep in memory: children get
-    an environment without them. The process is made non-dumpable, so another process
-    of the same user (an agent) can read neither its memory nor ``/proc/<pid>/environ``,
-    which keeps showing the environment it was started with. Used by ``serve`` and by
-    the Action's ``event`` and ``slot`` modes.
+    """Take every credential variable out of ``os.environ`` (returned, for the caller to
+    keep in memory) and make the process non-dumpable: an agent of the same user can
+    then read neither its memory nor ``/proc/<pid>/environ`` (the starting environment).
     """
     from scaffold.agent.process import is_credential_name
 
@@ -73,28 +65,13 @@ def harden_process() -> dict[str, str]:
 
 
 class LazyApp:
-    """The App service, built (its modules imported) and started once the server listens.
+    """The App service, built (its modules imported) and started once the server listens;
+    deliveries handed over before that wait for it."""
 
-    Deliveries handed over before that wait for it; if building it fails the server
-    stops without handling them, and they are handled at the next start.
-    """
-
-    def __init__(
-        self,
-        settings: ServerSettings,
-        root: Path,
-        *,
-        hidden: tuple[Path, ...],
-        status_interval_s: float,
-        reconcile_interval_s: float,
-        max_agents: int | None = None,
-    ) -> None:
+    def __init__(self, settings: ServerSettings, **options: Any) -> None:
+        """``options``: the fields of :class:`~scaffold.github.service.AppOptions`."""
         self._settings = settings
-        self._max_agents = max_agents
-        self._root = root
-        self._hidden = hidden
-        self._status_interval_s = status_interval_s
-        self._reconcile_interval_s = reconcile_interval_s
+        self._options = options
         self._service: AppService | None = None
         self._ready = asyncio.Event()
         self._thread = AppThread()
@@ -114,14 +91,7 @@ class LazyApp:
         github = GitHubApp(
             AppCredentials(settings.app_id, settings.private_key), base_url=settings.github_url
         )
-        options = AppOptions(
-            state_dir=self._root,
-            hidden=self._hidden,
-            status_interval_s=self._status_interval_s,
-            reconcile_interval_s=self._reconcile_interval_s,
-            max_agents=self._max_agents,
-        )
-        self._service = AppService(github, options)
+        self._service = AppService(github, AppOptions(**self._options))
         await self._service.start()
 
     async def handle(self, delivery: Delivery) -> None:
@@ -185,18 +155,14 @@ def serve(host: str, port: int, state_dir: str, max_agents: int | None, log_leve
     key_path = os.environ.get("SCAFFOLD_PRIVATE_KEY_PATH", "").strip()
     lazy = LazyApp(
         settings,
-        root,
+        state_dir=root,
         hidden=(Path(key_path).expanduser().absolute(),) if key_path else (),
         status_interval_s=_seconds("SCAFFOLD_STATUS_INTERVAL_S", 10.0),
         reconcile_interval_s=max(1.0, _seconds("SCAFFOLD_RECONCILE_INTERVAL_S", 300.0)),
         max_agents=max_agents,
     )
     app = create_app(settings, lazy.handle, gauges=lazy.gauges)
-
-    async def on_shutdown(_: object) -> None:
-        await lazy.stop()
-
-    app.on_shutdown.append(on_shutdown)
+    app.on_shutdown.append(lambda _app: lazy.stop())
     try:
         run_server(
             app, host, port, drain_timeout_s=settings.drain_timeout_s, after_listening=lazy.start

@@ -1,20 +1,10 @@
 """``scaffold demo``: a small project driven end to end by scripted agents.
 
-The demo builds a git repository with a Backlog.md backlog of six tasks, then runs
-the real orchestrator with three slots. The agent is ``python -m scaffold.demo.scripted``
-(the same contract as Claude Code: stream-json out, ``signal-back`` through the real MCP
-server), so every path below goes through the code that drives ``claude``:
-
-- TASK-1 asks a question; the demo answers it the way a person would (``scaffold answer``)
-  and the same session resumes with the answer;
-- TASK-2 runs out of context (``partially-complete``) and continues from its continuation point;
-- TASK-3 leaves a broken file: Ward fails and Spiritmender fixes it;
-- TASK-4's first agent run crashes and is retried, resuming the session;
-- TASK-5 adds a module without touching the architecture diagram: DiagramCheck blocks it,
-  Codeweaver updates the diagram, and it passes;
-- TASK-6's Siegemaster hands a gap to Codeweaver (``needs-role-followup``, ``resume: true``)
-  and is resumed afterwards.
-Every task is merged into ``main`` and marked Done in Backlog.md.
+It builds a git repository with a Backlog.md backlog of six tasks and runs the real
+orchestrator with three slots and the scripted agent, through every path: a question
+answered (TASK-1), a continuation (TASK-2), a Ward failure fixed by Spiritmender
+(TASK-3), a crash retried (TASK-4), a DiagramCheck block fixed (TASK-5) and a
+Siegemaster follow-up resumed (TASK-6). Every task ends merged and Done.
 """
 
 from __future__ import annotations
@@ -22,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +20,7 @@ from typing import Any
 from scaffold import backlog as bl
 from scaffold.config import load_config
 from scaffold.demo import scripted
+from scaffold.git.runner import run_git
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import scaffold_command
 from scaffold.runtime.session import open_or_create_quest, run_quest, state_root
@@ -55,43 +44,14 @@ for path in sorted(pathlib.Path("src").rglob("*.py")):
 sys.exit(1 if bad else 0)
 '''
 
-TASKS: list[dict[str, Any]] = [
-    {
-        "title": "Add the greeting module",
-        "deps": [],
-        "priority": "high",
-        "ac": ["greet() returns the agreed greeting"],
-    },
-    {
-        "title": "Add the farewell module",
-        "deps": [],
-        "priority": "medium",
-        "ac": ["farewell() says goodbye"],
-    },
-    {
-        "title": "Add the command line",
-        "deps": ["TASK-1", "TASK-2"],
-        "priority": "medium",
-        "ac": ["main() prints greeting and farewell"],
-    },
-    {
-        "title": "Add the settings loader",
-        "deps": [],
-        "priority": "low",
-        "ac": ["load() returns defaults"],
-    },
-    {
-        "title": "Add the report module",
-        "deps": ["TASK-4"],
-        "priority": "medium",
-        "ac": ["report() summarises settings"],
-    },
-    {
-        "title": "Write the usage guide",
-        "deps": ["TASK-3", "TASK-5"],
-        "priority": "low",
-        "ac": ["docs/usage.md explains the command"],
-    },
+# (title, dependencies, priority, acceptance criterion)
+TASKS: list[tuple[str, list[str], str, str]] = [
+    ("Add the greeting module", [], "high", "greet() returns the agreed greeting"),
+    ("Add the farewell module", [], "medium", "farewell() says goodbye"),
+    ("Add the command line", ["TASK-1", "TASK-2"], "medium", "main() prints greeting and farewell"),
+    ("Add the settings loader", [], "low", "load() returns defaults"),
+    ("Add the report module", ["TASK-4"], "medium", "report() summarises settings"),
+    ("Write the usage guide", ["TASK-3", "TASK-5"], "low", "docs/usage.md explains the command"),
 ]
 
 
@@ -120,230 +80,195 @@ def _complete(step: str, summary: str) -> dict[str, Any]:
     return {"signal": {"signal": "complete", "stepId": step, "summary": summary}}
 
 
+def _agent(
+    role: str, step: str, attempt: int | None, *actions: dict[str, Any], resumed: bool = False
+) -> dict[str, Any]:
+    """The run of ``role`` on ``step`` (its ``attempt``-th, when given) and its actions."""
+    run: dict[str, Any] = {"role": role, "step": step, "actions": list(actions)}
+    if attempt is not None:
+        run["attempt"] = attempt
+    if resumed:
+        run["expect_resumed"] = True
+    return run
+
+
 def demo_script() -> dict[str, Any]:
-    runs: list[dict[str, Any]] = [
+    cli_py = (
+        "from demo.farewell import farewell\nfrom demo.greet import greet\n\n\n"
+        "def main() -> None:\n    print(greet())\n    print(farewell())\n"
+    )
+    report_py = (
+        "from demo.settings import load\n\n\ndef report() -> str:\n    return ', '.join(load())\n"
+    )
+    runs = [
         # TASK-1: a question, answered, then the same session resumes.
-        {
-            "role": "codeweaver",
-            "step": "TASK-1",
-            "attempt": 1,
-            "actions": [
-                {"say": "Two greetings are plausible; asking the person."},
-                {
-                    "signal": {
-                        "signal": "needs-user-input",
-                        "stepId": "TASK-1",
-                        "question": "Which greeting should greet() return?",
-                        "context": "The task says 'the agreed greeting' but none is written down.",
-                    }
-                },
-            ],
-        },
-        {
-            "role": "codeweaver",
-            "step": "TASK-1",
-            "attempt": 2,
-            "expect_resumed": True,
-            "actions": [
-                {"expect_prompt_contains": ANSWER},
-                {
-                    "write": "src/demo/greet.py",
-                    "content": f'def greet() -> str:\n    return "{ANSWER}"\n',
-                },
-                _arch("greet"),
-                _complete("TASK-1", "greet() returns the greeting the person chose"),
-            ],
-        },
+        _agent(
+            "codeweaver",
+            "TASK-1",
+            1,
+            {"say": "Two greetings are plausible; asking the person."},
+            {
+                "signal": {
+                    "signal": "needs-user-input",
+                    "stepId": "TASK-1",
+                    "question": "Which greeting should greet() return?",
+                    "context": "The task says 'the agreed greeting' but none is written down.",
+                }
+            },
+        ),
+        _agent(
+            "codeweaver",
+            "TASK-1",
+            2,
+            {"expect_prompt_contains": ANSWER},
+            {
+                "write": "src/demo/greet.py",
+                "content": f'def greet() -> str:\n    return "{ANSWER}"\n',
+            },
+            _arch("greet"),
+            _complete("TASK-1", "greet() returns the greeting the person chose"),
+            resumed=True,
+        ),
         # TASK-2: out of context, then a continuation from the continuation point.
-        {
-            "role": "codeweaver",
-            "step": "TASK-2",
-            "attempt": 1,
-            "actions": [
-                {"write": "src/demo/farewell.py", "content": '"""Farewells."""\n'},
-                {
-                    "signal": {
-                        "signal": "partially-complete",
-                        "stepId": "TASK-2",
-                        "progress": "created the module file",
-                        "continuationPoint": "write farewell() and its docstring",
-                    }
-                },
-            ],
-        },
-        {
-            "role": "codeweaver",
-            "step": "TASK-2",
-            "attempt": 2,
-            "actions": [
-                {"expect_prompt_contains": "write farewell() and its docstring"},
-                {
-                    "append": "src/demo/farewell.py",
-                    "content": 'def farewell() -> str:\n    return "Goodbye"\n',
-                },
-                _arch("farewell"),
-                _complete("TASK-2", "farewell() added"),
-            ],
-        },
+        _agent(
+            "codeweaver",
+            "TASK-2",
+            1,
+            {"write": "src/demo/farewell.py", "content": '"""Farewells."""\n'},
+            {
+                "signal": {
+                    "signal": "partially-complete",
+                    "stepId": "TASK-2",
+                    "progress": "created the module file",
+                    "continuationPoint": "write farewell() and its docstring",
+                }
+            },
+        ),
+        _agent(
+            "codeweaver",
+            "TASK-2",
+            2,
+            {"expect_prompt_contains": "write farewell() and its docstring"},
+            {
+                "append": "src/demo/farewell.py",
+                "content": 'def farewell() -> str:\n    return "Goodbye"\n',
+            },
+            _arch("farewell"),
+            _complete("TASK-2", "farewell() added"),
+        ),
         # TASK-3: Ward fails, Spiritmender fixes.
-        {
-            "role": "codeweaver",
-            "step": "TASK-3",
-            "actions": [
-                {
-                    "write": "src/demo/cli.py",
-                    "content": "# TODO-BROKEN: wire the modules\ndef main() -> None:\n    pass\n",
-                },
-                _arch("cli"),
-                _complete("TASK-3", "main() added (wiring left for later)"),
-            ],
-        },
-        {
-            "role": "spiritmender",
-            "step": "TASK-3",
-            "actions": [
-                {"expect_prompt_contains": "TODO-BROKEN"},
-                {
-                    "write": "src/demo/cli.py",
-                    "content": (
-                        "from demo.farewell import farewell\nfrom demo.greet import greet\n\n\n"
-                        "def main() -> None:\n    print(greet())\n    print(farewell())\n"
-                    ),
-                },
-                _complete("TASK-3", "wired greet and farewell into main(); Ward is green"),
-            ],
-        },
+        _agent(
+            "codeweaver",
+            "TASK-3",
+            None,
+            {
+                "write": "src/demo/cli.py",
+                "content": "# TODO-BROKEN: wire the modules\ndef main() -> None:\n    pass\n",
+            },
+            _arch("cli"),
+            _complete("TASK-3", "main() added (wiring left for later)"),
+        ),
+        _agent(
+            "spiritmender",
+            "TASK-3",
+            None,
+            {"expect_prompt_contains": "TODO-BROKEN"},
+            {"write": "src/demo/cli.py", "content": cli_py},
+            _complete("TASK-3", "wired greet and farewell into main(); Ward is green"),
+        ),
         # TASK-4: the first run crashes, the retry resumes the session.
-        {
-            "role": "codeweaver",
-            "step": "TASK-4",
-            "attempt": 1,
-            "actions": [
-                {"say": "Loading settings..."},
-                {"crash": 1},
-            ],
-        },
-        {
-            "role": "codeweaver",
-            "step": "TASK-4",
-            "attempt": 2,
-            "actions": [
-                {"expect_prompt_contains": "previous attempt failed"},
-                {
-                    "write": "src/demo/settings.py",
-                    "content": 'def load() -> dict[str, str]:\n    return {"name": "demo"}\n',
-                },
-                _arch("settings"),
-                _complete("TASK-4", "load() returns the defaults"),
-            ],
-        },
+        _agent("codeweaver", "TASK-4", 1, {"say": "Loading settings..."}, {"crash": 1}),
+        _agent(
+            "codeweaver",
+            "TASK-4",
+            2,
+            {"expect_prompt_contains": "previous attempt failed"},
+            {
+                "write": "src/demo/settings.py",
+                "content": 'def load() -> dict[str, str]:\n    return {"name": "demo"}\n',
+            },
+            _arch("settings"),
+            _complete("TASK-4", "load() returns the defaults"),
+        ),
         # TASK-5: a new module without a diagram change is blocked, then fixed.
-        {
-            "role": "codeweaver",
-            "step": "TASK-5",
-            "attempt": 1,
-            "actions": [
-                {
-                    "write": "src/demo/report.py",
-                    "content": (
-                        "from demo.settings import load\n\n\n"
-                        "def report() -> str:\n    return ', '.join(load())\n"
-                    ),
-                },
-                _complete("TASK-5", "report() added"),
-            ],
-        },
-        {
-            "role": "codeweaver",
-            "step": "TASK-5",
-            "attempt": 2,
-            "actions": [
-                {"expect_prompt_contains": ARCH},
-                _arch("report"),
-                _complete("TASK-5", "architecture diagram names demo.report"),
-            ],
-        },
+        _agent(
+            "codeweaver",
+            "TASK-5",
+            1,
+            {"write": "src/demo/report.py", "content": report_py},
+            _complete("TASK-5", "report() added"),
+        ),
+        _agent(
+            "codeweaver",
+            "TASK-5",
+            2,
+            {"expect_prompt_contains": ARCH},
+            _arch("report"),
+            _complete("TASK-5", "architecture diagram names demo.report"),
+        ),
         # TASK-6: Siegemaster hands a gap to Codeweaver and is resumed after it.
-        {
-            "role": "codeweaver",
-            "step": "TASK-6",
-            "attempt": 1,
-            "actions": [
-                {"write": "docs/usage.md", "content": "# Usage\n\nRun `python -m demo.cli`.\n"},
-                _complete("TASK-6", "usage guide written"),
-            ],
-        },
-        {
-            "role": "siegemaster",
-            "step": "TASK-6",
-            "attempt": 1,
-            "actions": [
-                {
-                    "signal": {
-                        "signal": "needs-role-followup",
-                        "stepId": "TASK-6",
-                        "targetRole": "codeweaver",
-                        "reason": "the guide has no example output",
-                        "context": "add the two lines main() prints",
-                        "resume": True,
-                    }
-                },
-            ],
-        },
-        {
-            "role": "codeweaver",
-            "step": "TASK-6",
-            "attempt": 2,
-            "actions": [
-                {"expect_prompt_contains": "no example output"},
-                {
-                    "append": "docs/usage.md",
-                    "content": f"\nIt prints:\n\n    {ANSWER}\n    Goodbye\n",
-                },
-                _complete("TASK-6", "example output added"),
-            ],
-        },
-        {
-            "role": "siegemaster",
-            "step": "TASK-6",
-            "attempt": 2,
-            "expect_resumed": True,
-            "actions": [_complete("TASK-6", "edge cases covered after the follow-up")],
-        },
+        _agent(
+            "codeweaver",
+            "TASK-6",
+            1,
+            {"write": "docs/usage.md", "content": "# Usage\n\nRun `python -m demo.cli`.\n"},
+            _complete("TASK-6", "usage guide written"),
+        ),
+        _agent(
+            "siegemaster",
+            "TASK-6",
+            1,
+            {
+                "signal": {
+                    "signal": "needs-role-followup",
+                    "stepId": "TASK-6",
+                    "targetRole": "codeweaver",
+                    "reason": "the guide has no example output",
+                    "context": "add the two lines main() prints",
+                    "resume": True,
+                }
+            },
+        ),
+        _agent(
+            "codeweaver",
+            "TASK-6",
+            2,
+            {"expect_prompt_contains": "no example output"},
+            {"append": "docs/usage.md", "content": f"\nIt prints:\n\n    {ANSWER}\n    Goodbye\n"},
+            _complete("TASK-6", "example output added"),
+        ),
+        _agent(
+            "siegemaster",
+            "TASK-6",
+            2,
+            _complete("TASK-6", "edge cases covered after the follow-up"),
+            resumed=True,
+        ),
     ]
     # Everyone else completes.
     for n in range(1, len(TASKS) + 1):
         step = f"TASK-{n}"
         runs.append(
-            {
-                "role": "siegemaster",
-                "step": step,
-                "actions": [
-                    {"say": "Checked empty input and imports."},
-                    _complete(step, "edge cases hold"),
-                ],
-            }
+            _agent(
+                "siegemaster",
+                step,
+                None,
+                {"say": "Checked empty input and imports."},
+                _complete(step, "edge cases hold"),
+            )
         )
         runs.append(
-            {
-                "role": "lawbringer",
-                "step": step,
-                "actions": [_complete(step, "reviewed: small, clear, tested")],
-            }
+            _agent("lawbringer", step, None, _complete(step, "reviewed: small, clear, tested"))
         )
     return {"runs": runs}
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
 def build_demo_repo(repo: Path) -> Path:
     """Create the demo repository and its backlog; returns the agent script path."""
     repo.mkdir(parents=True, exist_ok=True)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.name", "demo")
-    _git(repo, "config", "user.email", "demo@localhost")
+    run_git(["init", "-q", "-b", "main"], repo)
+    run_git(["config", "user.name", "demo"], repo)
+    run_git(["config", "user.email", "demo@localhost"], repo)
     (repo / ".github").mkdir(exist_ok=True)
     python = json.dumps(sys.executable)
     (repo / ".github" / "scaffold.yml").write_text(
@@ -371,18 +296,18 @@ def build_demo_repo(repo: Path) -> Path:
         'statuses: ["To Do", "In Progress", "Done"]\nauto_commit: false\ntask_prefix: "task"\n',
         encoding="utf-8",
     )
-    for spec in TASKS:
+    for title, deps, priority, criterion in TASKS:
         bl.create_task(
             repo,
-            spec["title"],
-            description=f"Demo task: {spec['title'].lower()}.",
-            dependencies=spec["deps"],
-            priority=spec["priority"],
-            acceptance_criteria=spec["ac"],
+            title,
+            description=f"Demo task: {title.lower()}.",
+            dependencies=deps,
+            priority=priority,
+            acceptance_criteria=[criterion],
         )
     (repo / ".gitignore").write_text(".scaffold/\n.demo-agent/\n__pycache__/\n", encoding="utf-8")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "demo project with a Backlog.md backlog")
+    run_git(["add", "-A"], repo)
+    run_git(["commit", "-q", "-m", "demo project with a Backlog.md backlog"], repo)
     # The scripted agent's script and state live in an ignored folder of the repository
     # (not scaffold's state, which agents never see), so a demo never sees another
     # demo's attempt counters.
@@ -401,9 +326,13 @@ async def _run(repo: Path, reporter: Reporter) -> int:
 
 
 def run_demo(directory: Path | None) -> int:
-    keep = directory is not None
-    base = Path(tempfile.mkdtemp(prefix="scaffold-demo-")) if directory is None else None
-    repo = (directory or (base or Path()) / "demo").absolute()
+    if directory is not None:
+        return _demo(directory.absolute(), keep=True)
+    with tempfile.TemporaryDirectory(prefix="scaffold-demo-", ignore_cleanup_errors=True) as base:
+        return _demo(Path(base) / "demo", keep=False)
+
+
+def _demo(repo: Path, keep: bool) -> int:
     if repo.exists() and any(repo.iterdir()):
         print(f"scaffold demo: {repo} is not empty", file=sys.stderr)
         return 2
@@ -411,40 +340,28 @@ def run_demo(directory: Path | None) -> int:
     script = build_demo_repo(repo)
     os.environ.update(scripted.agent_env(script, script.parent / "state"))
     out.line(f"demo repository: {repo} (6 tasks, 3 slots, scripted agents)")
-    try:
+    code = asyncio.run(_run(repo, out))
+    for _ in range(3):
+        if code != 3:
+            break
+        quest = open_or_create_quest(repo, None)
+        try:
+            pending, quest_id = quest.quest.pending_questions(), quest.quest.id
+        finally:
+            quest.close()
+        for q in pending:
+            out.line(f'a person answers: scaffold answer {q.id} "{ANSWER}"')
+            answer = inbox.make("answer", quest_id, question_id=q.id, text=ANSWER)
+            inbox.post(state_root(repo), answer)
         code = asyncio.run(_run(repo, out))
-        rounds = 1
-        while code == 3 and rounds < 4:
-            rounds += 1
-            quest = open_or_create_quest(repo, None)
-            try:
-                pending = quest.quest.pending_questions()
-                quest_id = quest.quest.id
-            finally:
-                quest.close()
-            for q in pending:
-                out.line(f'a person answers: scaffold answer {q.id} "{ANSWER}"')
-                inbox.post(
-                    state_root(repo), inbox.make("answer", quest_id, question_id=q.id, text=ANSWER)
-                )
-            code = asyncio.run(_run(repo, out))
-        snapshot = bl.load_backlog(repo)
-        done = [t.id for t in snapshot.tasks if t.status == "Done"]
-        log = subprocess.run(
-            ["git", "log", "--oneline", "--merges", "main"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        out.line(f"Backlog.md: {len(done)} of {len(snapshot.tasks)} task(s) Done")
-        out.line(f"merge commits on main: {len(log.splitlines())}")
-        ok = code == 0 and len(done) == len(TASKS)
-        out.line("demo finished: every task merged and Done" if ok else "demo FAILED")
-        if keep:
-            status = f"{scaffold_command()} status"
-            out.line(f"inspect it: cd {repo} && git log --graph --oneline && {status}")
-        return 0 if ok else 1
-    finally:
-        if not keep and base is not None:
-            shutil.rmtree(base, ignore_errors=True)
+    snapshot = bl.load_backlog(repo)
+    done = [t.id for t in snapshot.tasks if t.status == "Done"]
+    merges = run_git(["rev-list", "--count", "--merges", "main"], repo).stdout.strip()
+    out.line(f"Backlog.md: {len(done)} of {len(snapshot.tasks)} task(s) Done")
+    out.line(f"merge commits on main: {merges}")
+    ok = code == 0 and len(done) == len(TASKS)
+    out.line("demo finished: every task merged and Done" if ok else "demo FAILED")
+    if keep:
+        status = f"{scaffold_command()} status"
+        out.line(f"inspect it: cd {repo} && git log --graph --oneline && {status}")
+    return 0 if ok else 1

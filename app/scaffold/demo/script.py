@@ -16,96 +16,70 @@ from scaffold.errors import InvalidIdError
 from scaffold.ids import normalize_task_id
 
 
-class _Action(BaseModel):
+class Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Write(_Action):
+class Write(Action):
     write: str
     content: str
 
 
-class Append(_Action):
+class Append(Action):
     append: str
     content: str
 
 
-class Delete(_Action):
+class Delete(Action):
     delete: str
 
 
-class RunCommand(_Action):
+class RunCommand(Action):
     run: Annotated[list[str], Field(min_length=1)]
 
 
-class Say(_Action):
+class Say(Action):
     say: str
 
 
-class Sleep(_Action):
+class Sleep(Action):
     sleep: Annotated[float, Field(ge=0)]
 
 
-class PrintGarbage(_Action):
+class PrintGarbage(Action):
     print_garbage: str
 
 
-class PrintLongLine(_Action):
+class PrintLongLine(Action):
     print_long_line: Annotated[int, Field(gt=0)]
 
 
-class Hang(_Action):
+class Hang(Action):
     hang: Literal[True]
 
 
-class Crash(_Action):
+class Crash(Action):
     crash: Annotated[int, Field(ge=0, le=255)]
 
 
-class SendSignal(_Action):
+class SendSignal(Action):
     signal: dict[str, Any]
 
 
-class CallTool(_Action):
+class CallTool(Action):
     """Any of the run's tools (``write-requirements``, ``create-tasks``) with ``arguments``."""
 
     call: str
     arguments: dict[str, Any]
 
 
-class ExpectPromptContains(_Action):
+class ExpectPromptContains(Action):
     expect_prompt_contains: str
 
 
-Action = (
-    Write
-    | Append
-    | Delete
-    | RunCommand
-    | Say
-    | Sleep
-    | PrintGarbage
-    | PrintLongLine
-    | Hang
-    | Crash
-    | SendSignal
-    | CallTool
-    | ExpectPromptContains
-)
+# Each action is an object with exactly one of these keys (its first field).
 _ACTIONS: dict[str, type[Action]] = {
-    "write": Write,
-    "append": Append,
-    "delete": Delete,
-    "run": RunCommand,
-    "say": Say,
-    "sleep": Sleep,
-    "print_garbage": PrintGarbage,
-    "print_long_line": PrintLongLine,
-    "hang": Hang,
-    "crash": Crash,
-    "signal": SendSignal,
-    "call": CallTool,
-    "expect_prompt_contains": ExpectPromptContains,
+    next(iter(cls.model_fields)): cls for cls in Action.__subclasses__()
 }
 
 

@@ -1,36 +1,22 @@
 """A scripted agent: a program that honours Claude Code's invocation contract, with no model.
 
-Tests and the demo put ``python -m scaffold.demo.scripted`` in ``agent.command`` so the
-orchestrator drives it through the very code path it uses for ``claude``::
+Tests and the demo put ``python -m scaffold.demo.scripted`` in ``agent.command``; the
+orchestrator runs it as it runs ``claude`` (``-p <prompt> --output-format stream-json
+--verbose --mcp-config <file> [--resume <session>]``). It plays the first run of the
+script named by ``SCAFFOLD_AGENT_SCRIPT`` (:mod:`scaffold.demo.script`) whose ``role``,
+``step``, ``attempt``, ``prompt_contains`` and ``resumed`` match the invocation;
+``attempt`` counts invocations per (step, role) in the state dir (``SCAFFOLD_AGENT_STATE``),
+which also logs every invocation to ``invocations.jsonl`` for the tests. ``signal`` and
+``call`` actions are real tool calls to the ``scaffold`` MCP server through the mcp SDK.
 
-    python -m scaffold.demo.scripted -p <prompt> --output-format stream-json --verbose \\
-        --mcp-config <file> [--resume <session_id>] [other flags ignored]
-
-What it does comes from the JSON file named by ``SCAFFOLD_AGENT_SCRIPT``: a list of runs
-(or ``{"runs": [...], "strict_resume": bool}``). The first run whose ``role``, ``step``,
-``attempt``, ``prompt_contains`` and ``resumed`` all match this invocation is played;
-``attempt`` counts invocations per (step, role) in the state dir (``SCAFFOLD_AGENT_STATE``,
-default ``<script>.state`` beside the script), so "the 1st Codeweaver run for TASK-3
-crashes, the 2nd succeeds" is two runs with ``"attempt": 1`` and ``"attempt": 2``.
-
-A run's ``actions`` are played in order: ``write``/``append``/``delete`` a file (inside
-the cwd), ``run`` an argv, ``say`` a text, ``sleep``, ``print_garbage``,
-``print_long_line``, ``hang``, ``crash`` (exit without a signal), ``signal`` (a real
-``signal-back`` call to the ``scaffold`` HTTP MCP server of ``--mcp-config``, through
-the mcp SDK's client, :mod:`scaffold.signal_back.client`), ``call`` (any other of the
-run's tools, the same way) and ``expect_prompt_contains``. The stream-json it prints has the shapes Claude Code prints (system/init, assistant, user tool_result, result).
-
-Exit codes: 0 played to the end; 2 no run matches (an error result is printed first);
-3 the script failed (an expectation, a bad action or script): a crash to the orchestrator;
-1 as Claude (bad MCP config, stream-json without --verbose, unknown session with
-``strict_resume``); a ``crash`` action's own code.
-
-Every invocation is logged to ``invocations.jsonl`` in the state dir (prompt, session id,
-resumed, attempt, matched run) so tests can see what reached the agent.
+Exit codes: 0 played to the end; 1 as Claude (bad MCP config, stream-json without
+--verbose, unknown session with ``strict_resume``); 2 no run matches; 3 the script
+failed (an expectation, a bad action); a ``crash`` action's own code.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import json
@@ -82,106 +68,29 @@ _MAX_TOOL_OUTPUT = 30_000
 # --------------------------------------------------------------------------- command line
 
 
-_VALUE_FLAGS = frozenset(
-    {
-        "--output-format",
-        "--input-format",
-        "--mcp-config",
-        "--resume",
-        "-r",
-        "--session-id",
-        "--model",
-        "--fallback-model",
-        "--allowedTools",
-        "--allowed-tools",
-        "--disallowedTools",
-        "--disallowed-tools",
-        "--permission-mode",
-        "--permission-prompt-tool",
-        "--max-turns",
-        "--max-budget-usd",
-        "--append-system-prompt",
-        "--system-prompt",
-        "--settings",
-        "--setting-sources",
-        "--add-dir",
-        "--agents",
-        "--betas",
-        "--plugin-dir",
-    }
-)
-
-
-@dataclass
-class Invocation:
-    """The parts of Claude Code's command line the scripted agent honours."""
-
-    prompt: str | None = None
-    output_format: str = "text"
-    verbose: bool = False
-    mcp_configs: list[str] = field(default_factory=list)
-    resume: str | None = None
-    session_id: str | None = None
-
-
-def parse_argv(argv: list[str]) -> Invocation:
-    """Claude-like parsing: ``-p`` may be followed by the prompt; unknown flags are ignored."""
-    inv = Invocation()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        name, eq, inline = arg.partition("=")
-        if arg in ("-p", "--print"):
-            if inv.prompt is None and i < len(argv) and not argv[i].startswith("-"):
-                inv.prompt = argv[i]
-                i += 1
-        elif name in _VALUE_FLAGS:
-            if eq:
-                value = inline
-            elif i < len(argv):
-                value = argv[i]
-                i += 1
-            else:
-                value = ""
-            _set_option(inv, name, value)
-        elif arg == "--verbose":
-            inv.verbose = True
-        elif not arg.startswith("-") and inv.prompt is None:
-            inv.prompt = arg
-    return inv
-
-
-def _set_option(inv: Invocation, name: str, value: str) -> None:
-    if name == "--output-format":
-        inv.output_format = value
-    elif name == "--mcp-config":
-        inv.mcp_configs.append(value)
-    elif name in ("--resume", "-r"):
-        inv.resume = value
-    elif name == "--session-id":
-        inv.session_id = value
+def parse_argv(argv: list[str]) -> argparse.Namespace:
+    """Claude-like parsing: the prompt after ``-p`` or alone; unknown flags are ignored."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("-p", "--print", action="store_true")
+    parser.add_argument("--output-format", default="text")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--mcp-config", dest="mcp_configs", action="append", default=[])
+    parser.add_argument("--resume", "-r")
+    # What scaffold passes a real ``claude`` besides: values to skip, not prompts.
+    for flag in ("--allowedTools", "--append-system-prompt", "--model", "--max-turns"):
+        parser.add_argument(flag)
+    parser.add_argument("prompt", nargs="?")
+    return parser.parse_known_args(argv)[0]
 
 
 def load_mcp_servers(configs: list[str]) -> dict[str, dict[str, Any]]:
-    """Merge ``--mcp-config`` values (file paths or inline JSON), later ones win."""
+    """The servers of the ``--mcp-config`` files, later ones winning."""
     servers: dict[str, dict[str, Any]] = {}
-    for value in configs:
+    for path in configs:
         try:
-            text = value if value.lstrip().startswith("{") else Path(value).read_text("utf-8")
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise _ClaudeError(f"Error: Invalid MCP configuration: {value}: {exc}") from None
-        entries = data.get("mcpServers") if isinstance(data, dict) else None
-        if not isinstance(entries, dict):
-            raise _ClaudeError(f"Error: Invalid MCP configuration: {value}: no mcpServers object")
-        for name, entry in entries.items():
-            if isinstance(entry, dict) and entry.get("type") == "http":
-                if not isinstance(entry.get("url"), str):
-                    raise _ClaudeError(f"Error: Invalid MCP configuration: {name}: needs a url")
-            elif not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-                raise _ClaudeError(f"Error: Invalid MCP configuration: {name}: needs a command")
-            servers[str(name)] = entry
+            servers.update(json.loads(Path(path).read_text("utf-8"))["mcpServers"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _ClaudeError(f"Error: Invalid MCP configuration: {path}: {exc!r}") from None
     return servers
 
 
@@ -202,22 +111,8 @@ class StateDir:
     def locked(self) -> Iterator[None]:
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def bump_attempt(self, role: str, step: str) -> int:
-        """Count this invocation of (step, role); call with the lock held."""
-        path = self.path / "attempts.json"
-        counts: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
-        key = f"{step}|{role}"
-        counts[key] = counts.get(key, 0) + 1
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-        return counts[key]
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            yield
 
     def log_invocation(self, entry: Mapping[str, Any]) -> None:
         with open(self.path / "invocations.jsonl", "a", encoding="utf-8") as fh:
@@ -230,9 +125,6 @@ class StateDir:
         lines = path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
-    def knows_session(self, session_id: str) -> bool:
-        return any(e.get("session_id") == session_id for e in self.invocations())
-
 
 def agent_command(python: str = sys.executable) -> list[str]:
     """The ``agent.command`` argv that runs this scripted agent (``-P``: cwd not on sys.path)."""
@@ -240,11 +132,8 @@ def agent_command(python: str = sys.executable) -> list[str]:
 
 
 def agent_env(script: Path, state: Path) -> dict[str, str]:
-    """Where the scripted agent finds its script and keeps its state.
-
-    The script and the state stand in for a model's server, which lives outside any
-    sandbox: they are named to scaffold's sandbox as readable and writable.
-    """
+    """Where the scripted agent finds its script and keeps its state; they stand in for a
+    model's server, outside any sandbox, so the sandbox lets the agent read and write them."""
     return {
         ENV_SCRIPT: str(script),
         ENV_STATE: str(state),
@@ -253,38 +142,25 @@ def agent_env(script: Path, state: Path) -> dict[str, str]:
     }
 
 
-def default_state_dir(script: Path) -> Path:
-    return script.with_name(script.name + ".state")
-
-
 # --------------------------------------------------------------------------- playing a run
 
 
 class _Exit(Exception):
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
+    """A ``crash`` action: exit with its code (``args[0]``)."""
 
 
+@dataclass
 class Player:
     """Plays one run's actions in ``cwd``; opens the MCP connection on demand."""
 
-    def __init__(
-        self,
-        stream: Stream,
-        cwd: Path,
-        prompt: str,
-        servers: Mapping[str, dict[str, Any]],
-        step_id: str,
-    ) -> None:
-        self.stream = stream
-        self.cwd = cwd
-        self.prompt = prompt
-        self.servers = servers
-        self.step_id = step_id
-        self.stack = AsyncExitStack()
-        self.client: Client | None = None
-        self.connect_error: str | None = None
+    stream: Stream
+    cwd: Path
+    prompt: str
+    servers: Mapping[str, dict[str, Any]]
+    step_id: str
+    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    client: Client | None = None
+    connect_error: str | None = None
 
     async def connect(self) -> str:
         """Connect to the ``scaffold`` server and initialise; return its init status."""
@@ -301,10 +177,6 @@ class Player:
             print(f"scripted agent: {self.connect_error}", file=sys.stderr)
             return "failed"
         return "connected"
-
-    async def play(self, actions: list[Action]) -> None:
-        for action in actions:
-            await self.step(action)
 
     async def step(self, action: Action) -> None:
         import anyio
@@ -450,14 +322,15 @@ async def _main(argv: list[str]) -> int:
 
     role = os.environ.get("SCAFFOLD_ROLE", "")
     step = os.environ.get("SCAFFOLD_STEP_ID", "")
-    state = StateDir(Path(os.environ.get(ENV_STATE) or default_state_dir(Path(script_path))))
+    state = StateDir(Path(os.environ.get(ENV_STATE) or f"{script_path}.state"))
     resumed = inv.resume is not None
-    session_id = inv.resume or inv.session_id or str(uuid.uuid4())
+    session_id = inv.resume or str(uuid.uuid4())
     with state.locked():
-        if resumed and script.strict_resume and not state.knows_session(session_id):
+        seen = state.invocations()
+        if resumed and script.strict_resume and all(e["session_id"] != session_id for e in seen):
             print(f"No conversation found with session ID: {session_id}", file=sys.stderr)
             return EXIT_CLAUDE_ERROR
-        attempt = state.bump_attempt(role, step)
+        attempt = 1 + sum(1 for e in seen if e["step"] == step and e["role"] == role)
         index = next(
             (
                 i
@@ -499,11 +372,12 @@ async def _main(argv: list[str]) -> int:
         try:
             if run.expect_resumed is not None and run.expect_resumed != resumed:
                 raise ScriptError(f"expected resumed={run.expect_resumed}, got {resumed}")
-            await player.play(actions)
+            for action in actions:
+                await player.step(action)
         except ScriptError as exc:
             return _fail(str(exc), EXIT_SCRIPT_FAILED)
         except _Exit as exc:
-            return exc.code
+            return int(exc.args[0])
         stream.result(cost=run.cost_usd, started=started, is_error=False, text=stream.last_text)
     return 0
 

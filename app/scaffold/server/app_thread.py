@@ -1,12 +1,9 @@
 """The App's own event loop, in a thread of its own.
 
-The loop that answers webhooks must only wait: verify, store, acknowledge. Quest runs
-are not like that: spawning an agent (fork and exec), a journal's fsync, git and file
-work all hold the thread that does them, and twenty quests at once hold it often. So
-the App (its delivery handlers and every quest run) lives on a second loop, in this
-thread; the ingest's workers hand each delivery over with :meth:`AppThread.call` and
-wait for its end without blocking their loop. A cancelled call cancels the coroutine
-on the App's loop.
+The loop that answers webhooks must only wait (verify, store, acknowledge); quest runs
+hold the thread that runs them (spawning agents, fsync, git). So the App lives on a
+second loop here; the ingest's workers hand each delivery over with
+:meth:`AppThread.call`, and a cancelled call cancels the coroutine on the App's loop.
 """
 
 from __future__ import annotations
@@ -29,12 +26,12 @@ BLOCKING_THREADS = 32
 
 
 class AppThread:
-    def __init__(self, name: str = "scaffold-app") -> None:
+    def __init__(self) -> None:
         self.loop = uvloop.new_event_loop()
         self.loop.set_default_executor(
-            ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix=f"{name}-blocking")
+            ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix="scaffold-app-blocking")
         )
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name="scaffold-app", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

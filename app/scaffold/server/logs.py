@@ -1,12 +1,5 @@
-"""JSON logs, one object per line, with secrets masked in every record.
-
-    configure_json_logging(logging.INFO, extra_secrets=[settings.webhook_secret])
-    _log.info("handled", extra={"delivery": d.id, "event": d.event, "ms": 3.2})
-
-prints ``{"ts": "...", "level": "info", "logger": "...", "msg": "handled",
-"delivery": "...", "event": "...", "ms": 3.2}``. Secrets are masked by
-:func:`scaffold.sanitize.redact` (tokens, private keys, JWTs, ``Bearer``/``token``
-values, and the given secrets), the same masking issue text gets.
+"""JSON logs, one object per line (``ts``, ``level``, ``logger``, ``msg`` and the
+record's extras), with secrets masked in every record by :func:`scaffold.sanitize.redact`.
 """
 
 from __future__ import annotations
@@ -60,9 +53,7 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _RESERVED:
                 entry[key] = value
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
+        if record.exc_text:  # formatted (and redacted) by RedactingFilter
             entry["exc"] = record.exc_text
         return json.dumps(entry, default=str, ensure_ascii=False)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 from collections.abc import Callable, Coroutine
@@ -22,18 +21,6 @@ from scaffold.server.app import INGEST
 
 _log = logging.getLogger("scaffold.server")
 SHUTDOWN_TIMEOUT_S = 5.0  # for HTTP requests still open after the drain
-# Each delivery's parsed JSON is a few hundred containers that die when it is handled;
-# collecting the young generation every 700 allocations (the default) spends about a
-# third of the parse again in the collector. 20,000 lets most of them die first.
-GC_THRESHOLD = (20_000, 20, 20)
-
-
-def tune_gc() -> None:
-    """Move what start-up made (modules, the app) out of the collector's reach, and
-    collect the young generation less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLD)
 
 
 async def serve_async(
@@ -47,10 +34,9 @@ async def serve_async(
 ) -> None:
     """Serve until ``stop`` is set or a SIGTERM/SIGINT arrives; then drain and clean up.
 
-    ``after_listening`` runs as a task once the server listens (what the App needs only
-    then, e.g. importing and starting its GitHub side), cancelled at the stop if still
-    running; if it fails the server stops at once, without draining (what was accepted
-    is handled at the next start), and its error is raised.
+    ``after_listening`` runs once the server listens; if it fails the server stops at
+    once, without draining (what was accepted is handled at the next start), and its
+    error is raised.
     """
     if stop is None:
         stop = asyncio.Event()
@@ -59,7 +45,6 @@ async def serve_async(
         loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
-    tune_gc()
     later: asyncio.Task[None] | None = None
     try:
         site = web.TCPSite(runner, host, port)
@@ -92,20 +77,9 @@ async def serve_async(
         raise exc
 
 
-def serve(
-    app: web.Application,
-    host: str,
-    port: int,
-    *,
-    drain_timeout_s: float,
-    after_listening: Callable[[], Coroutine[Any, Any, None]] | None = None,
-) -> None:
+def serve(app: web.Application, host: str, port: int, **options: Any) -> None:
     """Blocking form of :func:`serve_async`, on uvloop (libuv's event loop)."""
-    uvloop.run(
-        serve_async(
-            app, host, port, drain_timeout_s=drain_timeout_s, after_listening=after_listening
-        )
-    )
+    uvloop.run(serve_async(app, host, port, **options))
 
 
 def _failed(task: asyncio.Task[None]) -> bool:

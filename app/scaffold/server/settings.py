@@ -1,14 +1,14 @@
 """The server's settings, read from the environment.
 
 A missing or unusable variable raises :class:`ConfigError` naming the variable; the
-message never contains the value, and ``repr`` never shows the key or the secret.
+message never contains the value, and ``repr`` leaves out the key and the secret.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from scaffold.errors import ConfigError
@@ -28,8 +28,8 @@ _URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     app_id: int
-    private_key: bytes
-    webhook_secret: str
+    private_key: bytes = field(repr=False)
+    webhook_secret: str = field(repr=False)
     state_dir: Path
     github_url: str = DEFAULT_GITHUB_URL
     max_body_bytes: int = 25 * 1024 * 1024
@@ -40,16 +40,6 @@ class ServerSettings:
     # fsync each stored delivery before answering 202 (sqlite's synchronous=FULL): it then
     # survives a power loss, not just the process being killed (SCAFFOLD_WEBHOOK_FSYNC=1).
     fsync: bool = False
-
-    def __repr__(self) -> str:
-        return (
-            f"ServerSettings(app_id={self.app_id}, private_key=<redacted>, "
-            f"webhook_secret=<redacted>, state_dir={self.state_dir!r}, "
-            f"github_url={self.github_url!r}, max_body_bytes={self.max_body_bytes}, "
-            f"drain_timeout_s={self.drain_timeout_s}, workers={self.workers}, fsync={self.fsync})"
-        )
-
-    __str__ = __repr__
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], state_dir: Path) -> ServerSettings:
