@@ -1,5 +1,4 @@
-"""The orchestrator's view of the backlog: re-read when a file changed, and with
-``recheck_s`` not even listed again within that time unless scaffold wrote to it."""
+"""The orchestrator's view of the backlog: parsed again only when a file changed."""
 
 from __future__ import annotations
 
@@ -18,15 +17,7 @@ def _repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_without_recheck_time_every_get_sees_a_change(tmp_path: Path) -> None:
+def test_every_get_sees_a_new_file(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     cache = BacklogCache(repo)
     first = cache.get()
@@ -35,23 +26,9 @@ def test_without_recheck_time_every_get_sees_a_change(tmp_path: Path) -> None:
     assert [t.id for t in cache.get().tasks] == ["TASK-1", "TASK-2"]
 
 
-def test_a_persons_edit_is_seen_once_the_recheck_time_passed(tmp_path: Path) -> None:
+def test_an_edit_is_seen_at_once(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
-    clock = Clock()
-    cache = BacklogCache(repo, recheck_s=0.25, clock=clock)
-    first = cache.get()
-    bl.create_task(repo, "Second", description="Two.")  # a person, not scaffold
-    clock.now += 0.1
-    assert cache.get() is first
-    clock.now += 0.2
-    assert [t.id for t in cache.get().tasks] == ["TASK-1", "TASK-2"]
-
-
-def test_scaffolds_own_write_is_seen_at_once(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
-    clock = Clock()
-    cache = BacklogCache(repo, recheck_s=60.0, clock=clock)
+    cache = BacklogCache(repo)
     path = cache.get().get("TASK-1").path
     bl.set_status(path, "In Progress")
-    cache.invalidate()
     assert cache.get().get("TASK-1").status == "In Progress"

@@ -12,6 +12,7 @@ a task's current state, and a forge must notice what it already did.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,6 @@ from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.quest.model import AgentRun, PullRequest, Quest, Question, TaskRecord
-from scaffold.runtime.background import in_background
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class LocalForge:
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         message = f"Merge {task.branch}: {task.id} {task.title}"
-        return await in_background(self._merge, task.id, message)
+        return await asyncio.to_thread(self._merge, task.id, message)
 
     async def branch_deleted(self, quest: Quest, task_id: str) -> None:
         return None

@@ -50,7 +50,6 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_jobs import AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
-from scaffold.runtime.background import in_background
 from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
 from scaffold.runtime.estimates import LearnedEstimates
@@ -59,18 +58,12 @@ from scaffold.runtime.recovery import recover
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.slot_pool import SlotPool
-from scaffold.runtime.unsettled import Unsettled
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 from scaffold.signal_back.plan import QUEST_LABEL_PREFIX
 from scaffold.state.publisher import StatePublisher
 
 MAX_DIAGRAM_AUTOFIX = 2
-
-# Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
-# work, so that a slot given back goes to an agent at once, not to a task's allocation.
-# Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
-LOOKAHEAD = 1
 
 
 class Orchestrator:
@@ -102,8 +95,7 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        # Listed again on scaffold's own writes at once, on a person's within poll_s.
-        self.backlog = BacklogCache(repo, recheck_s=poll_s)
+        self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         self.workspace = self.ops.workspace
         self.forge: Forge = (
@@ -148,8 +140,6 @@ class Orchestrator:
         self.agents = AgentJobs(self)
         # Events from jobs; None only wakes the main loop (a job ended).
         self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
-        # The commits of agents' work still running after their end was applied.
-        self.unsettled = Unsettled(reporter.warn, lambda: self.queue.put_nowait(None))
         # The latest job of each key, and every job not yet ended (a key's earlier job
         # may still be at work beside its latest).
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -245,7 +235,6 @@ class Orchestrator:
             if self.slot_pool is not None:
                 self.slot_pool.leave(self.quest.id)
             await self._stop_all_jobs()
-            await self.unsettled.settle_all()
             with contextlib.suppress(ScaffoldError):
                 await self.forge.flush(self.quest)
             if self._publishing is not None:
@@ -275,7 +264,7 @@ class Orchestrator:
             except ScaffoldError as exc:
                 self._say_publish_error(str(exc))
                 return
-        if await in_background(pub.publish, reason):
+        if await asyncio.to_thread(pub.publish, reason):
             self._publish_error_said = None
         elif pub.last_error is not None:
             self._say_publish_error(pub.last_error)
@@ -306,7 +295,7 @@ class Orchestrator:
         self.commit(q.model_copy(update=update), entries)
 
     def _idle(self) -> bool:
-        return not self._running and self.queue.empty() and not self.unsettled.busy()
+        return not self._running and self.queue.empty()
 
     def _apply_queued(self, item: tuple[str, Event] | None) -> None:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
@@ -451,10 +440,6 @@ class Orchestrator:
         slots = self.cfg.slots
         if self.slot_pool is not None:
             slots = len(busy) + self.slot_pool.allowance(self.quest.id)
-        elif len(busy) >= slots and all(tid in self.agents.leases for tid in busy):
-            # Every slot at work: make the next task ready. It is the only one without
-            # a slot, so it is the next to get one (in the scheduler's order).
-            slots += LOOKAHEAD
         candidates = [
             SchedTask(
                 id=t.id,

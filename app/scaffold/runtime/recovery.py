@@ -10,7 +10,6 @@ idempotent (a merge that already happened is detected, not repeated).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal as signals
@@ -89,19 +88,14 @@ def recover(orch: Orchestrator) -> None:
 
 
 def _commit_leftovers(orch: Orchestrator, task: TaskRecord) -> None:
-    """The commit of an agent's work runs after its end is journaled (``unsettled``):
-    scaffold may have stopped in between. Whatever the worktree holds is committed
-    before the task's next step (nothing when the commit had been made)."""
+    """A commit of an agent's work that failed, or was cut short by a stop: whatever
+    the worktree holds is committed before the task's next step."""
     if task.worktree is None or not Path(task.worktree).is_dir():
         return
-
-    def commit() -> None:
-        with contextlib.suppress(ScaffoldError):
-            orch.workspace.commit_all(
-                task.id, f"{task.id} work left uncommitted by a restart", unless_merging=True
-            )
-
-    orch.unsettled.add(task.id, asyncio.ensure_future(asyncio.to_thread(commit)))
+    with contextlib.suppress(ScaffoldError):
+        orch.workspace.commit_all(
+            task.id, f"{task.id} work left uncommitted by a restart", unless_merging=True
+        )
 
 
 def _restore_worktree(orch: Orchestrator, task: TaskRecord) -> None:

@@ -84,11 +84,8 @@ class RepoOps:
         return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing_lines(report))
 
     def merge(self, task_id: str, message: str) -> Event | None:
-        try:
-            with self.default_branch_lock:
-                result = self.workspace.merge(task_id, message)
-        finally:
-            self.backlog.invalidate()  # the checkout's files moved with the branch
+        with self.default_branch_lock:
+            result = self.workspace.merge(task_id, message)
         if result.merged:
             return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
         if result.conflict_files:
@@ -116,8 +113,5 @@ class RepoOps:
                 notes=notes_text,
                 summary=summary_text,
             )
-        try:
-            with self.default_branch_lock:
-                self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
-        finally:
-            self.backlog.invalidate()
+        with self.default_branch_lock:
+            self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
