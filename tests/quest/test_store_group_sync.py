@@ -160,5 +160,6 @@ def test_close_waits_for_a_sync_still_running(
     syncing.join(10)
     closing.join(10)
     assert not closing.is_alive()
-    assert w.closed
+    with pytest.raises(StoreError, match="closed"):
+        w.commit(w.quest)
     assert store.read("q-1").tasks["TASK-1"].attempts == 1

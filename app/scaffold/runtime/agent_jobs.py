@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -61,6 +62,10 @@ def holds_slot(task: TaskRecord) -> bool:
     return task.state in HOLDS_SLOT and task.question_id is None
 
 
+def step_of(key: str) -> str:
+    return PLAN_STEP if key == PLAN_KEY else key
+
+
 class AgentJobs:
     """The agent runs of one orchestrator, and the slots they hold."""
 
@@ -77,11 +82,18 @@ class AgentJobs:
         # Steps whose agent run was started again after a restart of scaffold.
         self.restarted: set[str] = set()
 
-    def _run_dir(self, key: str, number: int, role: Role) -> Path:
-        step = PLAN_STEP if key == PLAN_KEY else key
-        return (
-            self.orch.state_root / "runs" / self.orch.quest.id / step / f"{number:03d}-{role.value}"
-        )
+    def record(self, key: str) -> Any:
+        """The planning state or the task's record: both have runs, sessions, a role."""
+        return self.orch.quest.planning if key == PLAN_KEY else self.orch.quest.tasks[key]
+
+    def _update(
+        self, key: str, note: str | None = None, *, sync: bool = True, **updates: Any
+    ) -> None:
+        """Update the planning state (synced at once) or the task's record."""
+        if key == PLAN_KEY:
+            self.orch.update_planning(**updates)
+        else:
+            self.orch.update_task(key, note, sync=sync, **updates)
 
     def _prompt_data(self, key: str) -> PromptData:
         q = self.orch.quest
@@ -147,9 +159,14 @@ class AgentJobs:
             # Never anywhere but the task's own worktree (not the main checkout).
             detail = f"failed start: {key} has no worktree to run in ({worktree or 'none'})"
             return Event(EventName.AGENT_FAILED, at=self.orch.clock(), role=run.role, detail=detail)
-        record: Any = self.orch.quest.planning if is_plan else self.orch.quest.tasks[key]
-        number = record.agent_runs + 1
-        run_dir = self._run_dir(key, number, run.role)
+        number = self.record(key).agent_runs + 1
+        run_dir = (
+            self.orch.state_root
+            / "runs"
+            / self.orch.quest.id
+            / step_of(key)
+            / f"{number:03d}-{run.role.value}"
+        )
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
@@ -168,21 +185,16 @@ class AgentJobs:
 
     def _mark_started(self, key: str, run: AgentRun, number: int, run_dir: Path) -> None:
         """Journal the agent's start (made durable before it runs) and say it."""
-        marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
-        if key == PLAN_KEY:
-            self.orch.update_planning(**marks)
-        else:
-            note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
-            self.orch.update_task(key, note, sync=False, **marks)
-        step_id = PLAN_STEP if key == PLAN_KEY else key
-        self.orch.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+        note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
+        self._update(
+            key, note, sync=False, agent_running=True, agent_runs=number, run_dir=str(run_dir)
+        )
+        self.orch.out.agent_started(step_of(key), run.role.value, run.kind, run.resume_session)
 
     async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
         """The agent run on this machine: its channel, its sandbox, its end, the commit
         of what it changed (before its end is applied: the task's next steps see it)."""
-        is_plan = key == PLAN_KEY
-        step_id = PLAN_STEP if is_plan else key
-        binding = Binding(signal_dir, step_id, run.role, self.orch.quest.id, self.orch.repo)
+        binding = Binding(signal_dir, step_of(key), run.role, self.orch.quest.id, self.orch.repo)
         confinement = self.confinement(key)
         base_env = agent_environment(os.environ, {})
         channel = RunChannel(
@@ -236,14 +248,14 @@ class AgentJobs:
                 watcher.cancel()
                 if limit is not None:
                     limit.release(self.orch.quest.id)
-        sig = None if refused else latest_signal(signal_dir)
-        await asyncio.to_thread(self.commit_work, key, sig, run.role)
+        await asyncio.to_thread(
+            self.commit_work, key, None if refused else latest_signal(signal_dir), run.role
+        )
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     def confinement(self, key: str) -> Confinement:
         """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
-        step = PLAN_STEP if key == PLAN_KEY else key
-        private = private_dir(self.orch.repo, self.orch.quest.id, step)
+        private = private_dir(self.orch.repo, self.orch.quest.id, step_of(key))
         worktree = None if key == PLAN_KEY else self.orch.quest.tasks[key].worktree
         if worktree is None:
             if key != PLAN_KEY:
@@ -284,15 +296,13 @@ class AgentJobs:
         signal_dir: Path,
     ) -> Event | None:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
-        is_plan = key == PLAN_KEY
-        step_id = PLAN_STEP if is_plan else key
         agent = agent_for(self.orch.cfg.agent, run.role)
         cost = run_cost(self.orch.cfg, agent, outcome)
         if cost:
-            task_id = None if is_plan else key
+            task_id = None if key == PLAN_KEY else key
             spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
             self.orch.commit(spent, sync=False)
-        self.orch.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
+        self.orch.out.agent_finished(step_of(key), run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
             self._note(key, f"{run.role.value}: {note}", sync=False)
         sig = None if refused else latest_signal(signal_dir)
@@ -328,35 +338,26 @@ class AgentJobs:
         self.orch.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
-        if key == PLAN_KEY:
-            sessions = {**self.orch.quest.planning.sessions, role.value: session_id}
-            self.orch.update_planning(sessions=sessions)
-        else:
-            task = self.orch.quest.tasks[key]
-            sessions = {**task.sessions, role.value: session_id}
-            # Written at once (a killed scaffold keeps it); the next sync makes it durable.
-            self.orch.update_task(key, None, sync=False, sessions=sessions)
+        # Written at once (a killed scaffold keeps it); the next sync makes it durable.
+        sessions = {**self.record(key).sessions, role.value: session_id}
+        self._update(key, sync=False, sessions=sessions)
 
     def outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
     ) -> Event:
         now = self.orch.clock()
-        if key == PLAN_KEY:
-            self.orch.update_planning(agent_running=False)
-        else:
-            self.orch.update_task(key, None, sync=False, agent_running=False)
+        self._update(key, sync=False, agent_running=False)
+        failed = functools.partial(
+            Event, EventName.AGENT_FAILED, at=now, role=role, session_id=session
+        )
         if sig is None:
-            return Event(
-                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure
-            )
+            return failed(detail=failure)
         qid = self._question_id(key)
         if key == PLAN_KEY:
             try:
                 name = planning_event_for(self.orch.quest.phase, sig.signal)
             except IllegalTransition as exc:
-                return Event(
-                    EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
-                )
+                return failed(detail=str(exc))
             if name is EventName.CODE_COMPLETE:
                 phase = self.orch.quest.phase
                 planned = self._take_planning_output(
@@ -365,16 +366,9 @@ class AgentJobs:
                 if phase is QuestPhase.PLANNING and not planned:
                     # Its create-tasks refused (or never called): a failed run, retried
                     # with the reason, never a quest that executes nothing.
-                    failure = (
-                        "PathSeeker signalled complete but planned no task: create-tasks "
-                        "was refused or not called"
-                    )
-                    return Event(
-                        EventName.AGENT_FAILED,
-                        at=now,
-                        role=role,
-                        session_id=session,
-                        detail=failure,
+                    return failed(
+                        detail="PathSeeker signalled complete but planned no task: "
+                        "create-tasks was refused or not called"
                     )
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
@@ -427,15 +421,11 @@ class AgentJobs:
 
     def rerun(self, key: str, run: AgentRun, role: Role, note: str | None = None) -> None:
         """Start ``run`` again without counting an attempt (scaffold's fault, not the agent's)."""
-        if key == PLAN_KEY:
-            sessions = {
-                k: v
-                for k, v in self.orch.quest.planning.sessions.items()
-                if run.resume_session or k != role.value
-            }
-            self.orch.update_planning(agent_running=False, pending_run=run, sessions=sessions)
-            return  # the planning tick starts it
-        task = self.orch.quest.tasks[key]
-        sessions = {k: v for k, v in task.sessions.items() if run.resume_session or k != role.value}
-        self.orch.update_task(key, note, agent_running=False, pending_run=run, sessions=sessions)
-        self.orch.start_job(key, [StartAgent(key, run)])
+        sessions = {
+            k: v
+            for k, v in self.record(key).sessions.items()
+            if run.resume_session or k != role.value
+        }
+        self._update(key, note, agent_running=False, pending_run=run, sessions=sessions)
+        if key != PLAN_KEY:  # the planning tick starts the planning's
+            self.orch.start_job(key, [StartAgent(key, run)])

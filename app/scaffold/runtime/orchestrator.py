@@ -478,36 +478,24 @@ class Orchestrator:
                 self.reported_problems.add(key)
                 self.out.warn(f"backlog: {problem.path}: {problem.reason}")
         tasks = dict(self.quest.tasks)
-        changed = False
         known_before = set(self.quest.planning.known_before)
         for bt in snapshot.tasks:
             if bt.id in known_before or self.planned_elsewhere(bt.labels):
                 continue
+            fields: dict[str, Any] = {
+                "title": bt.title,
+                "dependencies": tuple(bt.dependencies),
+                "priority": bt.priority,
+            }
             current = tasks.get(bt.id)
             if current is None:
-                if snapshot.config.is_done_status(bt.status):
-                    continue
-                tasks[bt.id] = TaskRecord(
-                    id=bt.id,
-                    title=bt.title,
-                    dependencies=tuple(bt.dependencies),
-                    priority=bt.priority,
-                )
-                changed = True
-            elif current.state is Lifecycle.IDLE and (
-                current.dependencies != tuple(bt.dependencies)
-                or current.title != bt.title
-                or current.priority != bt.priority
+                if not snapshot.config.is_done_status(bt.status):
+                    tasks[bt.id] = TaskRecord(id=bt.id, **fields)
+            elif current.state is Lifecycle.IDLE and any(
+                getattr(current, k) != v for k, v in fields.items()
             ):
-                tasks[bt.id] = current.model_copy(
-                    update={
-                        "title": bt.title,
-                        "dependencies": tuple(bt.dependencies),
-                        "priority": bt.priority,
-                    }
-                )
-                changed = True
-        if changed:
+                tasks[bt.id] = current.model_copy(update=fields)
+        if tasks != self.quest.tasks:
             self.commit(self.quest.model_copy(update={"tasks": tasks}))
         return snapshot
 

@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal as signals
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scaffold.core import quest_flow as qf
 from scaffold.core.states import IN_FLIGHT, Lifecycle
@@ -115,7 +115,7 @@ def _restore_worktree(orch: Orchestrator, task: TaskRecord) -> None:
 
 def _resume_interrupted(orch: Orchestrator, key: str, role: Role, run_dir: str | None) -> None:
     sig = latest_signal(Path(run_dir) / "signals") if run_dir else None
-    record: Any = orch.quest.planning if key == PLAN_KEY else orch.quest.tasks[key]
+    record = orch.agents.record(key)
     session = record.sessions.get(role.value)
     if sig is None and record.pending_run is not None and not orch.quest.stop_reason:
         # scaffold died, not the agent: run the same agent run again, resuming its
