@@ -98,18 +98,7 @@ class Orchestrator:
         self.backlog = BacklogCache(repo)
         self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
         self.workspace = self.ops.workspace
-        self.forge: Forge = (
-            forge(self.ops)
-            if forge
-            else LocalForge(
-                config,
-                self.workspace.default_branch,
-                self.ops.merge,
-                clock,
-                reporter.line,
-                head_of=self.workspace.branch_head,
-            )
-        )
+        self.forge: Forge = forge(self.ops) if forge else LocalForge(self.ops, reporter.line)
         self.limits = Limits(
             max_attempts=config.agent.max_attempts,
             max_review_rounds=config.review.max_rounds,
