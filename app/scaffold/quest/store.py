@@ -155,13 +155,8 @@ class QuestWriter:
         self._snapshot_every = store.snapshot_every
         self._durable = store.durable
         self._mutex = threading.Lock()
-        # sync() runs its fdatasync without the mutex (commits go on meanwhile); close()
-        # waits for those still running before it closes the journal.
-        self._syncs_running = 0
-        self._no_sync_running = threading.Condition(self._mutex)
         self._closed = False
         self._broken: str | None = None
-        self._unsynced = False  # lines written by commit(sync=False) and not yet fsync'ed
         self._observers: list[Callable[[Quest, Sequence[HistoryEntry]], None]] = []
 
     @property
@@ -174,50 +169,16 @@ class QuestWriter:
         quick): the entries carry their seq. The state branch's publisher listens here."""
         self._observers.append(fn)
 
-    def commit(
-        self, new: Quest, entries: Sequence[HistoryEntry] = (), *, sync: bool = True
-    ) -> Quest:
+    def commit(self, new: Quest, entries: Sequence[HistoryEntry] = ()) -> Quest:
         """Persist ``new`` with ``entries`` (their seq is assigned here); return ``new`` with its seq.
 
         Returns after the journal line is on disk. ``new`` is stored as given, so
-        derive it from :attr:`quest` (or use :meth:`update` when several threads
-        commit). Raises StoreError when the line could not be written (nothing is
-        committed) or synced (the writer then refuses further commits: reopen).
-
-        ``sync=False`` returns once the line is written (it survives the process being
-        killed, not the machine going down): the caller must call :meth:`sync` before any
-        effect that line allows runs. Several lines then cost one fsync: the next
-        :meth:`sync`, or the next commit with ``sync=True``, makes them all durable.
+        derive it from :attr:`quest`. Raises StoreError when the line could not be
+        written (nothing is committed) or synced (the writer then refuses further
+        commits: reopen).
         """
         with self._mutex:
-            return self._commit(new, entries, sync)
-
-    @property
-    def unsynced(self) -> bool:
-        """Whether a line committed with ``sync=False`` may not be durable yet."""
-        return self._unsynced
-
-    def sync(self) -> None:
-        """Make every line committed with ``sync=False`` durable (nothing when none waits).
-
-        The fdatasync runs without the commit lock, so a thread may sync while another
-        commits: it covers every line written before it started (a line written meanwhile
-        waits for the next sync)."""
-        with self._mutex:
-            if not self._unsynced:
-                return
-            self._check_usable()
-            written = self._offset
-            self._syncs_running += 1
-        try:
-            self._fsync()
-        finally:
-            with self._mutex:
-                self._syncs_running -= 1
-                self._no_sync_running.notify_all()
-        with self._mutex:
-            if self._offset == written:
-                self._unsynced = False
+            return self._commit(new, entries)
 
     def snapshot(self) -> None:
         """Rewrite quest.json now (normally done every ``snapshot_every`` commits and on close)."""
@@ -234,14 +195,7 @@ class QuestWriter:
             if self._closed:
                 return
             self._closed = True
-            while self._syncs_running:
-                self._no_sync_running.wait()
             try:
-                if self._unsynced and self._broken is None:
-                    try:
-                        self._sync_journal()
-                    except StoreError as exc:
-                        _log.warning("%s", exc)
                 if self._since_snapshot and self._broken is None:
                     self._try_snapshot()
             finally:
@@ -267,7 +221,7 @@ class QuestWriter:
         if self._broken is not None:
             raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
 
-    def _commit(self, new: Quest, entries: Sequence[HistoryEntry], sync: bool = True) -> Quest:
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
         self._check_usable()
         old = self._quest
         if new.id != old.id:
@@ -308,7 +262,7 @@ class QuestWriter:
         if len(record) == 2 and not dumped:
             self._quest = result  # nothing to record
             return result
-        self._append(line, sync)
+        self._append(line)
         self._offset += len(line)
         self._lines += 1
         self._quest = result
@@ -319,7 +273,7 @@ class QuestWriter:
             observer(result, stamped_entries)
         return result
 
-    def _append(self, line: bytes, sync: bool = True) -> None:
+    def _append(self, line: bytes) -> None:
         try:
             write_all(self._journal_fd, line)
         except OSError as exc:
@@ -328,12 +282,8 @@ class QuestWriter:
             except OSError as exc2:
                 self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
             raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
-        if not self._durable:
-            return
-        if sync:
-            self._sync_journal()
-        else:
-            self._unsynced = True
+        if self._durable:
+            self._fsync()
 
     def _fsync(self) -> None:
         try:
@@ -346,15 +296,7 @@ class QuestWriter:
                 f"fsync failed, the commit may not be durable; reopen the store: {exc}",
             ) from exc
 
-    def _sync_journal(self) -> None:
-        # fdatasync covers every line written before it: the ones not yet synced too.
-        self._fsync()
-        self._unsynced = False
-
     def _write_snapshot(self) -> None:
-        if self._unsynced:
-            # The snapshot names a journal offset: never one past what is durable.
-            self._sync_journal()
         quest = self._quest
         doc = {
             "format": SNAPSHOT_FORMAT,

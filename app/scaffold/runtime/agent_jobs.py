@@ -86,14 +86,12 @@ class AgentJobs:
         """The planning state or the task's record: both have runs, sessions, a role."""
         return self.orch.quest.planning if key == PLAN_KEY else self.orch.quest.tasks[key]
 
-    def _update(
-        self, key: str, note: str | None = None, *, sync: bool = True, **updates: Any
-    ) -> None:
-        """Update the planning state (synced at once) or the task's record."""
+    def _update(self, key: str, note: str | None = None, **updates: Any) -> None:
+        """Update the planning state or the task's record."""
         if key == PLAN_KEY:
             self.orch.update_planning(**updates)
         else:
-            self.orch.update_task(key, note, sync=sync, **updates)
+            self.orch.update_task(key, note, **updates)
 
     def _prompt_data(self, key: str) -> PromptData:
         q = self.orch.quest
@@ -170,11 +168,9 @@ class AgentJobs:
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
-            await self.orch.durable()
             await asyncio.to_thread(self.orch.ops.start_conflict_merge, self.worktree(key))
         self._mark_started(key, run, number, run_dir)
         if self.orch.remote is not None and not is_plan:
-            await self.orch.durable()  # the remote run starts from the pushed branch
             outcome = await self.orch.remote.run_agent(
                 self.orch.quest, self.orch.quest.tasks[key], run, run_dir, signal_dir
             )
@@ -186,9 +182,7 @@ class AgentJobs:
     def _mark_started(self, key: str, run: AgentRun, number: int, run_dir: Path) -> None:
         """Journal the agent's start (made durable before it runs) and say it."""
         note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
-        self._update(
-            key, note, sync=False, agent_running=True, agent_runs=number, run_dir=str(run_dir)
-        )
+        self._update(key, note, agent_running=True, agent_runs=number, run_dir=str(run_dir))
         self.orch.out.agent_started(step_of(key), run.role.value, run.kind, run.resume_session)
 
     async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
@@ -232,7 +226,6 @@ class AgentJobs:
                         refused.append(problem)
                         stop.set()
 
-            await self.orch.durable()  # the agent's start, and every line before it
             limit = self.orch.agent_limit
             if limit is not None:
                 await limit.acquire(self.orch.quest.id)
@@ -301,10 +294,10 @@ class AgentJobs:
         if cost:
             task_id = None if key == PLAN_KEY else key
             spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
-            self.orch.commit(spent, sync=False)
+            self.orch.commit(spent)
         self.orch.out.agent_finished(step_of(key), run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
-            self._note(key, f"{run.role.value}: {note}", sync=False)
+            self._note(key, f"{run.role.value}: {note}")
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
@@ -326,7 +319,7 @@ class AgentJobs:
             event = replace(event, extra={**event.extra, "fresh_session": "1"})
         return event
 
-    def _note(self, key: str, text: str, *, sync: bool = True) -> None:
+    def _note(self, key: str, text: str) -> None:
         entry = draft(
             "note",
             "agent_result",
@@ -334,19 +327,18 @@ class AgentJobs:
             detail={"note": text},
             at=self.orch.clock(),
         )
-        self.orch.commit(self.orch.quest, [entry], sync=sync)
+        self.orch.commit(self.orch.quest, [entry])
         self.orch.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
-        # Written at once (a killed scaffold keeps it); the next sync makes it durable.
         sessions = {**self.record(key).sessions, role.value: session_id}
-        self._update(key, sync=False, sessions=sessions)
+        self._update(key, sessions=sessions)
 
     def outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
     ) -> Event:
         now = self.orch.clock()
-        self._update(key, sync=False, agent_running=False)
+        self._update(key, agent_running=False)
         failed = functools.partial(
             Event, EventName.AGENT_FAILED, at=now, role=role, session_id=session
         )

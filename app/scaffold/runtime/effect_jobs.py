@@ -41,7 +41,6 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
     """Carry out one effect of ``key``'s job; the event it leads to, if any."""
     if isinstance(effect, StartAgent):
         return await orch.agents.run_agent(key, effect.run)
-    await orch.durable()  # every line that led here is durable before the effect runs
     if isinstance(effect, RunWard) and not orch.cfg.ward:
         return Event(EventName.WARD_PASSED, at=orch.clock())  # nothing to run or wait for
     if isinstance(effect, SyncBranch):

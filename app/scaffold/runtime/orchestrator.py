@@ -150,30 +150,17 @@ class Orchestrator:
     def quest(self) -> Quest:
         return self.writer.quest
 
-    def commit(self, quest: Quest, entries: Sequence[Any] = (), *, sync: bool = True) -> None:
-        """Journal the new state. ``sync=False`` (the hand-off path: an agent's end, the
-        events it leads to, the scheduler's picks, an agent's start) leaves the fsync to
-        :meth:`durable`, which runs before any effect: at the start of every job step
-        (``effect_jobs.execute``), before an agent is spawned, at the end of the main
-        loop's turn that applied the events, before the state is published. One fsync
-        then covers the lines of a hand-off, off the event loop."""
-        self.writer.commit(quest, entries, sync=sync)
+    def commit(self, quest: Quest, entries: Sequence[Any] = ()) -> None:
+        """Journal the new state (on disk before any effect it allows runs)."""
+        self.writer.commit(quest, entries)
 
-    async def durable(self) -> None:
-        """Every journal line written so far on disk; the fdatasync runs in a worker
-        thread, so the event loop goes on with other tasks' events meanwhile."""
-        if self.writer.unsynced:
-            await asyncio.to_thread(self.writer.sync)
-
-    def update_task(
-        self, task_id: str, note: str | None = None, *, sync: bool = True, **updates: Any
-    ) -> None:
+    def update_task(self, task_id: str, note: str | None = None, **updates: Any) -> None:
         task = self.quest.tasks[task_id]
         quest = self.quest.model_copy(
             update={"tasks": {**self.quest.tasks, task_id: task.model_copy(update=updates)}}
         )
         entries = [draft("note", note, task_id=task_id, at=self.clock())] if note else []
-        self.commit(quest, entries, sync=sync)
+        self.commit(quest, entries)
 
     def update_planning(self, **updates: Any) -> None:
         planning = self.quest.planning.model_copy(update=updates)
@@ -217,7 +204,6 @@ class Orchestrator:
                     # the state, or the tick would start that job's run again.
                     item = None
                 self._apply_queued(item)
-                await self.durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             self._live = False
@@ -246,7 +232,6 @@ class Orchestrator:
         pub = self.publisher
         if pub is None:
             return
-        await self.durable()  # never publish a state the journal could still lose
         if self.before_publish is not None:
             try:
                 await self.before_publish()
@@ -290,7 +275,7 @@ class Orchestrator:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
         while True:
             if item is not None:
-                self.apply(*item, sync=False)
+                self.apply(*item)
             try:
                 item = self.queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -304,11 +289,8 @@ class Orchestrator:
                 await job
         self.agents.children.kill_all()
 
-    def apply(self, key: str, event: Event, *, sync: bool = True) -> None:
-        """Feed one event to the core, persist the result, start the effects.
-
-        With ``sync=False`` the lines wait for the next :meth:`durable`; the effects
-        started here run only after one (each job step begins with it)."""
+    def apply(self, key: str, event: Event) -> None:
+        """Feed one event to the core, persist the result, start the effects."""
         now = self.clock()
         try:
             if key == PLAN_KEY:
@@ -319,7 +301,7 @@ class Orchestrator:
             # A stale event (e.g. an answer for a task that was aborted meanwhile).
             self.out.warn(f"{key}: ignored {event.name.value}: {exc}")
             return
-        self.commit(step.quest, step.entries, sync=sync)
+        self.commit(step.quest, step.entries)
         for entry in step.entries:
             if entry.kind == "transition":
                 where = entry.task_id or key
@@ -414,7 +396,7 @@ class Orchestrator:
                 break
             idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
             if idle and task.id in ready_ids:
-                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now), sync=False)
+                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         busy = [t.id for t in self.quest.tasks.values() if holds_slot(t)]
         if self.slot_pool is not None:
@@ -444,8 +426,7 @@ class Orchestrator:
             candidates = fill_estimates(candidates, self.estimates.minutes(snapshot, merged))
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
-            # Its allocation job makes the line durable before it does anything.
-            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True), sync=False)
+            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
         if self.slot_pool is not None and started:
             held = len(busy) + len(started)
             self.slot_pool.report(self.quest.id, held, held + len(ready) - len(started))

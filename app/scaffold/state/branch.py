@@ -373,60 +373,42 @@ class GitRemote:
         self.lock: AbstractContextManager[object] = lock or contextlib.nullcontext()
 
     def fetch_state(self, branch: str) -> str | None:
-        with self.lock:
-            return self._fetch_state(branch)
-
-    def _fetch_state(self, branch: str) -> str | None:
         ref = f"refs/heads/{validate_state_branch(branch)}"
         tracking = f"refs/remotes/origin/{branch}"
-        out = run_remote_git(
-            ["ls-remote", "--heads", self.url, ref], self.repo, url=self.url, auth=self.auth()
-        )
-        tip = next((line.split()[0] for line in out.stdout.splitlines() if line.strip()), None)
-        if tip is None:
-            run_git([*SAFE_LOCAL, "update-ref", "-d", tracking], cwd=self.repo, check=False)
-            return None
-        run_remote_git(
-            ["fetch", "--quiet", "--no-write-fetch-head", self.url, f"+{ref}:{tracking}"],
-            self.repo,
-            url=self.url,
-            auth=self.auth(),
-        )
-        return tip
+        with self.lock:
+            out = run_remote_git(
+                ["ls-remote", "--heads", self.url, ref], self.repo, url=self.url, auth=self.auth()
+            )
+            tip = next((line.split()[0] for line in out.stdout.splitlines() if line.strip()), None)
+            if tip is None:
+                run_git([*SAFE_LOCAL, "update-ref", "-d", tracking], cwd=self.repo, check=False)
+                return None
+            run_remote_git(
+                ["fetch", "--quiet", "--no-write-fetch-head", self.url, f"+{ref}:{tracking}"],
+                self.repo,
+                url=self.url,
+                auth=self.auth(),
+            )
+            return tip
 
     def push_state(self, branch: str, new: str) -> bool:
+        ref = f"refs/heads/{validate_state_branch(branch)}"
         with self.lock:
-            pushed = self._push_state(branch, new)
-            if pushed:  # what a push to the named remote would have done
+            # Exit 1 is a refused update; anything else (auth, network) raises, redacted.
+            out = run_remote_git(
+                ["push", "--quiet", "--no-verify", "--porcelain", self.url, f"{new}:{ref}"],
+                self.repo,
+                url=self.url,
+                auth=self.auth(),
+                ok_codes=(0, 1),
+            )
+            if out.returncode == 0:  # origin/<branch> moves, as with a push to a named remote
                 tracking = f"refs/remotes/origin/{branch}"
                 run_git([*SAFE_LOCAL, "update-ref", tracking, new], cwd=self.repo)
-            return pushed
-
-    def _push_state(self, branch: str, new: str) -> bool:
-        ref = f"refs/heads/{validate_state_branch(branch)}"
-        # Exit 1 is a refused update; anything else (auth, network) raises, redacted.
-        out = run_remote_git(
-            ["push", "--quiet", "--no-verify", "--porcelain", self.url, f"{new}:{ref}"],
-            self.repo,
-            url=self.url,
-            auth=self.auth(),
-            ok_codes=(0, 1),
-        )
-        if out.returncode == 0:
-            return True
+                return True
         text = f"{out.stdout}\n{out.stderr}"
         if any(word in text for word in _LOST_RACE):
             return False
         said = next((ln for ln in out.stdout.splitlines() if ln.startswith("!")), "")
         reason = said.rpartition("\t")[2] or "the remote refused the update"
         raise GitError(["push", "<remote>", ref], out.returncode, reason)
-
-
-__all__ = [
-    "DEFAULT_BRANCH",
-    "GitRemote",
-    "Publication",
-    "StateBranch",
-    "StateProblem",
-    "StateRemote",
-]

@@ -221,20 +221,3 @@ def parse(data: bytes, where: str) -> QuestStateFile:
         raise StoreError(
             where, f"bad quest state file at {loc or '(top)'}: {first['msg']}"
         ) from None
-
-
-__all__ = [
-    "DONE_DIR",
-    "FORMAT",
-    "MAX_BYTES",
-    "OPEN_DIR",
-    "HistoryDigest",
-    "HistorySummary",
-    "QuestStateFile",
-    "StateHistory",
-    "is_finished",
-    "parse",
-    "quest_id_of",
-    "quest_path",
-    "render",
-]
