@@ -3,16 +3,9 @@
 One asyncio loop owns the quest writer. Every change to the quest goes through
 :meth:`Orchestrator.apply` (one writer, serialised); effects run as tracked asyncio
 jobs, one job per task at a time, and report back by putting events on a queue.
-Blocking work (git, Ward, Backlog.md writes) runs in threads.
-
-The loop ties together what lives beside it: the agent-run jobs
-(:mod:`~scaffold.runtime.agent_jobs`), the recovery after a restart
-(:mod:`~scaffold.runtime.recovery`) and the inbox's messages
-(:mod:`~scaffold.runtime.inbox`).
-
-Safety budgets (cost, hours, consecutive failures) are per run, as ``core/safety.py``
-defines them: each run starts with fresh ones, and a task a safety stop or an abort
-sent back to To Do is picked up again by the next run.
+Blocking work (git, Ward, Backlog.md writes) runs in threads. Safety budgets (cost,
+hours, consecutive failures) are per run (``core/safety.py``): a task a safety stop or
+an abort sent back to To Do is picked up again by the next run.
 """
 
 from __future__ import annotations
@@ -171,12 +164,9 @@ class Orchestrator:
     async def run(self) -> RunReport:
         """Until no job runs and no event waits.
 
-        The loop wakes on events, not on a timer: an event a job puts on the queue, or the
-        last job (or a planning job) that ends (``_job_done`` puts a wake-up). Every event waiting is applied at
-        once, and the jobs that started get the loop (an agent is spawned) before the
-        scheduling tick runs. Only the inbox, where messages arrive as files, and the
-        backlog, which a person may edit, are looked at on a timer (``poll_s``); that
-        timer never delays an event.
+        The loop wakes on events (a job's, or the wake-up ``_job_done`` puts), applying
+        every event waiting at once. Only the inbox, where messages arrive as files, and
+        the backlog, which a person may edit, are looked at on a timer (``poll_s``).
         """
         loop = asyncio.get_running_loop()
         self.workspace.ensure_excluded()

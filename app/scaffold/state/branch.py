@@ -2,22 +2,16 @@
 
 ``refs/heads/scaffold/state`` (config ``state.branch``) holds ``quests/<id>.json`` for
 open quests and ``quests/done/<id>.json`` for finished ones (``state/document.py``).
-Nothing here checks anything out: ``hash-object`` and ``commit-tree`` write the blobs
-and the commit, the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
-the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working
-tree, index or HEAD of anyone's is touched, and a protected default branch is no
-obstacle.
+Nothing is checked out: the tree is built in a throw-away index file and the ref moved
+with ``update-ref <ref> <new> <old>``, a compare-and-swap, so no one's working tree,
+index or HEAD is touched.
 
-Two writers never lose an update. Each publication is rebuilt on the tip it finds:
-files of other quests are kept as they are there, and a quest's file is replaced only
-by one at least as new (its quest ``seq``); that is the merge by quest id. When the
-swap fails because the tip moved (another process of this repository), or a push is
-refused because the remote moved (another server or workflow run), the publication
-is rebuilt on the new tip and tried again.
-
-With a :class:`StateRemote` (the App and the Action), the base is the remote's tip as
-last fetched, the new commit is pushed as a fast-forward (a non-fast-forward push is
-the remote's compare-and-swap), and the local ref mirrors what was pushed.
+Two writers never lose an update: each publication is rebuilt on the tip it finds,
+keeping other quests' files and replacing a quest's file only by one at least as new
+(its ``seq``); when the swap fails or a push is refused because the tip moved, it is
+rebuilt on the new tip and tried again. With a :class:`StateRemote` (the App and the
+Action) the base is the remote's tip as last fetched, the new commit is pushed as a
+fast-forward, and the local ref mirrors what was pushed.
 """
 
 from __future__ import annotations
@@ -253,12 +247,10 @@ class StateBranch:
         out = self._git(
             "log", f"--max-count={limit}", "--format=%H%x00%aI%x00%s", rev, "--", *paths
         )
-        rows = []
-        for line in out.splitlines():
-            sha, _, rest = line.partition("\0")
-            date, _, subject = rest.partition("\0")
-            rows.append((sha, date, subject))
-        return rows
+        return [
+            (sha, date, subject)
+            for sha, date, subject in (line.split("\0", 2) for line in out.splitlines())
+        ]
 
     # ------------------------------------------------------------------ writing
 

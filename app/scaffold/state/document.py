@@ -1,22 +1,13 @@
 """The quest's state file: what the state branch holds for one quest, and its bounds.
 
 One JSON file per quest, ``quests/<id>.json`` while the quest is open and
-``quests/done/<id>.json`` once it is finished (done or failed), so that
-``git log -p scaffold/state -- quests/<id>.json`` reads as the quest's story. The
-file holds the whole :class:`~scaffold.quest.model.Quest` (request, requirements,
-tasks with state, role, attempts, sessions and pull requests, questions with their
-answers and who gave them, cost), the forge's link (for the App: the issue, its
-comments and the PRs it opened), and a bounded history: the newest entries whole
-and a compact summary of everything older.
-
-Bounds: a quest with any number of transitions stays under :data:`MAX_BYTES`.
-Older history folds into counts per event; each task keeps its newest
-:data:`SIGNALS_KEPT` signals (the quest store's journal, on the machine that ran
-them, keeps every one). Paths that only mean something on the machine that wrote
-them (run folders) are left out; a task's worktree is rebuilt where the reader keeps
-its worktrees.
-
-Pure: bytes in, models out. Writing the branch is ``state/branch.py``.
+``quests/done/<id>.json`` once it is finished, so that ``git log -p scaffold/state --
+quests/<id>.json`` reads as the quest's story. The file holds the whole
+:class:`~scaffold.quest.model.Quest` without its run folders, the forge's link (for the
+App: the issue, its comments and the PRs it opened), and a bounded history: the newest
+entries whole and counts per event of everything older, so that it stays under
+:data:`MAX_BYTES` (each task keeps its newest :data:`SIGNALS_KEPT` signals too).
+Pure: bytes in, models out.
 """
 
 from __future__ import annotations
