@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scaffold import backlog as bl
 from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.process_group import LiveChildren
@@ -110,7 +111,7 @@ class AgentJobs:
         task = q.tasks[key]
         description, criteria = "", tuple[str, ...]()
         with contextlib.suppress(ScaffoldError, OSError):
-            bt = self.orch.backlog.get().get(key)
+            bt = bl.load_backlog(self.orch.repo).get(key)
             if bt is not None:
                 description = bt.description or ""
                 criteria = tuple(c.text for c in bt.acceptance_criteria)
@@ -398,7 +399,7 @@ class AgentJobs:
             return 0
         if plan is not None:
             self.orch.update_planning(file_map=tuple(plan.file_map))
-        snapshot = self.orch.backlog.get()
+        snapshot = bl.load_backlog(self.orch.repo)
         known = set(self.orch.quest.planning.known_before)
         new = [
             t.id

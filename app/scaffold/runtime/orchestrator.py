@@ -43,7 +43,6 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_jobs import AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
-from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
 from scaffold.runtime.estimates import LearnedEstimates
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
@@ -88,8 +87,7 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        self.backlog = BacklogCache(repo)
-        self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
+        self.ops = RepoOps(repo, config, clock, reporter.warn)
         self.workspace = self.ops.workspace
         self.forge: Forge = forge(self.ops) if forge else LocalForge(self.ops, reporter.line)
         self.limits = Limits(
@@ -431,7 +429,7 @@ class Orchestrator:
         self.start_job(PLAN_KEY, [StartAgent(None, plan.pending_run)])
 
     def _sync_backlog(self) -> bl.BacklogSnapshot:
-        snapshot = self.backlog.get()
+        snapshot = bl.load_backlog(self.repo)
         for problem in snapshot.problems:
             key = f"{problem.path}:{problem.reason}"
             if key not in self.reported_problems:

@@ -23,7 +23,6 @@ from scaffold.git.locks import repo_lock
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, run_git
 from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
-from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.ward import CommandWrap, format_ward_report, run_ward
 
 # Drafts longer than this are left out of the lines (the message still says what to add).
@@ -37,13 +36,11 @@ class RepoOps:
         config: ScaffoldConfig,
         clock: Callable[[], datetime],
         warn: Callable[[str], None],
-        backlog: BacklogCache,
     ) -> None:
         self.repo = repo
         self.cfg = config
         self.clock = clock
         self.warn = warn
-        self.backlog = backlog
         self.workspace = Workspace(repo, default_branch=config.default_branch)
         self.default_branch_lock = repo_lock(repo, "default-branch")
 
@@ -113,7 +110,7 @@ class RepoOps:
     def write_backlog_status(
         self, task_id: str, status: str, notes: str, summary: str | None
     ) -> None:
-        bt = self.backlog.get().get(task_id)
+        bt = bl.load_backlog(self.repo).get(task_id)
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return

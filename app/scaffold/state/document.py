@@ -13,6 +13,7 @@ Pure: bytes in, models out.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -83,17 +84,11 @@ def is_finished(quest: Quest) -> bool:
 
 def quest_id_of(path: str) -> str | None:
     """The quest id of a state-branch path, or None for anything else."""
-    for folder in (DONE_DIR, OPEN_DIR):
-        prefix = f"{folder}/"
-        if path.startswith(prefix) and path.endswith(".json"):
-            name = path[len(prefix) : -len(".json")]
-            if "/" in name:
-                return None
-            try:
-                return validate_quest_id(name)
-            except InvalidIdError:
-                return None
-    return None
+    found = re.fullmatch(rf"{OPEN_DIR}/(?:done/)?([^/]+)\.json", path)
+    try:
+        return validate_quest_id(found.group(1)) if found else None
+    except InvalidIdError:
+        return None
 
 
 MAX_EVENT_KINDS = 64
