@@ -180,15 +180,6 @@ class QuestWriter:
         with self._mutex:
             return self._commit(new, entries)
 
-    def snapshot(self) -> None:
-        """Rewrite quest.json now (normally done every ``snapshot_every`` commits and on close)."""
-        with self._mutex:
-            self._check_usable()
-            try:
-                self._write_snapshot()
-            except OSError as exc:
-                raise StoreError(self.path / SNAPSHOT_NAME, f"cannot write: {exc}") from exc
-
     def close(self) -> None:
         """Bring the snapshot up to date (best effort) and release the lock."""
         with self._mutex:
