@@ -142,3 +142,27 @@ def test_an_agents_work_left_uncommitted_is_committed_by_the_next_run(
     assert project.git("show", "main:notes/task-1.txt") == "TASK-1 done\n"
     subjects = project.git("log", "--format=%s", "main").splitlines()
     assert "TASK-1 work left uncommitted by a restart" in subjects
+
+
+def test_a_commit_that_fails_is_reported_and_the_next_one_takes_the_work(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = Workspace.commit_all
+    calls: list[str] = []
+
+    def failing_once(self: Workspace, task_id: str, message: str, **kwargs: Any) -> str | None:
+        calls.append(message)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real(self, task_id, message, **kwargs)
+
+    monkeypatch.setattr(Workspace, "commit_all", failing_once)
+    project = make_project(["Add the notes"], [codeweaver_done("TASK-1")], {"slots": 1})
+
+    result = project.run()
+
+    assert result.exit_code == 0, result.output
+    assert "TASK-1: committing the agent's work failed: [Errno 5] Input/output error" in (
+        result.output
+    )
+    assert project.git("show", "main:notes/task-1.txt") == "TASK-1 done\n"

@@ -242,9 +242,11 @@ class AgentJobs:
                 watcher.cancel()
                 if limit is not None:
                     limit.release(self.orch.quest.id)
-        await asyncio.to_thread(
-            self.commit_work, key, None if refused else latest_signal(signal_dir), run.role
-        )
+        sig = None if refused else latest_signal(signal_dir)
+        try:
+            await asyncio.to_thread(self.commit_work, key, sig, run.role)
+        except Exception as exc:  # reported: the task's next commit takes what this one left
+            self.orch.out.warn(f"{key}: committing the agent's work failed: {exc}")
         return self._finish_run(key, run, outcome, refused, signal_dir)
 
     def confinement(self, key: str) -> Confinement:
