@@ -181,7 +181,7 @@ class AgentJobs:
         return await self._run_here(key, run, signal_dir)
 
     def _mark_started(self, key: str, run: AgentRun, number: int, run_dir: Path) -> None:
-        """Journal the agent's start (made durable before it runs) and say it."""
+        """Journal the agent's start (on disk before it runs) and say it."""
         note = f"{AGENT_STARTED}: {run.role.value} ({run.kind})"
         self._update(key, note, agent_running=True, agent_runs=number, run_dir=str(run_dir))
         self.orch.out.agent_started(step_of(key), run.role.value, run.kind, run.resume_session)

@@ -324,14 +324,11 @@ class StateBranch:
             subjects.append(pub.quest_id)
         if not changes:
             return None
-        tree = self._tree(base, changes)
-        if base is not None and tree == self._git("rev-parse", f"{base}^{{tree}}").strip():
-            return None
-        parents = [base] if base else []
+        tree = self._tree(base, changes)  # never the base's: each change differs from it
         named = all(qid in message for qid in subjects)
         subject = message if named else f"{message} ({', '.join(subjects)})"
-        with_parents = [arg for parent in parents for arg in ("-p", parent)]
-        return self._git("commit-tree", tree, *with_parents, "-m", subject).strip()
+        parent = ["-p", base] if base else []
+        return self._git("commit-tree", tree, *parent, "-m", subject).strip()
 
     def _hash(self, data: bytes) -> str:
         return self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
