@@ -382,7 +382,6 @@ class Bench:
                 cwd=self.work,
                 base_env=env,
                 stuck_timeout_s=120,
-                pass_fds=channel.pass_fds,
                 parse=prepared.parse,
             )
             prepare_s = time.time() - began

@@ -8,7 +8,6 @@ from dcrepo import ARCH, DATA, Repo, mermaid_doc
 
 from scaffold.config import ScaffoldConfig
 from scaffold.core.states import EventName
-from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.repo_ops import RepoOps
 
 
@@ -18,7 +17,6 @@ def _ops(repo: Repo, warnings: list[str]) -> RepoOps:
         ScaffoldConfig(),
         lambda: datetime(2026, 1, 1, tzinfo=UTC),
         warnings.append,
-        BacklogCache(repo.root),
     )
 
 

@@ -284,13 +284,10 @@ def forge_of(ctx: Any, status_interval_s: float = 3600) -> Any:
     from datetime import UTC, datetime
 
     from scaffold.github.forge import GitHubForge
-    from scaffold.runtime.backlog_cache import BacklogCache
     from scaffold.runtime.repo_ops import RepoOps
 
     config = ctx.checkout.config()
-    ops = RepoOps(
-        ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
-    )
+    ops = RepoOps(ctx.checkout.path, config, lambda: datetime.now(UTC), print)
     return GitHubForge(
         ctx.client,
         ctx.checkout,

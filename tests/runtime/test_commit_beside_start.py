@@ -1,17 +1,11 @@
-"""An agent's end is applied while its work is committed; what follows waits for it.
-
-The task's next agent is started beside the commit (in the sandbox it is made at once
-and let through its start gate once the commit is done; without one, it is spawned
-then), every other effect of the task waits for the commit, and a restart in between
-commits what the worktree was left holding before the task goes on.
+"""An agent's work is committed before what follows it: the task's next agent and
+every other effect of the task see it, and a commit that was not made is made by the
+next run before the task goes on.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +15,6 @@ from scaffold.git.workspace import Workspace
 from scaffold.roles import Role
 from scaffold.runtime.agent_jobs import AgentJobs
 from scaffold.runtime.repo_ops import RepoOps
-from scaffold.runtime.unsettled import Unsettled
 
 
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tuple[str, float]]:
@@ -109,33 +102,29 @@ def test_diagramcheck_and_the_merge_wait_for_the_last_commit(
     assert project.git("show", "main:notes/review.txt") == "looked at it\n"
 
 
-def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
+def test_an_agents_work_left_uncommitted_is_committed_by_the_next_run(
     make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """scaffold stopped after journaling Lawbringer's end, before its commit: the next
-    run commits what the worktree holds before DiagramCheck and the merge."""
+    """Lawbringer's work was not committed (the commit failed) and scaffold stopped
+    before DiagramCheck: the next run commits what the worktree holds before
+    DiagramCheck and the merge."""
     project = make_project(
         ["Add the notes"],
         [codeweaver_done("TASK-1")],
         {"slots": 1},
         validators=reviewer_writes("notes/review.txt", "looked at it\n"),
     )
-    real_start = AgentJobs._start_commit
+    real_commit = AgentJobs.commit_work
 
-    def no_commit_for_the_reviewer(
-        self: AgentJobs, key: str, signal_dir: Path, role: Role, refused: Any
-    ) -> asyncio.Future[None]:
+    def no_commit_for_the_reviewer(self: AgentJobs, key: str, sig: Any, role: Role) -> None:
         if role is not Role.LAWBRINGER:
-            return real_start(self, key, signal_dir, role, refused)
-        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        never.set_result(None)  # as if scaffold died before it ran
-        return never
+            real_commit(self, key, sig, role)
 
     def stop(self: RepoOps, task_id: str) -> Any:
         raise RuntimeError("scaffold stops here")
 
     with monkeypatch.context() as patch:
-        patch.setattr(AgentJobs, "_start_commit", no_commit_for_the_reviewer)
+        patch.setattr(AgentJobs, "commit_work", no_commit_for_the_reviewer)
         patch.setattr(RepoOps, "check_diagrams", stop)
         project.run()
     # The journal has the review complete; the reviewer's file is in no commit.
@@ -155,50 +144,25 @@ def test_a_stop_between_an_agents_end_and_its_commit_loses_nothing(
     assert "TASK-1 work left uncommitted by a restart" in subjects
 
 
-def test_settling_reports_a_failed_commit_and_goes_on() -> None:
-    warnings: list[str] = []
-    wakes: list[int] = []
+def test_a_commit_that_fails_is_reported_and_the_next_one_takes_the_work(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = Workspace.commit_all
+    calls: list[str] = []
 
-    async def main() -> None:
-        unsettled = Unsettled(warnings.append, lambda: wakes.append(1))
+    def failing_once(self: Workspace, task_id: str, message: str, **kwargs: Any) -> str | None:
+        calls.append(message)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        return real(self, task_id, message, **kwargs)
 
-        def fail() -> None:
-            raise OSError("disk full")
+    monkeypatch.setattr(Workspace, "commit_all", failing_once)
+    project = make_project(["Add the notes"], [codeweaver_done("TASK-1")], {"slots": 1})
 
-        unsettled.add("TASK-1", asyncio.ensure_future(asyncio.to_thread(fail)))
-        assert unsettled.pending("TASK-1")
-        assert unsettled.busy()
-        await unsettled.settle("TASK-1")
-        assert not unsettled.pending("TASK-1")
-        assert not unsettled.busy()
-        await unsettled.settle("TASK-2")  # nothing started: nothing to wait for
+    result = project.run()
 
-    asyncio.run(main())
-    assert warnings == ["TASK-1: committing the agent's work failed: disk full"]
-    assert wakes == [1]
-
-
-def test_a_cancelled_waiter_leaves_the_commit_running() -> None:
-    release = threading.Event()
-    finished: list[str] = []
-
-    async def main() -> None:
-        unsettled = Unsettled(lambda _msg: None, lambda: None)
-
-        def commit() -> None:
-            release.wait(10)
-            finished.append("commit")
-
-        unsettled.add("TASK-1", asyncio.ensure_future(asyncio.to_thread(commit)))
-        waiter = asyncio.ensure_future(unsettled.settle("TASK-1"))
-        await asyncio.sleep(0.05)
-        waiter.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await waiter
-        assert unsettled.pending("TASK-1")  # still there for the task's next step
-        release.set()
-        await unsettled.settle_all()
-        assert not unsettled.busy()
-
-    asyncio.run(main())
-    assert finished == ["commit"]
+    assert result.exit_code == 0, result.output
+    assert "TASK-1: committing the agent's work failed: [Errno 5] Input/output error" in (
+        result.output
+    )
+    assert project.git("show", "main:notes/task-1.txt") == "TASK-1 done\n"

@@ -18,8 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from scaffold.core.states import Lifecycle, Stage
 from scaffold.roles import Role
 
-SCHEMA_VERSION = 1
-
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

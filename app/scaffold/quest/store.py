@@ -6,52 +6,30 @@ Layout, under a root the caller chooses (``<repo>/.scaffold/quests`` by default)
     <root>/<quest-id>/journal.jsonl  one JSON line per committed transition
     <root>/<quest-id>/writer.lock    flock'ed by the one writer; holds its pid
 
-Why this shape
---------------
-The quest file must survive ``kill -9`` at any instant and a quest may run for days:
-rewriting one JSON document per transition would be durable but cost O(quest +
-history) per commit. Instead (the files are read by :mod:`scaffold.quest.journal`):
+The quest must survive ``kill -9`` at any instant and may run for days, so a commit
+costs the same with 10 or 100,000 history entries (``bench/bench_store.py``):
 
-* **A commit appends one line** to ``journal.jsonl``: the HistoryEntry records of
-  that commit (seq numbers assigned here, contiguous and increasing) and a *patch*:
-  the top-level Quest fields that changed and the TaskRecords that changed, whole.
-  The line is written with one ``os.write`` on an ``O_APPEND`` descriptor and then
-  ``fdatasync``'ed; ``commit`` returns only after that. The diff is cheap: the models
-  are frozen and copy-on-write, so an untouched task is the *same object* in the old
-  and new quest. (Task order is recorded as ``order`` only when the task ids change.)
+* **A commit appends one line** to ``journal.jsonl`` (one ``os.write`` on an
+  ``O_APPEND`` descriptor, then ``fdatasync``): its HistoryEntry records, seq numbers
+  assigned here, and a patch of the Quest fields and TaskRecords that changed (the
+  models are frozen, so an untouched task is the same object in the old and new quest).
 
-* **Every ``snapshot_every`` commits** (256 by default), and when a writer closes,
-  ``quest.json`` is rewritten atomically (temp file in the same folder, fsync,
-  ``os.replace``, fsync of the folder). It carries the ``seq`` it folds in and the
-  journal byte offset and line count right after that seq, so loading reads the
-  snapshot and replays only the journal *tail* after that offset: at most about
-  ``snapshot_every`` lines, never the whole history. The snapshot rewrite costs
-  O(quest), amortized over ``snapshot_every`` commits. Hence persisting one
-  transition costs the same with 10 or 100,000 history entries (measured by
-  ``bench/bench_store.py``).
+* **Every ``snapshot_every`` commits**, and when a writer closes, ``quest.json`` is
+  rewritten atomically with the ``seq`` it folds in and the journal offset and line
+  count right after it: loading replays only the journal's tail after that offset.
 
 * **Crash recovery needs no special path.** The journal is fsync'ed before any
-  snapshot that points into it, so a snapshot never refers to bytes that are not
-  durable; a snapshot older than the journal tail is the normal case and is simply
-  replayed forward. The only damage ``kill -9`` (or power loss) can leave is a
-  torn *last* line: no trailing newline, or bytes that do not parse. Readers ignore
-  it; a writer truncates it away (and fsyncs) when it opens, before appending.
-  That line was never acknowledged, so nothing committed is lost. A bad line
-  anywhere *else* cannot come from a crash, so it is a :class:`StoreError` naming
-  the file and line number: the store never skips a record silently. Likewise a
-  snapshot that points past the end of the journal, or at a line whose seq is not
-  the snapshot's, means the files were changed behind the store's back: an error.
+  snapshot that points into it. The only damage a crash can leave is a torn *last*
+  line (never acknowledged): readers ignore it, a writer truncates it when it opens. A
+  bad line anywhere else, or a snapshot that disagrees with the journal, means the
+  files were changed behind the store's back: a :class:`StoreError` naming the file
+  and line, never a record skipped silently.
 
-* **One writer, many readers.** ``open_writer`` takes ``flock(LOCK_EX|LOCK_NB)``
-  on ``writer.lock`` and writes its pid there, so a second orchestrator gets
-  :class:`StoreLocked` with the holder's pid instead of interleaving lines. The
-  kernel drops the lock when the process dies. ``read`` takes no lock: the snapshot
-  is replaced atomically and the journal only grows by whole fsync'ed lines, so
-  snapshot + complete tail lines is always a state some commit produced.
-
-* Within a process, ``commit`` is serialized by a ``threading.Lock``;
-  :meth:`QuestWriter.update` runs a function on the current quest under that lock
-  (``commit(new)`` of a quest read earlier could overwrite a concurrent change).
+* **One writer, many readers.** ``open_writer`` takes ``flock(LOCK_EX|LOCK_NB)`` on
+  ``writer.lock`` and writes its pid there (a second writer gets :class:`StoreLocked`);
+  the kernel drops the lock when the process dies. ``read`` takes no lock: snapshot +
+  complete tail lines is always a state some commit produced. Within a process,
+  commits are serialized by a ``threading.Lock``.
 
 ``quest.json`` alone may lag ``snapshot_every`` commits: read quests through this store.
 """
@@ -157,36 +135,28 @@ class QuestWriter:
 
     def __init__(
         self,
+        store: QuestStore,
         qdir: Path,
-        *,
         quest: Quest,
-        lock_fd: int,
-        journal_fd: int,
-        offset: int,
-        lines: int,
-        since_snapshot: int,
-        snapshot_every: int,
-        durable: bool,
+        fds: Sequence[int],
+        *,
+        offset: int = 0,
+        lines: int = 0,
+        since_snapshot: int = 0,
     ) -> None:
-        # Built by QuestStore.create / open_writer, which own the lock and descriptors.
+        # Built by QuestStore.create / open_writer: ``fds`` are the lock's and the journal's.
         self.path = qdir
         self._journal = qdir / JOURNAL_NAME
         self._quest = quest
-        self._lock_fd = lock_fd
-        self._journal_fd = journal_fd
+        self._lock_fd, self._journal_fd = fds
         self._offset = offset
         self._lines = lines
         self._since_snapshot = since_snapshot
-        self._snapshot_every = snapshot_every
-        self._durable = durable
+        self._snapshot_every = store.snapshot_every
+        self._durable = store.durable
         self._mutex = threading.Lock()
-        # sync() runs its fdatasync without the mutex (commits go on meanwhile); close()
-        # waits for those still running before it closes the journal.
-        self._syncs_running = 0
-        self._no_sync_running = threading.Condition(self._mutex)
         self._closed = False
         self._broken: str | None = None
-        self._unsynced = False  # lines written by commit(sync=False) and not yet fsync'ed
         self._observers: list[Callable[[Quest, Sequence[HistoryEntry]], None]] = []
 
     @property
@@ -194,83 +164,21 @@ class QuestWriter:
         """The current state: the last committed quest."""
         return self._quest
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def observe(self, fn: Callable[[Quest, Sequence[HistoryEntry]], None]) -> None:
         """Call ``fn(quest, entries)`` after every commit (under the commit lock; keep it
         quick): the entries carry their seq. The state branch's publisher listens here."""
         self._observers.append(fn)
 
-    def commit(
-        self, new: Quest, entries: Sequence[HistoryEntry] = (), *, sync: bool = True
-    ) -> Quest:
+    def commit(self, new: Quest, entries: Sequence[HistoryEntry] = ()) -> Quest:
         """Persist ``new`` with ``entries`` (their seq is assigned here); return ``new`` with its seq.
 
         Returns after the journal line is on disk. ``new`` is stored as given, so
-        derive it from :attr:`quest` (or use :meth:`update` when several threads
-        commit). Raises StoreError when the line could not be written (nothing is
-        committed) or synced (the writer then refuses further commits: reopen).
-
-        ``sync=False`` returns once the line is written (it survives the process being
-        killed, not the machine going down): the caller must call :meth:`sync` before any
-        effect that line allows runs. Several lines then cost one fsync: the next
-        :meth:`sync`, or the next commit with ``sync=True``, makes them all durable.
+        derive it from :attr:`quest`. Raises StoreError when the line could not be
+        written (nothing is committed) or synced (the writer then refuses further
+        commits: reopen).
         """
         with self._mutex:
-            return self._commit(new, entries, sync)
-
-    @property
-    def unsynced(self) -> bool:
-        """Whether a line committed with ``sync=False`` may not be durable yet."""
-        return self._unsynced
-
-    def sync(self) -> None:
-        """Make every line committed with ``sync=False`` durable (nothing when none waits).
-
-        The fdatasync runs without the commit lock, so a thread may sync while another
-        commits: it covers every line written before it started (a line written meanwhile
-        waits for the next sync)."""
-        with self._mutex:
-            if not self._unsynced:
-                return
-            self._check_usable()
-            written = self._offset
-            self._syncs_running += 1
-        try:
-            sync(self._journal_fd)
-        except OSError as exc:
-            with self._mutex:
-                # After a failed fsync the page cache state is unknown: stop writing.
-                self._broken = f"fsync failed: {exc}"
-            raise StoreError(
-                self._journal,
-                f"fsync failed, the commit may not be durable; reopen the store: {exc}",
-            ) from exc
-        finally:
-            with self._mutex:
-                self._syncs_running -= 1
-                self._no_sync_running.notify_all()
-        with self._mutex:
-            if self._offset == written:
-                self._unsynced = False
-
-    def update(self, fn: Callable[[Quest], tuple[Quest, Sequence[HistoryEntry]]]) -> Quest:
-        """Commit ``fn(current quest)`` atomically with respect to other threads' commits."""
-        with self._mutex:
-            self._check_usable()
-            new, entries = fn(self._quest)
             return self._commit(new, entries)
-
-    def snapshot(self) -> None:
-        """Rewrite quest.json now (normally done every ``snapshot_every`` commits and on close)."""
-        with self._mutex:
-            self._check_usable()
-            try:
-                self._write_snapshot()
-            except OSError as exc:
-                raise StoreError(self.path / SNAPSHOT_NAME, f"cannot write: {exc}") from exc
 
     def close(self) -> None:
         """Bring the snapshot up to date (best effort) and release the lock."""
@@ -278,14 +186,7 @@ class QuestWriter:
             if self._closed:
                 return
             self._closed = True
-            while self._syncs_running:
-                self._no_sync_running.wait()
             try:
-                if self._unsynced and self._broken is None:
-                    try:
-                        self._sync_journal()
-                    except StoreError as exc:
-                        _log.warning("%s", exc)
                 if self._since_snapshot and self._broken is None:
                     self._try_snapshot()
             finally:
@@ -311,7 +212,7 @@ class QuestWriter:
         if self._broken is not None:
             raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
 
-    def _commit(self, new: Quest, entries: Sequence[HistoryEntry], sync: bool = True) -> Quest:
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
         self._check_usable()
         old = self._quest
         if new.id != old.id:
@@ -352,7 +253,7 @@ class QuestWriter:
         if len(record) == 2 and not dumped:
             self._quest = result  # nothing to record
             return result
-        self._append(line, sync)
+        self._append(line)
         self._offset += len(line)
         self._lines += 1
         self._quest = result
@@ -363,7 +264,7 @@ class QuestWriter:
             observer(result, stamped_entries)
         return result
 
-    def _append(self, line: bytes, sync: bool = True) -> None:
+    def _append(self, line: bytes) -> None:
         try:
             write_all(self._journal_fd, line)
         except OSError as exc:
@@ -372,15 +273,10 @@ class QuestWriter:
             except OSError as exc2:
                 self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
             raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
-        if not self._durable:
-            return
-        if sync:
-            self._sync_journal()
-        else:
-            self._unsynced = True
+        if self._durable:
+            self._fsync()
 
-    def _sync_journal(self) -> None:
-        # fdatasync covers every line written before it: the ones not yet synced too.
+    def _fsync(self) -> None:
         try:
             sync(self._journal_fd)
         except OSError as exc:
@@ -390,12 +286,8 @@ class QuestWriter:
                 self._journal,
                 f"fsync failed, the commit may not be durable; reopen the store: {exc}",
             ) from exc
-        self._unsynced = False
 
     def _write_snapshot(self) -> None:
-        if self._unsynced:
-            # The snapshot names a journal offset: never one past what is durable.
-            self._sync_journal()
         quest = self._quest
         doc = {
             "format": SNAPSHOT_FORMAT,
@@ -467,9 +359,7 @@ class QuestStore:
                     fsync_dir(self.root.parent)
         except OSError as exc:
             raise StoreError(qdir, f"cannot create the quest folder: {exc}") from exc
-        lock_fd = _acquire_lock(qdir)
-        journal_fd = -1
-        try:
+        with self._opening(qdir, "create") as fds:
             if (qdir / SNAPSHOT_NAME).exists():
                 raise StoreError(qdir, "quest already exists")
             journal = qdir / JOURNAL_NAME
@@ -478,31 +368,25 @@ class QuestStore:
                 raise StoreError(journal, "journal without a snapshot; refusing to overwrite it")
             # The snapshot is written last: until it exists the quest does not, so
             # a create interrupted before it is simply redone.
-            journal_fd = os.open(
-                journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
-            )
+            fds.append(os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644))
             if self.durable:
-                os.fsync(journal_fd)
-            writer = QuestWriter(
-                qdir,
-                quest=quest,
-                lock_fd=lock_fd,
-                journal_fd=journal_fd,
-                offset=0,
-                lines=0,
-                since_snapshot=0,
-                snapshot_every=self.snapshot_every,
-                durable=self.durable,
-            )
+                os.fsync(fds[1])
+            writer = QuestWriter(self, qdir, quest, fds)
             writer._write_snapshot()
-        except BaseException as exc:
-            if journal_fd >= 0:
-                os.close(journal_fd)
-            os.close(lock_fd)
-            if isinstance(exc, OSError):
-                raise StoreError(qdir, f"cannot create the quest: {exc}") from exc
-            raise
         return writer
+
+    @contextlib.contextmanager
+    def _opening(self, qdir: Path, what: str) -> Iterator[list[int]]:
+        """The writer lock taken, and the descriptors the block adds: closed if it fails."""
+        fds = [_acquire_lock(qdir)]
+        try:
+            yield fds
+        except BaseException as exc:
+            for fd in reversed(fds):
+                os.close(fd)
+            if isinstance(exc, OSError):
+                raise StoreError(qdir, f"cannot {what} the quest: {exc}") from exc
+            raise
 
     def restore(self, quest: Quest) -> Literal["created", "replaced", "kept"]:
         """Take ``quest`` (rebuilt from the state branch) as this store's copy of it.
@@ -539,41 +423,30 @@ class QuestStore:
         qdir = self._dir(quest_id)
         if not (qdir / SNAPSHOT_NAME).is_file():
             raise StoreError(qdir, "no such quest")
-        lock_fd = _acquire_lock(qdir)
-        journal_fd = -1
-        try:
+        with self._opening(qdir, "open") as fds:
             for leftover in leftover_temps(qdir / SNAPSHOT_NAME):  # a crash mid-snapshot
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
             loaded = load(qdir)
-            journal_fd = os.open(qdir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND)
+            fds.append(os.open(qdir / JOURNAL_NAME, os.O_WRONLY | os.O_APPEND))
             if loaded.size > loaded.end:
                 _log.warning(
                     "quest journal %s: dropping a torn last line (%d bytes)",
                     qdir / JOURNAL_NAME,
                     loaded.size - loaded.end,
                 )
-                os.ftruncate(journal_fd, loaded.end)
+                os.ftruncate(fds[1], loaded.end)
                 if self.durable:
-                    os.fsync(journal_fd)
+                    os.fsync(fds[1])
             return QuestWriter(
+                self,
                 qdir,
-                quest=loaded.quest,
-                lock_fd=lock_fd,
-                journal_fd=journal_fd,
+                loaded.quest,
+                fds,
                 offset=loaded.end,
                 lines=loaded.lines,
                 since_snapshot=loaded.tail,
-                snapshot_every=self.snapshot_every,
-                durable=self.durable,
             )
-        except BaseException as exc:
-            if journal_fd >= 0:
-                os.close(journal_fd)
-            os.close(lock_fd)
-            if isinstance(exc, OSError):
-                raise StoreError(qdir, f"cannot open the quest: {exc}") from exc
-            raise
 
     def read(self, quest_id: str) -> Quest:
         """The current quest without taking the lock (a torn last line is ignored)."""
@@ -582,14 +455,10 @@ class QuestStore:
             raise StoreError(qdir, "no such quest")
         # A writer that opens while we read may truncate a torn tail under us and
         # append in its place; that race can show a garbled line once, so retry.
-        attempts = 3
-        for attempt in range(attempts):
-            try:
+        for _ in range(2):
+            with contextlib.suppress(StoreError):
                 return load(qdir).quest
-            except StoreError:
-                if attempt == attempts - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return load(qdir).quest
 
     def history(self, quest_id: str, since_seq: int = 0) -> Iterator[HistoryEntry]:
         """Stream the history entries with seq > ``since_seq``, oldest first."""

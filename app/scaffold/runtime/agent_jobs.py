@@ -1,11 +1,11 @@
 """The orchestrator's agent-run jobs: an agent run started, waited for, and its end.
 
 A task's first agent takes a lease on a slot (kept between its agents until the task
-holds no slot); the run gets its channel and sandbox, waits at its start gate for the
-journal and the last agent's commit, and runs here or remotely (``executor: actions``).
-Its end becomes the event its signal implies (or a failure), with its cost and notes;
-the commit of what it changed runs beside that (``Unsettled``). What the agent is
-given and what its outcome says are :mod:`~scaffold.runtime.agent_runs`' pure helpers.
+holds no slot); the run gets its channel and sandbox, starts once the journal is on
+disk, and runs here or remotely (``executor: actions``). What it changed is committed,
+then its end becomes the event its signal implies (or a failure), with its cost and
+notes. What the agent is given and what its outcome says are
+:mod:`~scaffold.runtime.agent_runs`' pure helpers.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import functools
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scaffold import backlog as bl
 from scaffold.agent.choice import agent_for
 from scaffold.agent.process import AgentRunOutcome, AgentSpec, agent_environment, run_agent
 from scaffold.agent.process_group import LiveChildren
@@ -57,12 +58,12 @@ if TYPE_CHECKING:
     from scaffold.runtime.orchestrator import Orchestrator
 
 
-class _Withdrawn(Exception):
-    """A sandbox made ahead of its slot is not let through: the quest stopped."""
-
-
 def holds_slot(task: TaskRecord) -> bool:
     return task.state in HOLDS_SLOT and task.question_id is None
+
+
+def step_of(key: str) -> str:
+    return PLAN_STEP if key == PLAN_KEY else key
 
 
 class AgentJobs:
@@ -73,19 +74,24 @@ class AgentJobs:
         self.children = LiveChildren()
         # At most ``slots`` task agents at work at once: a task's first agent takes a
         # permit (its lease on a slot) and the task keeps it between its agents, until
-        # it no longer holds a slot (``release_leases``). Tasks made ready ahead (the
-        # orchestrator's LOOKAHEAD) and tasks that went back to their agents from a
-        # state that holds no slot (a merge conflict, a diagram fix) wait for one.
+        # it no longer holds a slot (``release_leases``). Tasks that went back to their
+        # agents from a state that holds no slot (a merge conflict, a diagram fix) wait
+        # for one.
         self.permits = asyncio.Semaphore(orch.cfg.slots)
         self.leases: set[str] = set()
         # Steps whose agent run was started again after a restart of scaffold.
         self.restarted: set[str] = set()
 
-    def _run_dir(self, key: str, number: int, role: Role) -> Path:
-        step = PLAN_STEP if key == PLAN_KEY else key
-        return (
-            self.orch.state_root / "runs" / self.orch.quest.id / step / f"{number:03d}-{role.value}"
-        )
+    def record(self, key: str) -> Any:
+        """The planning state or the task's record: both have runs, sessions, a role."""
+        return self.orch.quest.planning if key == PLAN_KEY else self.orch.quest.tasks[key]
+
+    def _update(self, key: str, note: str | None = None, **updates: Any) -> None:
+        """Update the planning state or the task's record."""
+        if key == PLAN_KEY:
+            self.orch.update_planning(**updates)
+        else:
+            self.orch.update_task(key, note, **updates)
 
     def _prompt_data(self, key: str) -> PromptData:
         q = self.orch.quest
@@ -104,7 +110,7 @@ class AgentJobs:
         task = q.tasks[key]
         description, criteria = "", tuple[str, ...]()
         with contextlib.suppress(ScaffoldError, OSError):
-            bt = self.orch.backlog.get().get(key)
+            bt = bl.load_backlog(self.orch.repo).get(key)
             if bt is not None:
                 description = bt.description or ""
                 criteria = tuple(c.text for c in bt.acceptance_criteria)
@@ -121,18 +127,10 @@ class AgentJobs:
         )
 
     async def run_agent(self, key: str, run: AgentRun) -> Event | None:
-        if key == PLAN_KEY:
-            return await self._run_agent_now(key, run)
-        if key not in self.leases and self._sandbox_waits_for_the_slot(run):
-            # A task made ready ahead: its sandbox is made now and waits for the slot
-            # at its start gate, so the agent runs the moment a slot frees.
-            return await self._run_agent_now(key, run, leased=False)
-        if not await self._take_slot(key):
-            return self._stopped_before_start()
+        if key != PLAN_KEY and not await self._take_slot(key):
+            detail = self.orch.quest.stop_reason or "the quest was stopped"
+            return Event(EventName.ABORT_SIGNAL, at=self.orch.clock(), detail=detail)
         return await self._run_agent_now(key, run)
-
-    def _sandbox_waits_for_the_slot(self, run: AgentRun) -> bool:
-        return self.orch.sandbox.active and self.orch.remote is None and run.kind != "conflict_fix"
 
     async def _take_slot(self, key: str) -> bool:
         """The task's lease on a slot (kept until it holds none); False when the quest
@@ -143,10 +141,6 @@ class AgentJobs:
             self.leases.add(key)
         return not self.orch.quest.stop_reason
 
-    def _stopped_before_start(self) -> Event:
-        detail = self.orch.quest.stop_reason or "the quest was stopped"
-        return Event(EventName.ABORT_SIGNAL, at=self.orch.clock(), detail=detail)
-
     def release_leases(self) -> None:
         """Give back the slot of every task that no longer holds one, its agent done."""
         for key in list(self.leases):
@@ -155,63 +149,56 @@ class AgentJobs:
                 self.leases.discard(key)
                 self.permits.release()
 
-    async def _run_agent_now(self, key: str, run: AgentRun, leased: bool = True) -> Event | None:
-        """Start ``run`` of ``key`` and wait for its end; ``leased=False``: the task has
-        no slot yet, its sandbox is made and waits at its gate for one."""
+    async def _run_agent_now(self, key: str, run: AgentRun) -> Event | None:
+        """Start ``run`` of ``key`` and wait for its end."""
         is_plan = key == PLAN_KEY
         worktree = None if is_plan else self.orch.quest.tasks[key].worktree
         if not is_plan and (worktree is None or not Path(worktree).is_dir()):
             # Never anywhere but the task's own worktree (not the main checkout).
             detail = f"failed start: {key} has no worktree to run in ({worktree or 'none'})"
             return Event(EventName.AGENT_FAILED, at=self.orch.clock(), role=run.role, detail=detail)
-        record: Any = self.orch.quest.planning if is_plan else self.orch.quest.tasks[key]
-        number = record.agent_runs + 1
-        run_dir = self._run_dir(key, number, run.role)
+        number = self.record(key).agent_runs + 1
+        run_dir = (
+            self.orch.state_root
+            / "runs"
+            / self.orch.quest.id
+            / step_of(key)
+            / f"{number:03d}-{run.role.value}"
+        )
         signal_dir = run_dir / "signals"
         signal_dir.mkdir(parents=True, exist_ok=True)
         if run.kind == "conflict_fix" and not is_plan:
-            await self._ready_to_run(key)
             await asyncio.to_thread(self.orch.ops.start_conflict_merge, self.worktree(key))
-        marks = {"agent_running": True, "agent_runs": number, "run_dir": str(run_dir)}
-        start = functools.partial(self._mark_started, key, run, marks)
-        if leased:
-            start()
+        self._mark_started(key, run, number, run_dir)
         if self.orch.remote is not None and not is_plan:
-            await self._ready_to_run(key)  # the remote run starts from the pushed branch
             outcome = await self.orch.remote.run_agent(
                 self.orch.quest, self.orch.quest.tasks[key], run, run_dir, signal_dir
             )
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
             return self._finish_run(key, run, outcome, [], signal_dir)
-        return await self._run_here(key, run, signal_dir, None if leased else start)
+        return await self._run_here(key, run, signal_dir)
 
-    def _mark_started(self, key: str, run: AgentRun, marks: dict[str, Any]) -> None:
-        """Journal the agent's start (made durable before it runs) and say it."""
-        if key == PLAN_KEY:
-            self.orch.update_planning(**marks)
-        else:
-            note = f"agent started: {run.role.value} ({run.kind})"
-            self.orch.update_task(key, note, sync=False, **marks)
-        step_id = PLAN_STEP if key == PLAN_KEY else key
-        self.orch.out.agent_started(step_id, run.role.value, run.kind, run.resume_session)
+    def _mark_started(self, key: str, run: AgentRun, number: int, run_dir: Path) -> None:
+        """Journal the agent's start (on disk before it runs) and say it."""
+        note = f"agent started: {run.role.value} ({run.kind})"
+        self._update(key, note, agent_running=True, agent_runs=number, run_dir=str(run_dir))
+        self.orch.out.agent_started(step_of(key), run.role.value, run.kind, run.resume_session)
 
-    async def _run_here(
-        self,
-        key: str,
-        run: AgentRun,
-        signal_dir: Path,
-        start_on_slot: Callable[[], None] | None = None,
-    ) -> Event | None:
-        """The agent run on this machine: its channel, its sandbox, its end. With
-        ``start_on_slot`` the task takes its slot while its sandbox waits at the gate,
-        and that marks the agent started."""
-        is_plan = key == PLAN_KEY
-        step_id = PLAN_STEP if is_plan else key
-        binding = Binding(signal_dir, step_id, run.role, self.orch.quest.id, self.orch.repo)
+    async def _run_here(self, key: str, run: AgentRun, signal_dir: Path) -> Event | None:
+        """The agent run on this machine: its channel, its sandbox, its end, the commit
+        of what it changed (before its end is applied: the task's next steps see it)."""
+        binding = Binding(signal_dir, step_of(key), run.role, self.orch.quest.id, self.orch.repo)
         confinement = self.confinement(key)
         base_env = agent_environment(os.environ, {})
-        channel = self._channel(run, binding, confinement, base_env)
+        channel = RunChannel(
+            self.orch.sandbox,
+            binding,
+            confinement,
+            python=self.orch.python,
+            env=base_env,
+            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(base_env),
+        )
         async with channel:
             prepared = prepare_run(
                 self.orch.cfg,
@@ -239,99 +226,31 @@ class AgentJobs:
                         refused.append(problem)
                         stop.set()
 
-            # The journal on disk and the last agent's work committed, then the agent
-            # runs: in a sandbox, made meanwhile and let through its start gate; without
-            # one, spawned then.
-            before = (
-                functools.partial(self._ready_to_run, key)
-                if start_on_slot is None
-                else functools.partial(self._ready_on_slot, key, start_on_slot)
-            )
-            permitted: list[bool] = []
-            ready = asyncio.ensure_future(self._then_permitted(before, permitted))
-            released = asyncio.Event()
-            if not channel.gated:
-                try:
-                    await ready
-                except BaseException:
-                    ready.cancel()
-                    raise
-            agent = asyncio.create_task(
-                run_agent(
-                    spec,
-                    on_event=on_event,
-                    children=self.children,
-                    stop_requested=stop,
-                    released=released if channel.gated else None,
-                )
-            )
-            opener = asyncio.create_task(self._open_when(ready, channel, stop, released))
+            limit = self.orch.agent_limit
+            if limit is not None:
+                await limit.acquire(self.orch.quest.id)
             watcher = asyncio.create_task(watch_signal(channel.signalled, stop))
             try:
-                outcome = await agent
+                outcome = await run_agent(
+                    spec, on_event=on_event, children=self.children, stop_requested=stop
+                )
             except AgentError as exc:  # e.g. the program vanished: a failure, not a loop
                 failure = f"could not start the agent: {exc}"
                 return self.outcome_event(key, run.role, None, run.resume_session, failure)
             finally:
                 watcher.cancel()
-                opener.cancel()
-                ready.cancel()
-                if permitted and self.orch.agent_limit is not None:
-                    self.orch.agent_limit.release(self.orch.quest.id)
-            if ready.done() and not ready.cancelled() and (problem := ready.exception()):
-                if isinstance(problem, _Withdrawn):
-                    return self._stopped_before_start()  # the agent never ran
-                raise problem  # as when the journal failed before a start: the job fails
-            # The agent's group is gone: commit its work. Its end is applied meanwhile;
-            # the task's next steps wait for the commit (self.orch.unsettled).
-            if not is_plan:
-                self.orch.unsettled.add(key, self._start_commit(key, signal_dir, run.role, refused))
-        return self._finish_run(key, run, outcome, refused, signal_dir)
-
-    async def _ready_to_run(self, key: str) -> None:
-        """What an agent of ``key`` waits for before it runs: its start (and every line
-        before it) on disk, and the commit of the task's last agent's work."""
-        await self.orch.durable()
-        await self.orch.unsettled.settle(key)
-
-    async def _then_permitted(
-        self, before: Callable[[], Awaitable[None]], permitted: list[bool]
-    ) -> None:
-        """``before()``, then a permit of the server-wide agent limit (noted in ``permitted``)."""
-        await before()
-        if self.orch.agent_limit is not None:
-            await self.orch.agent_limit.acquire(self.orch.quest.id)
-            permitted.append(True)
-
-    async def _ready_on_slot(self, key: str, start: Callable[[], None]) -> None:
-        """``_ready_to_run`` for a sandbox made before its task had a slot."""
-        if not await self._take_slot(key):
-            raise _Withdrawn
-        start()
-        await self._ready_to_run(key)
-
-    @staticmethod
-    async def _open_when(
-        ready: asyncio.Future[None],
-        channel: RunChannel,
-        stop: asyncio.Event,
-        released: asyncio.Event,
-    ) -> None:
+                if limit is not None:
+                    limit.release(self.orch.quest.id)
+        sig = None if refused else latest_signal(signal_dir)
         try:
-            await ready
-        except Exception:
-            # Withdrawn (the quest stopped), or the journal cannot be synced: the
-            # agent never runs.
-            channel.withdraw()
-            stop.set()
-            return
-        channel.open_gate()
-        released.set()
+            await asyncio.to_thread(self.commit_work, key, sig, run.role)
+        except Exception as exc:  # reported: the task's next commit takes what this one left
+            self.orch.out.warn(f"{key}: committing the agent's work failed: {exc}")
+        return self._finish_run(key, run, outcome, refused, signal_dir)
 
     def confinement(self, key: str) -> Confinement:
         """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
-        step = PLAN_STEP if key == PLAN_KEY else key
-        private = private_dir(self.orch.repo, self.orch.quest.id, step)
+        private = private_dir(self.orch.repo, self.orch.quest.id, step_of(key))
         worktree = None if key == PLAN_KEY else self.orch.quest.tasks[key].worktree
         if worktree is None:
             if key != PLAN_KEY:
@@ -360,24 +279,7 @@ class AgentJobs:
             cwd=cwd,
             base_env=wrapped,
             stuck_timeout_s=self.orch.cfg.agent.stuck_timeout_s,
-            pass_fds=channel.pass_fds,
             parse=prepared.parse,
-        )
-
-    def _channel(
-        self, run: AgentRun, binding: Binding, confinement: Confinement, env: Mapping[str, str]
-    ) -> RunChannel:
-        return RunChannel(
-            self.orch.sandbox,
-            binding,
-            confinement,
-            python=self.orch.python,
-            env=env,
-            # In a sandbox every agent is made at once and waits at its start gate for
-            # the journal's fsync and the last agent's commit: its sandbox starts
-            # meanwhile. (Without a sandbox there is no gate: spawned once both are done.)
-            gated=True,
-            model_host=agent_for(self.orch.cfg.agent, run.role).backend.model_host(env),
         )
 
     def _finish_run(
@@ -389,19 +291,15 @@ class AgentJobs:
         signal_dir: Path,
     ) -> Event | None:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
-        is_plan = key == PLAN_KEY
-        step_id = PLAN_STEP if is_plan else key
-        if is_plan:
-            self.orch.backlog.invalidate()  # planning agents write the backlog itself
         agent = agent_for(self.orch.cfg.agent, run.role)
         cost = run_cost(self.orch.cfg, agent, outcome)
         if cost:
-            task_id = None if is_plan else key
+            task_id = None if key == PLAN_KEY else key
             spent = qf.add_cost(self.orch.quest, task_id, cost, run.role.value, agent.backend.name)
-            self.orch.commit(spent, sync=False)
-        self.orch.out.agent_finished(step_id, run.role.value, outcome.duration_s, cost)
+            self.orch.commit(spent)
+        self.orch.out.agent_finished(step_of(key), run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
-            self._note(key, f"{run.role.value}: {note}", sync=False)
+            self._note(key, f"{run.role.value}: {note}")
         sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
@@ -423,7 +321,7 @@ class AgentJobs:
             event = replace(event, extra={**event.extra, "fresh_session": "1"})
         return event
 
-    def _note(self, key: str, text: str, *, sync: bool = True) -> None:
+    def _note(self, key: str, text: str) -> None:
         entry = draft(
             "note",
             "agent_result",
@@ -431,39 +329,29 @@ class AgentJobs:
             detail={"note": text},
             at=self.orch.clock(),
         )
-        self.orch.commit(self.orch.quest, [entry], sync=sync)
+        self.orch.commit(self.orch.quest, [entry])
         self.orch.out.warn(f"{key}: {text}")
 
     def _remember_session(self, key: str, role: Role, session_id: str) -> None:
-        if key == PLAN_KEY:
-            sessions = {**self.orch.quest.planning.sessions, role.value: session_id}
-            self.orch.update_planning(sessions=sessions)
-        else:
-            task = self.orch.quest.tasks[key]
-            sessions = {**task.sessions, role.value: session_id}
-            # Written at once (a killed scaffold keeps it); the next sync makes it durable.
-            self.orch.update_task(key, None, sync=False, sessions=sessions)
+        sessions = {**self.record(key).sessions, role.value: session_id}
+        self._update(key, sessions=sessions)
 
     def outcome_event(
         self, key: str, role: Role, sig: SignalRecord | None, session: str | None, failure: str
     ) -> Event:
         now = self.orch.clock()
-        if key == PLAN_KEY:
-            self.orch.update_planning(agent_running=False)
-        else:
-            self.orch.update_task(key, None, sync=False, agent_running=False)
+        self._update(key, agent_running=False)
+        failed = functools.partial(
+            Event, EventName.AGENT_FAILED, at=now, role=role, session_id=session
+        )
         if sig is None:
-            return Event(
-                EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=failure
-            )
+            return failed(detail=failure)
         qid = self._question_id(key)
         if key == PLAN_KEY:
             try:
                 name = planning_event_for(self.orch.quest.phase, sig.signal)
             except IllegalTransition as exc:
-                return Event(
-                    EventName.AGENT_FAILED, at=now, role=role, session_id=session, detail=str(exc)
-                )
+                return failed(detail=str(exc))
             if name is EventName.CODE_COMPLETE:
                 phase = self.orch.quest.phase
                 planned = self._take_planning_output(
@@ -472,30 +360,15 @@ class AgentJobs:
                 if phase is QuestPhase.PLANNING and not planned:
                     # Its create-tasks refused (or never called): a failed run, retried
                     # with the reason, never a quest that executes nothing.
-                    failure = (
-                        "PathSeeker signalled complete but planned no task: create-tasks "
-                        "was refused or not called"
-                    )
-                    return Event(
-                        EventName.AGENT_FAILED,
-                        at=now,
-                        role=role,
-                        session_id=session,
-                        detail=failure,
+                    return failed(
+                        detail="PathSeeker signalled complete but planned no task: "
+                        "create-tasks was refused or not called"
                     )
             return Event(
                 name, at=now, signal=sig.signal, role=role, session_id=session, question_id=qid
             )
         task = self.orch.quest.tasks[key]
         return signal_event(task, sig.signal, session_id=session, at=now, question_id=qid)
-
-    def _start_commit(
-        self, key: str, signal_dir: Path, role: Role, refused: Sequence[str]
-    ) -> asyncio.Future[None]:
-        """``_commit_work`` in a worker thread, started now (nothing when the run was
-        refused)."""
-        sig = None if refused else latest_signal(signal_dir)
-        return asyncio.ensure_future(asyncio.to_thread(self.commit_work, key, sig, role))
 
     def commit_work(self, key: str, sig: SignalRecord | None, role: Role) -> None:
         """Commit what the agent changed in the worktree (runs in a worker thread)."""
@@ -527,7 +400,7 @@ class AgentJobs:
             return 0
         if plan is not None:
             self.orch.update_planning(file_map=tuple(plan.file_map))
-        snapshot = self.orch.backlog.get()
+        snapshot = bl.load_backlog(self.orch.repo)
         known = set(self.orch.quest.planning.known_before)
         new = [
             t.id
@@ -542,15 +415,11 @@ class AgentJobs:
 
     def rerun(self, key: str, run: AgentRun, role: Role, note: str | None = None) -> None:
         """Start ``run`` again without counting an attempt (scaffold's fault, not the agent's)."""
-        if key == PLAN_KEY:
-            sessions = {
-                k: v
-                for k, v in self.orch.quest.planning.sessions.items()
-                if run.resume_session or k != role.value
-            }
-            self.orch.update_planning(agent_running=False, pending_run=run, sessions=sessions)
-            return  # the planning tick starts it
-        task = self.orch.quest.tasks[key]
-        sessions = {k: v for k, v in task.sessions.items() if run.resume_session or k != role.value}
-        self.orch.update_task(key, note, agent_running=False, pending_run=run, sessions=sessions)
-        self.orch.start_job(key, [StartAgent(key, run)])
+        sessions = {
+            k: v
+            for k, v in self.record(key).sessions.items()
+            if run.resume_session or k != role.value
+        }
+        self._update(key, note, agent_running=False, pending_run=run, sessions=sessions)
+        if key != PLAN_KEY:  # the planning tick starts the planning's
+            self.orch.start_job(key, [StartAgent(key, run)])

@@ -1,7 +1,7 @@
 """What the core's effects do here: git, Ward, DiagramCheck, the forge, Backlog.md.
 
 Each runs in a task's job (:meth:`Orchestrator.start_job`), after every journal line that
-led to it is on disk and the last agent's work is committed; an agent run is
+led to it is on disk; an agent run is
 :mod:`~scaffold.runtime.agent_jobs`'s. An effect re-issued after a restart, or one whose
 task moved on before it ran, is noticed and does nothing.
 """
@@ -31,7 +31,6 @@ from scaffold.core.effects import (
 from scaffold.core.events import Event
 from scaffold.core.states import EventName, Lifecycle
 from scaffold.ids import PLAN_STEP
-from scaffold.runtime.background import in_background
 from scaffold.runtime.run_channel import private_dir
 
 if TYPE_CHECKING:
@@ -41,18 +40,14 @@ if TYPE_CHECKING:
 async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
     """Carry out one effect of ``key``'s job; the event it leads to, if any."""
     if isinstance(effect, StartAgent):
-        # Durable and committed before the agent runs, while its sandbox is made.
         return await orch.agents.run_agent(key, effect.run)
-    await orch.durable()  # every line that led here is durable before the effect runs
     if isinstance(effect, RunWard) and not orch.cfg.ward:
         return Event(EventName.WARD_PASSED, at=orch.clock())  # nothing to run or wait for
-    await orch.unsettled.settle(key)  # the last agent's work is on the branch first
     if isinstance(effect, SyncBranch):
         await orch.forge.sync_branch(orch.quest, orch.quest.tasks[effect.task_id])
         return None
     if isinstance(effect, CreateWorktree):
         await orch.forge.prepare_allocation(orch.quest, orch.quest.tasks[effect.task_id])
-        orch.backlog.invalidate()  # the forge may have brought the checkout up to date
         return await asyncio.to_thread(orch.ops.create_worktree, effect.task_id)
     if isinstance(effect, RunWard):
         return await asyncio.to_thread(
@@ -61,19 +56,16 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
             orch.agents.ward_wrap(effect.task_id),
         )
     if isinstance(effect, RunDiagramCheck):
-        return await in_background(orch.ops.check_diagrams, effect.task_id)
+        return await asyncio.to_thread(orch.ops.check_diagrams, effect.task_id)
     if isinstance(effect, OpenPullRequest):
         return await _open_pull_request(orch, effect.task_id)
     if isinstance(effect, MergePullRequest):
         task = orch.quest.tasks[effect.task_id]
         if task.state is not Lifecycle.MERGING:
             return None  # stale (re-issued after a restart, and moved on since)
-        try:
-            return await orch.forge.merge_pull_request(orch.quest, task)
-        finally:
-            orch.backlog.invalidate()  # the merge moved the checkout's files
+        return await orch.forge.merge_pull_request(orch.quest, task)
     if isinstance(effect, SyncBacklog):
-        await in_background(
+        await asyncio.to_thread(
             orch.ops.write_backlog_status,
             effect.task_id,
             effect.status,
@@ -82,12 +74,12 @@ async def execute(orch: Orchestrator, key: str, effect: Effect) -> Event | None:
         )
         return None
     if isinstance(effect, RemoveWorktree):
-        await in_background(orch.workspace.remove_worktree, effect.task_id)
+        await asyncio.to_thread(orch.workspace.remove_worktree, effect.task_id)
         private = private_dir(orch.repo, orch.quest.id, effect.task_id)
-        await in_background(shutil.rmtree, private, True)
+        await asyncio.to_thread(shutil.rmtree, private, True)
         return None
     if isinstance(effect, DeleteBranch):
-        await in_background(orch.workspace.delete_branch, effect.task_id)
+        await asyncio.to_thread(orch.workspace.delete_branch, effect.task_id)
         await orch.forge.branch_deleted(orch.quest, effect.task_id)
         return None
     if isinstance(effect, AskQuestion):

@@ -12,19 +12,20 @@ a task's current state, and a forge must notice what it already did.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from scaffold.agent.process import AgentRunOutcome
-from scaffold.config import ScaffoldConfig
 from scaffold.core import review
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.quest.model import AgentRun, PullRequest, Quest, Question, TaskRecord
-from scaffold.runtime.background import in_background
+
+if TYPE_CHECKING:
+    from scaffold.runtime.repo_ops import RepoOps
 
 
 @dataclass(frozen=True)
@@ -69,21 +70,8 @@ class Forge(Protocol):
 class LocalForge:
     """Plain git: the task branch is the pull request, merged into the local default branch."""
 
-    def __init__(
-        self,
-        config: ScaffoldConfig,
-        default_branch: Callable[[], str],
-        merge: Callable[[str, str], Event | None],
-        clock: Callable[[], datetime],
-        say: Callable[[str], None],
-        *,
-        head_of: Callable[[str], str | None],
-    ) -> None:
-        self.cfg = config
-        self._head_of = head_of
-        self._default_branch = default_branch
-        self._merge = merge
-        self._clock = clock
+    def __init__(self, ops: RepoOps, say: Callable[[str], None]) -> None:
+        self.ops = ops
         self._say = say
 
     async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
@@ -96,9 +84,10 @@ class LocalForge:
         pr, note = task.pr, None
         if pr is None or pr.state != "open":
             number = 1 + sum(1 for t in quest.tasks.values() if t.pr is not None)
-            pr = PullRequest(branch=task.branch or "", base=self._default_branch(), number=number)
+            base = self.ops.workspace.default_branch()
+            pr = PullRequest(branch=task.branch or "", base=base, number=number)
             note = f"pull request #{number} opened"
-        head = self._head_of(task.branch) if task.branch else None
+        head = self.ops.workspace.branch_head(task.branch) if task.branch else None
         if head is not None and head != pr.head_sha:
             pr = pr.model_copy(update={"head_sha": head})
         current = review.current_round(task)
@@ -108,8 +97,9 @@ class LocalForge:
                 f"{task.id}: round {current.number} ({who}) fixed in {(head or '?')[:12]}: "
                 f"{task.last_summary or 'no summary'}"
             )
-        if self.cfg.approval == "auto":
-            return Opened(pr, note, Event(EventName.PR_APPROVED, at=self._clock(), detail="auto"))
+        if self.ops.cfg.approval == "auto":
+            approved = Event(EventName.PR_APPROVED, at=self.ops.clock(), detail="auto")
+            return Opened(pr, note, approved)
         self._say(
             f"{task.id}: pull request ready; `scaffold approve {task.id}`, "
             f"`scaffold review {task.id} --request-changes TEXT` or `scaffold reject {task.id}`"
@@ -118,7 +108,7 @@ class LocalForge:
 
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         message = f"Merge {task.branch}: {task.id} {task.title}"
-        return await in_background(self._merge, task.id, message)
+        return await asyncio.to_thread(self.ops.merge, task.id, message)
 
     async def branch_deleted(self, quest: Quest, task_id: str) -> None:
         return None

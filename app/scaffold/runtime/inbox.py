@@ -84,10 +84,6 @@ def pending(state_root: Path) -> list[tuple[Path, InboxMessage | None, str]]:
     return out
 
 
-def done(path: Path) -> None:
-    path.unlink(missing_ok=True)
-
-
 def consume(orch: Orchestrator) -> None:
     for path, msg, problem in pending(orch.state_root):
         if msg is None:
@@ -100,7 +96,7 @@ def consume(orch: Orchestrator) -> None:
             _apply_message(orch, msg)
         except ScaffoldError as exc:
             orch.out.warn(f"inbox: {msg.kind}: {exc}")
-        done(path)
+        path.unlink(missing_ok=True)
 
 
 def _apply_message(orch: Orchestrator, msg: InboxMessage) -> None:

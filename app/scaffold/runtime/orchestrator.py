@@ -3,16 +3,9 @@
 One asyncio loop owns the quest writer. Every change to the quest goes through
 :meth:`Orchestrator.apply` (one writer, serialised); effects run as tracked asyncio
 jobs, one job per task at a time, and report back by putting events on a queue.
-Blocking work (git, Ward, Backlog.md writes) runs in threads.
-
-The loop ties together what lives beside it: the agent-run jobs
-(:mod:`~scaffold.runtime.agent_jobs`), the recovery after a restart
-(:mod:`~scaffold.runtime.recovery`) and the inbox's messages
-(:mod:`~scaffold.runtime.inbox`).
-
-Safety budgets (cost, hours, consecutive failures) are per run, as ``core/safety.py``
-defines them: each run starts with fresh ones, and a task a safety stop or an abort
-sent back to To Do is picked up again by the next run.
+Blocking work (git, Ward, Backlog.md writes) runs in threads. Safety budgets (cost,
+hours, consecutive failures) are per run (``core/safety.py``): a task a safety stop or
+an abort sent back to To Do is picked up again by the next run.
 """
 
 from __future__ import annotations
@@ -50,26 +43,18 @@ from scaffold.quest.store import QuestWriter, draft
 from scaffold.runtime import inbox
 from scaffold.runtime.agent_jobs import AgentJobs, holds_slot
 from scaffold.runtime.agent_limit import RepoAgents
-from scaffold.runtime.background import in_background
-from scaffold.runtime.backlog_cache import BacklogCache
 from scaffold.runtime.effect_jobs import execute
 from scaffold.runtime.forge import Forge, LocalForge, RemoteAgents
 from scaffold.runtime.recovery import recover
 from scaffold.runtime.repo_ops import RepoOps
 from scaffold.runtime.report import RunReport, final_report
 from scaffold.runtime.slot_pool import SlotPool
-from scaffold.runtime.unsettled import Unsettled
 from scaffold.runtime.view import Reporter, slot_rows, transition_detail
 from scaffold.sandbox.settings import Sandbox, resolve_sandbox
 from scaffold.signal_back.plan import QUEST_LABEL_PREFIX
 from scaffold.state.publisher import StatePublisher
 
 MAX_DIAGRAM_AUTOFIX = 2
-
-# Tasks made ready (worktree, branch, Backlog.md "In Progress") once every slot is at
-# work, so that a slot given back goes to an agent at once, not to a task's allocation.
-# Its first agent waits for the slot (a lease). Not with a shared SlotPool (the App).
-LOOKAHEAD = 1
 
 
 class Orchestrator:
@@ -101,22 +86,9 @@ class Orchestrator:
         self.state_root = repo / ".scaffold"
         # The App and the Action pass theirs (strict); the local CLI warns once without one.
         self.sandbox = sandbox or resolve_sandbox(config.sandbox, strict=False, warn=reporter.warn)
-        # Listed again on scaffold's own writes at once, on a person's within poll_s.
-        self.backlog = BacklogCache(repo, recheck_s=poll_s)
-        self.ops = RepoOps(repo, config, clock, reporter.warn, self.backlog)
+        self.ops = RepoOps(repo, config, clock, reporter.warn)
         self.workspace = self.ops.workspace
-        self.forge: Forge = (
-            forge(self.ops)
-            if forge
-            else LocalForge(
-                config,
-                self.workspace.default_branch,
-                self.ops.merge,
-                clock,
-                reporter.line,
-                head_of=self.workspace.branch_head,
-            )
-        )
+        self.forge: Forge = forge(self.ops) if forge else LocalForge(self.ops, reporter.line)
         self.limits = Limits(
             max_attempts=config.agent.max_attempts,
             max_review_rounds=config.review.max_rounds,
@@ -142,8 +114,6 @@ class Orchestrator:
         self.agents = AgentJobs(self)
         # Events from jobs; None only wakes the main loop (a job ended).
         self.queue: asyncio.Queue[tuple[str, Event] | None] = asyncio.Queue()
-        # The commits of agents' work still running after their end was applied.
-        self.unsettled = Unsettled(reporter.warn, lambda: self.queue.put_nowait(None))
         # The latest job of each key, and every job not yet ended (a key's earlier job
         # may still be at work beside its latest).
         self.jobs: dict[str, asyncio.Task[None]] = {}
@@ -165,30 +135,17 @@ class Orchestrator:
     def quest(self) -> Quest:
         return self.writer.quest
 
-    def commit(self, quest: Quest, entries: Sequence[Any] = (), *, sync: bool = True) -> None:
-        """Journal the new state. ``sync=False`` (the hand-off path: an agent's end, the
-        events it leads to, the scheduler's picks, an agent's start) leaves the fsync to
-        :meth:`durable`, which runs before any effect: at the start of every job step
-        (``effect_jobs.execute``), before an agent is spawned, at the end of the main
-        loop's turn that applied the events, before the state is published. One fsync
-        then covers the lines of a hand-off, off the event loop."""
-        self.writer.commit(quest, entries, sync=sync)
+    def commit(self, quest: Quest, entries: Sequence[Any] = ()) -> None:
+        """Journal the new state (on disk before any effect it allows runs)."""
+        self.writer.commit(quest, entries)
 
-    async def durable(self) -> None:
-        """Every journal line written so far on disk; the fdatasync runs in a worker
-        thread, so the event loop goes on with other tasks' events meanwhile."""
-        if self.writer.unsynced:
-            await asyncio.to_thread(self.writer.sync)
-
-    def update_task(
-        self, task_id: str, note: str | None = None, *, sync: bool = True, **updates: Any
-    ) -> None:
+    def update_task(self, task_id: str, note: str | None = None, **updates: Any) -> None:
         task = self.quest.tasks[task_id]
         quest = self.quest.model_copy(
             update={"tasks": {**self.quest.tasks, task_id: task.model_copy(update=updates)}}
         )
         entries = [draft("note", note, task_id=task_id, at=self.clock())] if note else []
-        self.commit(quest, entries, sync=sync)
+        self.commit(quest, entries)
 
     def update_planning(self, **updates: Any) -> None:
         planning = self.quest.planning.model_copy(update=updates)
@@ -199,12 +156,9 @@ class Orchestrator:
     async def run(self) -> RunReport:
         """Until no job runs and no event waits.
 
-        The loop wakes on events, not on a timer: an event a job puts on the queue, or the
-        last job (or a planning job) that ends (``_job_done`` puts a wake-up). Every event waiting is applied at
-        once, and the jobs that started get the loop (an agent is spawned) before the
-        scheduling tick runs. Only the inbox, where messages arrive as files, and the
-        backlog, which a person may edit, are looked at on a timer (``poll_s``); that
-        timer never delays an event.
+        The loop wakes on events (a job's, or the wake-up ``_job_done`` puts), applying
+        every event waiting at once. Only the inbox, where messages arrive as files, and
+        the backlog, which a person may edit, are looked at on a timer (``poll_s``).
         """
         loop = asyncio.get_running_loop()
         self.workspace.ensure_excluded()
@@ -232,14 +186,12 @@ class Orchestrator:
                     # the state, or the tick would start that job's run again.
                     item = None
                 self._apply_queued(item)
-                await self.durable()  # the lines of the events just applied
                 await asyncio.sleep(0)  # the jobs just started run first (spawn)
         finally:
             self._live = False
             if self.slot_pool is not None:
                 self.slot_pool.leave(self.quest.id)
             await self._stop_all_jobs()
-            await self.unsettled.settle_all()
             with contextlib.suppress(ScaffoldError):
                 await self.forge.flush(self.quest)
             if self._publishing is not None:
@@ -262,14 +214,13 @@ class Orchestrator:
         pub = self.publisher
         if pub is None:
             return
-        await self.durable()  # never publish a state the journal could still lose
         if self.before_publish is not None:
             try:
                 await self.before_publish()
             except ScaffoldError as exc:
                 self._say_publish_error(str(exc))
                 return
-        if await in_background(pub.publish, reason):
+        if await asyncio.to_thread(pub.publish, reason):
             self._publish_error_said = None
         elif pub.last_error is not None:
             self._say_publish_error(pub.last_error)
@@ -300,13 +251,13 @@ class Orchestrator:
         self.commit(q.model_copy(update=update), entries)
 
     def _idle(self) -> bool:
-        return not self._running and self.queue.empty() and not self.unsettled.busy()
+        return not self._running and self.queue.empty()
 
     def _apply_queued(self, item: tuple[str, Event] | None) -> None:
         """Apply ``item`` and every other event already waiting (None is a wake-up)."""
         while True:
             if item is not None:
-                self.apply(*item, sync=False)
+                self.apply(*item)
             try:
                 item = self.queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -320,11 +271,8 @@ class Orchestrator:
                 await job
         self.agents.children.kill_all()
 
-    def apply(self, key: str, event: Event, *, sync: bool = True) -> None:
-        """Feed one event to the core, persist the result, start the effects.
-
-        With ``sync=False`` the lines wait for the next :meth:`durable`; the effects
-        started here run only after one (each job step begins with it)."""
+    def apply(self, key: str, event: Event) -> None:
+        """Feed one event to the core, persist the result, start the effects."""
         now = self.clock()
         try:
             if key == PLAN_KEY:
@@ -335,7 +283,7 @@ class Orchestrator:
             # A stale event (e.g. an answer for a task that was aborted meanwhile).
             self.out.warn(f"{key}: ignored {event.name.value}: {exc}")
             return
-        self.commit(step.quest, step.entries, sync=sync)
+        self.commit(step.quest, step.entries)
         for entry in step.entries:
             if entry.kind == "transition":
                 where = entry.task_id or key
@@ -430,7 +378,7 @@ class Orchestrator:
                 break
             idle = task.state is Lifecycle.IDLE and task.outcome in (None, "aborted")
             if idle and task.id in ready_ids:
-                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now), sync=False)
+                self.apply(task.id, Event(EventName.DEPS_RESOLVED, at=now))
         ready = [t for t in self.quest.tasks.values() if t.state is Lifecycle.READY]
         busy = [t.id for t in self.quest.tasks.values() if holds_slot(t)]
         if self.slot_pool is not None:
@@ -445,10 +393,6 @@ class Orchestrator:
         slots = self.cfg.slots
         if self.slot_pool is not None:
             slots = len(busy) + self.slot_pool.allowance(self.quest.id)
-        elif len(busy) >= slots and all(tid in self.agents.leases for tid in busy):
-            # Every slot at work: make the next task ready. It is the only one without
-            # a slot, so it is the next to get one (in the scheduler's order).
-            slots += LOOKAHEAD
         candidates = [
             SchedTask(
                 id=t.id,
@@ -461,8 +405,7 @@ class Orchestrator:
         ]
         started = schedule(candidates, running=busy, slots=slots)
         for task_id in started:
-            # Its allocation job makes the line durable before it does anything.
-            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True), sync=False)
+            self.apply(task_id, Event(EventName.TASK_SELECTED, at=now, safety_ok=True))
         if self.slot_pool is not None and started:
             held = len(busy) + len(started)
             self.slot_pool.report(self.quest.id, held, held + len(ready) - len(started))
@@ -477,43 +420,31 @@ class Orchestrator:
         self.start_job(PLAN_KEY, [StartAgent(None, plan.pending_run)])
 
     def _sync_backlog(self) -> bl.BacklogSnapshot:
-        snapshot = self.backlog.get()
+        snapshot = bl.load_backlog(self.repo)
         for problem in snapshot.problems:
             key = f"{problem.path}:{problem.reason}"
             if key not in self.reported_problems:
                 self.reported_problems.add(key)
                 self.out.warn(f"backlog: {problem.path}: {problem.reason}")
         tasks = dict(self.quest.tasks)
-        changed = False
         known_before = set(self.quest.planning.known_before)
         for bt in snapshot.tasks:
             if bt.id in known_before or self.planned_elsewhere(bt.labels):
                 continue
+            fields: dict[str, Any] = {
+                "title": bt.title,
+                "dependencies": tuple(bt.dependencies),
+                "priority": bt.priority,
+            }
             current = tasks.get(bt.id)
             if current is None:
-                if snapshot.config.is_done_status(bt.status):
-                    continue
-                tasks[bt.id] = TaskRecord(
-                    id=bt.id,
-                    title=bt.title,
-                    dependencies=tuple(bt.dependencies),
-                    priority=bt.priority,
-                )
-                changed = True
-            elif current.state is Lifecycle.IDLE and (
-                current.dependencies != tuple(bt.dependencies)
-                or current.title != bt.title
-                or current.priority != bt.priority
+                if not snapshot.config.is_done_status(bt.status):
+                    tasks[bt.id] = TaskRecord(id=bt.id, **fields)
+            elif current.state is Lifecycle.IDLE and any(
+                getattr(current, k) != v for k, v in fields.items()
             ):
-                tasks[bt.id] = current.model_copy(
-                    update={
-                        "title": bt.title,
-                        "dependencies": tuple(bt.dependencies),
-                        "priority": bt.priority,
-                    }
-                )
-                changed = True
-        if changed:
+                tasks[bt.id] = current.model_copy(update=fields)
+        if tasks != self.quest.tasks:
             self.commit(self.quest.model_copy(update={"tasks": tasks}))
         return snapshot
 

@@ -10,12 +10,11 @@ idempotent (a merge that already happened is detected, not repeated).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal as signals
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scaffold.core import quest_flow as qf
 from scaffold.core.states import IN_FLIGHT, Lifecycle
@@ -89,19 +88,14 @@ def recover(orch: Orchestrator) -> None:
 
 
 def _commit_leftovers(orch: Orchestrator, task: TaskRecord) -> None:
-    """The commit of an agent's work runs after its end is journaled (``unsettled``):
-    scaffold may have stopped in between. Whatever the worktree holds is committed
-    before the task's next step (nothing when the commit had been made)."""
+    """A commit of an agent's work that failed, or was cut short by a stop: whatever
+    the worktree holds is committed before the task's next step."""
     if task.worktree is None or not Path(task.worktree).is_dir():
         return
-
-    def commit() -> None:
-        with contextlib.suppress(ScaffoldError):
-            orch.workspace.commit_all(
-                task.id, f"{task.id} work left uncommitted by a restart", unless_merging=True
-            )
-
-    orch.unsettled.add(task.id, asyncio.ensure_future(asyncio.to_thread(commit)))
+    with contextlib.suppress(ScaffoldError):
+        orch.workspace.commit_all(
+            task.id, f"{task.id} work left uncommitted by a restart", unless_merging=True
+        )
 
 
 def _restore_worktree(orch: Orchestrator, task: TaskRecord) -> None:
@@ -121,7 +115,7 @@ def _restore_worktree(orch: Orchestrator, task: TaskRecord) -> None:
 
 def _resume_interrupted(orch: Orchestrator, key: str, role: Role, run_dir: str | None) -> None:
     sig = latest_signal(Path(run_dir) / "signals") if run_dir else None
-    record: Any = orch.quest.planning if key == PLAN_KEY else orch.quest.tasks[key]
+    record = orch.agents.record(key)
     session = record.sessions.get(role.value)
     if sig is None and record.pending_run is not None and not orch.quest.stop_reason:
         # scaffold died, not the agent: run the same agent run again, resuming its

@@ -17,14 +17,16 @@ from scaffold.agent.process import agent_environment
 from scaffold.config import ScaffoldConfig
 from scaffold.core.events import Event
 from scaffold.core.states import EventName
+from scaffold.diagramcheck.analyzer import analyze
 from scaffold.errors import ScaffoldError
 from scaffold.git.locks import repo_lock
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, run_git
 from scaffold.git.workspace import Workspace
 from scaffold.ids import branch_for_task
-from scaffold.runtime.backlog_cache import BacklogCache
-from scaffold.runtime.diagrams import missing_lines, task_report
 from scaffold.ward import CommandWrap, format_ward_report, run_ward
+
+# Drafts longer than this are left out of the lines (the message still says what to add).
+MAX_DRAFT_LINES = 12
 
 
 class RepoOps:
@@ -34,13 +36,11 @@ class RepoOps:
         config: ScaffoldConfig,
         clock: Callable[[], datetime],
         warn: Callable[[str], None],
-        backlog: BacklogCache,
     ) -> None:
         self.repo = repo
         self.cfg = config
         self.clock = clock
         self.warn = warn
-        self.backlog = backlog
         self.workspace = Workspace(repo, default_branch=config.default_branch)
         self.default_branch_lock = repo_lock(repo, "default-branch")
 
@@ -76,19 +76,25 @@ class RepoOps:
 
     def check_diagrams(self, task_id: str) -> Event:
         """DiagramCheck on the task branch against the default branch (their merge base)."""
-        report = task_report(self.repo, self.cfg, self.workspace, task_id)
+        default, branch = self.workspace.default_branch(), branch_for_task(task_id)
+        report = analyze(
+            self.repo, f"refs/heads/{default}", f"refs/heads/{branch}", self.cfg.diagrams
+        )
         for warning in report.warnings:
             self.warn(f"{task_id}: DiagramCheck: {warning.message}")
         if not report.blocking:
             return Event(EventName.DIAGRAMS_SYNCED, at=self.clock())
-        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=missing_lines(report))
+        missing = []  # what to change where, and a short draft when it has one
+        for f in report.failures:
+            line = f"{f.message} ({f.source}:{f.line})"
+            if 1 < len(f.draft) <= MAX_DRAFT_LINES:
+                line += "\n  draft:\n" + "\n".join(f"  {d}" for d in f.draft)
+            missing.append(line)
+        return Event(EventName.DIAGRAMS_MISSING, at=self.clock(), missing=tuple(missing))
 
     def merge(self, task_id: str, message: str) -> Event | None:
-        try:
-            with self.default_branch_lock:
-                result = self.workspace.merge(task_id, message)
-        finally:
-            self.backlog.invalidate()  # the checkout's files moved with the branch
+        with self.default_branch_lock:
+            result = self.workspace.merge(task_id, message)
         if result.merged:
             return Event(EventName.MERGE_COMPLETE, at=self.clock(), detail=result.sha or "")
         if result.conflict_files:
@@ -104,7 +110,7 @@ class RepoOps:
     def write_backlog_status(
         self, task_id: str, status: str, notes: str, summary: str | None
     ) -> None:
-        bt = self.backlog.get().get(task_id)
+        bt = bl.load_backlog(self.repo).get(task_id)
         if bt is None:
             self.warn(f"{task_id}: no Backlog.md file to update")
             return
@@ -116,8 +122,5 @@ class RepoOps:
                 notes=notes_text,
                 summary=summary_text,
             )
-        try:
-            with self.default_branch_lock:
-                self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")
-        finally:
-            self.backlog.invalidate()
+        with self.default_branch_lock:
+            self.workspace.commit_on_default([bt.path], f"scaffold: {task_id} {status}")

@@ -7,10 +7,7 @@
   on this event loop, which the agent reaches at a loopback URL with the run's secret
   (inside a sandbox through the bridge and ``signal-http.sock``);
 - with a sandbox: the :class:`~scaffold.sandbox.egress.EgressGate` (the model API and
-  ``sandbox.allow_domains``, nothing else) and the bwrap command line;
-- with a sandbox and ``gated=True``: the start gate, a pipe the sandbox's bridge waits
-  on before it runs the agent (:meth:`RunChannel.open_gate`), so the sandbox is made
-  while scaffold still finishes the previous run's commit.
+  ``sandbox.allow_domains``, nothing else) and the bwrap command line.
 
 The folder is seen inside the sandbox at ``/run/scaffold``, read-only; without a
 sandbox the same files are used at their real paths.
@@ -71,7 +68,6 @@ class RunChannel:
         *,
         python: str,
         env: Mapping[str, str],
-        gated: bool = False,
         model_host: tuple[str, int] | None = None,
     ) -> None:
         """``model_host``: the model API the agent's backend talks to (the only host
@@ -94,55 +90,6 @@ class RunChannel:
             else []
         )
         self._stack = contextlib.AsyncExitStack()
-        # (read end, write end); only a sandbox has a bridge to wait on the read end.
-        self._gate: tuple[int, int | None] | None = None
-        if gated and sandbox.active:
-            read_end, write_end = os.pipe()
-            self._gate = (read_end, write_end)
-
-    @property
-    def gated(self) -> bool:
-        """Whether the agent waits for :meth:`open_gate` (only in a sandbox)."""
-        return self._gate is not None
-
-    @property
-    def pass_fds(self) -> tuple[int, ...]:
-        """The descriptors the agent's process must inherit (the gate's read end)."""
-        return (self._gate[0],) if self._gate is not None else ()
-
-    def open_gate(self) -> None:
-        """Let the agent start (once; nothing when the run is not gated)."""
-        if self._gate is None:
-            return
-        read_end, write_end = self._gate
-        if write_end is None:
-            return
-        self._gate = (read_end, None)
-        try:
-            os.write(write_end, b"g")
-        except OSError:
-            pass  # the bridge is gone already: the run ends as it would have
-        finally:
-            os.close(write_end)
-
-    def withdraw(self) -> None:
-        """Close the gate without letting the agent through: the bridge reads end of
-        file and exits 125, whenever it gets there. Stopping the sandbox alone is not
-        enough: a SIGTERM that reaches bwrap while it is still setting up can leave
-        the bridge behind it, holding the run's pipes and waiting at the gate."""
-        self._close_gate()
-
-    def _close_gate(self) -> None:
-        """Close what is left of the gate, once: a descriptor closed twice may by then
-        be another thread's file (a Backlog.md write), which the second close cuts."""
-        if self._gate is None:
-            return
-        read_end, write_end = self._gate
-        self._gate = None
-        for fd in (write_end, read_end):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
 
     @property
     def signalled(self) -> asyncio.Event:
@@ -173,7 +120,6 @@ class RunChannel:
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            self._close_gate()  # a start never let through is withdrawn (the bridge exits)
             await self._stack.aclose()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -195,5 +141,4 @@ class RunChannel:
             programs=(self.python, *c.programs),
             extra_hidden=c.extra_hidden,
         )
-        gate = self._gate[0] if self._gate is not None else None
-        return confine(self.sandbox, confinement, argv, env, gate_fd=gate)
+        return confine(self.sandbox, confinement, argv, env)

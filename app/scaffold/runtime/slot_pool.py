@@ -38,6 +38,3 @@ class SlotPool:
         mine = self._held.get(quest_id, 0)
         free = self.slots - self.held
         return max(0, min(shares.get(quest_id, 0) - mine, free))
-
-    def holdings(self) -> dict[str, int]:
-        return dict(self._held)

@@ -18,7 +18,8 @@ from scaffold.state.rebuild import merged_view
 def _task_entry(
     bt: Any, ready: bool, record: TaskRecord | None, quest: Quest | None, cfg: ScaffoldConfig
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+    rec = record or TaskRecord(id=bt.id)  # a task no quest took: Idle, nothing spent
+    return {
         "id": bt.id,
         "title": bt.title,
         "status": bt.status,
@@ -27,24 +28,23 @@ def _task_entry(
         "parent": bt.parent_task_id,
         "path": str(bt.path),
         "ready": ready,
-        "state": record.state.value if record else "Idle",
+        "state": rec.state.value,
         "quest": quest.id if quest else None,
-        "role": record.role.value if record and record.role else None,
-        "attempts": record.attempts if record else 0,
-        "session_id": _newest_session(record),
-        "cost_usd": record.cost_usd if record else 0.0,
-        "question": record.question_id if record else None,
-        "blocked_reason": record.blocked_reason if record else None,
-        "pr": record.pr.model_dump(mode="json") if record and record.pr else None,
-        "outcome": record.outcome if record else None,
-        "review": _review_entry(record, cfg),
+        "role": rec.role.value if rec.role else None,
+        "attempts": rec.attempts,
+        "session_id": _newest_session(rec),
+        "cost_usd": rec.cost_usd,
+        "question": rec.question_id,
+        "blocked_reason": rec.blocked_reason,
+        "pr": rec.pr.model_dump(mode="json") if rec.pr else None,
+        "outcome": rec.outcome,
+        "review": _review_entry(rec, cfg),
     }
-    return entry
 
 
-def _review_entry(record: TaskRecord | None, cfg: ScaffoldConfig) -> dict[str, Any] | None:
+def _review_entry(record: TaskRecord, cfg: ScaffoldConfig) -> dict[str, Any] | None:
     """The task's review loop: its round in words, counters, and every round."""
-    if record is None or not (record.rounds or record.feedback):
+    if not (record.rounds or record.feedback):
         return None
     return {
         "round": review.headline(record, cfg.review.max_rounds, cfg.ci.max_fixes),
@@ -55,8 +55,8 @@ def _review_entry(record: TaskRecord | None, cfg: ScaffoldConfig) -> dict[str, A
     }
 
 
-def _newest_session(record: TaskRecord | None) -> str | None:
-    if record is None or not record.sessions:
+def _newest_session(record: TaskRecord) -> str | None:
+    if not record.sessions:
         return None
     if record.role is not None and record.role.value in record.sessions:
         return record.sessions[record.role.value]

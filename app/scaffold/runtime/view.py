@@ -84,12 +84,10 @@ class Reporter:
         self.stream = stream or sys.stdout
         self.color = self.stream.isatty() if color is None else color
         self.started = time.monotonic()
-        self.lines: list[str] = []
         self._live: Live | None = None
 
     def _emit(self, text: str, style: str = "") -> None:
         stamp = f"{time.monotonic() - self.started:7.1f}s"
-        self.lines.append(text)
         if self.color and style:
             codes = {"warn": "33", "ok": "32", "ask": "35;1", "dim": "2"}
             text = f"\x1b[{codes[style]}m{text}\x1b[0m"

@@ -2,22 +2,16 @@
 
 ``refs/heads/scaffold/state`` (config ``state.branch``) holds ``quests/<id>.json`` for
 open quests and ``quests/done/<id>.json`` for finished ones (``state/document.py``).
-Nothing here checks anything out: ``hash-object`` and ``commit-tree`` write the blobs
-and the commit, the tree is built in a throw-away index file (``GIT_INDEX_FILE``), and
-the ref moved with ``update-ref <ref> <new> <old>``, a compare-and-swap. No working
-tree, index or HEAD of anyone's is touched, and a protected default branch is no
-obstacle.
+Nothing is checked out: the tree is built in a throw-away index file and the ref moved
+with ``update-ref <ref> <new> <old>``, a compare-and-swap, so no one's working tree,
+index or HEAD is touched.
 
-Two writers never lose an update. Each publication is rebuilt on the tip it finds:
-files of other quests are kept as they are there, and a quest's file is replaced only
-by one at least as new (its quest ``seq``); that is the merge by quest id. When the
-swap fails because the tip moved (another process of this repository), or a push is
-refused because the remote moved (another server or workflow run), the publication
-is rebuilt on the new tip and tried again.
-
-With a :class:`StateRemote` (the App and the Action), the base is the remote's tip as
-last fetched, the new commit is pushed as a fast-forward (a non-fast-forward push is
-the remote's compare-and-swap), and the local ref mirrors what was pushed.
+Two writers never lose an update: each publication is rebuilt on the tip it finds,
+keeping other quests' files and replacing a quest's file only by one at least as new
+(its ``seq``); when the swap fails or a push is refused because the tip moved, it is
+rebuilt on the new tip and tried again. With a :class:`StateRemote` (the App and the
+Action) the base is the remote's tip as last fetched, the new commit is pushed as a
+fast-forward, and the local ref mirrors what was pushed.
 """
 
 from __future__ import annotations
@@ -253,12 +247,10 @@ class StateBranch:
         out = self._git(
             "log", f"--max-count={limit}", "--format=%H%x00%aI%x00%s", rev, "--", *paths
         )
-        rows = []
-        for line in out.splitlines():
-            sha, _, rest = line.partition("\0")
-            date, _, subject = rest.partition("\0")
-            rows.append((sha, date, subject))
-        return rows
+        return [
+            (sha, date, subject)
+            for sha, date, subject in (line.split("\0", 2) for line in out.splitlines())
+        ]
 
     # ------------------------------------------------------------------ writing
 
@@ -332,14 +324,11 @@ class StateBranch:
             subjects.append(pub.quest_id)
         if not changes:
             return None
-        tree = self._tree(base, changes)
-        if base is not None and tree == self._git("rev-parse", f"{base}^{{tree}}").strip():
-            return None
-        parents = [base] if base else []
+        tree = self._tree(base, changes)  # never the base's: each change differs from it
         named = all(qid in message for qid in subjects)
         subject = message if named else f"{message} ({', '.join(subjects)})"
-        with_parents = [arg for parent in parents for arg in ("-p", parent)]
-        return self._git("commit-tree", tree, *with_parents, "-m", subject).strip()
+        parent = ["-p", base] if base else []
+        return self._git("commit-tree", tree, *parent, "-m", subject).strip()
 
     def _hash(self, data: bytes) -> str:
         return self._bytes(["hash-object", "-w", "--stdin"], data).decode().strip()
@@ -373,60 +362,42 @@ class GitRemote:
         self.lock: AbstractContextManager[object] = lock or contextlib.nullcontext()
 
     def fetch_state(self, branch: str) -> str | None:
-        with self.lock:
-            return self._fetch_state(branch)
-
-    def _fetch_state(self, branch: str) -> str | None:
         ref = f"refs/heads/{validate_state_branch(branch)}"
         tracking = f"refs/remotes/origin/{branch}"
-        out = run_remote_git(
-            ["ls-remote", "--heads", self.url, ref], self.repo, url=self.url, auth=self.auth()
-        )
-        tip = next((line.split()[0] for line in out.stdout.splitlines() if line.strip()), None)
-        if tip is None:
-            run_git([*SAFE_LOCAL, "update-ref", "-d", tracking], cwd=self.repo, check=False)
-            return None
-        run_remote_git(
-            ["fetch", "--quiet", "--no-write-fetch-head", self.url, f"+{ref}:{tracking}"],
-            self.repo,
-            url=self.url,
-            auth=self.auth(),
-        )
-        return tip
+        with self.lock:
+            out = run_remote_git(
+                ["ls-remote", "--heads", self.url, ref], self.repo, url=self.url, auth=self.auth()
+            )
+            tip = next((line.split()[0] for line in out.stdout.splitlines() if line.strip()), None)
+            if tip is None:
+                run_git([*SAFE_LOCAL, "update-ref", "-d", tracking], cwd=self.repo, check=False)
+                return None
+            run_remote_git(
+                ["fetch", "--quiet", "--no-write-fetch-head", self.url, f"+{ref}:{tracking}"],
+                self.repo,
+                url=self.url,
+                auth=self.auth(),
+            )
+            return tip
 
     def push_state(self, branch: str, new: str) -> bool:
+        ref = f"refs/heads/{validate_state_branch(branch)}"
         with self.lock:
-            pushed = self._push_state(branch, new)
-            if pushed:  # what a push to the named remote would have done
+            # Exit 1 is a refused update; anything else (auth, network) raises, redacted.
+            out = run_remote_git(
+                ["push", "--quiet", "--no-verify", "--porcelain", self.url, f"{new}:{ref}"],
+                self.repo,
+                url=self.url,
+                auth=self.auth(),
+                ok_codes=(0, 1),
+            )
+            if out.returncode == 0:  # origin/<branch> moves, as with a push to a named remote
                 tracking = f"refs/remotes/origin/{branch}"
                 run_git([*SAFE_LOCAL, "update-ref", tracking, new], cwd=self.repo)
-            return pushed
-
-    def _push_state(self, branch: str, new: str) -> bool:
-        ref = f"refs/heads/{validate_state_branch(branch)}"
-        # Exit 1 is a refused update; anything else (auth, network) raises, redacted.
-        out = run_remote_git(
-            ["push", "--quiet", "--no-verify", "--porcelain", self.url, f"{new}:{ref}"],
-            self.repo,
-            url=self.url,
-            auth=self.auth(),
-            ok_codes=(0, 1),
-        )
-        if out.returncode == 0:
-            return True
+                return True
         text = f"{out.stdout}\n{out.stderr}"
         if any(word in text for word in _LOST_RACE):
             return False
         said = next((ln for ln in out.stdout.splitlines() if ln.startswith("!")), "")
         reason = said.rpartition("\t")[2] or "the remote refused the update"
         raise GitError(["push", "<remote>", ref], out.returncode, reason)
-
-
-__all__ = [
-    "DEFAULT_BRANCH",
-    "GitRemote",
-    "Publication",
-    "StateBranch",
-    "StateProblem",
-    "StateRemote",
-]

@@ -1,27 +1,19 @@
 """The quest's state file: what the state branch holds for one quest, and its bounds.
 
 One JSON file per quest, ``quests/<id>.json`` while the quest is open and
-``quests/done/<id>.json`` once it is finished (done or failed), so that
-``git log -p scaffold/state -- quests/<id>.json`` reads as the quest's story. The
-file holds the whole :class:`~scaffold.quest.model.Quest` (request, requirements,
-tasks with state, role, attempts, sessions and pull requests, questions with their
-answers and who gave them, cost), the forge's link (for the App: the issue, its
-comments and the PRs it opened), and a bounded history: the newest entries whole
-and a compact summary of everything older.
-
-Bounds: a quest with any number of transitions stays under :data:`MAX_BYTES`.
-Older history folds into counts per event; each task keeps its newest
-:data:`SIGNALS_KEPT` signals (the quest store's journal, on the machine that ran
-them, keeps every one). Paths that only mean something on the machine that wrote
-them (run folders) are left out; a task's worktree is rebuilt where the reader keeps
-its worktrees.
-
-Pure: bytes in, models out. Writing the branch is ``state/branch.py``.
+``quests/done/<id>.json`` once it is finished, so that ``git log -p scaffold/state --
+quests/<id>.json`` reads as the quest's story. The file holds the whole
+:class:`~scaffold.quest.model.Quest` without its run folders, the forge's link (for the
+App: the issue, its comments and the PRs it opened), and a bounded history: the newest
+entries whole and counts per event of everything older, so that it stays under
+:data:`MAX_BYTES` (each task keeps its newest :data:`SIGNALS_KEPT` signals too).
+Pure: bytes in, models out.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -92,17 +84,11 @@ def is_finished(quest: Quest) -> bool:
 
 def quest_id_of(path: str) -> str | None:
     """The quest id of a state-branch path, or None for anything else."""
-    for folder in (DONE_DIR, OPEN_DIR):
-        prefix = f"{folder}/"
-        if path.startswith(prefix) and path.endswith(".json"):
-            name = path[len(prefix) : -len(".json")]
-            if "/" in name:
-                return None
-            try:
-                return validate_quest_id(name)
-            except InvalidIdError:
-                return None
-    return None
+    found = re.fullmatch(rf"{OPEN_DIR}/(?:done/)?([^/]+)\.json", path)
+    try:
+        return validate_quest_id(found.group(1)) if found else None
+    except InvalidIdError:
+        return None
 
 
 MAX_EVENT_KINDS = 64
@@ -221,20 +207,3 @@ def parse(data: bytes, where: str) -> QuestStateFile:
         raise StoreError(
             where, f"bad quest state file at {loc or '(top)'}: {first['msg']}"
         ) from None
-
-
-__all__ = [
-    "DONE_DIR",
-    "FORMAT",
-    "MAX_BYTES",
-    "OPEN_DIR",
-    "HistoryDigest",
-    "HistorySummary",
-    "QuestStateFile",
-    "StateHistory",
-    "is_finished",
-    "parse",
-    "quest_id_of",
-    "quest_path",
-    "render",
-]

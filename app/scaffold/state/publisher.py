@@ -23,6 +23,7 @@ from scaffold.state.branch import Publication, StateBranch
 from scaffold.state.document import HistoryDigest, is_finished, portable, render
 
 Link = Callable[[], Mapping[str, Any] | None]
+MERGE_GAP_S = 1.0  # merges less than this apart share a publication (core/publication.py)
 
 
 class StatePublisher:
@@ -33,19 +34,15 @@ class StatePublisher:
         writer: QuestWriter,
         *,
         interval_s: float = 5.0,
-        merge_gap_s: float = 1.0,
         link: Link | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.branch = branch
         self.writer = writer
         self.interval_s = interval_s
-        self.merge_gap_s = merge_gap_s
         self.link = link or (lambda: None)
-        self.clock = clock
         self._lock = threading.Lock()
         self.published: Quest | None = None
-        self.published_at = clock()
+        self.published_at = time.monotonic()
         self.commits = 0
         self.last_error: str | None = None
         quest = writer.quest
@@ -73,9 +70,9 @@ class StatePublisher:
         return publish_reason(
             self.published,
             self.writer.quest,
-            self.clock() - self.published_at,
+            time.monotonic() - self.published_at,
             self.interval_s,
-            self.merge_gap_s,
+            MERGE_GAP_S,
         )
 
     def publish(self, reason: str | None = None) -> bool:
@@ -94,10 +91,10 @@ class StatePublisher:
             )
         except Exception as exc:  # a publication never takes the run down
             self.last_error = f"{type(exc).__name__}: {exc}"
-            self.published_at = self.clock()  # try again after the interval, not at once
+            self.published_at = time.monotonic()  # try again after the interval, not at once
             return False
         self.last_error = None
         self.published = quest
-        self.published_at = self.clock()
+        self.published_at = time.monotonic()
         self.commits += 1
         return True

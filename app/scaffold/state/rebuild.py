@@ -1,15 +1,11 @@
 """Quests rebuilt from the repository alone: the state branch, Backlog.md, the branches.
 
-A fresh server with an empty state folder, a workflow run whose cache was evicted, or a
-clone whose ``.scaffold/`` was deleted finds every quest on the state branch. Each open
-quest the local store lacks (or holds in an older version) is written back into the
-store from its file; what only meant something on the machine that wrote it is
-re-derived here: task worktrees where this machine keeps them, run folders dropped (an
-interrupted agent run is run again, resuming its session when Claude Code still has
-it), and task branches that only the remote still has are taken from it, so the work
-of an open pull request is never replaced by a fresh branch. The orchestrator's usual
-recovery then finishes the job: merges already done are detected, not repeated;
-answered questions keep their answers.
+A fresh server, a workflow run whose cache was evicted, or a clone whose ``.scaffold/``
+was deleted finds every quest on the state branch. Each open quest the local store lacks
+(or holds older) is written back into the store, with task worktrees where this machine
+keeps them, no run folders (an interrupted agent run is run again), and task branches
+only the remote still has taken from it, so an open pull request's work is never
+replaced by a fresh branch. The orchestrator's usual recovery does the rest.
 """
 
 from __future__ import annotations
