@@ -36,9 +36,7 @@ class WorktreeInfo:
     path: Path
     task_id: str | None
     branch: str | None
-    head: str | None
     registered: bool
-    locked: bool = False
     prunable: bool = False
 
 
@@ -54,11 +52,8 @@ class _CheckedWorktree:
 
 
 def safe_child(root: Path, name: str) -> Path:
-    """``root / name``, refusing any ``name`` that would land outside ``root``.
-
-    Checked on the resolved path, so ``..``, absolute names and symlinks out of
-    the root are refused even if an id slipped past validation.
-    """
+    """``root / name``, refusing a ``name`` that would land outside ``root`` (checked on
+    the resolved path: ``..``, absolute names, symlinks out of the root)."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise InvalidIdError(name, "worktree name")
     real_root = root.resolve()
@@ -78,11 +73,8 @@ class Worktrees(Repository):
         default_branch: str | None = None,
     ) -> None:
         super().__init__(repo_root, default_branch)
-        root = worktree_root if worktree_root is not None else self._default_root()
+        root = worktree_root or self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
         self.worktree_root = Path(root).resolve()
-
-    def _default_root(self) -> Path:
-        return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
 
     def _indexes(self) -> SavedIndexes:
         return SavedIndexes(self.common_dir() / INDEX_CACHE)
@@ -90,11 +82,8 @@ class Worktrees(Repository):
     # ----------------------------------------------------------------- ignore
 
     def ensure_excluded(self) -> None:
-        """Keep scaffold's folder out of ``git status`` without touching tracked files.
-
-        Adds ``/.scaffold/`` (and the worktree root, when it is elsewhere inside
-        the repository) to ``<common-dir>/info/exclude``, once.
-        """
+        """Add ``/.scaffold/`` (and the worktree root, when it is elsewhere inside the
+        repository) to ``<common-dir>/info/exclude`` once, to keep it out of ``git status``."""
         patterns = [f"/{SCAFFOLD_DIR}/"]
         try:
             rel = self.worktree_root.relative_to(self.repo_root)
@@ -162,13 +151,9 @@ class Worktrees(Repository):
             raise GitError(["branch", "--no-track", branch, tip], out.returncode, out.stderr)
 
     def create_worktree(self, task_id: str) -> Path:
-        """The task's worktree, on branch ``scaffold/task-<num>``; made if needed.
-
-        The branch starts at the default branch's tip and is reused when it
-        exists. A healthy worktree already on that branch is reused as is
-        (work in it is kept); a stale folder, a half-made (locked) or a
-        wrong-branch worktree at that path is removed and made again.
-        """
+        """The task's worktree, on branch ``scaffold/task-<num>`` (made from the default
+        branch's tip if needed). A healthy one is reused with its work; a stale folder, a
+        half-made (locked) or wrong-branch worktree at that path is made again."""
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
@@ -191,9 +176,8 @@ class Worktrees(Repository):
         return path
 
     def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
-        """The index ``worktree add`` has just written (no agent has run there yet) is
-        the tip's, with every file's stat: saved, so even the first commit hashes only
-        what the agent changed."""
+        """Save the tip's index that ``worktree add`` has just written (no agent has run
+        there yet), so even the first commit hashes only what the agent changed."""
         link = read_small_file(path / ".git").strip()
         admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
         if admin is None or not admin.is_absolute():
@@ -240,9 +224,7 @@ class Worktrees(Repository):
                     path=entry.path,
                     task_id=task_id,
                     branch=branch,
-                    head=entry.head,
                     registered=True,
-                    locked=entry.locked,
                     prunable=entry.prunable,
                 )
             )
@@ -250,28 +232,17 @@ class Worktrees(Repository):
             for child in sorted(self.worktree_root.iterdir()):
                 if os.path.realpath(child) in seen:
                     continue
-                found.append(
-                    WorktreeInfo(
-                        path=child,
-                        task_id=_task_of_dir(child.name),
-                        branch=None,
-                        head=None,
-                        registered=False,
-                    )
-                )
+                found.append(WorktreeInfo(child, _task_of_dir(child.name), None, False))
         return found
 
     def _checked_worktree(self, task_id: str, branch: str) -> _CheckedWorktree:
         """The task's worktree with its branch's tip, refusing a broken or foreign one.
 
-        One ``rev-parse`` run in the worktree says where git finds its repository from
-        there: it must be this repository's worktree at this path (not the main
-        repository git would climb to without a ``.git`` file), registered under
-        ``<common>/worktrees/`` with a ``gitdir`` pointing back at it, not locked, and
-        its ``HEAD`` the task branch (not detached, not another branch; as git resolves
-        it, so a reftable repository works too): what ``git worktree list`` and ``git
-        symbolic-ref HEAD`` said. ``gitdir`` may be relative to the admin folder (git's
-        ``worktree.useRelativePaths``). A trailing ``--`` keeps files named like a
+        One ``rev-parse`` in the worktree says where git finds its repository from
+        there: this repository's worktree at this path (not the main repository git
+        climbs to without a ``.git`` file), registered under ``<common>/worktrees/``
+        with a ``gitdir`` pointing back (maybe relative: ``worktree.useRelativePaths``),
+        not locked, ``HEAD`` on the task branch. The ``--`` keeps files named like a
         revision from making the revisions ambiguous.
         """
         path = self.worktree_path(task_id)
