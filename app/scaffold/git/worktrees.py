@@ -8,6 +8,7 @@ never a duplicate branch or worktree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -22,7 +23,6 @@ from scaffold.git.repository import (
     read_small_file,
     same_path,
 )
-from scaffold.git.runner import SAFE_LOCAL
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -117,17 +117,6 @@ class Worktrees(Repository):
                 return entry
         return None
 
-    def _healthy(self, entry: ListedWorktree, path: Path, branch: str) -> bool:
-        if entry.locked or entry.prunable or entry.ref != f"refs/heads/{branch}":
-            return False
-        if not path.is_dir():
-            return False
-        top = self._git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
-        if top.returncode != 0 or not same_path(Path(top.stdout.strip()), path):
-            return False
-        head = self._git(["symbolic-ref", "-q", "HEAD"], cwd=path, check=False)
-        return head.stdout.strip() == f"refs/heads/{branch}"
-
     def _discard(self, path: Path) -> None:
         """Remove whatever is at ``path``: a registered worktree or a stale folder."""
         if self._entry_at(path) is not None:
@@ -158,9 +147,8 @@ class Worktrees(Repository):
         path = self.worktree_path(task_id)
         self.ensure_excluded()
         self._ensure_branch(branch)
-        entry = self._entry_at(path)
-        if entry is not None and self._healthy(entry, path, branch):
-            return path
+        with contextlib.suppress(GitError):
+            return self._checked_worktree(task_id, branch).path
         self._discard(path)
         # The branch may still be checked out in an old scaffold worktree elsewhere
         # under the root (a renamed folder); a checkout outside the root is the
@@ -171,20 +159,12 @@ class Worktrees(Repository):
         self.worktree_root.mkdir(parents=True, exist_ok=True)
         tip = self._require_rev(f"refs/heads/{branch}")
         since_s = int(time.time()) - 1
-        self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
-        self._seed_index(task_id, path, tip, since_s)
+        self._git(["worktree", "add", str(path), branch])
+        # The tip's index ``worktree add`` has just written (no agent has run there yet) is
+        # saved, so even the first commit hashes only what the agent changed.
+        admin = self._git(["rev-parse", "--absolute-git-dir"], cwd=path).stdout.strip()
+        self._indexes().save(task_id, tip, Path(admin) / "index", since_s)
         return path
-
-    def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
-        """Save the tip's index that ``worktree add`` has just written (no agent has run
-        there yet), so even the first commit hashes only what the agent changed."""
-        link = read_small_file(path / ".git").strip()
-        admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
-        if admin is None or not admin.is_absolute():
-            return
-        if not same_path(admin.parent, self.common_dir() / "worktrees"):
-            return
-        self._indexes().save(task_id, tip, admin / "index", since_s)
 
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
