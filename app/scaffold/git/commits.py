@@ -16,22 +16,19 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.repository import CAS_ATTEMPTS, read_small_file, same_path
+from scaffold.git.runner import config_options
 from scaffold.git.worktrees import Worktrees
 from scaffold.ids import branch_for_task
 
 # ``add -A`` trusts an unchanged stat only as git does by default: ctime counts (an
 # agent can restore a file's mtime, never its ctime) and no entry is assumed unchanged;
 # the index it writes is whole (not split) and of a version ``index_file`` reads.
-_FULL_STAT: tuple[str, ...] = tuple(
-    part
-    for setting in (
-        "core.trustctime=true",
-        "core.checkStat=default",
-        "core.ignoreStat=false",
-        "core.splitIndex=false",
-        "index.version=2",
-    )
-    for part in ("-c", setting)
+_FULL_STAT = config_options(
+    "core.trustctime=true",
+    "core.checkStat=default",
+    "core.ignoreStat=false",
+    "core.splitIndex=false",
+    "index.version=2",
 )
 
 # What ``git reset`` removes from a worktree's git directory (merge, cherry-pick,

@@ -32,7 +32,6 @@ class ListedWorktree:
     path: Path
     ref: str | None
     bare: bool
-    locked: bool
     prunable: bool
 
 
@@ -47,7 +46,6 @@ def _parse_worktree_list(output: str) -> list[ListedWorktree]:
                     path=Path(attrs["worktree"]),
                     ref=attrs.get("branch"),
                     bare="bare" in attrs,
-                    locked="locked" in attrs,
                     prunable="prunable" in attrs,
                 )
             )

@@ -32,17 +32,18 @@ from scaffold.git.environment import GIT, git_env
 LOCAL_TIMEOUT_S = 300.0
 NETWORK_TIMEOUT_S = 1800.0
 
+
+def config_options(*settings: str) -> tuple[str, ...]:
+    """``-c <setting>`` for each setting."""
+    return tuple(part for setting in settings for part in ("-c", setting))
+
+
 SCAFFOLD_NAME = "scaffold"
 SCAFFOLD_EMAIL = "scaffold@localhost"
 
 # The identity scaffold commits with, on machines with no git identity too. Environment
 # variables win over config, so both are set.
-IDENTITY_CONFIG: tuple[str, ...] = (
-    "-c",
-    f"user.name={SCAFFOLD_NAME}",
-    "-c",
-    f"user.email={SCAFFOLD_EMAIL}",
-)
+IDENTITY_CONFIG = config_options(f"user.name={SCAFFOLD_NAME}", f"user.email={SCAFFOLD_EMAIL}")
 IDENTITY_ENV: Mapping[str, str] = {
     "GIT_AUTHOR_NAME": SCAFFOLD_NAME,
     "GIT_AUTHOR_EMAIL": SCAFFOLD_EMAIL,
@@ -53,7 +54,7 @@ IDENTITY_ENV: Mapping[str, str] = {
 # For every git call in a repository an agent may have written to: no hook and no
 # fsmonitor command runs (command-line config wins over the repository's).
 SAFE_SETTINGS: tuple[str, ...] = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false")
-SAFE_LOCAL: tuple[str, ...] = tuple(part for s in SAFE_SETTINGS for part in ("-c", s))
+SAFE_LOCAL = config_options(*SAFE_SETTINGS)
 
 # Only the repository's own (audited) config applies: no system or global file,
 # which an agent sharing scaffold's HOME could have written.
@@ -236,11 +237,7 @@ def transport_of(url: str) -> str:
             raise GitError(["remote"], -1, "refusing a remote that is not https")
         return "file"
     scheme = match.group(1).lower()
-    if scheme == "https":
-        return scheme
-    if scheme == "http" and urlsplit(url).hostname in _LOOPBACK:
-        return scheme
-    if scheme == "file":
+    if scheme in ("https", "file") or (scheme == "http" and urlsplit(url).hostname in _LOOPBACK):
         return scheme
     raise GitError(["remote"], -1, f"refusing to send credentials over {scheme}://")
 
@@ -248,7 +245,7 @@ def transport_of(url: str) -> str:
 def remote_options(url: str) -> tuple[str, ...]:
     """The ``-c`` options of a credentialed call to ``url``."""
     transport = transport_of(url)
-    settings = (
+    return config_options(
         *SAFE_SETTINGS,
         "credential.helper=",
         "protocol.allow=never",
@@ -261,7 +258,6 @@ def remote_options(url: str) -> tuple[str, ...]:
         "gc.auto=0",
         "maintenance.auto=false",
     )
-    return tuple(part for setting in settings for part in ("-c", setting))
 
 
 def auth_header_config(url: str, header: str) -> tuple[tuple[str, str], ...]:

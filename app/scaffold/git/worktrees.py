@@ -18,7 +18,6 @@ from pathlib import Path
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
-    ListedWorktree,
     Repository,
     read_small_file,
     same_path,
@@ -111,17 +110,14 @@ class Worktrees(Repository):
         """Where the task's worktree lives (validates the id; creates nothing)."""
         return safe_child(self.worktree_root, f"task-{task_number(task_id)}")
 
-    def _entry_at(self, path: Path) -> ListedWorktree | None:
-        for entry in self._entries():
-            if same_path(entry.path, path):
-                return entry
-        return None
+    def _registered(self, path: Path) -> bool:
+        return any(same_path(entry.path, path) for entry in self._entries())
 
     def _discard(self, path: Path) -> None:
         """Remove whatever is at ``path``: a registered worktree or a stale folder."""
-        if self._entry_at(path) is not None:
+        if self._registered(path):
             self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-            if self._entry_at(path) is not None:
+            if self._registered(path):
                 # Locked with its folder gone, or a submodule inside: unlock, then prune.
                 self._git(["worktree", "unlock", str(path)], check=False)
         if path.exists() or path.is_symlink():
