@@ -33,9 +33,7 @@ def reference_commit_all(ws: Workspace, task_id: str, message: str) -> str | Non
     MERGE_HEAD checks, commit, CAS, then ``symbolic-ref`` and ``reset -q``."""
     path = ws.worktree_path(task_id)
     branch = branch_for_task(task_id)
-    entry = ws._entry_at(path)
-    if entry is None or not ws._healthy(entry, path, branch):
-        raise GitError(["worktree", "list"], 1, "unhealthy")
+    ws._checked_worktree(task_id, branch)  # GitError when unhealthy
     old_tip = ws._require_rev(f"refs/heads/{branch}")
     with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}

@@ -792,7 +792,7 @@ def test_a_task_from_start_to_cleanup_runs_no_hook(repo: Path, tmp_path: Path) -
 
 
 def test_a_repository_path_with_a_newline_is_read_right(tmp_path: Path) -> None:
-    """for-each-ref's records are NUL-separated fields; a path may hold a newline."""
+    """worktree list's records are NUL-separated fields; a path may hold a newline."""
     repo = make_repo(tmp_path / "we ird\nrepo")
     ws = Workspace(repo)
     wt = ws.create_worktree("TASK-1")

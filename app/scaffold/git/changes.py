@@ -1,8 +1,5 @@
-"""The change list of a branch: one :class:`FileChange` per path.
-
-Shared by the worktree adapter (which reads it from git) and DiagramCheck
-(which judges it without touching git), so the rules stay pure functions.
-"""
+"""The change list of a branch, one :class:`FileChange` per path: read from git by the
+worktree adapter, judged without git by DiagramCheck."""
 
 from __future__ import annotations
 
@@ -14,14 +11,9 @@ STATUSES = frozenset("ACDMRTUX")
 
 @dataclass(frozen=True)
 class FileChange:
-    """One changed path, as ``git diff --name-status -M`` reports it.
-
-    ``status`` is the single letter (``A`` added, ``M`` modified, ``D``
-    deleted, ``R`` renamed, ``C`` copied, ``T`` type changed). For ``R`` and
-    ``C`` ``path`` is the new path, ``old_path`` the source and
-    ``similarity`` the percentage git printed; otherwise both are ``None``.
-    Paths are repository-relative, ``/``-separated, exactly as git prints them.
-    """
+    """One changed path, as ``git diff --name-status -M`` reports it: the status letter,
+    the repository-relative path and, for ``R`` (renamed) and ``C`` (copied) only, the
+    source path and the similarity percentage."""
 
     status: str
     path: str
@@ -36,11 +28,7 @@ class FileChange:
 
 
 def parse_name_status_z(output: str) -> list[FileChange]:
-    """Parse ``git diff --name-status -z`` output.
-
-    With ``-z`` git separates fields by NUL and never quotes paths, so any
-    file name (spaces, newlines, non-ASCII) comes through unchanged.
-    """
+    """Parse ``git diff --name-status -z`` output (NUL-separated, paths never quoted)."""
     fields = output.split("\0")
     if fields and fields[-1] == "":
         fields.pop()

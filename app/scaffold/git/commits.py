@@ -1,10 +1,8 @@
 """Commits scaffold makes: an agent's work at hand-off, and files on the default branch.
 
-Nothing the agent could touch is trusted: the tree is built in an index of scaffold's
-from the worktree's files, committed on the branch's tip by ``git commit-tree`` and the
-branch moved with a compare-and-swap. scaffold keeps its own copy of each worktree's
-index (:class:`~scaffold.git.index_file.SavedIndexes`) so that ``git add -A`` hashes
-only the files whose stat changed.
+Nothing the agent could touch (the worktree's index, ``HEAD``) is trusted: the tree is
+built in an index of scaffold's from the worktree's files, committed on the branch's tip
+by ``git commit-tree`` and the branch moved with a compare-and-swap.
 """
 
 from __future__ import annotations
@@ -18,22 +16,19 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.repository import CAS_ATTEMPTS, read_small_file, same_path
+from scaffold.git.runner import config_options
 from scaffold.git.worktrees import Worktrees
 from scaffold.ids import branch_for_task
 
 # ``add -A`` trusts an unchanged stat only as git does by default: ctime counts (an
 # agent can restore a file's mtime, never its ctime) and no entry is assumed unchanged;
 # the index it writes is whole (not split) and of a version ``index_file`` reads.
-_FULL_STAT: tuple[str, ...] = tuple(
-    part
-    for setting in (
-        "core.trustctime=true",
-        "core.checkStat=default",
-        "core.ignoreStat=false",
-        "core.splitIndex=false",
-        "index.version=2",
-    )
-    for part in ("-c", setting)
+_FULL_STAT = config_options(
+    "core.trustctime=true",
+    "core.checkStat=default",
+    "core.ignoreStat=false",
+    "core.splitIndex=false",
+    "index.version=2",
 )
 
 # What ``git reset`` removes from a worktree's git directory (merge, cherry-pick,
@@ -55,20 +50,15 @@ class Commits(Worktrees):
     """Hand-off commits in task worktrees, and commits of files on the default branch."""
 
     def commit_all(self, task_id: str, message: str, *, unless_merging: bool = False) -> str | None:
-        """Commit everything in the task's worktree onto its branch, as scaffold.
+        """Commit everything in the task's worktree onto its branch, as scaffold; the new
+        commit, or None when there was nothing to commit.
 
-        Nothing the agent could touch is trusted: the worktree's index and ``HEAD`` are
-        the agent's to write, so the tree is built in a fresh index of scaffold's from
-        the files themselves, committed on top of the branch's tip, and the branch moved
-        only if its tip is still that commit. The worktree's index is then the commit's
-        (scaffold's index takes its place). Returns the new commit, or None when there
-        was nothing to commit.
-
-        With scaffold's saved index of the tip (:data:`INDEX_CACHE`), ``add -A`` hashes
-        only the files whose stat changed; without it, ``read-tree`` fills the index from
-        the tip first. A conflict merge being finished gets its ``MERGE_HEAD`` as a second
-        parent and a ``reset`` that ends it. With ``unless_merging``, a worktree in the
-        middle of a merge (conflict markers an agent has yet to resolve) is left as it is.
+        The tree is built in an index of scaffold's (the saved one of the tip, else one
+        ``read-tree`` fills) from the files themselves, committed on the branch's tip and
+        the branch moved only if its tip is still that commit; that index then becomes
+        the worktree's. A conflict merge being finished gets its ``MERGE_HEAD`` as second
+        parent and a ``reset`` that ends it; with ``unless_merging`` such a worktree is
+        left as it is.
         """
         branch = branch_for_task(task_id)
         wt = self._checked_worktree(task_id, branch)
@@ -117,11 +107,8 @@ class Commits(Worktrees):
         return new
 
     def _merging_parent(self, merge_head: Path, tip: str) -> list[str]:
-        """The default branch's commit a conflict merge in the worktree is bringing in, if any.
-
-        ``MERGE_HEAD`` lives where the agent could write, so it counts only when it names
-        a commit already on the default branch and not yet on the task branch.
-        """
+        """The commit a conflict merge in the worktree brings in: ``MERGE_HEAD``, which the
+        agent could write, counts only when on the default branch and not on the task's."""
         text = read_small_file(merge_head).split()
         if not text:
             return []
@@ -132,28 +119,19 @@ class Commits(Worktrees):
         return [] if self._is_ancestor(sha, tip) else [sha]
 
     def commit_on_default(self, paths: Sequence[Path], message: str) -> str | None:
-        """Commit these files, as they are in the main working tree, onto the default branch.
-
-        Only these paths go into the commit (a missing file is committed as a
-        deletion); other staged or unstaged changes stay exactly as they were.
-        The commit is built in a temporary index from the default branch's
-        tip, so it works whatever the main worktree has checked out. If the
-        main worktree is on the default branch, its index entries for these
-        paths are updated to match (before the branch moves, so a crash in
-        between only leaves them staged and a second call completes it).
-        Returns the new commit, or None when the files already match.
+        """Commit these files (a missing one as a deletion), as they are in the main
+        working tree, onto the default branch, whatever the main worktree has checked out;
+        None when they already match. Other staged or unstaged changes stay as they were.
+        A checkout of the default branch gets these paths' index entries updated before
+        the branch moves (a crash in between leaves them staged; a second call finishes).
         """
         if not paths:
             return None
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(CAS_ATTEMPTS):
-            head = self._heads(target).get(target)
-            if head is None or head.commit is None or head.tree is None:
-                old = self._require_rev(f"refs/heads/{target}")
-                old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
-            else:
-                old, old_tree = head.commit, head.tree
+            old = self._require_rev(f"refs/heads/{target}")
+            old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
@@ -162,7 +140,7 @@ class Commits(Worktrees):
             if tree == old_tree:
                 return None
             new = self._commit_tree(tree, [old], message)
-            checkout = self._checkout_from(target, head)
+            checkout = self._checkout_of(target)
             if checkout is not None and same_path(checkout, self.repo_root):
                 self._git(["update-index", "--add", "--remove", "--", *rels])
             elif checkout is not None:

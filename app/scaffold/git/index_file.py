@@ -1,22 +1,17 @@
 """scaffold's saved copies of task worktrees' indexes, and the one edit made to them.
 
-scaffold keeps a copy of each task worktree's index between two commits
-(:class:`SavedIndexes`), so that ``git add -A`` hashes only the files whose stat
-changed: a fresh index from ``read-tree`` has no stat data, and ``add -A`` would read
-and hash every file of the repository at every hand-off. git trusts an entry whose stat (ctime, mtime, size, inode, ...) is unchanged.
-This git compares ctime to the second only, and an agent can restore a file's mtime and
-keep its size: a file changed again within the same second as its last change would
-then look unchanged. :func:`smudge_recent` closes that window the way git handles its
-own "racily clean" entries: every entry whose ctime falls at or after a given second
-gets size 0, so git reads and hashes that file again. ctime itself cannot be set back
-without the system clock, which sandboxed agents cannot touch.
+A fresh index from ``read-tree`` has no stat data, so ``git add -A`` would hash every file
+at every hand-off; with the index the last commit left (:class:`SavedIndexes`) it hashes
+only the files whose stat changed. But git compares ctime to the second only, and an agent
+can restore a file's mtime and size: a file changed again within that second would look
+unchanged. :func:`smudge_recent` closes the window as git does for its own "racily clean"
+entries: an entry whose ctime is at or after a given second gets size 0, so git hashes it
+again (sandboxed agents cannot set ctime back).
 
-Format (``Documentation/gitformat-index.txt``): a 12-byte header ``DIRC``, version,
-entry count; then the entries (ctime, mtime, dev, ino, mode, uid, gid, size: 40
-bytes, the object id, 2 bytes of flags, version 3's optional 2 more, the path, NUL
-padding to a multiple of 8); then extensions; then a hash of everything before it.
-Versions 2 and 3 only (version 4 compresses paths, and scaffold writes its own
-indexes as version 2 or 3).
+Format (``Documentation/gitformat-index.txt``), versions 2 and 3 only (4 compresses
+paths): a 12-byte header ``DIRC``, version, entry count; entries (40 bytes of stat
+with the size at 36, the object id, 2 bytes of flags, version 3's optional 2 more, the
+path, NUL padding to a multiple of 8); extensions; a hash of everything before it.
 """
 
 from __future__ import annotations
@@ -105,9 +100,8 @@ class SavedIndexes:
         return self.folder / f"task-{task_number(task_id)}-{tip}.index"
 
     def load(self, task_id: str, tip: str, index: Path) -> bool:
-        """Copy the saved index of ``tip`` to ``index``; False when there is none.
-
-        Only a regular file of scaffold's own is taken (never through a symlink)."""
+        """Copy the saved index of ``tip`` (a regular file, never through a symlink) to
+        ``index``; False when there is none."""
         saved = self._path(task_id, tip)
         if saved is None:
             return False
@@ -128,11 +122,9 @@ class SavedIndexes:
         return True
 
     def save(self, task_id: str, tip: str, index: Path, since_s: int) -> None:
-        """Keep a copy of ``index`` (which matches ``tip``'s tree) for the next commit,
-        replacing the task's older ones; entries whose ctime is at or after ``since_s``
-        (when the files were read) are marked to be hashed again (:func:`smudge_recent`).
-        Best effort, and not fsynced: without a saved index the next commit only hashes
-        every file again."""
+        """Keep ``index`` (of ``tip``'s tree; files read from ``since_s`` on) for the next
+        commit, in place of the task's older ones. Best effort and not fsynced: without
+        it the next commit only hashes every file again."""
         saved = self._path(task_id, tip)
         if saved is None:
             return

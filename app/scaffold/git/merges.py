@@ -1,20 +1,12 @@
 """Merges: a task branch into the default branch, the forge's branch into a task's.
 
-Merges never run ``git merge`` in a checkout. ``git merge-tree --write-tree`` computes
-the result (and the conflicts) without touching any working tree; ``git commit-tree``
-writes the commit and ``git update-ref <new> <old>`` moves the branch with a
-compare-and-swap. Every merge is idempotent: called again after ``kill -9`` it finds the
-work done and writes nothing.
-
-If the target branch is checked out somewhere (normally the person's own checkout of
-the default branch), that checkout is brought forward with ``git read-tree -m -u <old>
-<new>``: the two-tree merge ``git checkout`` uses to switch commits. It keeps unrelated
-staged and unstaged changes, and it REFUSES (changing nothing) when a local change or an
-untracked file touches a path the merge changes; scaffold then reports
-``blocked_paths`` instead of clobbering the person's work. The checkout is updated
-before the ref moves, the order ``git merge`` itself uses: a crash in between leaves the
-merge result staged on top of the old commit, and calling ``merge`` again finishes the
-job cleanly.
+No ``git merge`` runs in a checkout: ``git merge-tree --write-tree`` computes the result
+and its conflicts, ``git commit-tree`` writes the commit and ``git update-ref <new> <old>``
+moves the branch with a compare-and-swap; called again after ``kill -9``, a merge finds
+the work done and writes nothing. A checkout of the target branch (normally the person's
+own) is brought forward first with ``git read-tree -m -u <old> <new>``, which keeps
+unrelated local changes and refuses, writing nothing, when one touches a path the merge
+changes: scaffold then reports ``blocked_paths`` instead of clobbering the person's work.
 """
 
 from __future__ import annotations
@@ -32,13 +24,10 @@ from scaffold.ids import branch_for_task
 class MergeResult:
     """The outcome of merging one branch into another.
 
-    ``merged`` is true when the target now contains the source: either a new
-    commit ``sha`` was made, or ``already_merged`` (nothing to do; ``sha`` is
-    then the commit that brought the source in when one can be found).
-    ``conflict_files`` lists the paths the two sides both changed (nothing
-    was written anywhere). ``blocked_paths`` lists paths where uncommitted
-    changes in the checkout of the target branch would have been overwritten
-    (nothing was written either; the person commits or stashes, then retries).
+    ``merged``: the target now contains the source, by the new commit ``sha`` or
+    ``already_merged`` (``sha`` is then the commit that brought it in, when found).
+    ``conflict_files`` and ``blocked_paths`` (local changes in the target's checkout
+    that the merge would overwrite) come with nothing written.
     """
 
     merged: bool
@@ -52,42 +41,23 @@ class Merges(Worktrees):
     """Merges into the default branch and into task branches."""
 
     def merge(self, task_id: str, message: str) -> MergeResult:
-        """Merge the task branch into the default branch with a merge commit.
-
-        Idempotent: when the branch tip is already contained in the default
-        branch the result is ``already_merged`` and nothing is written.
-        """
-        return self._merge_into(self.default_branch(), branch_for_task(task_id), message)
-
-    def _merge_into(self, target: str, source_branch: str, message: str) -> MergeResult:
-        """The merge: ``for-each-ref`` (both tips, the target's tree and checkout),
-        ``merge-tree``, ``commit-tree``, ``read-tree`` in the checkout, ``update-ref``.
-
-        ``merge-base --is-ancestor`` runs only when the merged tree is the target's
-        own: a source already in the target merges to exactly the target's tree, so
-        any other tree (or a conflict) means it is not in yet.
-        """
-        source_ref = f"refs/heads/{source_branch}"
+        """Merge the task branch into the default branch with a merge commit."""
+        target = self.default_branch()
+        source_ref = f"refs/heads/{branch_for_task(task_id)}"
         for _ in range(CAS_ATTEMPTS):
-            heads = self._heads(target, source_branch)
-            head, theirs = heads.get(target), heads.get(source_branch)
-            if head is None or head.commit is None or theirs is None or theirs.commit is None:
-                source = self._require_rev(source_ref)
-                old = self._require_rev(f"refs/heads/{target}")
-                old_tree = None
-            else:
-                source, old, old_tree = theirs.commit, head.commit, head.tree
-            tree, conflicts = self._merge_tree(old, source)
-            if (tree is None or tree == old_tree or old_tree is None) and self._is_ancestor(
-                source, old
-            ):
+            source = self._require_rev(source_ref)
+            old = self._require_rev(f"refs/heads/{target}")
+            if self._is_ancestor(source, old):
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True
                 )
+            tree, conflicts = self._merge_tree(old, source)
             if tree is None:
                 return MergeResult(merged=False, sha=None, conflict_files=conflicts)
             new = self._commit_tree(tree, [old, source], message)
-            checkout = self._checkout_from(target, head)
+            # The checkout before the ref, as ``git merge`` does: after a crash in between
+            # the result is staged on the old commit, and merging again finishes the job.
+            checkout = self._checkout_of(target)
             if checkout is not None:
                 blocked = self._advance_checkout(checkout, old, new)
                 if blocked:

@@ -1,11 +1,8 @@
 """One repository's branches and checkouts, driven through git plumbing.
 
-What the worktree, commit and merge operations share: the git runner (no hook, no
-fsmonitor command on any call), reading branch tips, the default branch, writing a
-commit (``git commit-tree``), moving a branch with a compare-and-swap (``git update-ref
-<new> <old>``) and bringing a checkout from one commit to another.
-
-Commits are made as ``scaffold <scaffold@localhost>`` with repository hooks and signing
+What the worktree, commit and merge operations share: branch tips, the default branch,
+``git commit-tree``, moving a branch with a compare-and-swap (``git update-ref <new>
+<old>``) and bringing a checkout from one commit to another. Commits are made as ``scaffold <scaffold@localhost>`` with repository hooks and signing
 disabled: Ward, not a hook, is where checks run, and a hook or a pinentry prompt must not
 hang an unattended run.
 """
@@ -17,6 +14,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.changes import parse_name_status_z
@@ -32,75 +30,25 @@ class ListedWorktree:
     """One record of ``git worktree list --porcelain``."""
 
     path: Path
-    head: str | None
     ref: str | None
     bare: bool
-    detached: bool
-    locked: bool
     prunable: bool
 
 
-@dataclass(frozen=True)
-class BranchHead:
-    """One branch as ``git for-each-ref`` sees it, in one read of the ref.
-
-    ``commit`` and ``tree`` are None when the ref names something other than a
-    commit (callers then take the slow path, which peels as ``rev-parse`` does).
-    ``checkout`` is ``%(worktreepath)``: a worktree (any, even a prunable or a bare
-    main one) whose ``HEAD`` is this branch, or "" when no worktree has it.
-    """
-
-    commit: str | None
-    tree: str | None
-    checkout: str
-
-
-# %(refname), %(objecttype), %(objectname), %(tree), %(worktreepath), each ended by a NUL.
-_HEAD_FORMAT = "%(refname)%00%(objecttype)%00%(objectname)%00%(tree)%00%(worktreepath)%00"
-_HEAD_FIELDS = 5
-
-
-def _parse_heads(output: str) -> dict[str, BranchHead]:
-    """``for-each-ref --format=_HEAD_FORMAT`` output by ref name (records end in NUL, LF)."""
-    fields = output.split("\0")
-    heads: dict[str, BranchHead] = {}
-    for i in range(0, len(fields) - _HEAD_FIELDS + 1, _HEAD_FIELDS):
-        ref, kind, sha, tree, checkout = fields[i : i + _HEAD_FIELDS]
-        ref = ref.removeprefix("\n")  # the line end of the record before
-        is_commit = kind == "commit" and bool(sha) and bool(tree)
-        heads[ref] = BranchHead(
-            commit=sha if is_commit else None, tree=tree if is_commit else None, checkout=checkout
-        )
-    return heads
-
-
 def _parse_worktree_list(output: str) -> list[ListedWorktree]:
-    entries: list[ListedWorktree] = []
-    record: list[str] = []
-    for item in [*output.split("\0"), ""]:
-        if item:
-            record.append(item)
-            continue
-        if not record:
-            continue
-        attrs: dict[str, str] = {}
-        for line in record:
-            key, _, value = line.partition(" ")
-            attrs[key] = value
-        record = []
-        if "worktree" not in attrs:
-            continue
-        entries.append(
-            ListedWorktree(
-                path=Path(attrs["worktree"]),
-                head=attrs.get("HEAD"),
-                ref=attrs.get("branch"),
-                bare="bare" in attrs,
-                detached="detached" in attrs,
-                locked="locked" in attrs,
-                prunable="prunable" in attrs,
+    """``worktree list --porcelain -z``: NUL-ended lines, an empty one after each record."""
+    entries = []
+    for record in output.split("\0\0"):
+        attrs = dict(line.partition(" ")[::2] for line in record.split("\0") if line)
+        if "worktree" in attrs:
+            entries.append(
+                ListedWorktree(
+                    path=Path(attrs["worktree"]),
+                    ref=attrs.get("branch"),
+                    bare="bare" in attrs,
+                    prunable="prunable" in attrs,
+                )
             )
-        )
     return entries
 
 
@@ -108,15 +56,9 @@ def same_path(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def commit_message(text: str) -> str:
-    return text if text.endswith("\n") else text + "\n"
-
-
 def read_small_file(path: Path) -> str:
-    """The start of a small regular file the agent could have written; "" otherwise.
-
-    Not a symlink, not a FIFO that would block: a small regular file or nothing.
-    """
+    """The start of a regular file an agent could have written (never through a symlink,
+    never a FIFO that would block); "" for anything else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -138,27 +80,10 @@ class Repository:
         self._default: str | None = None
         self._common_dir: Path | None = None
 
-    def _git(
-        self,
-        args: Sequence[str],
-        cwd: Path | None = None,
-        *,
-        check: bool = True,
-        ok_codes: Sequence[int] = (0,),
-        env: dict[str, str] | None = None,
-        input_text: str | None = None,
-    ) -> GitOutput:
+    def _git(self, args: Sequence[str], cwd: Path | None = None, **options: Any) -> GitOutput:
         # No hook and no fsmonitor command on any call: the repository's hooks folder
         # is writable by agents, and even ``update-ref`` runs the reference-transaction hook.
-        return run_git(
-            [*SAFE_LOCAL, *args],
-            cwd if cwd is not None else self.repo_root,
-            shown=args,
-            check=check,
-            ok_codes=ok_codes,
-            env=env,
-            input_text=input_text,
-        )
+        return run_git([*SAFE_LOCAL, *args], cwd or self.repo_root, shown=args, **options)
 
     def _rev(self, rev: str) -> str | None:
         """The commit ``rev`` names, or None when it does not exist."""
@@ -196,34 +121,6 @@ class Repository:
             if entry.ref == ref and not entry.bare and not entry.prunable and entry.path.is_dir():
                 return entry.path
         return None
-
-    def _heads(self, *branches: str) -> dict[str, BranchHead]:
-        """These branches' tips, trees and checkouts in one ``for-each-ref``; a missing
-        branch is left out. Each name matches its ref exactly (names of other refs
-        that merely start with it are dropped)."""
-        refs = [f"refs/heads/{b}" for b in branches]
-        out = self._git(["for-each-ref", f"--format={_HEAD_FORMAT}", *refs])
-        heads = _parse_heads(out.stdout)
-        return {b: heads[r] for b, r in zip(branches, refs, strict=True) if r in heads}
-
-    def _checkout_from(self, branch: str, head: BranchHead | None) -> Path | None:
-        """What :meth:`_checkout_of` would say, without listing worktrees when ``head``
-        (a :meth:`_heads` reading) already settles it.
-
-        No worktree has the branch: None. The one ``for-each-ref`` names is the main
-        worktree at ``repo_root`` (its ``.git`` folder is there: not a linked worktree,
-        not a bare repository, whose main worktree it names too): that checkout, which
-        ``worktree list`` puts first. Anything else is looked up.
-        """
-        if head is not None and head.commit is not None:
-            if not head.checkout:
-                return None
-            if (
-                same_path(Path(head.checkout), self.repo_root)
-                and (self.repo_root / ".git").is_dir()
-            ):
-                return self.repo_root
-        return self._checkout_of(branch)
 
     # ---------------------------------------------------------- default branch
 
@@ -277,7 +174,8 @@ class Repository:
         for parent in parents:
             args += ["-p", parent]
         args += ["-F", "-"]
-        out = self._git(args, env=dict(IDENTITY_ENV), input_text=commit_message(message))
+        text = message if message.endswith("\n") else message + "\n"
+        out = self._git(args, env=IDENTITY_ENV, input_text=text)
         return out.stdout.strip()
 
     def _compare_and_swap(self, branch: str, new: str, old: str, reason: str) -> bool:
@@ -290,18 +188,10 @@ class Repository:
         raise GitError(["update-ref", "-m", reason, ref, new, old], out.returncode, out.stderr)
 
     def _advance_checkout(self, checkout: Path, old: str, new: str) -> list[str]:
-        """Move a checkout's index and files from ``old`` to ``new``; [] when done.
-
-        Returns the paths whose local changes stopped it (nothing written).
-        """
-        # Tried first without refreshing the index: one git process when the checkout's
-        # index is up to date. read-tree refuses (writing nothing) when an entry's stat
-        # data is stale; then the index is refreshed and read-tree tried again.
-        args = ["read-tree", "-m", "-u", old, new]
-        if self._git(args, cwd=checkout, check=False).returncode == 0:
-            return []
+        """Move a checkout's index and files from ``old`` to ``new``; [] when done, else
+        the paths whose local changes stopped it (nothing written)."""
         self._git(["update-index", "-q", "--refresh"], cwd=checkout, check=False)
-        out = self._git(args, cwd=checkout, check=False)
+        out = self._git(["read-tree", "-m", "-u", old, new], cwd=checkout, check=False)
         if out.returncode == 0:
             return []
         blocked = self._locally_changed(checkout, old, new)

@@ -1,24 +1,17 @@
-"""A thin, typed wrapper over the ``git`` executable.
+"""A typed wrapper over the ``git`` executable.
 
-Why not GitPython for this part: merges and worktree repair need exact exit
-codes and NUL-separated plumbing output, and a direct argv call keeps those in
-plain sight. Every call is an argv list run without a shell; a failure raises
-:class:`scaffold.errors.GitError` carrying the argv, exit code and stderr.
-
-Every call has a timeout (:data:`LOCAL_TIMEOUT_S`, :data:`NETWORK_TIMEOUT_S` for
-fetch, push, clone and ls-remote): git runs in its own process group, and on expiry
-the whole group (git and the helpers it started) is killed.
+Every call is an argv list run without a shell, in its own process group, with a
+timeout after which git and the helpers it started are killed; a failure raises
+:class:`scaffold.errors.GitError` with the argv, exit code and stderr.
 
 Credentialed git (:func:`run_remote_git`) never executes anything an agent wrote.
-Agents work in worktrees of the repositories scaffold fetches and pushes with a
-token, so they can write the common ``.git/config`` and ``.git/hooks``. Before any
-call that carries a credential, the repository's config files are audited
-(:func:`audit_repo_config`): a key outside the few that ``git clone``,
-``actions/checkout`` and scaffold write is refused, naming the key, never its
-value. The call itself runs with hooks and fsmonitor off, no credential helper,
-only the transport of the URL it was given, no redirects, and without system or
-global config; the credential reaches git only through the environment of that
-one git process (``GIT_CONFIG_COUNT``/``KEY``/``VALUE``), scoped to the URL.
+Agents can write the common ``.git/config`` and ``.git/hooks`` of the repositories
+scaffold fetches and pushes with a token, so the repository's config files are first
+audited (:func:`audit_repo_config`): a key outside the few that ``git clone``,
+``actions/checkout`` and scaffold write is refused. The call runs with hooks and
+fsmonitor off, no credential helper, only the URL's transport, no redirects, no system
+or global config; the credential reaches that one git process only through its
+environment (``GIT_CONFIG_COUNT``/``KEY``/``VALUE``), scoped to the URL.
 """
 
 from __future__ import annotations
@@ -29,30 +22,28 @@ import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from scaffold.errors import GitError, UsageError
 from scaffold.git.environment import GIT, git_env
 
-# A local call (status, commit, merge, worktree add) that takes longer than this
-# is hung; a network call (fetch, push, clone, ls-remote) gets longer.
+# A local call that takes longer is hung; fetch, push, clone and ls-remote get longer.
 LOCAL_TIMEOUT_S = 300.0
 NETWORK_TIMEOUT_S = 1800.0
+
+
+def config_options(*settings: str) -> tuple[str, ...]:
+    """``-c <setting>`` for each setting."""
+    return tuple(part for setting in settings for part in ("-c", setting))
+
 
 SCAFFOLD_NAME = "scaffold"
 SCAFFOLD_EMAIL = "scaffold@localhost"
 
-# The fixed identity scaffold commits with, so commits work on machines that
-# have no git identity configured. Environment variables win over config, so
-# both are set.
-IDENTITY_CONFIG: tuple[str, ...] = (
-    "-c",
-    f"user.name={SCAFFOLD_NAME}",
-    "-c",
-    f"user.email={SCAFFOLD_EMAIL}",
-)
+# The identity scaffold commits with, on machines with no git identity too. Environment
+# variables win over config, so both are set.
+IDENTITY_CONFIG = config_options(f"user.name={SCAFFOLD_NAME}", f"user.email={SCAFFOLD_EMAIL}")
 IDENTITY_ENV: Mapping[str, str] = {
     "GIT_AUTHOR_NAME": SCAFFOLD_NAME,
     "GIT_AUTHOR_EMAIL": SCAFFOLD_EMAIL,
@@ -60,12 +51,10 @@ IDENTITY_ENV: Mapping[str, str] = {
     "GIT_COMMITTER_EMAIL": SCAFFOLD_EMAIL,
 }
 
-# For every scaffold git call in a repository an agent may have written to: no
-# hook and no fsmonitor command runs (command-line config wins over the repository's).
-# The one definition of "no hooks": local calls pass it as ``-c`` options (SAFE_LOCAL),
-# credentialed ones among their settings (remote_options).
+# For every git call in a repository an agent may have written to: no hook and no
+# fsmonitor command runs (command-line config wins over the repository's).
 SAFE_SETTINGS: tuple[str, ...] = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false")
-SAFE_LOCAL: tuple[str, ...] = tuple(part for s in SAFE_SETTINGS for part in ("-c", s))
+SAFE_LOCAL = config_options(*SAFE_SETTINGS)
 
 # Only the repository's own (audited) config applies: no system or global file,
 # which an agent sharing scaffold's HOME could have written.
@@ -94,13 +83,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-@dataclass(frozen=True)
-class GitOutput:
-    """What one git call printed and how it exited."""
-
-    returncode: int
-    stdout: str
-    stderr: str
+GitOutput = subprocess.CompletedProcess[str]
 
 
 def repo_toplevel(start: Path) -> Path:
@@ -141,13 +124,11 @@ def run_git(
     timeout_s: float = LOCAL_TIMEOUT_S,
     shown: Sequence[str] | None = None,
 ) -> GitOutput:
-    """Run ``git <args>`` in ``cwd``.
+    """Run ``git <args>`` in ``cwd``, ``env`` added to the cleaned environment.
 
-    ``env`` adds to (not replaces) the cleaned environment. With ``check`` a
-    return code outside ``ok_codes`` raises :class:`GitError`; a missing git or
-    a missing ``cwd`` raises it too (return code -1), never an ``OSError``. After
-    ``timeout_s`` git's process group is killed and :class:`GitError` raised
-    (whatever ``check`` says). ``shown`` is the argv errors name instead of ``args``.
+    :class:`GitError` for a return code outside ``ok_codes`` (with ``check``), and
+    always for a missing git or ``cwd`` (code -1, never an ``OSError``) or a timeout.
+    ``shown`` is the argv errors name instead of ``args``.
     """
     argv = [str(a) for a in args]
     named = [str(a) for a in shown] if shown is not None else argv
@@ -159,7 +140,6 @@ def run_git(
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             encoding="utf-8",
             errors="surrogateescape",
             process_group=0,
@@ -176,18 +156,13 @@ def run_git(
     except BaseException:
         _kill_group(proc)
         raise
-    out = GitOutput(proc.returncode, stdout, stderr)
+    out = GitOutput(argv, proc.returncode, stdout, stderr)
     if check and proc.returncode not in ok_codes:
         raise GitError(named, proc.returncode, stderr)
     return out
 
 
 # --------------------------------------------------------------------------- config audit
-
-
-def _shown_key(key: str) -> str:
-    """A config key fit for an error message (no user or password of a URL in it)."""
-    return _URL_USERINFO.sub("//***@", key)[:200]
 
 
 def repo_config_files(repo: Path) -> list[Path]:
@@ -231,17 +206,13 @@ def config_keys(path: Path, cwd: Path) -> list[str]:
 
 
 def audit_repo_config(repo: Path, what: str = "git") -> None:
-    """Refuse a repository whose config holds anything scaffold and git clone did not write.
-
-    Hooks paths, fsmonitor, filters, diff and merge drivers, URL rewrites, includes,
-    credential helpers, proxies, ssh commands and aliases can all run a program or
-    send a credential elsewhere; none of them belongs in a repository scaffold runs
-    credentialed git in. The error names the file and the key, never the value.
-    """
+    """Refuse a repository whose config holds anything scaffold and git clone did not
+    write (hooks paths, filters, drivers, URL rewrites, includes, helpers, proxies... can
+    run a program or send a credential elsewhere). The error never shows the value."""
     for path in repo_config_files(repo):
         for key in config_keys(path, repo):
             if not _ALLOWED_KEY.fullmatch(key):
-                shown = _shown_key(key)
+                shown = _URL_USERINFO.sub("//***@", key)[:200]  # no user or password
                 raise GitError(
                     [what],
                     -1,
@@ -255,11 +226,8 @@ def audit_repo_config(repo: Path, what: str = "git") -> None:
 
 
 def transport_of(url: str) -> str:
-    """The transport git will use for ``url``: ``https``, loopback ``http`` or ``file``.
-
-    Credentials travel over https only (plain http to this machine, for the GitHub
-    simulator); a local path is a file remote. Anything else is refused.
-    """
+    """The transport git will use for ``url``: ``https``, ``file`` (a local path too) or
+    ``http`` to this machine (the GitHub simulator); anything else is refused."""
     if not url or url.startswith("-") or any(c in url for c in "\0\n\r"):
         raise GitError(["remote"], -1, "refusing a remote URL that is empty or not a URL")
     match = _SCHEME.match(url)
@@ -269,11 +237,7 @@ def transport_of(url: str) -> str:
             raise GitError(["remote"], -1, "refusing a remote that is not https")
         return "file"
     scheme = match.group(1).lower()
-    if scheme == "https":
-        return scheme
-    if scheme == "http" and urlsplit(url).hostname in _LOOPBACK:
-        return scheme
-    if scheme == "file":
+    if scheme in ("https", "file") or (scheme == "http" and urlsplit(url).hostname in _LOOPBACK):
         return scheme
     raise GitError(["remote"], -1, f"refusing to send credentials over {scheme}://")
 
@@ -281,7 +245,7 @@ def transport_of(url: str) -> str:
 def remote_options(url: str) -> tuple[str, ...]:
     """The ``-c`` options of a credentialed call to ``url``."""
     transport = transport_of(url)
-    settings = (
+    return config_options(
         *SAFE_SETTINGS,
         "credential.helper=",
         "protocol.allow=never",
@@ -294,7 +258,6 @@ def remote_options(url: str) -> tuple[str, ...]:
         "gc.auto=0",
         "maintenance.auto=false",
     )
-    return tuple(part for setting in settings for part in ("-c", setting))
 
 
 def auth_header_config(url: str, header: str) -> tuple[tuple[str, str], ...]:
@@ -329,13 +292,9 @@ def run_remote_git(
     timeout_s: float = NETWORK_TIMEOUT_S,
     audit: bool = True,
 ) -> GitOutput:
-    """``git <args>`` talking to ``url`` (which ``args`` must name) with ``auth``.
-
-    ``auth`` holds config entries (``http.<url>.extraheader`` and the like) that
-    reach git only through this process's environment. ``audit=False`` is for a
-    clone, which has no repository yet. Errors show ``args`` without the options
-    and with every ``auth`` value masked.
-    """
+    """``git <args>`` talking to ``url`` (which ``args`` must name), with ``auth``'s config
+    entries in its environment only. ``audit=False`` is for a clone, which has no
+    repository yet. Errors show ``args`` without the options, ``auth`` values masked."""
     argv = [str(a) for a in args]
     if url not in argv:
         raise ValueError("run_remote_git: the URL must be one of the arguments")

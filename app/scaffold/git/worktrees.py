@@ -8,6 +8,7 @@ never a duplicate branch or worktree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -17,12 +18,10 @@ from pathlib import Path
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
-    ListedWorktree,
     Repository,
     read_small_file,
     same_path,
 )
-from scaffold.git.runner import SAFE_LOCAL
 from scaffold.ids import BRANCH_PREFIX, branch_for_task, task_for_branch, task_number
 
 SCAFFOLD_DIR = ".scaffold"
@@ -36,9 +35,7 @@ class WorktreeInfo:
     path: Path
     task_id: str | None
     branch: str | None
-    head: str | None
     registered: bool
-    locked: bool = False
     prunable: bool = False
 
 
@@ -54,11 +51,8 @@ class _CheckedWorktree:
 
 
 def safe_child(root: Path, name: str) -> Path:
-    """``root / name``, refusing any ``name`` that would land outside ``root``.
-
-    Checked on the resolved path, so ``..``, absolute names and symlinks out of
-    the root are refused even if an id slipped past validation.
-    """
+    """``root / name``, refusing a ``name`` that would land outside ``root`` (checked on
+    the resolved path: ``..``, absolute names, symlinks out of the root)."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise InvalidIdError(name, "worktree name")
     real_root = root.resolve()
@@ -78,11 +72,8 @@ class Worktrees(Repository):
         default_branch: str | None = None,
     ) -> None:
         super().__init__(repo_root, default_branch)
-        root = worktree_root if worktree_root is not None else self._default_root()
+        root = worktree_root or self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
         self.worktree_root = Path(root).resolve()
-
-    def _default_root(self) -> Path:
-        return self.repo_root / SCAFFOLD_DIR / WORKTREES_SUBDIR
 
     def _indexes(self) -> SavedIndexes:
         return SavedIndexes(self.common_dir() / INDEX_CACHE)
@@ -90,11 +81,8 @@ class Worktrees(Repository):
     # ----------------------------------------------------------------- ignore
 
     def ensure_excluded(self) -> None:
-        """Keep scaffold's folder out of ``git status`` without touching tracked files.
-
-        Adds ``/.scaffold/`` (and the worktree root, when it is elsewhere inside
-        the repository) to ``<common-dir>/info/exclude``, once.
-        """
+        """Add ``/.scaffold/`` (and the worktree root, when it is elsewhere inside the
+        repository) to ``<common-dir>/info/exclude`` once, to keep it out of ``git status``."""
         patterns = [f"/{SCAFFOLD_DIR}/"]
         try:
             rel = self.worktree_root.relative_to(self.repo_root)
@@ -122,28 +110,14 @@ class Worktrees(Repository):
         """Where the task's worktree lives (validates the id; creates nothing)."""
         return safe_child(self.worktree_root, f"task-{task_number(task_id)}")
 
-    def _entry_at(self, path: Path) -> ListedWorktree | None:
-        for entry in self._entries():
-            if same_path(entry.path, path):
-                return entry
-        return None
-
-    def _healthy(self, entry: ListedWorktree, path: Path, branch: str) -> bool:
-        if entry.locked or entry.prunable or entry.ref != f"refs/heads/{branch}":
-            return False
-        if not path.is_dir():
-            return False
-        top = self._git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
-        if top.returncode != 0 or not same_path(Path(top.stdout.strip()), path):
-            return False
-        head = self._git(["symbolic-ref", "-q", "HEAD"], cwd=path, check=False)
-        return head.stdout.strip() == f"refs/heads/{branch}"
+    def _registered(self, path: Path) -> bool:
+        return any(same_path(entry.path, path) for entry in self._entries())
 
     def _discard(self, path: Path) -> None:
         """Remove whatever is at ``path``: a registered worktree or a stale folder."""
-        if self._entry_at(path) is not None:
+        if self._registered(path):
             self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-            if self._entry_at(path) is not None:
+            if self._registered(path):
                 # Locked with its folder gone, or a submodule inside: unlock, then prune.
                 self._git(["worktree", "unlock", str(path)], check=False)
         if path.exists() or path.is_symlink():
@@ -162,20 +136,15 @@ class Worktrees(Repository):
             raise GitError(["branch", "--no-track", branch, tip], out.returncode, out.stderr)
 
     def create_worktree(self, task_id: str) -> Path:
-        """The task's worktree, on branch ``scaffold/task-<num>``; made if needed.
-
-        The branch starts at the default branch's tip and is reused when it
-        exists. A healthy worktree already on that branch is reused as is
-        (work in it is kept); a stale folder, a half-made (locked) or a
-        wrong-branch worktree at that path is removed and made again.
-        """
+        """The task's worktree, on branch ``scaffold/task-<num>`` (made from the default
+        branch's tip if needed). A healthy one is reused with its work; a stale folder, a
+        half-made (locked) or wrong-branch worktree at that path is made again."""
         branch = branch_for_task(task_id)
         path = self.worktree_path(task_id)
         self.ensure_excluded()
         self._ensure_branch(branch)
-        entry = self._entry_at(path)
-        if entry is not None and self._healthy(entry, path, branch):
-            return path
+        with contextlib.suppress(GitError):
+            return self._checked_worktree(task_id, branch).path
         self._discard(path)
         # The branch may still be checked out in an old scaffold worktree elsewhere
         # under the root (a renamed folder); a checkout outside the root is the
@@ -186,21 +155,12 @@ class Worktrees(Repository):
         self.worktree_root.mkdir(parents=True, exist_ok=True)
         tip = self._require_rev(f"refs/heads/{branch}")
         since_s = int(time.time()) - 1
-        self._git([*SAFE_LOCAL, "worktree", "add", str(path), branch])
-        self._seed_index(task_id, path, tip, since_s)
+        self._git(["worktree", "add", str(path), branch])
+        # The tip's index ``worktree add`` has just written (no agent has run there yet) is
+        # saved, so even the first commit hashes only what the agent changed.
+        admin = self._git(["rev-parse", "--absolute-git-dir"], cwd=path).stdout.strip()
+        self._indexes().save(task_id, tip, Path(admin) / "index", since_s)
         return path
-
-    def _seed_index(self, task_id: str, path: Path, tip: str, since_s: int) -> None:
-        """The index ``worktree add`` has just written (no agent has run there yet) is
-        the tip's, with every file's stat: saved, so even the first commit hashes only
-        what the agent changed."""
-        link = read_small_file(path / ".git").strip()
-        admin = Path(link.removeprefix("gitdir:").strip()) if link.startswith("gitdir:") else None
-        if admin is None or not admin.is_absolute():
-            return
-        if not same_path(admin.parent, self.common_dir() / "worktrees"):
-            return
-        self._indexes().save(task_id, tip, admin / "index", since_s)
 
     def _under_root(self, path: Path) -> bool:
         return Path(os.path.realpath(path)).parent == self.worktree_root
@@ -240,9 +200,7 @@ class Worktrees(Repository):
                     path=entry.path,
                     task_id=task_id,
                     branch=branch,
-                    head=entry.head,
                     registered=True,
-                    locked=entry.locked,
                     prunable=entry.prunable,
                 )
             )
@@ -250,28 +208,17 @@ class Worktrees(Repository):
             for child in sorted(self.worktree_root.iterdir()):
                 if os.path.realpath(child) in seen:
                     continue
-                found.append(
-                    WorktreeInfo(
-                        path=child,
-                        task_id=_task_of_dir(child.name),
-                        branch=None,
-                        head=None,
-                        registered=False,
-                    )
-                )
+                found.append(WorktreeInfo(child, _task_of_dir(child.name), None, False))
         return found
 
     def _checked_worktree(self, task_id: str, branch: str) -> _CheckedWorktree:
         """The task's worktree with its branch's tip, refusing a broken or foreign one.
 
-        One ``rev-parse`` run in the worktree says where git finds its repository from
-        there: it must be this repository's worktree at this path (not the main
-        repository git would climb to without a ``.git`` file), registered under
-        ``<common>/worktrees/`` with a ``gitdir`` pointing back at it, not locked, and
-        its ``HEAD`` the task branch (not detached, not another branch; as git resolves
-        it, so a reftable repository works too): what ``git worktree list`` and ``git
-        symbolic-ref HEAD`` said. ``gitdir`` may be relative to the admin folder (git's
-        ``worktree.useRelativePaths``). A trailing ``--`` keeps files named like a
+        One ``rev-parse`` in the worktree says where git finds its repository from
+        there: this repository's worktree at this path (not the main repository git
+        climbs to without a ``.git`` file), registered under ``<common>/worktrees/``
+        with a ``gitdir`` pointing back (maybe relative: ``worktree.useRelativePaths``),
+        not locked, ``HEAD`` on the task branch. The ``--`` keeps files named like a
         revision from making the revisions ambiguous.
         """
         path = self.worktree_path(task_id)
