@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import astuple
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,7 +35,6 @@ from scaffold.agent.stream import (
     SystemInit,
     Unknown,
     Usage,
-    UserMessage,
     count,
     load_line,
 )
@@ -133,11 +133,8 @@ class Codex(Backend):
     reports_cost = False
     credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
 
-    def codex_home(self, req: RunRequest) -> Path:
-        return req.home / CODEX_DIR
-
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
-        home = self.codex_home(req)
+        home = req.home / CODEX_DIR
         base_url = req.env.get(self.base_url_env, "").strip() or DEFAULT_BASE_URL
         head = [*command, "exec"]
         if req.resume_session:
@@ -162,9 +159,9 @@ class Codex(Backend):
         return Invocation(argv, env, files)
 
     def parser(self, req: RunRequest) -> LineParser:
-        rollouts = self.codex_home(req) / "sessions"
+        rollouts = req.home / CODEX_DIR / "sessions"
         before = thread_usage(rollouts, req.resume_session) if req.resume_session else None
-        return CodexParser(req.max_turns, before, rollouts, req.model)
+        return CodexParser(req.max_turns, before, rollouts)
 
     def resume_lost(self, stderr_tail: str) -> bool:
         return RESUME_LOST in stderr_tail
@@ -210,44 +207,10 @@ def _usage(raw: JsonObject) -> Usage:
 def _minus(total: Usage, before: Usage | None) -> Usage:
     if before is None:
         return total
-    return Usage(
-        input_tokens=max(0, total.input_tokens - before.input_tokens),
-        output_tokens=max(0, total.output_tokens - before.output_tokens),
-        cached_input_tokens=max(0, total.cached_input_tokens - before.cached_input_tokens),
-    )
+    return Usage(*(max(0, a - b) for a, b in zip(astuple(total), astuple(before), strict=True)))
 
 
 # --- the event stream -------------------------------------------------------------
-
-
-def _tool_use(item: JsonObject) -> JsonObject:
-    """A tool call item as a ``tool_use`` block: MCP tools by Claude Code's name for
-    them, the rest by codex's item type."""
-    kind = item.get("type")
-    if kind == "mcp_tool_call":
-        name, args = f"mcp__{item.get('server')}__{item.get('tool')}", item.get("arguments")
-    elif kind == "command_execution":
-        name, args = str(kind), {"command": item.get("command")}
-    else:
-        name, args = str(kind), {k: v for k, v in item.items() if k not in ("id", "type")}
-    return {"type": "tool_use", "id": item.get("id"), "name": name, "input": args}
-
-
-def _tool_result(item: JsonObject) -> JsonObject:
-    kind = item.get("type")
-    if kind == "command_execution":
-        content: object = item.get("aggregated_output")
-    elif kind == "mcp_tool_call":
-        content = item.get("result") if item.get("error") is None else item.get("error")
-    else:
-        content = item.get("status")
-    failed = item.get("status") == "failed" or item.get("error") not in (None, {})
-    return {
-        "type": "tool_result",
-        "tool_use_id": item.get("id"),
-        "content": content if isinstance(content, str) else json.dumps(content),
-        "is_error": failed,
-    }
 
 
 class CodexParser:
@@ -265,10 +228,8 @@ class CodexParser:
         max_turns: int | None,
         before: Usage | None = None,
         sessions: Path | None = None,
-        model: str | None = None,
     ) -> None:
         self.max_turns = max_turns
-        self.model = model
         self.before = before
         self.sessions = sessions
         self.thread_id: str | None = None
@@ -290,13 +251,11 @@ class CodexParser:
         if kind == "turn.completed":
             usage = data.get("usage")
             total = _usage(usage) if isinstance(usage, dict) else Usage()
-            return self._result(data, "success", False, usage=_minus(total, self.before))
+            return self._result(data, "success", usage=_minus(total, self.before))
         if kind == "turn.failed":
             error = data.get("error")
             message = error.get("message") if isinstance(error, dict) else None
-            return self._result(
-                data, "error_during_execution", True, result=str(message or "turn failed")
-            )
+            return self._result(data, "error_during_execution", str(message or "turn failed"))
         # turn.started, and `error` lines: warnings and retry notices, not failures.
         return Unknown(type=kind, subtype=None, session_id=self.thread_id, raw=data)
 
@@ -308,70 +267,50 @@ class CodexParser:
         return SystemInit(thread, (McpServer(SERVER_NAME, "connected"),), raw=data)
 
     def _item(self, kind: str, item: JsonObject, data: JsonObject) -> Event:
+        """Counts the model's turns; only its text is an event of its own (tool calls
+        and their results are kept for the transcript)."""
         item_id = str(item.get("id", ""))
         item_type = item["type"]
-        is_tool = item_type in _TOOL_ITEMS
-        first = item_id not in self._seen
-        if first and item_type not in ("error", "todo_list"):
+        if item_id not in self._seen and item_type not in ("error", "todo_list"):
             self._seen.add(item_id)
             if self._new_turn:
                 self.turns += 1
                 self._new_turn = False
-        if is_tool and kind == "item.started":
+        if item_type in _TOOL_ITEMS and kind == "item.started":
             self._running.add(item_id)
-            return AssistantMessage(self.thread_id, (_tool_use(item),), data)
-        if is_tool and kind == "item.completed":
+        elif item_type in _TOOL_ITEMS and kind == "item.completed":
             self._running.discard(item_id)
             if not self._running:
                 self._new_turn = True
-            # No item.started was printed for a first sight: the call and its result at once.
-            blocks = (_tool_use(item),) if first else ()
-            event = UserMessage(
-                session_id=self.thread_id, content=(*blocks, _tool_result(item)), raw=data
-            )
-            if self._new_turn and self._over_limit():
-                return self._limit(data)
-            return event
-        if item_type == "agent_message" and kind == "item.completed":
+                if (
+                    self.max_turns is not None
+                    and not self._limited
+                    and self.turns >= self.max_turns
+                ):
+                    return self._limit(data)
+        elif item_type == "agent_message" and kind == "item.completed":
             text = {"type": "text", "text": str(item.get("text", ""))}
             return AssistantMessage(self.thread_id, (text,), data)
         return Unknown(type=f"item/{item_type}", subtype=None, session_id=self.thread_id, raw=data)
-
-    def _over_limit(self) -> bool:
-        return self.max_turns is not None and not self._limited and self.turns >= self.max_turns
 
     def _limit(self, data: JsonObject) -> ResultEvent:
         """The turn limit passed: the run's usage so far is in its rollout."""
         self._limited = True
         total = thread_usage(self.sessions, self.thread_id) if self.sessions else None
         usage = _minus(total, self.before) if total is not None else None
-        return self._result(
-            data,
-            "error_max_turns",
-            True,
-            result=f"stopped by scaffold after {self.turns} turns (agent.max_turns)",
-            usage=usage,
-            limit=True,
-        )
+        message = f"stopped by scaffold after {self.turns} turns (agent.max_turns)"
+        return self._result(data, "error_max_turns", message, usage)
 
     def _result(
-        self,
-        data: JsonObject,
-        subtype: str,
-        is_error: bool,
-        *,
-        result: str | None = None,
-        usage: Usage | None = None,
-        limit: bool = False,
+        self, data: JsonObject, subtype: str, result: str | None = None, usage: Usage | None = None
     ) -> ResultEvent:
         return ResultEvent(
             subtype=subtype,
-            is_error=is_error,
+            is_error=subtype != "success",
             num_turns=self.turns,
             session_id=self.thread_id,
             result=result,
             raw=data,
             usage=usage,
-            model=self.model,
-            turn_limit_passed=limit,
+            turn_limit_passed=subtype == "error_max_turns",
         )

@@ -45,10 +45,7 @@ from scaffold.agent.stream import (
 from scaffold.roles import Role
 from scaffold.signal_back import SERVER_NAME
 
-__all__ = ["APPROVAL_MODES", "SIGNAL_TOOL", "Gemini", "GeminiParser", "settings"]
-
-# How the model sees scaffold's tool: mcp_<server>_<tool>.
-SIGNAL_TOOL = f"mcp_{SERVER_NAME}_signal-back"
+__all__ = ["APPROVAL_MODES", "Gemini", "GeminiParser", "settings"]
 
 # Builders may run commands and edit in their worktree: ``yolo`` declares the shell and
 # edit tools and runs them without a prompt. The planning roles get ``default``, in
@@ -163,11 +160,6 @@ def _str(d: Mapping[str, Any], key: str) -> str | None:
     return v if type(v) is str else None
 
 
-def _object(d: Mapping[str, Any], key: str) -> JsonObject:
-    v = d.get(key)
-    return v if isinstance(v, dict) else {}
-
-
 def _usage(stats: object) -> Usage | None:
     """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
     read from the context cache."""
@@ -180,18 +172,9 @@ def _usage(stats: object) -> Usage | None:
     )
 
 
-def _model(stats: object, fallback: str | None) -> str | None:
-    """The model the tokens were spent on (the only one in ``stats.models``)."""
-    models = stats.get("models") if isinstance(stats, dict) else None
-    if isinstance(models, dict) and len(models) == 1:
-        (name,) = models
-        return str(name)
-    return fallback
-
-
 class GeminiParser:
-    """One run's stream-json lines to scaffold's events, with the session id and model
-    of the ``init`` event (later events do not repeat them).
+    """One run's stream-json lines to scaffold's events, with the session id of the
+    ``init`` event (later events do not repeat it).
 
     A new session is reported once the model has answered in it (the first answer's
     line becomes the init event): a session whose first request failed is nothing
@@ -201,42 +184,26 @@ class GeminiParser:
 
     def __init__(self, resuming: bool = False) -> None:
         self.session_id: str | None = None
-        self.model: str | None = None
         self._announced = resuming
 
     def __call__(self, line: bytes, line_no: int = 0) -> Event:
         data, type_ = load_line(line, line_no)
         if type_ == "init":
             self.session_id = _str(data, "session_id")
-            self.model = _str(data, "model")
-            return self._init(data, self.session_id if self._announced else None)
+            return SystemInit(self._known, raw=data)
         answered = type_ == "tool_use" or (type_ == "message" and data.get("role") == "assistant")
         if answered and not self._announced and self.session_id is not None:
             self._announced = True
-            return self._init(data, self.session_id)
+            return SystemInit(self.session_id, raw=data)
         if type_ == "message":
-            return self._message(data)
-        if type_ == "tool_use":
-            block: JsonObject = {
-                "type": "tool_use",
-                "id": _str(data, "tool_id"),
-                "name": _str(data, "tool_name"),
-                "input": data.get("parameters") if isinstance(data.get("parameters"), dict) else {},
-            }
-            return AssistantMessage(self._known, (block,), data)
-        if type_ == "tool_result":
-            error = _object(data, "error")
-            text = _str(data, "output") or _str(error, "message")
-            block = {
-                "type": "tool_result",
-                "tool_use_id": _str(data, "tool_id"),
-                "content": text or "",
-                "is_error": data.get("status") != "success",
-            }
-            return UserMessage(self._known, (block,), data)
+            block = ({"type": "text", "text": _str(data, "content") or ""},)
+            if data.get("role") == "assistant":
+                return AssistantMessage(self._known, block, data)
+            return UserMessage(self._known, block, data)
         if type_ == "result":
             return self._result(data)
-        # ``error`` (a warning: loop detected, turns, invalid stream) and anything newer.
+        # Tool calls and results, ``error`` (a warning: loop detected, turns, invalid
+        # stream) and anything newer.
         return Unknown(type=type_, subtype=_str(data, "severity"), session_id=self._known, raw=data)
 
     @property
@@ -244,26 +211,16 @@ class GeminiParser:
         """The session id, once it may be reported."""
         return self.session_id if self._announced else None
 
-    def _init(self, data: JsonObject, session_id: str | None) -> SystemInit:
-        return SystemInit(session_id, model=self.model, raw=data)
-
-    def _message(self, data: JsonObject) -> Event:
-        block = {"type": "text", "text": _str(data, "content") or ""}
-        if data.get("role") == "assistant":
-            return AssistantMessage(self._known, (block,), data)
-        return UserMessage(self._known, (block,), data)
-
     def _result(self, data: JsonObject) -> ResultEvent:
-        error = _object(data, "error")
+        error = data.get("error")
+        error = error if isinstance(error, dict) else {}
         failed = data.get("status") != "success"
-        kind = _str(error, "type")
         if not failed:
             subtype = "success"
-        elif kind == TURN_LIMIT_ERROR:
+        elif _str(error, "type") == TURN_LIMIT_ERROR:
             subtype = "error_max_turns"
         else:
             subtype = "error_during_execution"
-        stats = data.get("stats")
         message = _str(error, "message")
         status = _API_STATUS.match(message or "") if failed else None
         return ResultEvent(
@@ -273,6 +230,5 @@ class GeminiParser:
             api_error_status=int(status.group(1)) if status else None,
             result=message if failed else None,
             raw=data,
-            usage=_usage(stats),
-            model=_model(stats, self.model),
+            usage=_usage(data.get("stats")),
         )

@@ -53,7 +53,6 @@ class SystemInit:
 
     session_id: str | None = None
     mcp_servers: tuple[McpServer, ...] = ()
-    model: str | None = None
     raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -100,9 +99,8 @@ class ResultEvent:
     api_error_status: int | None = None
     result: str | None = None
     raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
-    # The tokens of the run, where the agent reports them; the model that used them.
+    # The tokens of the run, where the agent reports them.
     usage: Usage | None = None
-    model: str | None = None
     # Made by scaffold's parser, not the agent: the turn limit of a CLI that has none
     # was passed, and the agent must be stopped.
     turn_limit_passed: bool = False
@@ -249,7 +247,7 @@ def _system(d: JsonObject) -> Event:
         if type(name) is not str or type(status) is not str:
             raise _BadShape("'mcp_servers' items need string 'name' and 'status'")
         servers.append(McpServer(name, status))
-    return SystemInit(_opt_str(d, "session_id"), tuple(servers), _opt_str(d, "model"), d)
+    return SystemInit(_opt_str(d, "session_id"), tuple(servers), d)
 
 
 _BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {

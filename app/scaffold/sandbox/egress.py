@@ -18,21 +18,12 @@ import asyncio
 import contextlib
 import functools
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-__all__ = [
-    "DEFAULT_MODEL_HOST",
-    "EgressGate",
-    "Route",
-    "hosts_file",
-    "model_endpoint",
-    "plan_egress",
-]
+__all__ = ["EgressGate", "Route", "hosts_file", "plan_egress"]
 
-DEFAULT_MODEL_HOST = ("api.anthropic.com", 443)
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 _FIRST_INSIDE = 10  # 127.0.0.10 and up name the allowed hosts inside
 
@@ -60,18 +51,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def model_endpoint(env: Mapping[str, str]) -> tuple[str, int]:
-    """The model API the agent talks to: ``ANTHROPIC_BASE_URL``, else Anthropic's."""
-    url = env.get("ANTHROPIC_BASE_URL", "").strip()
-    if not url:
-        return DEFAULT_MODEL_HOST
-    parts = urlsplit(url)
-    if not parts.hostname:
-        return DEFAULT_MODEL_HOST
-    default = 80 if parts.scheme == "http" else 443
-    return parts.hostname, parts.port or default
 
 
 def _split(entry: str) -> tuple[str, int]:
