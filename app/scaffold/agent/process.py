@@ -34,7 +34,6 @@ from scaffold.agent.process_group import (
 )
 from scaffold.agent.stream import (
     DEFAULT_CHUNK_BYTES,
-    DEFAULT_MAX_LINE_BYTES,
     Event,
     LineParser,
     ResultEvent,
@@ -113,9 +112,7 @@ class AgentSpec:
     cwd: Path
     env: Mapping[str, str] = field(default_factory=dict)
     stuck_timeout_s: float = 600.0
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     terminate_grace_s: float = 5.0
-    kill_wait_s: float = 5.0
     drain_timeout_s: float = 5.0
     # The environment to scrub; None means os.environ at spawn time.
     base_env: Mapping[str, str] | None = None
@@ -206,7 +203,7 @@ class _AgentRun:
         self.children = children
         self.stop_requested = stop_requested
         self.stopped = False
-        self.decoder = StreamDecoder(spec.max_line_bytes, parse=spec.parse)
+        self.decoder = StreamDecoder(parse=spec.parse)
         # A backend whose CLI has no turn limit has its parser count the turns; once
         # it says the limit was passed, the agent is stopped.
         self.limit_hit = asyncio.Event()
@@ -230,14 +227,13 @@ class _AgentRun:
                 env=env,
                 start_new_session=True,
                 pass_fds=spec.pass_fds,
-                limit=DEFAULT_CHUNK_BYTES,
             )
         except OSError as exc:
             raise AgentError(
                 f"cannot start agent {spec.argv[0]!r} in {spec.cwd}: {exc.strerror or exc}"
             ) from exc
         if self.children is not None:
-            self.children.add(proc)
+            self.children.add(proc.pid)
         self.last_output = loop.time()
         assert proc.stdout is not None
         assert proc.stderr is not None
@@ -258,7 +254,7 @@ class _AgentRun:
             for task in tasks:
                 task.cancel()
             if proc.returncode is not None and self.children is not None:
-                self.children.discard(proc)
+                self.children.discard(proc.pid)
         rc = proc.returncode
         return AgentRunOutcome(
             pid=proc.pid,
@@ -299,10 +295,7 @@ class _AgentRun:
             self.stop = await self._stop_group(proc)
 
     def _stop_group(self, proc: WatchedProcess) -> Awaitable[StopResult]:
-        spec = self.spec
-        return stop_process_group(
-            proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
-        )
+        return stop_process_group(proc, terminate_wait_s=self.spec.terminate_grace_s)
 
     async def _drain(
         self, stdout_task: asyncio.Task[None], stderr_task: asyncio.Task[None]

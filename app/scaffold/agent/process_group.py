@@ -141,30 +141,15 @@ async def stop_process_group(
     return "survived"
 
 
-class LiveChildren:
-    """The process groups of agents that are running now (keyed by leader pid).
+class LiveChildren(set[int]):
+    """The process groups (leader pids) of agents that are running now.
 
-    `run_agent` adds a process when it starts and removes it once it is reaped, so the
+    `run_agent` adds a leader when it starts and removes it once it is reaped, so the
     orchestrator can `kill_all()` at exit, from a signal handler or an atexit hook.
     """
 
-    def __init__(self) -> None:
-        self._procs: dict[int, asyncio.subprocess.Process] = {}
-
-    def add(self, proc: asyncio.subprocess.Process) -> None:
-        self._procs[proc.pid] = proc
-
-    def discard(self, proc: asyncio.subprocess.Process) -> None:
-        self._procs.pop(proc.pid, None)
-
     def pids(self) -> list[int]:
-        return sorted(self._procs)
-
-    def __len__(self) -> int:
-        return len(self._procs)
-
-    def __contains__(self, pid: object) -> bool:
-        return pid in self._procs
+        return sorted(self)
 
     def kill_all(self) -> list[int]:
         """SIGKILL every tracked group at once (synchronous); returns the pids."""

@@ -320,16 +320,13 @@ class StreamDecoder:
     """
 
     def __init__(
-        self,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        summary: StreamSummary | None = None,
-        parse: LineParser = parse_line,
+        self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, parse: LineParser = parse_line
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be positive")
         self.max_line_bytes = max_line_bytes
         self.parse = parse
-        self.summary = summary if summary is not None else StreamSummary()
+        self.summary = StreamSummary()
         self._pending = bytearray()
         self._dropping = False  # the line under way is too long
         self._line_no = 0
