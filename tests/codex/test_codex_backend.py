@@ -105,7 +105,7 @@ def test_the_model_host_and_credentials() -> None:
         "127.0.0.1",
         8080,
     )
-    assert codex.credential_names() == ("OPENAI_API_KEY", "CODEX_API_KEY")
+    assert codex.credentials == ("OPENAI_API_KEY", "CODEX_API_KEY")
     assert codex.resume_lost(
         f"Error: thread/resume failed: no rollout found for thread id {THREAD}"
     )

@@ -54,7 +54,7 @@ def test_registered_priced_and_its_host() -> None:
         "127.0.0.1",
         9,
     )
-    assert gemini.credential_names() == ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    assert gemini.credentials == ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     assert not gemini.reports_cost
     assert gemini.verifies_resume
 

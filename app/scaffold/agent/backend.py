@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from scaffold.agent.stream import LineParser
+from scaffold.agent.stream import LineParser, parse_line
 from scaffold.roles import Role
 
 __all__ = ["Backend", "Invocation", "RunRequest"]
@@ -94,9 +94,10 @@ class Backend(ABC):
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         """The command line (``command`` is the program's argv), env and files."""
 
-    @abstractmethod
     def parser(self, req: RunRequest) -> LineParser:
-        """A fresh parser for one run's output (it may keep state, e.g. turns counted)."""
+        """A fresh parser for one run's output (it may keep state, e.g. turns counted);
+        Claude Code's stream-json by default."""
+        return parse_line
 
     def resume_lost(self, stderr_tail: str) -> bool:
         """Whether a failed resumed run says its session is gone (start afresh then)."""
@@ -109,7 +110,3 @@ class Backend(ABC):
         if parts is None or not parts.hostname:
             return self.default_host
         return parts.hostname, parts.port or (80 if parts.scheme == "http" else 443)
-
-    def credential_names(self) -> tuple[str, ...]:
-        """The variables that carry this backend's model key (kept in the agent's env)."""
-        return self.credentials

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 
 from scaffold.agent.backend import Backend, Invocation, RunRequest
-from scaffold.agent.stream import LineParser, parse_line
 from scaffold.roles import Role
 
 SIGNAL_TOOL = "mcp__scaffold__signal-back"
@@ -101,9 +100,6 @@ class Claude(Backend):
         if req.max_turns:
             argv += ["--max-turns", str(req.max_turns)]
         return Invocation(argv, dict(CLAUDE_ENV))
-
-    def parser(self, req: RunRequest) -> LineParser:
-        return parse_line
 
     def resume_lost(self, stderr_tail: str) -> bool:
         return RESUME_LOST in stderr_tail

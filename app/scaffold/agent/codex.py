@@ -129,8 +129,6 @@ class Codex(Backend):
     # cannot be reached, so a run that prints `thread.started` has it connected: the
     # parser reports it so in the SystemInit it makes of that line.
     reports_mcp_status = True
-    verifies_resume = True
-    reports_cost = False
     credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:

@@ -122,9 +122,6 @@ class Gemini(Backend):
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).
     reports_mcp_status = False
-    # ``--resume <id>`` of a lost session fails (exit 42); checked all the same.
-    verifies_resume = True
-    reports_cost = False
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         prompt = req.prompt if req.resume_session else req.whole_prompt

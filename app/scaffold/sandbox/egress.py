@@ -25,6 +25,8 @@ from pathlib import Path
 __all__ = ["EgressGate", "Route", "hosts_file", "plan_egress"]
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+_LOOPBACK = "127.0.0.1"
+_CONNECT_TIMEOUT_S = 30.0
 _FIRST_INSIDE = 10  # 127.0.0.10 and up name the allowed hosts inside
 
 
@@ -38,10 +40,6 @@ class Route:
     socket_name: str
     # Where the gate connects, when not ``host:port`` itself (tests point names at loopback).
     connect_to: tuple[str, int] | None = None
-
-    @property
-    def is_loopback(self) -> bool:
-        return self.inside == "127.0.0.1"
 
 
 def _is_loopback(host: str) -> bool:
@@ -69,7 +67,7 @@ def plan_egress(model: tuple[str, int], allow_domains: Sequence[str]) -> list[Ro
     taken: set[tuple[str, int]] = set()
     for host, port in wanted:
         if _is_loopback(host):
-            inside = "127.0.0.1"
+            inside = _LOOPBACK
         else:
             inside = inside_of.setdefault(host, f"127.0.0.{_FIRST_INSIDE + len(inside_of)}")
         if (inside, port) in taken or len(inside_of) > 200:
@@ -84,7 +82,7 @@ def hosts_file(routes: Sequence[Route]) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost"]
     named: dict[str, str] = {}
     for route in routes:
-        if not route.is_loopback:
+        if route.inside != _LOOPBACK:
             named.setdefault(route.host, route.inside)
     lines += [f"{inside}\t{host}" for host, inside in named.items()]
     return "\n".join(lines) + "\n"
@@ -93,10 +91,9 @@ def hosts_file(routes: Sequence[Route]) -> str:
 class EgressGate:
     """Serves one unix socket per route in ``directory`` while the run lasts."""
 
-    def __init__(self, directory: Path, routes: Sequence[Route], connect_timeout_s: float = 30.0):
+    def __init__(self, directory: Path, routes: Sequence[Route]):
         self.directory = directory
         self.routes = list(routes)
-        self.connect_timeout_s = connect_timeout_s
         self._servers: list[asyncio.Server] = []
         self._streams: set[asyncio.Task[None]] = set()
 
@@ -128,7 +125,7 @@ class EgressGate:
             try:
                 host, port = route.connect_to or (route.host, route.port)
                 up_r, up_w = await asyncio.wait_for(
-                    asyncio.open_connection(host, port), self.connect_timeout_s
+                    asyncio.open_connection(host, port), _CONNECT_TIMEOUT_S
                 )
             except (OSError, TimeoutError):
                 return
