@@ -99,9 +99,12 @@ class Backend(ABC):
         Claude Code's stream-json by default."""
         return parse_line
 
+    # What the CLI prints (stderr) when a resume names a session it cannot load.
+    resume_lost_markers: ClassVar[tuple[str, ...]] = ()
+
     def resume_lost(self, stderr_tail: str) -> bool:
         """Whether a failed resumed run says its session is gone (start afresh then)."""
-        return False
+        return any(marker in stderr_tail for marker in self.resume_lost_markers)
 
     def model_host(self, env: Mapping[str, str]) -> tuple[str, int]:
         """The model API host and port the run talks to (the sandbox lets only it through)."""

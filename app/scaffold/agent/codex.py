@@ -47,8 +47,6 @@ __all__ = ["CODEX_DIR", "Codex", "CodexParser", "codex_config", "thread_usage"]
 CODEX_DIR = ".codex"
 # The variable that carries the signal endpoint's bearer secret to the CLI.
 SIGNAL_TOKEN_ENV = "SCAFFOLD_SIGNAL_TOKEN"  # noqa: S105 (a name, not a secret)
-# What `codex exec resume` says when its CODEX_HOME holds no rollout of the thread.
-RESUME_LOST = "no rollout found for thread id"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 # Without scaffold's sandbox, codex's own: builders run commands and write in their
@@ -129,6 +127,7 @@ class Codex(Backend):
     # cannot be reached, so a run that prints `thread.started` has it connected: the
     # parser reports it so in the SystemInit it makes of that line.
     reports_mcp_status = True
+    resume_lost_markers = ("no rollout found for thread id",)
     credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
@@ -160,9 +159,6 @@ class Codex(Backend):
         rollouts = req.home / CODEX_DIR / "sessions"
         before = thread_usage(rollouts, req.resume_session) if req.resume_session else None
         return CodexParser(req.max_turns, before, rollouts)
-
-    def resume_lost(self, stderr_tail: str) -> bool:
-        return RESUME_LOST in stderr_tail
 
 
 # --- the rollout: a thread's running token total ----------------------------------

@@ -67,9 +67,6 @@ EXCLUDED_TOOLS = ("google_web_search", "web_fetch")
 # How long the CLI waits for scaffold's server (discovery and each call), in ms.
 MCP_TIMEOUT_MS = 60_000
 
-# What the CLI prints (stderr) when ``--resume`` names a session it cannot load.
-RESUME_LOST = ("Error resuming session", "Invalid session identifier")
-
 # An API error's message quotes Google's error body: ``[API Error: {"error":{"code":500,``.
 _API_STATUS = re.compile(r'^\[API Error: .*?"code":\s*(\d{3})\b')
 
@@ -122,6 +119,7 @@ class Gemini(Backend):
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).
     reports_mcp_status = False
+    resume_lost_markers = ("Error resuming session", "Invalid session identifier")
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         prompt = req.prompt if req.resume_session else req.whole_prompt
@@ -144,9 +142,6 @@ class Gemini(Backend):
 
     def parser(self, req: RunRequest) -> LineParser:
         return GeminiParser(resuming=req.resume_session is not None)
-
-    def resume_lost(self, stderr_tail: str) -> bool:
-        return any(marker in stderr_tail for marker in RESUME_LOST)
 
 
 # --- the stream-json events ---------------------------------------------------------

@@ -187,30 +187,25 @@ async def run_agent(
     return await _AgentRun(spec, on_event, children, stop_requested, released).run()
 
 
+@dataclass
 class _AgentRun:
-    def __init__(
-        self,
-        spec: AgentSpec,
-        on_event: OnEvent | None,
-        children: LiveChildren | None,
-        stop_requested: asyncio.Event | None,
-        released: asyncio.Event | None,
-    ) -> None:
-        self.spec = spec
-        self.released = released
-        self.released_at: float | None = None
-        self.on_event = on_event
-        self.children = children
-        self.stop_requested = stop_requested
-        self.stopped = False
-        self.decoder = StreamDecoder(parse=spec.parse)
-        # A backend whose CLI has no turn limit has its parser count the turns; once
-        # it says the limit was passed, the agent is stopped.
-        self.limit_hit = asyncio.Event()
-        self.stderr_tail = bytearray()
-        self.last_output = 0.0
-        self.stuck = False
-        self.stop: StopResult | None = None
+    spec: AgentSpec
+    on_event: OnEvent | None
+    children: LiveChildren | None
+    stop_requested: asyncio.Event | None
+    released: asyncio.Event | None
+    released_at: float | None = None
+    stopped: bool = False
+    stuck: bool = False
+    stop: StopResult | None = None
+    last_output: float = 0.0
+    stderr_tail: bytearray = field(default_factory=bytearray)
+    # A backend whose CLI has no turn limit has its parser count the turns; once it
+    # says the limit was passed, the agent is stopped.
+    limit_hit: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.decoder = StreamDecoder(parse=self.spec.parse)
 
     async def run(self) -> AgentRunOutcome:
         spec = self.spec
@@ -317,9 +312,8 @@ class _AgentRun:
             raise
 
     async def _requested(self) -> None:
-        waits = [asyncio.ensure_future(self.limit_hit.wait())]
-        if self.stop_requested is not None:
-            waits.append(asyncio.ensure_future(self.stop_requested.wait()))
+        events = (self.limit_hit, self.stop_requested)
+        waits = [asyncio.ensure_future(e.wait()) for e in events if e is not None]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
