@@ -1,15 +1,10 @@
 """The agent port: what scaffold needs from an agent CLI, whichever one runs.
 
-A :class:`Backend` turns one agent run (:class:`RunRequest`: the role, the prompt, the
-role's instructions, the model, the ``signal-back`` endpoint, the step's private
-folder) into the program's command line, its environment additions and the files it
-reads at start (:class:`Invocation`), and reads its output line by line into
-scaffold's events (:mod:`scaffold.agent.stream`): the session id in a
-:class:`~scaffold.agent.stream.SystemInit`, activity, tool calls, and a final
-:class:`~scaffold.agent.stream.ResultEvent` with the tokens used. Nothing
-outside the adapters knows which CLI ran.
-
-Each adapter is named after the CLI it drives (:mod:`scaffold.agent.claude`, ...);
+A :class:`Backend` turns one agent run (:class:`RunRequest`) into the program's command
+line, environment additions and start-up files (:class:`Invocation`), and reads its
+output line by line into scaffold's events (:mod:`scaffold.agent.stream`): the session
+id in a ``SystemInit``, and a final ``ResultEvent`` with the tokens used. Nothing
+outside the adapters (:mod:`scaffold.agent.claude`, ...) knows which CLI ran;
 :mod:`scaffold.agent.choice` picks one per role from the configuration.
 """
 
@@ -108,8 +103,7 @@ class Backend(ABC):
 
     def model_host(self, env: Mapping[str, str]) -> tuple[str, int]:
         """The model API host and port the run talks to (the sandbox lets only it through)."""
-        url = env.get(self.base_url_env, "").strip()
-        parts = urlsplit(url) if url else None
-        if parts is None or not parts.hostname:
+        parts = urlsplit(env.get(self.base_url_env, "").strip())
+        if not parts.hostname:
             return self.default_host
         return parts.hostname, parts.port or (80 if parts.scheme == "http" else 443)

@@ -76,10 +76,8 @@ _GITHUB_SECRET_WORDS = ("TOKEN", "SECRET", "KEY")
 
 
 def is_credential_name(name: str) -> bool:
-    """True for an environment variable that may hold a GitHub or App credential.
-
-    Names are compared upper-cased: `github_token` is as secret as `GITHUB_TOKEN`.
-    """
+    """True for an environment variable that may hold a GitHub or App credential
+    (whatever its case)."""
     upper = name.upper()
     if upper in _CREDENTIAL_NAMES or upper.startswith(_CREDENTIAL_PREFIXES):
         return True
@@ -87,12 +85,8 @@ def is_credential_name(name: str) -> bool:
 
 
 def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment an agent gets: `base` without credentials, plus `extra`.
-
-    `extra` holds the step variables (SCAFFOLD_QUEST_ID, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE,
-    ...). A credential in `extra` is a bug in the caller, so it is refused rather than
-    silently dropped.
-    """
+    """The environment an agent gets: `base` without credentials, plus the step
+    variables `extra` (a credential there is the caller's bug: refused, not dropped)."""
     leaked = sorted(name for name in extra if is_credential_name(name))
     if leaked:
         raise AgentError(f"refusing to pass credential variables to an agent: {leaked}")
@@ -174,15 +168,12 @@ async def run_agent(
     stop_requested: asyncio.Event | None = None,
     released: asyncio.Event | None = None,
 ) -> AgentRunOutcome:
-    """Run the agent to the end and report how it went.
+    """Run the agent to the end and report how it went (see the module's notes).
 
-    ``released``, for a process that waits at a sandbox's start gate: the stuck timeout
-    and the run's duration count from when it is set. `on_event` is called (and
-    awaited, if a coroutine function) with each event in order. Setting
-    `stop_requested` stops the group and still returns an outcome, unlike cancelling
-    the task, which stops the group and re-raises. Raises `AgentError` if the process
-    cannot be started; a crash, a stuck agent or a run without a result is reported in
-    the outcome.
+    `on_event` gets each event in order (awaited if it returns an awaitable). With
+    ``released`` (a process waiting at a sandbox's start gate) the stuck timeout and the
+    run's duration count from when it is set. Raises `AgentError` if the process cannot
+    be started.
     """
     return await _AgentRun(spec, on_event, children, stop_requested, released).run()
 
