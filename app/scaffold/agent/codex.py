@@ -35,8 +35,8 @@ from scaffold.agent.stream import (
     SystemInit,
     Unknown,
     Usage,
-    count,
     load_line,
+    token_usage,
 )
 from scaffold.roles import Role
 from scaffold.signal_back import SERVER_NAME
@@ -182,20 +182,16 @@ def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
                 except ValueError:
                     continue
                 info = payload.get("info") if isinstance(payload, dict) else None
-                if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-                    total = _usage(info["total_token_usage"])
+                if isinstance(info, dict):
+                    total = _usage(info.get("total_token_usage")) or total
     except OSError:
         return None
     return total
 
 
-def _usage(raw: JsonObject) -> Usage:
+def _usage(raw: object) -> Usage | None:
     """Codex's usage: ``input_tokens`` includes the cached ones; reasoning is output."""
-    return Usage(
-        input_tokens=count(raw, "input_tokens"),
-        output_tokens=count(raw, "output_tokens"),
-        cached_input_tokens=count(raw, "cached_input_tokens"),
-    )
+    return token_usage(raw, "cached_input_tokens")
 
 
 def _minus(total: Usage, before: Usage | None) -> Usage:
@@ -243,8 +239,7 @@ class CodexParser:
                 raise StreamLineError(line_no, f"{kind} without an item")
             return self._item(kind, item, data)
         if kind == "turn.completed":
-            usage = data.get("usage")
-            total = _usage(usage) if isinstance(usage, dict) else Usage()
+            total = _usage(data.get("usage")) or Usage()
             return self._result(data, "success", usage=_minus(total, self.before))
         if kind == "turn.failed":
             error = data.get("error")

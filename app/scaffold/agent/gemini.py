@@ -37,10 +37,9 @@ from scaffold.agent.stream import (
     ResultEvent,
     SystemInit,
     Unknown,
-    Usage,
     UserMessage,
-    count,
     load_line,
+    token_usage,
 )
 from scaffold.roles import Role
 from scaffold.signal_back import SERVER_NAME
@@ -152,18 +151,6 @@ def _str(d: Mapping[str, Any], key: str) -> str | None:
     return v if type(v) is str else None
 
 
-def _usage(stats: object) -> Usage | None:
-    """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
-    read from the context cache."""
-    if not isinstance(stats, dict):
-        return None
-    return Usage(
-        input_tokens=count(stats, "input_tokens"),
-        output_tokens=count(stats, "output_tokens"),
-        cached_input_tokens=count(stats, "cached"),
-    )
-
-
 class GeminiParser:
     """One run's stream-json lines to scaffold's events, with the session id of the
     ``init`` event (later events do not repeat it).
@@ -222,5 +209,7 @@ class GeminiParser:
             api_error_status=int(status.group(1)) if status else None,
             result=message if failed else None,
             raw=data,
-            usage=_usage(data.get("stats")),
+            # ``input_tokens`` counts the whole prompt, ``cached`` the part of it read
+            # from the context cache.
+            usage=token_usage(data.get("stats"), "cached"),
         )

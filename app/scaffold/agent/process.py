@@ -334,7 +334,7 @@ class _AgentRun:
                 break
             self.last_output = loop.time()
             events = decoder.feed(chunk)
-            if any(_turn_limit(e) for e in events):
+            if any(isinstance(e, ResultEvent) and e.turn_limit_passed for e in events):
                 self.limit_hit.set()
             if on_event is not None and events:
                 await _deliver(on_event, events)
@@ -353,10 +353,6 @@ class _AgentRun:
             tail += chunk
             if len(tail) > STDERR_TAIL_BYTES:
                 del tail[: len(tail) - STDERR_TAIL_BYTES]
-
-
-def _turn_limit(event: Event) -> bool:
-    return isinstance(event, ResultEvent) and event.turn_limit_passed
 
 
 async def _deliver(on_event: OnEvent, events: list[Event]) -> None:

@@ -26,6 +26,7 @@ DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 DEFAULT_CHUNK_BYTES = 64 * 1024
 
 JsonObject = dict[str, Any]
+_CACHE_READ = "cache_read_input_tokens"
 
 
 class StreamLineError(AgentError):
@@ -174,22 +175,21 @@ def _blocks(d: JsonObject, key: str) -> tuple[JsonObject, ...]:
     return tuple(v)
 
 
-def count(d: JsonObject, key: str) -> int:
+def _count(d: JsonObject, key: str) -> int:
     """A token count: a non-negative integer, else 0."""
     value = d.get(key)
     return value if type(value) is int and value >= 0 else 0
 
 
-def _claude_usage(raw: object) -> Usage | None:
-    """Claude Code's ``usage``: cache reads and writes are prompt tokens too."""
+def token_usage(raw: object, cached: str, *more_input: str) -> Usage | None:
+    """The tokens of a usage object (None if it is no object): ``input_tokens``, plus
+    the ``more_input`` counts a CLI keeps apart; ``cached``: those read from a cache."""
     if not isinstance(raw, dict):
         return None
-    cached = count(raw, "cache_read_input_tokens")
-    written = count(raw, "cache_creation_input_tokens")
     return Usage(
-        input_tokens=count(raw, "input_tokens") + cached + written,
-        output_tokens=count(raw, "output_tokens"),
-        cached_input_tokens=cached,
+        input_tokens=_count(raw, "input_tokens") + sum(_count(raw, k) for k in more_input),
+        output_tokens=_count(raw, "output_tokens"),
+        cached_input_tokens=_count(raw, cached),
     )
 
 
@@ -220,7 +220,8 @@ def _result(d: JsonObject) -> ResultEvent:
         api_error_status=_opt_int(d, "api_error_status"),
         result=_opt_str(d, "result"),
         raw=d,
-        usage=_claude_usage(d.get("usage")),
+        # Claude Code's cache reads and writes are prompt tokens too.
+        usage=token_usage(d.get("usage"), _CACHE_READ, _CACHE_READ, "cache_creation_input_tokens"),
     )
 
 
