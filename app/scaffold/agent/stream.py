@@ -193,14 +193,8 @@ def token_usage(raw: object, cached: str, *more_input: str) -> Usage | None:
     )
 
 
-def _assistant(d: JsonObject) -> AssistantMessage:
-    msg = _object(d, "message")
-    return AssistantMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
-
-
-def _user(d: JsonObject) -> UserMessage:
-    msg = _object(d, "message")
-    return UserMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
+def _message(d: JsonObject) -> tuple[str | None, tuple[JsonObject, ...], JsonObject]:
+    return _opt_str(d, "session_id"), _blocks(_object(d, "message"), "content"), d
 
 
 def _result(d: JsonObject) -> ResultEvent:
@@ -252,8 +246,8 @@ def _system(d: JsonObject) -> Event:
 
 
 _BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {
-    "assistant": _assistant,
-    "user": _user,
+    "assistant": lambda d: AssistantMessage(*_message(d)),
+    "user": lambda d: UserMessage(*_message(d)),
     "result": _result,
     "system": _system,
 }
