@@ -46,11 +46,9 @@ from scaffold.signal_back import SERVER_NAME
 
 __all__ = ["APPROVAL_MODES", "Gemini", "GeminiParser", "settings"]
 
-# Builders may run commands and edit in their worktree: ``yolo`` declares the shell and
-# edit tools and runs them without a prompt. The planning roles get ``default``, in
-# which ``-p`` declares only the read-only tools (files, search). In both, scaffold's
-# MCP server is trusted (its tools run without a prompt), as Claude Code's allowed
-# tools (scaffold.agent.claude.ROLE_TOOLS) give every role ``signal-back``.
+# ``yolo`` declares the shell and edit tools and runs them without a prompt; in
+# ``default``, ``-p`` declares only the read-only tools (files, search). scaffold's MCP
+# server is trusted in both, as Claude Code's ROLE_TOOLS give every role signal-back.
 APPROVAL_MODES: Mapping[Role, str] = {
     Role.CHAOSWHISPERER: "default",
     Role.PATHSEEKER: "default",
