@@ -83,7 +83,6 @@ def test_real_claude_transcript_parses_into_typed_events() -> None:
     init = events[0]
     assert isinstance(init, SystemInit)
     assert init.mcp_servers == (McpServer("scaffold", "connected"),)
-    assert init.model
     # Both content blocks of the first message arrive as separate lines.
     first, second = events[1], events[2]
     assert isinstance(first, AssistantMessage)

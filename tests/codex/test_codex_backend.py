@@ -21,7 +21,6 @@ from scaffold.agent.stream import (
     SystemInit,
     Unknown,
     Usage,
-    UserMessage,
 )
 from scaffold.roles import Role
 
@@ -106,7 +105,7 @@ def test_the_model_host_and_credentials() -> None:
         "127.0.0.1",
         8080,
     )
-    assert codex.credential_names() == ("OPENAI_API_KEY", "CODEX_API_KEY")
+    assert codex.credentials == ("OPENAI_API_KEY", "CODEX_API_KEY")
     assert codex.resume_lost(
         f"Error: thread/resume failed: no rollout found for thread id {THREAD}"
     )
@@ -182,20 +181,15 @@ USAGE = {"input_tokens": 3000, "cached_input_tokens": 600, "output_tokens": 300}
 
 
 def test_a_run_as_events() -> None:
-    parse = CodexParser(max_turns=None, model="gpt-5.5")
+    parse = CodexParser(max_turns=None)
     init = parse(_line("thread.started", thread_id=THREAD), 1)
     assert isinstance(init, SystemInit)
     assert init.session_id == THREAD
     assert init.mcp_servers == (("scaffold", "connected"),)
     assert isinstance(parse(_line("turn.started"), 2), Unknown)
-    started = parse(_mcp("item.started", "item_0"), 3)
-    assert isinstance(started, AssistantMessage)
-    assert started.content[0]["name"] == "mcp__scaffold__signal-back"
-    assert started.content[0]["input"] == {"signal": "complete"}
-    done = parse(_mcp("item.completed", "item_0"), 4)
-    assert isinstance(done, UserMessage)
-    assert done.content[-1]["tool_use_id"] == "item_0"
-    assert not done.content[-1]["is_error"]
+    # Tool calls are kept for the transcript only.
+    assert isinstance(parse(_mcp("item.started", "item_0"), 3), Unknown)
+    assert isinstance(parse(_mcp("item.completed", "item_0"), 4), Unknown)
     text = parse(_item("item.completed", "item_1", "agent_message", text="Done."), 5)
     assert isinstance(text, AssistantMessage)
     assert text.content == ({"type": "text", "text": "Done."},)
@@ -205,7 +199,6 @@ def test_a_run_as_events() -> None:
     assert isinstance(result, ResultEvent)
     assert (result.subtype, result.is_error, result.num_turns) == ("success", False, 2)
     assert result.usage == Usage(input_tokens=3000, output_tokens=300, cached_input_tokens=600)
-    assert result.model == "gpt-5.5"
     assert result.session_id == THREAD
 
 

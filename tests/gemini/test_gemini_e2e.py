@@ -411,7 +411,7 @@ PLANTED = {
 def _foreign() -> dict[str, str]:
     """The planted credentials no gemini run may see: GitHub's, and every model key
     but Gemini's own."""
-    own = set(BACKENDS["gemini"].credential_names())
+    own = set(BACKENDS["gemini"].credentials)
     foreign = (MODEL_KEYS - own) | {"GITHUB_TOKEN"}
     assert set(PLANTED) <= foreign
     return PLANTED

@@ -102,7 +102,7 @@ def test_planners_get_their_planning_tool(tmp_path: Path, role: Role, tool: str)
 
 def _init(status: str | None) -> SystemInit:
     servers = () if status is None else (McpServer("scaffold", status),)
-    return SystemInit("s1", servers, "m")
+    return SystemInit("s1", servers)
 
 
 def test_init_without_a_connected_scaffold_server_is_a_failed_start() -> None:
@@ -199,7 +199,7 @@ def test_an_agent_never_sees_another_backends_model_key(tmp_path: Path) -> None:
 
 def test_claude_may_resume_under_a_new_session_id(tmp_path: Path) -> None:
     prepared = _prepared(tmp_path, "agent:\n  command: [claude]\n", resume="old")
-    connected = SystemInit("new", (McpServer("scaffold", "connected"),), "m")
+    connected = SystemInit("new", (McpServer("scaffold", "connected"),))
     assert start_problem(prepared, "old", connected) is None
     assert start_problem(prepared, "old", _init("pending")) is not None
 

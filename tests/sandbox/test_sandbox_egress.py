@@ -10,27 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.agent.claude import Claude
 from scaffold.config import SandboxConfig
 from scaffold.sandbox.confinement import Confinement, confine
-from scaffold.sandbox.egress import (
-    DEFAULT_MODEL_HOST,
-    EgressGate,
-    Route,
-    hosts_file,
-    model_endpoint,
-    plan_egress,
-)
+from scaffold.sandbox.egress import EgressGate, Route, hosts_file, plan_egress
 from scaffold.sandbox.settings import resolve_sandbox
 
 
 def test_model_endpoint_from_the_environment() -> None:
-    assert model_endpoint({}) == DEFAULT_MODEL_HOST
-    assert model_endpoint({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123"}) == ("127.0.0.1", 8123)
-    assert model_endpoint({"ANTHROPIC_BASE_URL": "https://llm.corp.example"}) == (
+    claude = Claude()
+    assert claude.model_host({}) == ("api.anthropic.com", 443)
+    assert claude.model_host({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123"}) == ("127.0.0.1", 8123)
+    assert claude.model_host({"ANTHROPIC_BASE_URL": "https://llm.corp.example"}) == (
         "llm.corp.example",
         443,
     )
-    assert model_endpoint({"ANTHROPIC_BASE_URL": "not a url"}) == DEFAULT_MODEL_HOST
+    assert claude.model_host({"ANTHROPIC_BASE_URL": "not a url"}) == ("api.anthropic.com", 443)
 
 
 def test_plan_puts_the_model_first_and_names_each_host_at_its_own_address() -> None:

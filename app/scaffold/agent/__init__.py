@@ -1,7 +1,3 @@
-"""The agent process: how scaffold starts one, reads it and stops it.
-
-claude         Claude Code's options for a role
-process        run_agent: the agent's environment, its stream, the stuck timer, the stop
-process_group  stopping a process group with deadlines, and watching it end
-stream         the typed events, parse_line, and bytes framed into events and a summary
-"""
+"""Agent CLIs behind one port: the backends (:mod:`.claude`, :mod:`.codex`, :mod:`.gemini`,
+chosen per role by :mod:`.choice`, priced by :mod:`.prices`), running one (:mod:`.process`,
+:mod:`.process_group`) and reading its output (:mod:`.stream`)."""

@@ -1,15 +1,10 @@
 """The agent port: what scaffold needs from an agent CLI, whichever one runs.
 
-A :class:`Backend` turns one agent run (:class:`RunRequest`: the role, the prompt, the
-role's instructions, the model, the ``signal-back`` endpoint, the step's private
-folder) into the program's command line, its environment additions and the files it
-reads at start (:class:`Invocation`), and reads its output line by line into
-scaffold's events (:mod:`scaffold.agent.stream`): the session id in a
-:class:`~scaffold.agent.stream.SystemInit`, activity, tool calls, and a final
-:class:`~scaffold.agent.stream.ResultEvent` with the tokens used. Nothing
-outside the adapters knows which CLI ran.
-
-Each adapter is named after the CLI it drives (:mod:`scaffold.agent.claude`, ...);
+A :class:`Backend` turns one agent run (:class:`RunRequest`) into the program's command
+line, environment additions and start-up files (:class:`Invocation`), and reads its
+output line by line into scaffold's events (:mod:`scaffold.agent.stream`): the session
+id in a ``SystemInit``, and a final ``ResultEvent`` with the tokens used. Nothing
+outside the adapters (:mod:`scaffold.agent.claude`, ...) knows which CLI ran;
 :mod:`scaffold.agent.choice` picks one per role from the configuration.
 """
 
@@ -22,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from scaffold.agent.stream import LineParser
+from scaffold.agent.stream import LineParser, parse_line
 from scaffold.roles import Role
 
 __all__ = ["Backend", "Invocation", "RunRequest"]
@@ -94,22 +89,21 @@ class Backend(ABC):
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         """The command line (``command`` is the program's argv), env and files."""
 
-    @abstractmethod
     def parser(self, req: RunRequest) -> LineParser:
-        """A fresh parser for one run's output (it may keep state, e.g. turns counted)."""
+        """A fresh parser for one run's output (it may keep state, e.g. turns counted);
+        Claude Code's stream-json by default."""
+        return parse_line
+
+    # What the CLI prints (stderr) when a resume names a session it cannot load.
+    resume_lost_markers: ClassVar[tuple[str, ...]] = ()
 
     def resume_lost(self, stderr_tail: str) -> bool:
         """Whether a failed resumed run says its session is gone (start afresh then)."""
-        return False
+        return any(marker in stderr_tail for marker in self.resume_lost_markers)
 
     def model_host(self, env: Mapping[str, str]) -> tuple[str, int]:
         """The model API host and port the run talks to (the sandbox lets only it through)."""
-        url = env.get(self.base_url_env, "").strip()
-        parts = urlsplit(url) if url else None
-        if parts is None or not parts.hostname:
+        parts = urlsplit(env.get(self.base_url_env, "").strip())
+        if not parts.hostname:
             return self.default_host
         return parts.hostname, parts.port or (80 if parts.scheme == "http" else 443)
-
-    def credential_names(self) -> tuple[str, ...]:
-        """The variables that carry this backend's model key (kept in the agent's env)."""
-        return self.credentials

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 
 from scaffold.agent.backend import Backend, Invocation, RunRequest
-from scaffold.agent.stream import LineParser, parse_line
 from scaffold.roles import Role
 
 SIGNAL_TOOL = "mcp__scaffold__signal-back"
@@ -34,9 +33,6 @@ ROLE_TOOLS: Mapping[Role, tuple[str, ...]] = {
     Role.LAWBRINGER: (*_READ, *_WRITE, *_RUN, *_MINIONS, SIGNAL_TOOL),
     Role.SPIRITMENDER: (*_READ, *_WRITE, *_RUN, *_MINIONS, SIGNAL_TOOL),
 }
-
-# The message Claude Code prints when --resume names a session it cannot find.
-RESUME_LOST = "No conversation found"
 
 
 def is_claude(command: Sequence[str]) -> bool:
@@ -71,6 +67,7 @@ class Claude(Backend):
     # A resumed print-mode run may continue under a new session id: the newest counts.
     verifies_resume = False
     reports_cost = True
+    resume_lost_markers = ("No conversation found",)
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         real = is_claude(command)
@@ -101,9 +98,3 @@ class Claude(Backend):
         if req.max_turns:
             argv += ["--max-turns", str(req.max_turns)]
         return Invocation(argv, dict(CLAUDE_ENV))
-
-    def parser(self, req: RunRequest) -> LineParser:
-        return parse_line
-
-    def resume_lost(self, stderr_tail: str) -> bool:
-        return RESUME_LOST in stderr_tail

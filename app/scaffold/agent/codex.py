@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import astuple
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,9 +35,8 @@ from scaffold.agent.stream import (
     SystemInit,
     Unknown,
     Usage,
-    UserMessage,
-    count,
     load_line,
+    token_usage,
 )
 from scaffold.roles import Role
 from scaffold.signal_back import SERVER_NAME
@@ -47,8 +47,6 @@ __all__ = ["CODEX_DIR", "Codex", "CodexParser", "codex_config", "thread_usage"]
 CODEX_DIR = ".codex"
 # The variable that carries the signal endpoint's bearer secret to the CLI.
 SIGNAL_TOKEN_ENV = "SCAFFOLD_SIGNAL_TOKEN"  # noqa: S105 (a name, not a secret)
-# What `codex exec resume` says when its CODEX_HOME holds no rollout of the thread.
-RESUME_LOST = "no rollout found for thread id"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 # Without scaffold's sandbox, codex's own: builders run commands and write in their
@@ -129,15 +127,11 @@ class Codex(Backend):
     # cannot be reached, so a run that prints `thread.started` has it connected: the
     # parser reports it so in the SystemInit it makes of that line.
     reports_mcp_status = True
-    verifies_resume = True
-    reports_cost = False
+    resume_lost_markers = ("no rollout found for thread id",)
     credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
 
-    def codex_home(self, req: RunRequest) -> Path:
-        return req.home / CODEX_DIR
-
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
-        home = self.codex_home(req)
+        home = req.home / CODEX_DIR
         base_url = req.env.get(self.base_url_env, "").strip() or DEFAULT_BASE_URL
         head = [*command, "exec"]
         if req.resume_session:
@@ -162,12 +156,9 @@ class Codex(Backend):
         return Invocation(argv, env, files)
 
     def parser(self, req: RunRequest) -> LineParser:
-        rollouts = self.codex_home(req) / "sessions"
+        rollouts = req.home / CODEX_DIR / "sessions"
         before = thread_usage(rollouts, req.resume_session) if req.resume_session else None
-        return CodexParser(req.max_turns, before, rollouts, req.model)
-
-    def resume_lost(self, stderr_tail: str) -> bool:
-        return RESUME_LOST in stderr_tail
+        return CodexParser(req.max_turns, before, rollouts)
 
 
 # --- the rollout: a thread's running token total ----------------------------------
@@ -191,63 +182,25 @@ def thread_usage(sessions: Path, thread_id: str | None) -> Usage | None:
                 except ValueError:
                     continue
                 info = payload.get("info") if isinstance(payload, dict) else None
-                if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-                    total = _usage(info["total_token_usage"])
+                if isinstance(info, dict):
+                    total = _usage(info.get("total_token_usage")) or total
     except OSError:
         return None
     return total
 
 
-def _usage(raw: JsonObject) -> Usage:
+def _usage(raw: object) -> Usage | None:
     """Codex's usage: ``input_tokens`` includes the cached ones; reasoning is output."""
-    return Usage(
-        input_tokens=count(raw, "input_tokens"),
-        output_tokens=count(raw, "output_tokens"),
-        cached_input_tokens=count(raw, "cached_input_tokens"),
-    )
+    return token_usage(raw, "cached_input_tokens")
 
 
 def _minus(total: Usage, before: Usage | None) -> Usage:
     if before is None:
         return total
-    return Usage(
-        input_tokens=max(0, total.input_tokens - before.input_tokens),
-        output_tokens=max(0, total.output_tokens - before.output_tokens),
-        cached_input_tokens=max(0, total.cached_input_tokens - before.cached_input_tokens),
-    )
+    return Usage(*(max(0, a - b) for a, b in zip(astuple(total), astuple(before), strict=True)))
 
 
 # --- the event stream -------------------------------------------------------------
-
-
-def _tool_use(item: JsonObject) -> JsonObject:
-    """A tool call item as a ``tool_use`` block: MCP tools by Claude Code's name for
-    them, the rest by codex's item type."""
-    kind = item.get("type")
-    if kind == "mcp_tool_call":
-        name, args = f"mcp__{item.get('server')}__{item.get('tool')}", item.get("arguments")
-    elif kind == "command_execution":
-        name, args = str(kind), {"command": item.get("command")}
-    else:
-        name, args = str(kind), {k: v for k, v in item.items() if k not in ("id", "type")}
-    return {"type": "tool_use", "id": item.get("id"), "name": name, "input": args}
-
-
-def _tool_result(item: JsonObject) -> JsonObject:
-    kind = item.get("type")
-    if kind == "command_execution":
-        content: object = item.get("aggregated_output")
-    elif kind == "mcp_tool_call":
-        content = item.get("result") if item.get("error") is None else item.get("error")
-    else:
-        content = item.get("status")
-    failed = item.get("status") == "failed" or item.get("error") not in (None, {})
-    return {
-        "type": "tool_result",
-        "tool_use_id": item.get("id"),
-        "content": content if isinstance(content, str) else json.dumps(content),
-        "is_error": failed,
-    }
 
 
 class CodexParser:
@@ -265,10 +218,8 @@ class CodexParser:
         max_turns: int | None,
         before: Usage | None = None,
         sessions: Path | None = None,
-        model: str | None = None,
     ) -> None:
         self.max_turns = max_turns
-        self.model = model
         self.before = before
         self.sessions = sessions
         self.thread_id: str | None = None
@@ -288,15 +239,12 @@ class CodexParser:
                 raise StreamLineError(line_no, f"{kind} without an item")
             return self._item(kind, item, data)
         if kind == "turn.completed":
-            usage = data.get("usage")
-            total = _usage(usage) if isinstance(usage, dict) else Usage()
-            return self._result(data, "success", False, usage=_minus(total, self.before))
+            total = _usage(data.get("usage")) or Usage()
+            return self._result(data, "success", usage=_minus(total, self.before))
         if kind == "turn.failed":
             error = data.get("error")
             message = error.get("message") if isinstance(error, dict) else None
-            return self._result(
-                data, "error_during_execution", True, result=str(message or "turn failed")
-            )
+            return self._result(data, "error_during_execution", str(message or "turn failed"))
         # turn.started, and `error` lines: warnings and retry notices, not failures.
         return Unknown(type=kind, subtype=None, session_id=self.thread_id, raw=data)
 
@@ -308,70 +256,50 @@ class CodexParser:
         return SystemInit(thread, (McpServer(SERVER_NAME, "connected"),), raw=data)
 
     def _item(self, kind: str, item: JsonObject, data: JsonObject) -> Event:
+        """Counts the model's turns; only its text is an event of its own (tool calls
+        and their results are kept for the transcript)."""
         item_id = str(item.get("id", ""))
         item_type = item["type"]
-        is_tool = item_type in _TOOL_ITEMS
-        first = item_id not in self._seen
-        if first and item_type not in ("error", "todo_list"):
+        if item_id not in self._seen and item_type not in ("error", "todo_list"):
             self._seen.add(item_id)
             if self._new_turn:
                 self.turns += 1
                 self._new_turn = False
-        if is_tool and kind == "item.started":
+        if item_type in _TOOL_ITEMS and kind == "item.started":
             self._running.add(item_id)
-            return AssistantMessage(self.thread_id, (_tool_use(item),), data)
-        if is_tool and kind == "item.completed":
+        elif item_type in _TOOL_ITEMS and kind == "item.completed":
             self._running.discard(item_id)
             if not self._running:
                 self._new_turn = True
-            # No item.started was printed for a first sight: the call and its result at once.
-            blocks = (_tool_use(item),) if first else ()
-            event = UserMessage(
-                session_id=self.thread_id, content=(*blocks, _tool_result(item)), raw=data
-            )
-            if self._new_turn and self._over_limit():
-                return self._limit(data)
-            return event
-        if item_type == "agent_message" and kind == "item.completed":
+                if (
+                    self.max_turns is not None
+                    and not self._limited
+                    and self.turns >= self.max_turns
+                ):
+                    return self._limit(data)
+        elif item_type == "agent_message" and kind == "item.completed":
             text = {"type": "text", "text": str(item.get("text", ""))}
             return AssistantMessage(self.thread_id, (text,), data)
         return Unknown(type=f"item/{item_type}", subtype=None, session_id=self.thread_id, raw=data)
-
-    def _over_limit(self) -> bool:
-        return self.max_turns is not None and not self._limited and self.turns >= self.max_turns
 
     def _limit(self, data: JsonObject) -> ResultEvent:
         """The turn limit passed: the run's usage so far is in its rollout."""
         self._limited = True
         total = thread_usage(self.sessions, self.thread_id) if self.sessions else None
         usage = _minus(total, self.before) if total is not None else None
-        return self._result(
-            data,
-            "error_max_turns",
-            True,
-            result=f"stopped by scaffold after {self.turns} turns (agent.max_turns)",
-            usage=usage,
-            limit=True,
-        )
+        message = f"stopped by scaffold after {self.turns} turns (agent.max_turns)"
+        return self._result(data, "error_max_turns", message, usage)
 
     def _result(
-        self,
-        data: JsonObject,
-        subtype: str,
-        is_error: bool,
-        *,
-        result: str | None = None,
-        usage: Usage | None = None,
-        limit: bool = False,
+        self, data: JsonObject, subtype: str, result: str | None = None, usage: Usage | None = None
     ) -> ResultEvent:
         return ResultEvent(
             subtype=subtype,
-            is_error=is_error,
+            is_error=subtype != "success",
             num_turns=self.turns,
             session_id=self.thread_id,
             result=result,
             raw=data,
             usage=usage,
-            model=self.model,
-            turn_limit_passed=limit,
+            turn_limit_passed=subtype == "error_max_turns",
         )

@@ -37,24 +37,18 @@ from scaffold.agent.stream import (
     ResultEvent,
     SystemInit,
     Unknown,
-    Usage,
     UserMessage,
-    count,
     load_line,
+    token_usage,
 )
 from scaffold.roles import Role
 from scaffold.signal_back import SERVER_NAME
 
-__all__ = ["APPROVAL_MODES", "SIGNAL_TOOL", "Gemini", "GeminiParser", "settings"]
+__all__ = ["APPROVAL_MODES", "Gemini", "GeminiParser", "settings"]
 
-# How the model sees scaffold's tool: mcp_<server>_<tool>.
-SIGNAL_TOOL = f"mcp_{SERVER_NAME}_signal-back"
-
-# Builders may run commands and edit in their worktree: ``yolo`` declares the shell and
-# edit tools and runs them without a prompt. The planning roles get ``default``, in
-# which ``-p`` declares only the read-only tools (files, search). In both, scaffold's
-# MCP server is trusted (its tools run without a prompt), as Claude Code's allowed
-# tools (scaffold.agent.claude.ROLE_TOOLS) give every role ``signal-back``.
+# ``yolo`` declares the shell and edit tools and runs them without a prompt; in
+# ``default``, ``-p`` declares only the read-only tools (files, search). scaffold's MCP
+# server is trusted in both, as Claude Code's ROLE_TOOLS give every role signal-back.
 APPROVAL_MODES: Mapping[Role, str] = {
     Role.CHAOSWHISPERER: "default",
     Role.PATHSEEKER: "default",
@@ -69,9 +63,6 @@ EXCLUDED_TOOLS = ("google_web_search", "web_fetch")
 
 # How long the CLI waits for scaffold's server (discovery and each call), in ms.
 MCP_TIMEOUT_MS = 60_000
-
-# What the CLI prints (stderr) when ``--resume`` names a session it cannot load.
-RESUME_LOST = ("Error resuming session", "Invalid session identifier")
 
 # An API error's message quotes Google's error body: ``[API Error: {"error":{"code":500,``.
 _API_STATUS = re.compile(r'^\[API Error: .*?"code":\s*(\d{3})\b')
@@ -125,9 +116,7 @@ class Gemini(Backend):
     default_host = ("generativelanguage.googleapis.com", 443)
     # No MCP status in the init event (see the module's notes).
     reports_mcp_status = False
-    # ``--resume <id>`` of a lost session fails (exit 42); checked all the same.
-    verifies_resume = True
-    reports_cost = False
+    resume_lost_markers = ("Error resuming session", "Invalid session identifier")
 
     def invocation(self, command: Sequence[str], req: RunRequest) -> Invocation:
         prompt = req.prompt if req.resume_session else req.whole_prompt
@@ -151,9 +140,6 @@ class Gemini(Backend):
     def parser(self, req: RunRequest) -> LineParser:
         return GeminiParser(resuming=req.resume_session is not None)
 
-    def resume_lost(self, stderr_tail: str) -> bool:
-        return any(marker in stderr_tail for marker in RESUME_LOST)
-
 
 # --- the stream-json events ---------------------------------------------------------
 
@@ -163,35 +149,9 @@ def _str(d: Mapping[str, Any], key: str) -> str | None:
     return v if type(v) is str else None
 
 
-def _object(d: Mapping[str, Any], key: str) -> JsonObject:
-    v = d.get(key)
-    return v if isinstance(v, dict) else {}
-
-
-def _usage(stats: object) -> Usage | None:
-    """``stats``: ``input_tokens`` counts the whole prompt, ``cached`` the part of it
-    read from the context cache."""
-    if not isinstance(stats, dict):
-        return None
-    return Usage(
-        input_tokens=count(stats, "input_tokens"),
-        output_tokens=count(stats, "output_tokens"),
-        cached_input_tokens=count(stats, "cached"),
-    )
-
-
-def _model(stats: object, fallback: str | None) -> str | None:
-    """The model the tokens were spent on (the only one in ``stats.models``)."""
-    models = stats.get("models") if isinstance(stats, dict) else None
-    if isinstance(models, dict) and len(models) == 1:
-        (name,) = models
-        return str(name)
-    return fallback
-
-
 class GeminiParser:
-    """One run's stream-json lines to scaffold's events, with the session id and model
-    of the ``init`` event (later events do not repeat them).
+    """One run's stream-json lines to scaffold's events, with the session id of the
+    ``init`` event (later events do not repeat it).
 
     A new session is reported once the model has answered in it (the first answer's
     line becomes the init event): a session whose first request failed is nothing
@@ -201,42 +161,26 @@ class GeminiParser:
 
     def __init__(self, resuming: bool = False) -> None:
         self.session_id: str | None = None
-        self.model: str | None = None
         self._announced = resuming
 
     def __call__(self, line: bytes, line_no: int = 0) -> Event:
         data, type_ = load_line(line, line_no)
         if type_ == "init":
             self.session_id = _str(data, "session_id")
-            self.model = _str(data, "model")
-            return self._init(data, self.session_id if self._announced else None)
+            return SystemInit(self._known, raw=data)
         answered = type_ == "tool_use" or (type_ == "message" and data.get("role") == "assistant")
         if answered and not self._announced and self.session_id is not None:
             self._announced = True
-            return self._init(data, self.session_id)
+            return SystemInit(self.session_id, raw=data)
         if type_ == "message":
-            return self._message(data)
-        if type_ == "tool_use":
-            block: JsonObject = {
-                "type": "tool_use",
-                "id": _str(data, "tool_id"),
-                "name": _str(data, "tool_name"),
-                "input": data.get("parameters") if isinstance(data.get("parameters"), dict) else {},
-            }
-            return AssistantMessage(self._known, (block,), data)
-        if type_ == "tool_result":
-            error = _object(data, "error")
-            text = _str(data, "output") or _str(error, "message")
-            block = {
-                "type": "tool_result",
-                "tool_use_id": _str(data, "tool_id"),
-                "content": text or "",
-                "is_error": data.get("status") != "success",
-            }
-            return UserMessage(self._known, (block,), data)
+            block = ({"type": "text", "text": _str(data, "content") or ""},)
+            if data.get("role") == "assistant":
+                return AssistantMessage(self._known, block, data)
+            return UserMessage(self._known, block, data)
         if type_ == "result":
             return self._result(data)
-        # ``error`` (a warning: loop detected, turns, invalid stream) and anything newer.
+        # Tool calls and results, ``error`` (a warning: loop detected, turns, invalid
+        # stream) and anything newer.
         return Unknown(type=type_, subtype=_str(data, "severity"), session_id=self._known, raw=data)
 
     @property
@@ -244,26 +188,16 @@ class GeminiParser:
         """The session id, once it may be reported."""
         return self.session_id if self._announced else None
 
-    def _init(self, data: JsonObject, session_id: str | None) -> SystemInit:
-        return SystemInit(session_id, model=self.model, raw=data)
-
-    def _message(self, data: JsonObject) -> Event:
-        block = {"type": "text", "text": _str(data, "content") or ""}
-        if data.get("role") == "assistant":
-            return AssistantMessage(self._known, (block,), data)
-        return UserMessage(self._known, (block,), data)
-
     def _result(self, data: JsonObject) -> ResultEvent:
-        error = _object(data, "error")
+        error = data.get("error")
+        error = error if isinstance(error, dict) else {}
         failed = data.get("status") != "success"
-        kind = _str(error, "type")
         if not failed:
             subtype = "success"
-        elif kind == TURN_LIMIT_ERROR:
+        elif _str(error, "type") == TURN_LIMIT_ERROR:
             subtype = "error_max_turns"
         else:
             subtype = "error_during_execution"
-        stats = data.get("stats")
         message = _str(error, "message")
         status = _API_STATUS.match(message or "") if failed else None
         return ResultEvent(
@@ -273,6 +207,7 @@ class GeminiParser:
             api_error_status=int(status.group(1)) if status else None,
             result=message if failed else None,
             raw=data,
-            usage=_usage(stats),
-            model=_model(stats, self.model),
+            # ``input_tokens`` counts the whole prompt, ``cached`` the part of it read
+            # from the context cache.
+            usage=token_usage(data.get("stats"), "cached"),
         )

@@ -34,7 +34,6 @@ from scaffold.agent.process_group import (
 )
 from scaffold.agent.stream import (
     DEFAULT_CHUNK_BYTES,
-    DEFAULT_MAX_LINE_BYTES,
     Event,
     LineParser,
     ResultEvent,
@@ -77,10 +76,8 @@ _GITHUB_SECRET_WORDS = ("TOKEN", "SECRET", "KEY")
 
 
 def is_credential_name(name: str) -> bool:
-    """True for an environment variable that may hold a GitHub or App credential.
-
-    Names are compared upper-cased: `github_token` is as secret as `GITHUB_TOKEN`.
-    """
+    """True for an environment variable that may hold a GitHub or App credential
+    (whatever its case)."""
     upper = name.upper()
     if upper in _CREDENTIAL_NAMES or upper.startswith(_CREDENTIAL_PREFIXES):
         return True
@@ -88,12 +85,8 @@ def is_credential_name(name: str) -> bool:
 
 
 def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment an agent gets: `base` without credentials, plus `extra`.
-
-    `extra` holds the step variables (SCAFFOLD_QUEST_ID, SCAFFOLD_STEP_ID, SCAFFOLD_ROLE,
-    ...). A credential in `extra` is a bug in the caller, so it is refused rather than
-    silently dropped.
-    """
+    """The environment an agent gets: `base` without credentials, plus the step
+    variables `extra` (a credential there is the caller's bug: refused, not dropped)."""
     leaked = sorted(name for name in extra if is_credential_name(name))
     if leaked:
         raise AgentError(f"refusing to pass credential variables to an agent: {leaked}")
@@ -113,9 +106,7 @@ class AgentSpec:
     cwd: Path
     env: Mapping[str, str] = field(default_factory=dict)
     stuck_timeout_s: float = 600.0
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     terminate_grace_s: float = 5.0
-    kill_wait_s: float = 5.0
     drain_timeout_s: float = 5.0
     # The environment to scrub; None means os.environ at spawn time.
     base_env: Mapping[str, str] | None = None
@@ -177,43 +168,35 @@ async def run_agent(
     stop_requested: asyncio.Event | None = None,
     released: asyncio.Event | None = None,
 ) -> AgentRunOutcome:
-    """Run the agent to the end and report how it went.
+    """Run the agent to the end and report how it went (see the module's notes).
 
-    ``released``, for a process that waits at a sandbox's start gate: the stuck timeout
-    and the run's duration count from when it is set. `on_event` is called (and
-    awaited, if a coroutine function) with each event in order. Setting
-    `stop_requested` stops the group and still returns an outcome, unlike cancelling
-    the task, which stops the group and re-raises. Raises `AgentError` if the process
-    cannot be started; a crash, a stuck agent or a run without a result is reported in
-    the outcome.
+    `on_event` gets each event in order (awaited if it returns an awaitable). With
+    ``released`` (a process waiting at a sandbox's start gate) the stuck timeout and the
+    run's duration count from when it is set. Raises `AgentError` if the process cannot
+    be started.
     """
     return await _AgentRun(spec, on_event, children, stop_requested, released).run()
 
 
+@dataclass
 class _AgentRun:
-    def __init__(
-        self,
-        spec: AgentSpec,
-        on_event: OnEvent | None,
-        children: LiveChildren | None,
-        stop_requested: asyncio.Event | None,
-        released: asyncio.Event | None,
-    ) -> None:
-        self.spec = spec
-        self.released = released
-        self.released_at: float | None = None
-        self.on_event = on_event
-        self.children = children
-        self.stop_requested = stop_requested
-        self.stopped = False
-        self.decoder = StreamDecoder(spec.max_line_bytes, parse=spec.parse)
-        # A backend whose CLI has no turn limit has its parser count the turns; once
-        # it says the limit was passed, the agent is stopped.
-        self.limit_hit = asyncio.Event()
-        self.stderr_tail = bytearray()
-        self.last_output = 0.0
-        self.stuck = False
-        self.stop: StopResult | None = None
+    spec: AgentSpec
+    on_event: OnEvent | None
+    children: LiveChildren | None
+    stop_requested: asyncio.Event | None
+    released: asyncio.Event | None
+    released_at: float | None = None
+    stopped: bool = False
+    stuck: bool = False
+    stop: StopResult | None = None
+    last_output: float = 0.0
+    stderr_tail: bytearray = field(default_factory=bytearray)
+    # A backend whose CLI has no turn limit has its parser count the turns; once it
+    # says the limit was passed, the agent is stopped.
+    limit_hit: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.decoder = StreamDecoder(parse=self.spec.parse)
 
     async def run(self) -> AgentRunOutcome:
         spec = self.spec
@@ -230,14 +213,13 @@ class _AgentRun:
                 env=env,
                 start_new_session=True,
                 pass_fds=spec.pass_fds,
-                limit=DEFAULT_CHUNK_BYTES,
             )
         except OSError as exc:
             raise AgentError(
                 f"cannot start agent {spec.argv[0]!r} in {spec.cwd}: {exc.strerror or exc}"
             ) from exc
         if self.children is not None:
-            self.children.add(proc)
+            self.children.add(proc.pid)
         self.last_output = loop.time()
         assert proc.stdout is not None
         assert proc.stderr is not None
@@ -258,7 +240,7 @@ class _AgentRun:
             for task in tasks:
                 task.cancel()
             if proc.returncode is not None and self.children is not None:
-                self.children.discard(proc)
+                self.children.discard(proc.pid)
         rc = proc.returncode
         return AgentRunOutcome(
             pid=proc.pid,
@@ -299,10 +281,7 @@ class _AgentRun:
             self.stop = await self._stop_group(proc)
 
     def _stop_group(self, proc: WatchedProcess) -> Awaitable[StopResult]:
-        spec = self.spec
-        return stop_process_group(
-            proc, terminate_wait_s=spec.terminate_grace_s, kill_wait_s=spec.kill_wait_s
-        )
+        return stop_process_group(proc, terminate_wait_s=self.spec.terminate_grace_s)
 
     async def _drain(
         self, stdout_task: asyncio.Task[None], stderr_task: asyncio.Task[None]
@@ -324,9 +303,8 @@ class _AgentRun:
             raise
 
     async def _requested(self) -> None:
-        waits = [asyncio.ensure_future(self.limit_hit.wait())]
-        if self.stop_requested is not None:
-            waits.append(asyncio.ensure_future(self.stop_requested.wait()))
+        events = (self.limit_hit, self.stop_requested)
+        waits = [asyncio.ensure_future(e.wait()) for e in events if e is not None]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -356,7 +334,7 @@ class _AgentRun:
                 break
             self.last_output = loop.time()
             events = decoder.feed(chunk)
-            if any(_turn_limit(e) for e in events):
+            if any(isinstance(e, ResultEvent) and e.turn_limit_passed for e in events):
                 self.limit_hit.set()
             if on_event is not None and events:
                 await _deliver(on_event, events)
@@ -375,10 +353,6 @@ class _AgentRun:
             tail += chunk
             if len(tail) > STDERR_TAIL_BYTES:
                 del tail[: len(tail) - STDERR_TAIL_BYTES]
-
-
-def _turn_limit(event: Event) -> bool:
-    return isinstance(event, ResultEvent) and event.turn_limit_passed
 
 
 async def _deliver(on_event: OnEvent, events: list[Event]) -> None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import os
 import signal
+from pathlib import Path
 from typing import Any, Literal
 
 from scaffold.agent.stream import DEFAULT_CHUNK_BYTES
@@ -45,17 +47,12 @@ def _group_alive(pgid: int) -> bool:
 def _has_live_member(pgid: int) -> bool:
     """Any process in group `pgid` that is not a zombie (zombies whose parent died wait
     for init to reap them and hold nothing). Without procfs: assume one."""
-    group = str(pgid).encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    if not os.path.isdir("/proc/self"):
         return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    group = str(pgid).encode()
+    for path in glob.glob("/proc/[0-9]*/stat"):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
+            stat = Path(path).read_bytes()
         except OSError:
             continue
         # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
@@ -92,13 +89,11 @@ class WatchedProcess(asyncio.subprocess.Process):
         self.exited = protocol.exited
 
 
-async def spawn_watched(
-    program: str, *args: str, limit: int = DEFAULT_CHUNK_BYTES, **kwargs: Any
-) -> WatchedProcess:
+async def spawn_watched(program: str, *args: str, **kwargs: Any) -> WatchedProcess:
     """`asyncio.create_subprocess_exec`, returning a `WatchedProcess`."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitWatch(limit, loop), program, *args, **kwargs
+        lambda: _ExitWatch(DEFAULT_CHUNK_BYTES, loop), program, *args, **kwargs
     )
     return WatchedProcess(transport, protocol, loop)
 
@@ -141,30 +136,15 @@ async def stop_process_group(
     return "survived"
 
 
-class LiveChildren:
-    """The process groups of agents that are running now (keyed by leader pid).
+class LiveChildren(set[int]):
+    """The process groups (leader pids) of agents that are running now.
 
-    `run_agent` adds a process when it starts and removes it once it is reaped, so the
+    `run_agent` adds a leader when it starts and removes it once it is reaped, so the
     orchestrator can `kill_all()` at exit, from a signal handler or an atexit hook.
     """
 
-    def __init__(self) -> None:
-        self._procs: dict[int, asyncio.subprocess.Process] = {}
-
-    def add(self, proc: asyncio.subprocess.Process) -> None:
-        self._procs[proc.pid] = proc
-
-    def discard(self, proc: asyncio.subprocess.Process) -> None:
-        self._procs.pop(proc.pid, None)
-
     def pids(self) -> list[int]:
-        return sorted(self._procs)
-
-    def __len__(self) -> int:
-        return len(self._procs)
-
-    def __contains__(self, pid: object) -> bool:
-        return pid in self._procs
+        return sorted(self)
 
     def kill_all(self) -> list[int]:
         """SIGKILL every tracked group at once (synchronous); returns the pids."""

@@ -26,6 +26,7 @@ DEFAULT_MAX_LINE_BYTES = 1024 * 1024
 DEFAULT_CHUNK_BYTES = 64 * 1024
 
 JsonObject = dict[str, Any]
+_CACHE_READ = "cache_read_input_tokens"
 
 
 class StreamLineError(AgentError):
@@ -53,7 +54,6 @@ class SystemInit:
 
     session_id: str | None = None
     mcp_servers: tuple[McpServer, ...] = ()
-    model: str | None = None
     raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -100,9 +100,8 @@ class ResultEvent:
     api_error_status: int | None = None
     result: str | None = None
     raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
-    # The tokens of the run, where the agent reports them; the model that used them.
+    # The tokens of the run, where the agent reports them.
     usage: Usage | None = None
-    model: str | None = None
     # Made by scaffold's parser, not the agent: the turn limit of a CLI that has none
     # was passed, and the agent must be stopped.
     turn_limit_passed: bool = False
@@ -176,33 +175,26 @@ def _blocks(d: JsonObject, key: str) -> tuple[JsonObject, ...]:
     return tuple(v)
 
 
-def count(d: JsonObject, key: str) -> int:
+def _count(d: JsonObject, key: str) -> int:
     """A token count: a non-negative integer, else 0."""
     value = d.get(key)
     return value if type(value) is int and value >= 0 else 0
 
 
-def _claude_usage(raw: object) -> Usage | None:
-    """Claude Code's ``usage``: cache reads and writes are prompt tokens too."""
+def token_usage(raw: object, cached: str, *more_input: str) -> Usage | None:
+    """The tokens of a usage object (None if it is no object): ``input_tokens``, plus
+    the ``more_input`` counts a CLI keeps apart; ``cached``: those read from a cache."""
     if not isinstance(raw, dict):
         return None
-    cached = count(raw, "cache_read_input_tokens")
-    written = count(raw, "cache_creation_input_tokens")
     return Usage(
-        input_tokens=count(raw, "input_tokens") + cached + written,
-        output_tokens=count(raw, "output_tokens"),
-        cached_input_tokens=cached,
+        input_tokens=_count(raw, "input_tokens") + sum(_count(raw, k) for k in more_input),
+        output_tokens=_count(raw, "output_tokens"),
+        cached_input_tokens=_count(raw, cached),
     )
 
 
-def _assistant(d: JsonObject) -> AssistantMessage:
-    msg = _object(d, "message")
-    return AssistantMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
-
-
-def _user(d: JsonObject) -> UserMessage:
-    msg = _object(d, "message")
-    return UserMessage(_opt_str(d, "session_id"), _blocks(msg, "content"), d)
+def _message(d: JsonObject) -> tuple[str | None, tuple[JsonObject, ...], JsonObject]:
+    return _opt_str(d, "session_id"), _blocks(_object(d, "message"), "content"), d
 
 
 def _result(d: JsonObject) -> ResultEvent:
@@ -222,7 +214,8 @@ def _result(d: JsonObject) -> ResultEvent:
         api_error_status=_opt_int(d, "api_error_status"),
         result=_opt_str(d, "result"),
         raw=d,
-        usage=_claude_usage(d.get("usage")),
+        # Claude Code's cache reads and writes are prompt tokens too.
+        usage=token_usage(d.get("usage"), _CACHE_READ, _CACHE_READ, "cache_creation_input_tokens"),
     )
 
 
@@ -249,12 +242,12 @@ def _system(d: JsonObject) -> Event:
         if type(name) is not str or type(status) is not str:
             raise _BadShape("'mcp_servers' items need string 'name' and 'status'")
         servers.append(McpServer(name, status))
-    return SystemInit(_opt_str(d, "session_id"), tuple(servers), _opt_str(d, "model"), d)
+    return SystemInit(_opt_str(d, "session_id"), tuple(servers), d)
 
 
 _BUILDERS: Mapping[str, Callable[[JsonObject], Event]] = {
-    "assistant": _assistant,
-    "user": _user,
+    "assistant": lambda d: AssistantMessage(*_message(d)),
+    "user": lambda d: UserMessage(*_message(d)),
     "result": _result,
     "system": _system,
 }
@@ -322,16 +315,13 @@ class StreamDecoder:
     """
 
     def __init__(
-        self,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        summary: StreamSummary | None = None,
-        parse: LineParser = parse_line,
+        self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, parse: LineParser = parse_line
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be positive")
         self.max_line_bytes = max_line_bytes
         self.parse = parse
-        self.summary = summary if summary is not None else StreamSummary()
+        self.summary = StreamSummary()
         self._pending = bytearray()
         self._dropping = False  # the line under way is too long
         self._line_no = 0

@@ -90,7 +90,7 @@ def prepare_run(
 def agent_env(base: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
     """The agent's environment: ``base`` without other backends' model keys, plus the
     run's own variables."""
-    own = set(prepared.backend.credential_names())
+    own = set(prepared.backend.credentials)
     foreign = MODEL_KEYS - own
     env = {k: v for k, v in base.items() if k not in foreign}
     env.update(prepared.invocation.env)

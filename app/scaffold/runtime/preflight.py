@@ -101,7 +101,7 @@ def describe_program(program: AgentProgram, env: Mapping[str, str]) -> str:
         hint = INSTALL_HINTS.get(program.backend.name, "install it")
         return f"{program.command[0]!r} not found ({program.key}; {hint}); roles: {roles}"
     host, port = program.backend.model_host(env)
-    keys = program.backend.credential_names()
+    keys = program.backend.credentials
     key_set = any(env.get(k) for k in keys)
     return (
         f"{program.found} ({_version(program.found)}); model host {host}:{port}; "

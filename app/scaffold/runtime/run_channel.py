@@ -24,8 +24,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scaffold.agent.claude import Claude
 from scaffold.sandbox.confinement import CHANNEL_INSIDE, Confinement, confine
-from scaffold.sandbox.egress import EgressGate, Route, model_endpoint, plan_egress
+from scaffold.sandbox.egress import EgressGate, Route, plan_egress
 from scaffold.sandbox.settings import Sandbox
 from scaffold.signal_back import MCP_PATH, mcp_config
 from scaffold.signal_back.records import Binding
@@ -85,7 +86,7 @@ class RunChannel:
 
         self.endpoint = SignalEndpoint(binding, unix_path=unix)
         self.routes = (
-            plan_egress(model_host or model_endpoint(env), sandbox.allow_domains)
+            plan_egress(model_host or Claude().model_host(env), sandbox.allow_domains)
             if sandbox.active
             else []
         )

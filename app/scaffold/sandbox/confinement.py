@@ -30,7 +30,7 @@ import shutil
 import sys
 import sysconfig
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import scaffold
@@ -88,7 +88,7 @@ class Confinement:
     routes: Sequence[Route] = ()
     # Programs besides argv[0] that must be runnable (e.g. the signal relay's python).
     programs: Sequence[str] = ()
-    extra_hidden: Sequence[Path] = field(default_factory=tuple)
+    extra_hidden: Sequence[Path] = ()
 
 
 def worktree_git_dirs(worktree: Path) -> tuple[Path, Path]:
@@ -229,7 +229,7 @@ def _python_roots() -> list[Path]:
     with contextlib.suppress(OSError):
         cwd = os.getcwd()
         roots += [Path(p) for p in sys.path if p and p != cwd and Path(p).is_dir()]
-    return roots + install_root(Path(sys.executable))
+    return roots
 
 
 def _show_programs(view: View, files: Sequence[Path]) -> None:
@@ -363,9 +363,8 @@ def confine(
     inner = list(argv)
     if c.routes or gate_fd is not None:
         forwards: list[str] = []
-        for route in c.routes:
-            forwards += ["--forward", f"{route.inside}:{route.port}="]
-            forwards[-1] += str(CHANNEL_INSIDE / route.socket_name)
+        for r in c.routes:
+            forwards += ["--forward", f"{r.inside}:{r.port}={CHANNEL_INSIDE / r.socket_name}"]
         if gate_fd is not None:
             forwards += ["--gate", str(gate_fd)]
         inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]

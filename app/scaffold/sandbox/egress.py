@@ -18,22 +18,15 @@ import asyncio
 import contextlib
 import functools
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-__all__ = [
-    "DEFAULT_MODEL_HOST",
-    "EgressGate",
-    "Route",
-    "hosts_file",
-    "model_endpoint",
-    "plan_egress",
-]
+__all__ = ["EgressGate", "Route", "hosts_file", "plan_egress"]
 
-DEFAULT_MODEL_HOST = ("api.anthropic.com", 443)
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+_LOOPBACK = "127.0.0.1"
+_CONNECT_TIMEOUT_S = 30.0
 _FIRST_INSIDE = 10  # 127.0.0.10 and up name the allowed hosts inside
 
 
@@ -48,10 +41,6 @@ class Route:
     # Where the gate connects, when not ``host:port`` itself (tests point names at loopback).
     connect_to: tuple[str, int] | None = None
 
-    @property
-    def is_loopback(self) -> bool:
-        return self.inside == "127.0.0.1"
-
 
 def _is_loopback(host: str) -> bool:
     if host.lower() in _LOOPBACK_NAMES:
@@ -60,18 +49,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def model_endpoint(env: Mapping[str, str]) -> tuple[str, int]:
-    """The model API the agent talks to: ``ANTHROPIC_BASE_URL``, else Anthropic's."""
-    url = env.get("ANTHROPIC_BASE_URL", "").strip()
-    if not url:
-        return DEFAULT_MODEL_HOST
-    parts = urlsplit(url)
-    if not parts.hostname:
-        return DEFAULT_MODEL_HOST
-    default = 80 if parts.scheme == "http" else 443
-    return parts.hostname, parts.port or default
 
 
 def _split(entry: str) -> tuple[str, int]:
@@ -90,7 +67,7 @@ def plan_egress(model: tuple[str, int], allow_domains: Sequence[str]) -> list[Ro
     taken: set[tuple[str, int]] = set()
     for host, port in wanted:
         if _is_loopback(host):
-            inside = "127.0.0.1"
+            inside = _LOOPBACK
         else:
             inside = inside_of.setdefault(host, f"127.0.0.{_FIRST_INSIDE + len(inside_of)}")
         if (inside, port) in taken or len(inside_of) > 200:
@@ -105,7 +82,7 @@ def hosts_file(routes: Sequence[Route]) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost"]
     named: dict[str, str] = {}
     for route in routes:
-        if not route.is_loopback:
+        if route.inside != _LOOPBACK:
             named.setdefault(route.host, route.inside)
     lines += [f"{inside}\t{host}" for host, inside in named.items()]
     return "\n".join(lines) + "\n"
@@ -114,10 +91,9 @@ def hosts_file(routes: Sequence[Route]) -> str:
 class EgressGate:
     """Serves one unix socket per route in ``directory`` while the run lasts."""
 
-    def __init__(self, directory: Path, routes: Sequence[Route], connect_timeout_s: float = 30.0):
+    def __init__(self, directory: Path, routes: Sequence[Route]):
         self.directory = directory
         self.routes = list(routes)
-        self.connect_timeout_s = connect_timeout_s
         self._servers: list[asyncio.Server] = []
         self._streams: set[asyncio.Task[None]] = set()
 
@@ -149,7 +125,7 @@ class EgressGate:
             try:
                 host, port = route.connect_to or (route.host, route.port)
                 up_r, up_w = await asyncio.wait_for(
-                    asyncio.open_connection(host, port), self.connect_timeout_s
+                    asyncio.open_connection(host, port), _CONNECT_TIMEOUT_S
                 )
             except (OSError, TimeoutError):
                 return
