@@ -49,19 +49,15 @@ def requirements_problems(requirements: Requirements) -> list[Problem]:
     for i, ctx in enumerate(requirements.contexts):
         where = f"contexts.{i}"
         problems += _blank(where, ("id", ctx.id), ("description", ctx.description))
-        if ctx.id in seen_contexts:
-            first = seen_contexts[ctx.id]
+        if (first := seen_contexts.setdefault(ctx.id, i)) != i:
             problems.append(Problem(f"{where}.id", f"duplicate id {ctx.id!r} (contexts.{first})"))
-        seen_contexts.setdefault(ctx.id, i)
         seen_observables: dict[str, int] = {}
         for j, obs in enumerate(ctx.observables):
             at = f"{where}.observables.{j}"
             problems += _blank(at, ("id", obs.id), ("description", obs.description))
-            if obs.id in seen_observables:
-                first = seen_observables[obs.id]
+            if (first := seen_observables.setdefault(obs.id, j)) != j:
                 reason = f"duplicate id {obs.id!r} in this context ({where}.observables.{first})"
                 problems.append(Problem(f"{at}.id", reason))
-            seen_observables.setdefault(obs.id, j)
     return problems
 
 
