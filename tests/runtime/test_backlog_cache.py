@@ -52,6 +52,6 @@ def test_scaffolds_own_write_is_seen_at_once(tmp_path: Path) -> None:
     clock = Clock()
     cache = BacklogCache(repo, recheck_s=60.0, clock=clock)
     path = cache.get().get("TASK-1").path
-    bl.set_status(path, "In Progress")
+    bl.update_task(path, status="In Progress")
     cache.invalidate()
     assert cache.get().get("TASK-1").status == "In Progress"

@@ -112,12 +112,6 @@ def edit_task(
     return updated
 
 
-def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Set the task's status as the backlog's ``config.yml`` spells it; like the tool,
-    refuse a status that is not configured there."""
-    return update_task(path, status=status, now=now)
-
-
 def _configured_status(path: Path, status: str) -> str:
     """``status`` as the backlog's ``config.yml`` spells it; an unknown one is an error."""
     wanted = status.strip()

@@ -36,10 +36,10 @@ from scaffold.signal_back.planning import (
     ToolReply,
     _hint,
     _Input,
-    _read_bytes,
     _refusal,
     _remove_durably,
     problems_from,
+    read_model,
     write_durably,
 )
 
@@ -245,14 +245,7 @@ QUEST_LABEL_PREFIX = "quest:"
 def read_plan(signal_dir: Path | str) -> PlanRecord | None:
     """What PathSeeker's ``create-tasks`` created, or None if it never did; StoreError
     (with the path) for an unreadable or malformed file."""
-    path = Path(signal_dir) / PLAN_FILE
-    data = _read_bytes(path)
-    if data is None:
-        return None
-    try:
-        return PlanRecord.model_validate_json(data)
-    except ValidationError as exc:
-        raise StoreError(path, f"not a plan record: {problems_from(exc)[0]}") from None
+    return read_model(Path(signal_dir) / PLAN_FILE, PlanRecord, "a plan record")
 
 
 def _mapping_text(tasks: Sequence[PlannedTask]) -> str:

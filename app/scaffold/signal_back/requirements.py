@@ -19,9 +19,9 @@ from scaffold.signal_back.planning import (
     Problem,
     ToolReply,
     _Input,
-    _read_bytes,
     _refusal,
     problems_from,
+    read_model,
     write_durably,
 )
 
@@ -79,15 +79,8 @@ def read_requirements(signal_dir: Path | str) -> Requirements | None:
     """The requirements ChaosWhisperer handed over, or None if it never did; StoreError
     (with the path) for a file that is unreadable or not valid requirements."""
     path = Path(signal_dir) / REQUIREMENTS_FILE
-    data = _read_bytes(path)
-    if data is None:
-        return None
-    try:
-        requirements = Requirements.model_validate_json(data)
-    except ValidationError as exc:
-        raise StoreError(path, f"not a requirements file: {problems_from(exc)[0]}") from None
-    problems = requirements_problems(requirements)
-    if problems:
+    requirements = read_model(path, Requirements, "a requirements file")
+    if requirements is not None and (problems := requirements_problems(requirements)):
         raise StoreError(path, f"invalid requirements: {problems[0]}")
     return requirements
 
