@@ -49,7 +49,6 @@ def test_status_changes_only_status_and_updated_date(fixture_backlog: Path, pref
     new = path.read_text(encoding="utf-8")
     assert new == expected_status_rewrite(old, "In Progress")
     assert task.status == "In Progress"
-    assert task.updated_date == "2026-12-01 09:30"
     assert task.raw == new
 
 

@@ -30,22 +30,12 @@ def _cased(*words: str) -> frozenset[str]:
 _COMPAT_WORDS = _cased("y", "yes", "on", "n", "no", "off")
 _NULL_OR_BOOL = _cased("null", "true", "false")
 
+# js-yaml's escape sequences: each character and the letter after its backslash.
 _ESCAPES = {
-    0x00: "\\0",
-    0x07: "\\a",
-    0x08: "\\b",
-    0x09: "\\t",
-    0x0A: "\\n",
-    0x0B: "\\v",
-    0x0C: "\\f",
-    0x0D: "\\r",
-    0x1B: "\\e",
-    0x22: '\\"',
-    0x5C: "\\\\",
-    0x85: "\\N",
-    0xA0: "\\_",
-    0x2028: "\\L",
-    0x2029: "\\P",
+    ord(ch): "\\" + letter
+    for ch, letter in zip(
+        '\0\a\b\t\n\v\f\r\x1b"\\\x85\xa0\u2028\u2029', '0abtnvfre"\\N_LP', strict=True
+    )
 }
 
 _FLOW_INDICATORS = frozenset(",[]{}")
