@@ -48,12 +48,10 @@ class SignalEndpoint:
     ``unix_path`` serves the endpoint on that unix socket instead of a loopback port.
     """
 
-    def __init__(
-        self, binding: Binding, *, unix_path: Path | None = None, tools: RunTools | None = None
-    ) -> None:
+    def __init__(self, binding: Binding, *, unix_path: Path | None = None) -> None:
         self.binding = binding
         self.unix_path = unix_path
-        self.tools = tools or RunTools(binding)
+        self.tools = RunTools(binding)
         self.secret = secrets.token_urlsafe(32)
         self.port: int | None = None
         self._expected = f"Bearer {self.secret}".encode()
