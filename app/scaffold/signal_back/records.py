@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,25 +91,22 @@ class SignalWriter:
 
     def __init__(self, binding: Binding) -> None:
         self.binding = binding
-        self._lock = threading.Lock()
 
     def write(self, signal: AnySignal) -> SignalRecord:
         """Write one record; return only once the file and its name are on disk."""
         directory = self.binding.signal_dir
-        with self._lock:
-            names = os.listdir(directory) if directory.is_dir() else []
-            seqs = [int(m.group(1)) for n in names if (m := _SIGNAL_FILE.match(n))]
-            seq = max(seqs, default=0) + 1
-            while True:
-                record = SignalRecord(
-                    quest_id=self.binding.quest_id,
-                    step_id=self.binding.step_id,
-                    role=self.binding.role,
-                    received_at=datetime.now(UTC),
-                    seq=seq,
-                    signal=signal,
-                )
-                data = record.model_dump_json().encode()
-                if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
-                    return record
-                seq += 1  # another writer took this number; never overwrite a signal
+        names = os.listdir(directory) if directory.is_dir() else []
+        seq = max((int(m.group(1)) for n in names if (m := _SIGNAL_FILE.match(n))), default=0) + 1
+        while True:
+            record = SignalRecord(
+                quest_id=self.binding.quest_id,
+                step_id=self.binding.step_id,
+                role=self.binding.role,
+                received_at=datetime.now(UTC),
+                seq=seq,
+                signal=signal,
+            )
+            data = record.model_dump_json().encode()
+            if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
+                return record
+            seq += 1  # another writer took this number; never overwrite a signal
