@@ -177,7 +177,8 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     spans = sections.find_sections(body)
 
     def text_of(key: str) -> str | None:
-        return sections.section_text(body, spans.get(key))
+        span = spans.get(key)
+        return (body[span.content_start : span.content_end].strip() or None) if span else None
 
     return BacklogTask(
         id=task_id,

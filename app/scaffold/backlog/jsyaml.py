@@ -28,7 +28,8 @@ def _cased(*words: str) -> frozenset[str]:
 
 # Quoted in compat mode because YAML 1.1 would read them as booleans.
 _COMPAT_WORDS = _cased("y", "yes", "on", "n", "no", "off")
-_NULL_OR_BOOL = _cased("null", "true", "false")
+# Plain words safeLoad reads as null, a boolean or a merge key.
+_NOT_STRINGS = _cased("null", "true", "false") | {"~", "<<"}
 
 # js-yaml's escape sequences: each character and the letter after its backslash.
 _ESCAPES = {
@@ -101,12 +102,10 @@ def _is_plain_safe_first(c: int) -> bool:
 def _is_ambiguous(data: str) -> bool:
     """True when safeLoad would read ``data`` back as something other than a string."""
     return (
-        data in _NULL_OR_BOOL
-        or data == "~"
+        data in _NOT_STRINGS
         or bool(_INT.fullmatch(data))
         or (bool(_FLOAT.match(data)) and not data.endswith("_"))
         or bool(_DATE.match(data) or _TIMESTAMP.match(data))
-        or data == "<<"
     )
 
 
