@@ -5,14 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from scaffold.backlog import (
-    edit_task,
-    read_task,
-    update_task,
-)
+from scaffold.backlog import read_task, update_task, writer
 from scaffold.errors import BacklogError
 
 NOW = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)
@@ -275,14 +272,18 @@ def test_read_back_equals_written(fixture_backlog: Path) -> None:
     assert read_task(path) == written
 
 
-def test_concurrent_change_is_not_clobbered(fixture_backlog: Path) -> None:
+def test_concurrent_change_is_not_clobbered(
+    fixture_backlog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = task_file(fixture_backlog, "task-3")
     theirs = path.read_text(encoding="utf-8").replace("title: Deploy", "title: Deploy now")
+    edit_section = writer._edit_section
 
-    def someone_writes_meanwhile(body: str) -> str:
+    def someone_writes_meanwhile(body: str, *args: Any, **kwargs: Any) -> str:
         path.write_text(theirs, encoding="utf-8")
-        return body + "mine\n"
+        return edit_section(body, *args, **kwargs)
 
+    monkeypatch.setattr(writer, "_edit_section", someone_writes_meanwhile)
     with pytest.raises(BacklogError, match="changed while scaffold was editing"):
-        edit_task(path, body=someone_writes_meanwhile, now=NOW)
+        update_task(path, notes="mine", now=NOW)
     assert path.read_text(encoding="utf-8") == theirs

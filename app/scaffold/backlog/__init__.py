@@ -22,7 +22,7 @@ from scaffold.backlog.repository import (
     load_backlog,
 )
 from scaffold.backlog.sections import ChecklistItem
-from scaffold.backlog.writer import edit_task, given, update_task
+from scaffold.backlog.writer import given, update_task
 
 __all__ = [
     "CONFIG",
@@ -39,7 +39,6 @@ __all__ = [
     "compute_readiness",
     "create_task",
     "describe_cycle",
-    "edit_task",
     "find_backlog_dir",
     "find_cycles",
     "given",
