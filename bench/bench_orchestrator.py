@@ -119,7 +119,7 @@ try:
     from scaffold.signal_back import mcp_config
 except ImportError:  # a checkout from before it moved there (the --tag "before" runs)
     from scaffold.signal_back.endpoint import mcp_config  # type: ignore[attr-defined,no-redef]
-from scaffold.signal_back.records import Binding, scan_signals
+from scaffold.signal_back.records import Binding, read_signals
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENV_LOG = "BENCH_AGENT_LOG"
@@ -590,7 +590,7 @@ def run_scaffold(
                 os.environ[k] = v
     signals: list[tuple[float, str, str]] = []
     for signal_dir in (repo / ".scaffold" / "runs").glob("*/*/*/signals"):
-        records, _ = scan_signals(signal_dir)
+        records = read_signals(signal_dir)
         signals += [(r.received_at.timestamp(), r.step_id, r.role.value) for r in records]
     signals.sort()
     text = None

@@ -27,10 +27,8 @@ def test_task_1_every_section() -> None:
     assert task.parent_task_id is None
     assert task.labels == ["backend", "db"]
     assert task.assignee == ["@alice"]
-    assert task.milestone is None
     assert task.ordinal == 1000
     assert task.created_date == "2026-11-22 01:41"
-    assert task.updated_date == "2026-11-22 01:41"
     assert task.description == "Create the initial Postgres schema for users and orders."
     assert task.acceptance_criteria == [
         (1, True, "Users table exists"),
@@ -38,8 +36,6 @@ def test_task_1_every_section() -> None:
     ]
     assert task.acceptance_criteria[0] == ChecklistItem(1, True, "Users table exists")
     assert task.acceptance_criteria[1].text == "Orders table has FK to users"
-    assert task.definition_of_done == [(1, False, "Migrations reviewed")]
-    assert task.implementation_plan == "1. Draft ERD\n2. Write migrations"
     assert task.implementation_notes == "Started with users table.\n\nOrders FK added."
     assert task.final_summary == "Schema created; 2 tables."
     assert task.folder == "tasks"
@@ -57,8 +53,6 @@ def test_task_2_dependencies_and_references() -> None:
     assert task.ordinal == 2000
     assert task.description == "Expose CRUD endpoints.\nSecond line."
     assert task.acceptance_criteria == [(1, False, "GET /users works")]
-    assert task.definition_of_done == []
-    assert task.implementation_plan is None
     assert task.implementation_notes is None
     assert task.final_summary is None
 
@@ -72,10 +66,8 @@ def test_task_2_1_subtask() -> None:
     assert task.priority == "low"
     assert task.assignee == ["@mcp-agent"]
     assert task.labels == ["testing"]
-    assert task.updated_date == "2026-11-22 01:42"
     assert task.description is None
     assert task.acceptance_criteria == [(1, False, "Coverage > 80%")]
-    assert task.implementation_plan == "Step 1\nStep 2"
     assert task.implementation_notes == "edited via MCP"
 
 
@@ -86,7 +78,6 @@ def test_task_3_empty_body_and_extra_keys() -> None:
     assert task.assignee == []
     assert task.labels == []
     assert task.priority is None
-    assert task.updated_date is None
     assert task.ordinal == 5000
     assert task.description is None
     assert task.acceptance_criteria == []

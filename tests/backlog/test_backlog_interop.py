@@ -18,7 +18,6 @@ from scaffold.backlog import (
     UNKNOWN_STATUS,
     create_task,
     load_backlog,
-    set_status,
     update_task,
 )
 
@@ -113,11 +112,11 @@ def test_scaffold_writes_show_up_in_the_cli(make_cli: MakeCLI) -> None:
     cli.create("Ship it", "--dep", "1")
     first = task_path(cli, "TASK-1")
 
-    set_status(first, "In Progress")
+    update_task(first, status="In Progress")
     update_task(first, notes="Parsed the fixtures.")
     update_task(first, notes="Added CRLF support.\nSecond line.")
     update_task(first, summary="Parser done; **all** sections read.")
-    set_status(first, "Done")
+    update_task(first, status="Done")
 
     statuses = {t["id"]: (t["status"], t["isReady"]) for t in cli.list_json()}
     assert statuses == {"TASK-1": ("Done", False), "TASK-2": ("To Do", True)}
@@ -228,7 +227,7 @@ def test_create_and_edits_match_the_cli_byte_for_byte(make_cli: MakeCLI) -> None
         return ours / "backlog" / "tasks" / task_path(theirs, task_id).name
 
     theirs.run("task", "edit", "1", "-s", "In Progress", "--append-notes", "first note")
-    set_status(mine("TASK-1"), "In Progress", now=NOW)
+    update_task(mine("TASK-1"), status="In Progress", now=NOW)
     update_task(mine("TASK-1"), notes="first note", now=NOW)
     theirs.run("task", "edit", "1", "--append-notes", "second\nnote")
     update_task(mine("TASK-1"), notes="second\nnote", now=NOW)

@@ -42,7 +42,7 @@ def test_a_file_replaced_right_after_scaffold_wrote_it_is_read_anew(tmp_path: Pa
     """Even with the same size and mtime: the new file is another inode."""
     repo = _repo(tmp_path)
     path = bl.load_backlog(repo).get("TASK-1").path
-    bl.set_status(path, "In Progress")
+    bl.update_task(path, status="In Progress")
     ours = path.stat()
     text = path.read_text(encoding="utf-8").replace("In Progress", "Done       ")
     assert len(text.encode()) == ours.st_size

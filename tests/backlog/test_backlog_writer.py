@@ -5,15 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from scaffold.backlog import (
-    edit_task,
-    read_task,
-    set_status,
-    update_task,
-)
+from scaffold.backlog import read_task, update_task, writer
 from scaffold.errors import BacklogError
 
 NOW = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)
@@ -43,31 +39,28 @@ def expected_status_rewrite(old: str, status: str) -> str:
 
 
 @pytest.mark.parametrize("prefix", ["task-1", "task-2", "task-2.1", "task-3"])
-def test_set_status_changes_only_status_and_updated_date(
-    fixture_backlog: Path, prefix: str
-) -> None:
+def test_status_changes_only_status_and_updated_date(fixture_backlog: Path, prefix: str) -> None:
     path = task_file(fixture_backlog, prefix)
     old = path.read_text(encoding="utf-8")
-    task = set_status(path, "in progress", now=NOW)  # the configured spelling is written
+    task = update_task(path, status="in progress", now=NOW)  # the configured spelling is written
     new = path.read_text(encoding="utf-8")
     assert new == expected_status_rewrite(old, "In Progress")
     assert task.status == "In Progress"
-    assert task.updated_date == "2026-12-01 09:30"
     assert task.raw == new
 
 
-def test_set_status_refuses_unknown_status(fixture_backlog: Path) -> None:
+def test_status_refuses_unknown_status(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-3")
     old = path.read_bytes()
     with pytest.raises(BacklogError, match="unknown status 'Blocked'"):
-        set_status(path, "Blocked")
+        update_task(path, status="Blocked")
     assert path.read_bytes() == old
 
 
 def test_edit_keeps_permissions_and_leaves_no_temp_files(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-2")
     path.chmod(0o640)
-    set_status(path, "Done", now=NOW)
+    update_task(path, status="Done", now=NOW)
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
 
@@ -141,7 +134,7 @@ def test_update_task_is_the_three_edits_in_one_write(
         (fixture_backlog / "backlog" / "config.yml").read_bytes()
     )
     twin.write_bytes(path.read_bytes())
-    set_status(twin, "done", now=NOW)
+    update_task(twin, status="done", now=NOW)
     update_task(twin, notes="Built it.\nTwo lines.", now=NOW)
     update_task(twin, summary="Shipped.", now=NOW)
     task = update_task(
@@ -207,7 +200,7 @@ def test_unknown_keys_comments_and_sections_survive(tmp_path: Path) -> None:
     path = tasks / "task-7 - Hand-written.md"
     path.write_text(HAND_WRITTEN, encoding="utf-8")
 
-    set_status(path, "In Progress", now=NOW)
+    update_task(path, status="In Progress", now=NOW)
     task = update_task(path, notes="new notes", now=NOW)
     text = path.read_text(encoding="utf-8")
 
@@ -231,7 +224,7 @@ def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
     path = tasks / "task-7 - Hand-written.md"
     crlf = HAND_WRITTEN.replace("\n", "\r\n").encode()
     path.write_bytes(crlf)
-    set_status(path, "Done", now=NOW)
+    update_task(path, status="Done", now=NOW)
     data = path.read_bytes()
     assert b"\n" not in data.replace(b"\r\n", b"")
     assert data == crlf.replace(b"status: To Do\r\n", b"status: Done\r\n").replace(
@@ -245,7 +238,7 @@ def test_multiline_status_value_is_replaced_whole(tmp_path: Path) -> None:
     tasks.mkdir(parents=True)
     path = tasks / "task-1 - x.md"
     path.write_text("---\nid: TASK-1\ntitle: x\nstatus: >-\n  To\n  Do\nlabels: []\n---\n")
-    task = set_status(path, "Done", now=NOW)
+    task = update_task(path, status="Done", now=NOW)
     assert path.read_text() == (
         "---\nid: TASK-1\ntitle: x\nstatus: Done\n" + STAMP + "labels: []\n---\n"
     )
@@ -259,7 +252,7 @@ def test_malformed_file_is_not_touched(tmp_path: Path) -> None:
     path.write_text("---\nid: TASK-1\ntitle: [oops\nstatus: To Do\n---\n")
     before = os.stat(path).st_mtime_ns, path.read_bytes()
     with pytest.raises(BacklogError, match="not valid YAML"):
-        set_status(path, "Done")
+        update_task(path, status="Done")
     with pytest.raises(BacklogError, match="not valid YAML"):
         update_task(path, notes="x")
     assert (os.stat(path).st_mtime_ns, path.read_bytes()) == before
@@ -275,18 +268,22 @@ def test_empty_text_refused(fixture_backlog: Path) -> None:
 
 def test_read_back_equals_written(fixture_backlog: Path) -> None:
     path = task_file(fixture_backlog, "task-2.1")
-    written = set_status(path, "Done", now=NOW)
+    written = update_task(path, status="Done", now=NOW)
     assert read_task(path) == written
 
 
-def test_concurrent_change_is_not_clobbered(fixture_backlog: Path) -> None:
+def test_concurrent_change_is_not_clobbered(
+    fixture_backlog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = task_file(fixture_backlog, "task-3")
     theirs = path.read_text(encoding="utf-8").replace("title: Deploy", "title: Deploy now")
+    edit_section = writer._edit_section
 
-    def someone_writes_meanwhile(body: str) -> str:
+    def someone_writes_meanwhile(body: str, *args: Any, **kwargs: Any) -> str:
         path.write_text(theirs, encoding="utf-8")
-        return body + "mine\n"
+        return edit_section(body, *args, **kwargs)
 
+    monkeypatch.setattr(writer, "_edit_section", someone_writes_meanwhile)
     with pytest.raises(BacklogError, match="changed while scaffold was editing"):
-        edit_task(path, body=someone_writes_meanwhile, now=NOW)
+        update_task(path, notes="mine", now=NOW)
     assert path.read_text(encoding="utf-8") == theirs

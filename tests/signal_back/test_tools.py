@@ -34,7 +34,6 @@ from scaffold.signal_back.records import (
     SignalWriter,
     latest_signal,
     read_signals,
-    scan_signals,
 )
 from scaffold.signal_back.tools import handle_signal, tool_description, tool_input_schema
 from scaffold.signals import Complete, NeedsRoleFollowup
@@ -129,18 +128,15 @@ def test_read_signals_reports_corrupt_files_and_keeps_the_rest(
     third = writer.write(Complete(signal="complete", stepId="TASK-3", summary="last"))
     assert third.seq == 4
 
-    records, seen = scan_signals(tmp_path)
-    assert [r.seq for r in records] == [1, 4]
-    assert [p.path.name for p in seen] == ["signal-2.json", "signal-3.json"]
-    assert "not a signal record" in seen[0].reason
-    assert "does not match" in seen[1].reason
-
     with caplog.at_level(logging.WARNING):
         latest = latest_signal(tmp_path)
     assert latest is not None
     assert isinstance(latest.signal, Complete)
     assert latest.signal.summary == "last"
-    assert "signal-2.json" in caplog.text
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2
+    assert "signal-2.json: not a signal record" in warnings[0]
+    assert "signal-3.json: seq 1 does not match file name" in warnings[1]
     assert [r.seq for r in read_signals(tmp_path)] == [1, 4]
 
 
@@ -192,8 +188,8 @@ async def test_real_server_accepts_refuses_and_stores(tmp_path: Path) -> None:
     ]
     assert all("Stop working now" in text for _, text in accepted)
 
-    records, corrupt = scan_signals(sig_dir)
-    assert corrupt == []
+    records = read_signals(sig_dir)
+    assert sorted(p.name for p in sig_dir.iterdir()) == [f"signal-{n}.json" for n in (1, 2, 3, 4)]
     assert [r.seq for r in records] == [1, 2, 3, 4]
     assert [r.signal.model_dump() for r in records] == FOUR
     assert {(r.quest_id, r.step_id, r.role) for r in records} == {

@@ -22,12 +22,7 @@ from scaffold.backlog.repository import (
     load_backlog,
 )
 from scaffold.backlog.sections import ChecklistItem
-from scaffold.backlog.writer import (
-    edit_task,
-    given,
-    set_status,
-    update_task,
-)
+from scaffold.backlog.writer import given, update_task
 
 __all__ = [
     "CONFIG",
@@ -44,7 +39,6 @@ __all__ = [
     "compute_readiness",
     "create_task",
     "describe_cycle",
-    "edit_task",
     "find_backlog_dir",
     "find_cycles",
     "given",
@@ -54,6 +48,5 @@ __all__ = [
     "read_task",
     "render_task",
     "sanitize_filename",
-    "set_status",
     "update_task",
 ]

@@ -65,8 +65,6 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 def _ids_in(folder: Path, prefix: str) -> set[str]:
     """Ids named by file names and ``id:`` lines of the ``*.md`` files in ``folder``."""
     ids: set[str] = set()
-    if not folder.is_dir():
-        return ids
     name_re = re.compile(rf"^({re.escape(prefix)}-\d+(?:\.\d+)*)", re.I)
     for path in folder.glob("*.md"):
         match = name_re.match(path.name)

@@ -49,14 +49,10 @@ class BacklogTask:
     parent_task_id: str | None = None
     labels: list[str] = field(default_factory=list)
     assignee: list[str] = field(default_factory=list)
-    milestone: str | None = None
     ordinal: int | float | None = None
     created_date: str | None = None
-    updated_date: str | None = None
     acceptance_criteria: list[ChecklistItem] = field(default_factory=list)
-    definition_of_done: list[ChecklistItem] = field(default_factory=list)
     description: str | None = None
-    implementation_plan: str | None = None
     implementation_notes: str | None = None
     final_summary: str | None = None
     folder: str = "tasks"
@@ -181,7 +177,8 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     spans = sections.find_sections(body)
 
     def text_of(key: str) -> str | None:
-        return sections.section_text(body, spans.get(key))
+        span = spans.get(key)
+        return (body[span.content_start : span.content_end].strip() or None) if span else None
 
     return BacklogTask(
         id=task_id,
@@ -194,14 +191,10 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
         parent_task_id=parent,
         labels=_string_list(data, "labels", where),
         assignee=_string_list(data, "assignee", where),
-        milestone=scalar_text(data.get("milestone")),
         ordinal=_ordinal(data.get("ordinal"), where),
         created_date=scalar_text(data.get("created_date")),
-        updated_date=scalar_text(data.get("updated_date")),
         acceptance_criteria=sections.parse_checklist(text_of(sections.ACCEPTANCE_CRITERIA)),
-        definition_of_done=sections.parse_checklist(text_of(sections.DEFINITION_OF_DONE)),
         description=text_of(sections.DESCRIPTION),
-        implementation_plan=text_of(sections.PLAN),
         implementation_notes=text_of(sections.NOTES),
         final_summary=text_of(sections.FINAL_SUMMARY),
         folder=folder,

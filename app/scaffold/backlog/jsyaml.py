@@ -20,50 +20,23 @@ from collections.abc import Sequence
 INDENT = 2
 LINE_WIDTH = 80
 
-_STYLE_PLAIN = 1
-_STYLE_SINGLE = 2
-_STYLE_LITERAL = 3
-_STYLE_FOLDED = 4
-_STYLE_DOUBLE = 5
+
+def _cased(*words: str) -> frozenset[str]:
+    """Each word in lower, Capitalised and UPPER case, as YAML's core schemas spell them."""
+    return frozenset(f(w) for w in words for f in (str.lower, str.capitalize, str.upper))
+
 
 # Quoted in compat mode because YAML 1.1 would read them as booleans.
-_COMPAT_WORDS = frozenset(
-    [
-        "y",
-        "Y",
-        "yes",
-        "Yes",
-        "YES",
-        "on",
-        "On",
-        "ON",
-        "n",
-        "N",
-        "no",
-        "No",
-        "NO",
-        "off",
-        "Off",
-        "OFF",
-    ]
-)
+_COMPAT_WORDS = _cased("y", "yes", "on", "n", "no", "off")
+# Plain words safeLoad reads as null, a boolean or a merge key.
+_NOT_STRINGS = _cased("null", "true", "false") | {"~", "<<"}
 
+# js-yaml's escape sequences: each character and the letter after its backslash.
 _ESCAPES = {
-    0x00: "\\0",
-    0x07: "\\a",
-    0x08: "\\b",
-    0x09: "\\t",
-    0x0A: "\\n",
-    0x0B: "\\v",
-    0x0C: "\\f",
-    0x0D: "\\r",
-    0x1B: "\\e",
-    0x22: '\\"',
-    0x5C: "\\\\",
-    0x85: "\\N",
-    0xA0: "\\_",
-    0x2028: "\\L",
-    0x2029: "\\P",
+    ord(ch): "\\" + letter
+    for ch, letter in zip(
+        '\0\a\b\t\n\v\f\r\x1b"\\\x85\xa0\u2028\u2029', '0abtnvfre"\\N_LP', strict=True
+    )
 }
 
 _FLOW_INDICATORS = frozenset(",[]{}")
@@ -129,16 +102,14 @@ def _is_plain_safe_first(c: int) -> bool:
 def _is_ambiguous(data: str) -> bool:
     """True when safeLoad would read ``data`` back as something other than a string."""
     return (
-        data in ("~", "null", "Null", "NULL")
-        or data in ("true", "True", "TRUE", "false", "False", "FALSE")
+        data in _NOT_STRINGS
         or bool(_INT.fullmatch(data))
         or (bool(_FLOAT.match(data)) and not data.endswith("_"))
         or bool(_DATE.match(data) or _TIMESTAMP.match(data))
-        or data == "<<"
     )
 
 
-def _choose_style(value: str, line_width: int) -> int:
+def _choose_style(value: str, line_width: int) -> str:
     units = _utf16_units(value)
     plain = _is_plain_safe_first(units[0]) and not _is_whitespace(units[-1])
     has_line_break = False
@@ -153,7 +124,7 @@ def _choose_style(value: str, line_width: int) -> int:
             )
             previous_line_break = i
         elif not _is_printable(c):
-            return _STYLE_DOUBLE
+            return "double"
         plain = plain and _is_plain_safe(c, prev)
         prev = c
     end = len(units)
@@ -163,8 +134,8 @@ def _choose_style(value: str, line_width: int) -> int:
         and units[previous_line_break + 1] != 0x20
     )
     if not has_line_break and not has_foldable_line:
-        return _STYLE_PLAIN if plain and not _is_ambiguous(value) else _STYLE_SINGLE
-    return _STYLE_FOLDED if has_foldable_line else _STYLE_LITERAL
+        return "plain" if plain and not _is_ambiguous(value) else "single"
+    return "folded" if has_foldable_line else "literal"
 
 
 def _escape_double(value: str) -> str:
@@ -254,13 +225,13 @@ def dump_string(value: str, level: int = 1) -> str:
     indent = INDENT * max(1, level)
     width = max(min(LINE_WIDTH, 40), LINE_WIDTH - indent)
     style = _choose_style(value, width)
-    if style == _STYLE_PLAIN:
+    if style == "plain":
         return value
-    if style == _STYLE_SINGLE:
+    if style == "single":
         return "'" + value.replace("'", "''") + "'"
-    if style == _STYLE_LITERAL:
+    if style == "literal":
         return "|" + _block_header(value) + _indent_lines(value, indent).removesuffix("\n")
-    if style == _STYLE_FOLDED:
+    if style == "folded":
         folded = _fold_string(value, width)
         return ">" + _block_header(value) + _indent_lines(folded, indent).removesuffix("\n")
     return '"' + _escape_double(value) + '"'

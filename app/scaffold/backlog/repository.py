@@ -95,8 +95,6 @@ def _name_pattern(prefixes: Iterable[str]) -> re.Pattern[str]:
 
 
 def _task_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
     return sorted(p for p in folder.glob("*.md") if p.is_file() and not p.name.startswith("."))
 
 

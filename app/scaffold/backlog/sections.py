@@ -120,11 +120,6 @@ def find_sections(body: str, *, strict: bool = False) -> dict[str, Span]:
     return found
 
 
-def section_text(body: str, span: Span | None) -> str | None:
-    """The stripped content of a section, or None when it is absent or empty."""
-    return (body[span.content_start : span.content_end].strip() or None) if span else None
-
-
 def parse_checklist(content: str | None) -> list[ChecklistItem]:
     """``- [x] #2 text`` lines; items without ``#n`` are numbered by position."""
     items: list[ChecklistItem] = []

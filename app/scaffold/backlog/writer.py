@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from scaffold.backlog import sections
@@ -73,51 +73,6 @@ def _context(path: Path) -> tuple[str, str]:
     return prefix, "archive" if path.parent.parent.name == "archive" else path.parent.name
 
 
-def edit_task(
-    path: Path,
-    *,
-    frontmatter: Mapping[str, str] | None = None,
-    body: Callable[[str], str] | None = None,
-    now: dt.datetime | None = None,
-) -> BacklogTask:
-    """Apply frontmatter line changes and a body change, bump ``updated_date``, write atomically."""
-    where = str(path)
-    try:
-        original = path.read_bytes()
-        raw = original.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BacklogError(path, f"cannot read: {exc}") from exc
-    prefix, folder = _context(path)
-    parse_task(raw, path, prefix=prefix, folder=folder)
-    doc = split_document(raw, where)
-    values = {**(frontmatter or {}), "updated_date": timestamp(now)}
-    new_yaml = set_frontmatter_values(doc.yaml, values, where)
-    new_body = body(doc.body) if body else doc.body
-    text = (
-        doc.text[: doc.yaml_start] + new_yaml + doc.text[doc.yaml_end : doc.body_start] + new_body
-    )
-    content = doc.render(text)
-    updated = parse_task(content, path, prefix=prefix, folder=folder)
-    try:
-        unchanged = path.read_bytes() == original
-    except OSError:
-        unchanged = False
-    if not unchanged:
-        # Someone (an agent, the CLI) wrote in between: do not clobber their change.
-        raise BacklogError(path, "the file changed while scaffold was editing it; try again")
-    try:
-        write_file(path, content.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
-    except OSError as exc:
-        raise BacklogError(path, f"cannot write: {exc.strerror or exc}") from exc
-    return updated
-
-
-def set_status(path: Path, status: str, *, now: dt.datetime | None = None) -> BacklogTask:
-    """Set the task's status as the backlog's ``config.yml`` spells it; like the tool,
-    refuse a status that is not configured there."""
-    return update_task(path, status=status, now=now)
-
-
 def _configured_status(path: Path, status: str) -> str:
     """``status`` as the backlog's ``config.yml`` spells it; an unknown one is an error."""
     wanted = status.strip()
@@ -134,21 +89,17 @@ def _configured_status(path: Path, status: str) -> str:
     return spelled
 
 
-def _section_edit(key: str, text: str, *, append: bool) -> Callable[[str], str]:
+def _edit_section(body: str, key: str, text: str, *, append: bool) -> str:
     """Replace section ``key`` with ``text``, or add ``text`` to it as a new paragraph."""
-
-    def apply(body: str) -> str:
-        span = sections.find_sections(body, strict=True).get(key)
-        if span is None:
-            return sections.insert_block(body, key, sections.build_block(key, text))
-        old = body[span.content_start : span.content_end]
-        if span.marked:
-            region = f"{old.rstrip()}\n\n{text}\n" if append and old.strip() else f"{text}\n"
-            return body[: span.content_start] + region + body[span.content_end :]
-        combined = f"{old.strip()}\n\n{text}" if append and old.strip() else text
-        return body[: span.start] + sections.build_block(key, combined) + body[span.end :]
-
-    return apply
+    span = sections.find_sections(body, strict=True).get(key)
+    if span is None:
+        return sections.insert_block(body, key, sections.build_block(key, text))
+    old = body[span.content_start : span.content_end]
+    if span.marked:
+        region = f"{old.rstrip()}\n\n{text}\n" if append and old.strip() else f"{text}\n"
+        return body[: span.content_start] + region + body[span.content_end :]
+    combined = f"{old.strip()}\n\n{text}" if append and old.strip() else text
+    return body[: span.start] + sections.build_block(key, combined) + body[span.end :]
 
 
 def given(text: str | None) -> str | None:
@@ -166,19 +117,38 @@ def update_task(
     now: dt.datetime | None = None,
 ) -> BacklogTask:
     """Set the status, add a paragraph to the Implementation Notes and replace the Final
-    Summary (sections are created where the tool would put them), in one atomic edit."""
-    frontmatter = {"status": _configured_status(path, status)} if status is not None else None
-    edits: list[Callable[[str], str]] = []
-    if notes is not None:
-        text = _check_text(notes, "implementation notes", path)
-        edits.append(_section_edit(sections.NOTES, text, append=True))
-    if summary is not None:
-        text = _check_text(summary, "final summary", path)
-        edits.append(_section_edit(sections.FINAL_SUMMARY, text, append=False))
-
-    def body(text: str) -> str:
-        for edit in edits:
-            text = edit(text)
-        return text
-
-    return edit_task(path, frontmatter=frontmatter, body=body if edits else None, now=now)
+    Summary (sections are created where the tool would put them), bump ``updated_date``:
+    one atomic edit that leaves every other byte as it was."""
+    values = {"status": _configured_status(path, status)} if status is not None else {}
+    notes_text = _check_text(notes, "implementation notes", path) if notes is not None else None
+    summary_text = _check_text(summary, "final summary", path) if summary is not None else None
+    where = str(path)
+    try:
+        original = path.read_bytes()
+        raw = original.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BacklogError(path, f"cannot read: {exc}") from exc
+    prefix, folder = _context(path)
+    parse_task(raw, path, prefix=prefix, folder=folder)
+    doc = split_document(raw, where)
+    new_yaml = set_frontmatter_values(doc.yaml, {**values, "updated_date": timestamp(now)}, where)
+    body = doc.body
+    if notes_text is not None:
+        body = _edit_section(body, sections.NOTES, notes_text, append=True)
+    if summary_text is not None:
+        body = _edit_section(body, sections.FINAL_SUMMARY, summary_text, append=False)
+    text = doc.text[: doc.yaml_start] + new_yaml + doc.text[doc.yaml_end : doc.body_start] + body
+    content = doc.render(text)
+    updated = parse_task(content, path, prefix=prefix, folder=folder)
+    try:
+        unchanged = path.read_bytes() == original
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        # Someone (an agent, the CLI) wrote in between: do not clobber their change.
+        raise BacklogError(path, "the file changed while scaffold was editing it; try again")
+    try:
+        write_file(path, content.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
+    except OSError as exc:
+        raise BacklogError(path, f"cannot write: {exc.strerror or exc}") from exc
+    return updated

@@ -74,11 +74,10 @@ async def serve(binding: Binding) -> None:
         await stop.wait()
 
 
-def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+def main(argv: list[str]) -> int:
     """Entry point of ``scaffold signal-server``; logs go to stderr."""
-    args = sys.argv[1:] if argv is None else argv
     try:
-        binding = resolve_binding(args, os.environ if environ is None else environ)
+        binding = resolve_binding(argv, os.environ)
     except SystemExit as exc:  # --help, or a usage error argparse has reported
         return exc.code if isinstance(exc.code, int) else 2
     except UsageError as exc:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import secrets
 import socket
 from pathlib import Path
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -37,12 +37,9 @@ __all__ = ["MAX_BODY_BYTES", "SignalEndpoint"]
 MAX_BODY_BYTES = 1024 * 1024
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+def _refusal(status: int, message: str) -> JSONResponse:
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    data = json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+    return JSONResponse(body, status_code=status)
 
 
 class SignalEndpoint:
@@ -51,12 +48,10 @@ class SignalEndpoint:
     ``unix_path`` serves the endpoint on that unix socket instead of a loopback port.
     """
 
-    def __init__(
-        self, binding: Binding, *, unix_path: Path | None = None, tools: RunTools | None = None
-    ) -> None:
+    def __init__(self, binding: Binding, *, unix_path: Path | None = None) -> None:
         self.binding = binding
         self.unix_path = unix_path
-        self.tools = tools or RunTools(binding)
+        self.tools = RunTools(binding)
         self.secret = secrets.token_urlsafe(32)
         self.port: int | None = None
         self._expected = f"Bearer {self.secret}".encode()
@@ -86,14 +81,15 @@ class SignalEndpoint:
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        if scope["path"] != MCP_PATH:
-            return await _refuse(send, 404, "not found")
-        if not self._open:
-            return await _refuse(send, 404, "this run has ended")
         given = dict(scope["headers"]).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self._expected):
-            return await _refuse(send, 401, "unauthorized")
-        await self._manager.handle_request(scope, receive, send)
+        if scope["path"] != MCP_PATH:
+            await _refusal(404, "not found")(scope, receive, send)
+        elif not self._open:
+            await _refusal(404, "this run has ended")(scope, receive, send)
+        elif not hmac.compare_digest(given, self._expected):
+            await _refusal(401, "unauthorized")(scope, receive, send)
+        else:
+            await self._manager.handle_request(scope, receive, send)
 
     async def __aenter__(self) -> SignalEndpoint:
         config = Config(

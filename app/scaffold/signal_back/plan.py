@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any
 
@@ -36,10 +36,10 @@ from scaffold.signal_back.planning import (
     ToolReply,
     _hint,
     _Input,
-    _read_bytes,
     _refusal,
     _remove_durably,
     problems_from,
+    read_model,
     write_durably,
 )
 
@@ -96,15 +96,12 @@ class PlanInput(_Input):
 
 @dataclass(frozen=True)
 class ValidPlan:
-    """A plan that passed every check: creation order and each task's resolved dependencies.
-
-    ``depends_on`` maps a key to its dependencies, each either ``("key", k)`` for a task
-    of this plan or ``("id", "TASK-3")`` for a task already in the backlog.
-    """
+    """A plan that passed every check: creation order and each task's dependencies, each
+    a key of this plan or an existing backlog id (keys never look like ids)."""
 
     file_map: tuple[str, ...]
     order: tuple[TaskSpec, ...]
-    depends_on: Mapping[str, tuple[tuple[str, str], ...]]
+    depends_on: Mapping[str, tuple[str, ...]]
 
 
 def _level(priority: str | None) -> str | None:
@@ -122,94 +119,39 @@ def _creation_order(edges: Mapping[str, list[str]]) -> list[str]:
     return order
 
 
-def _file_map_problems(paths: Sequence[str]) -> list[Problem]:
-    problems: list[Problem] = []
-    for i, raw in enumerate(paths):
-        where = f"fileMap.{i}"
-        path = raw.strip()
-        if not path:
-            problems.append(Problem(where, "must not be empty"))
-        elif any(ord(ch) < 32 for ch in path):
-            problems.append(Problem(where, f"{raw!r} contains a control character"))
-        elif PurePosixPath(path).is_absolute() or PureWindowsPath(path).anchor:
-            problems.append(
-                Problem(where, f"{raw!r} is absolute; give it relative to the repo root")
-            )
-        elif ".." in re.split(r"[/\\]", path):
-            problems.append(Problem(where, f"{raw!r} leaves the repository ('..' is not allowed)"))
-    return problems
+def _path_problem(raw: str) -> str | None:
+    path = raw.strip()
+    if not path:
+        return "must not be empty"
+    if any(ord(ch) < 32 for ch in path):
+        return f"{raw!r} contains a control character"
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).anchor:
+        return f"{raw!r} is absolute; give it relative to the repo root"
+    if ".." in re.split(r"[/\\]", path):
+        return f"{raw!r} leaves the repository ('..' is not allowed)"
+    return None
 
 
-def _title_problems(where: str, title: str) -> list[Problem]:
+def _title_problem(title: str) -> str | None:
     text = title.strip()
     if not text:
-        return [Problem(where, "must not be empty")]
+        return "must not be empty"
     if "\n" in text or "\r" in text:
-        return [Problem(where, "must be a single line")]
+        return "must be a single line"
     if len(text) > MAX_TITLE:
-        return [Problem(where, f"at most {MAX_TITLE} characters (got {len(text)})")]
+        return f"at most {MAX_TITLE} characters (got {len(text)})"
     if len(sanitize_filename(text).encode()) + _NAME_OVERHEAD > _MAX_NAME_BYTES:
-        return [Problem(where, "too long for a task file name; shorten it")]
-    return []
+        return "too long for a task file name; shorten it"
+    return None
 
 
-def _looks_like_id(key: str, prefix: str) -> bool:
-    try:
+def _key_problem(key: str, prefix: str) -> str | None:
+    if not KEY_RE.match(key):
+        return f"{key!r} is not a key; use 1-40 characters of a-z, 0-9 and '-'"
+    with contextlib.suppress(InvalidIdError):
         normalize_task_id(key, prefix)
-    except InvalidIdError:
-        return False
-    return True
-
-
-def _task_problems(
-    i: int, spec: TaskSpec, snapshot: BacklogSnapshot, first_of_key: Mapping[str, int]
-) -> list[Problem]:
-    where = f"tasks.{i}"
-    prefix = snapshot.config.task_prefix
-    problems: list[Problem] = []
-    if not KEY_RE.match(spec.key):
-        reason = f"{spec.key!r} is not a key; use 1-40 characters of a-z, 0-9 and '-'"
-        problems.append(Problem(f"{where}.key", reason))
-    elif _looks_like_id(spec.key, prefix):
-        reason = f"{spec.key!r} looks like a backlog task id; choose a descriptive key"
-        problems.append(Problem(f"{where}.key", reason))
-    elif first_of_key[spec.key] != i:
-        reason = f"duplicate key {spec.key!r} (tasks.{first_of_key[spec.key]})"
-        problems.append(Problem(f"{where}.key", reason))
-    problems += _title_problems(f"{where}.title", spec.title)
-    for k, item in enumerate(spec.acceptance_criteria):
-        if not item.strip():
-            problems.append(Problem(f"{where}.acceptanceCriteria.{k}", "must not be empty"))
-    if spec.priority is not None:
-        level = _level(spec.priority)
-        allowed = [p for p in PRIORITIES if p in snapshot.config.priorities]
-        if level not in allowed:
-            reason = f"{spec.priority!r} is not a priority; use one of {', '.join(allowed)}"
-            problems.append(Problem(f"{where}.priority", reason))
-    return problems
-
-
-def _resolve(
-    i: int, spec: TaskSpec, keys: set[str], snapshot: BacklogSnapshot
-) -> tuple[list[tuple[str, str]], list[Problem]]:
-    resolved: list[tuple[str, str]] = []
-    problems: list[Problem] = []
-    for k, dep in enumerate(spec.depends_on):
-        where = f"tasks.{i}.dependsOn.{k}"
-        name = dep.strip()
-        target: tuple[str, str] | None = None
-        if name in keys:
-            target = ("key", name)
-        else:
-            found = snapshot.get(name) if name else None
-            if found is not None:
-                target = ("id", found.id)
-        if target is None:
-            reason = f"{dep!r} is neither a key of this plan nor an existing backlog task id"
-            problems.append(Problem(where, reason))
-        elif target not in resolved:
-            resolved.append(target)
-    return resolved, problems
+        return f"{key!r} looks like a backlog task id; choose a descriptive key"
+    return None
 
 
 def validate_plan(
@@ -220,25 +162,44 @@ def validate_plan(
         plan = PlanInput.model_validate(dict(arguments or {}))
     except ValidationError as exc:
         return problems_from(exc)
-    problems = _file_map_problems(plan.file_map)
+    found = [(f"fileMap.{i}", _path_problem(path)) for i, path in enumerate(plan.file_map)]
     first_of_key: dict[str, int] = {}
     for i, spec in enumerate(plan.tasks):
         first_of_key.setdefault(spec.key, i)
-    keys = set(first_of_key)
-    depends_on: dict[str, tuple[tuple[str, str], ...]] = {}
+    priorities = [p for p in PRIORITIES if p in snapshot.config.priorities]
+    depends_on: dict[str, tuple[str, ...]] = {}
     for i, spec in enumerate(plan.tasks):
-        problems += _task_problems(i, spec, snapshot, first_of_key)
-        resolved, unresolved = _resolve(i, spec, keys, snapshot)
-        problems += unresolved
-        depends_on.setdefault(spec.key, tuple(resolved))
-    edges = {key: [v for kind, v in deps if kind == "key"] for key, deps in depends_on.items()}
+        at = f"tasks.{i}"
+        key_problem = _key_problem(spec.key, snapshot.config.task_prefix)
+        if key_problem is None and first_of_key[spec.key] != i:
+            key_problem = f"duplicate key {spec.key!r} (tasks.{first_of_key[spec.key]})"
+        found += [(f"{at}.key", key_problem), (f"{at}.title", _title_problem(spec.title))]
+        for k, item in enumerate(spec.acceptance_criteria):
+            found.append(
+                (f"{at}.acceptanceCriteria.{k}", None if item.strip() else "must not be empty")
+            )
+        if spec.priority is not None and _level(spec.priority) not in priorities:
+            reason = f"{spec.priority!r} is not a priority; use one of {', '.join(priorities)}"
+            found.append((f"{at}.priority", reason))
+        deps: list[str] = []
+        for k, dep in enumerate(spec.depends_on):
+            name = dep.strip()
+            existing = snapshot.get(name) if name and name not in first_of_key else None
+            target = name if name in first_of_key else existing.id if existing else None
+            if target is None:
+                reason = f"{dep!r} is neither a key of this plan nor an existing backlog task id"
+                found.append((f"{at}.dependsOn.{k}", reason))
+            elif target not in deps:
+                deps.append(target)
+        depends_on.setdefault(spec.key, tuple(deps))
+    edges = {key: [d for d in deps if d in first_of_key] for key, deps in depends_on.items()}
     for cycle in find_cycles(edges):
-        members = ", ".join(sorted(cycle))
         reason = (
-            f"dependency cycle among {members}: {describe_cycle(cycle)} "
+            f"dependency cycle among {', '.join(sorted(cycle))}: {describe_cycle(cycle)} "
             "(read 'a -> b' as 'a depends on b'); remove one of these dependencies"
         )
-        problems.append(Problem("tasks.dependsOn", reason))
+        found.append(("tasks.dependsOn", reason))
+    problems = [Problem(where, reason) for where, reason in found if reason]
     if problems:
         return problems
     file_map = tuple(dict.fromkeys(p.strip() for p in plan.file_map))
@@ -284,78 +245,11 @@ QUEST_LABEL_PREFIX = "quest:"
 def read_plan(signal_dir: Path | str) -> PlanRecord | None:
     """What PathSeeker's ``create-tasks`` created, or None if it never did; StoreError
     (with the path) for an unreadable or malformed file."""
-    path = Path(signal_dir) / PLAN_FILE
-    data = _read_bytes(path)
-    if data is None:
-        return None
-    try:
-        return PlanRecord.model_validate_json(data)
-    except ValidationError as exc:
-        raise StoreError(path, f"not a plan record: {problems_from(exc)[0]}") from None
+    return read_model(Path(signal_dir) / PLAN_FILE, PlanRecord, "a plan record")
 
 
-@dataclass
-class _Creation:
-    """Creates the tasks of one valid plan, recording progress in ``plan.json``."""
-
-    repo_root: Path
-    signal_dir: Path
-    plan: ValidPlan
-    labels: tuple[str, ...]
-    created: list[BacklogTask] = field(default_factory=list)
-    planned: list[PlannedTask] = field(default_factory=list)
-
-    def record(self, *, complete: bool) -> PlanRecord:
-        return PlanRecord(file_map=self.plan.file_map, tasks=tuple(self.planned), complete=complete)
-
-    def save(self, *, complete: bool = False, claim: bool = False) -> bool:
-        """Write ``plan.json``; with ``claim`` only if there is none yet (else False)."""
-        data = self.record(complete=complete).model_dump_json(indent=2).encode()
-        return write_durably(self.signal_dir, PLAN_FILE, data, exclusive=claim)
-
-    def create_all(self) -> None:
-        ids: dict[str, str] = {}
-        for spec in self.plan.order:
-            deps = [ids[v] if kind == "key" else v for kind, v in self.plan.depends_on[spec.key]]
-            task = create_task(
-                self.repo_root,
-                spec.title.strip(),
-                description=spec.description,
-                dependencies=deps,
-                priority=_level(spec.priority),
-                acceptance_criteria=[c.strip() for c in spec.acceptance_criteria],
-                labels=self.labels,
-            )
-            self.created.append(task)
-            ids[spec.key] = task.id
-            self.planned.append(
-                PlannedTask(
-                    key=spec.key, id=task.id, title=task.title, dependencies=task.dependencies
-                )
-            )
-            self.save()
-        self.save(complete=True)
-
-    def roll_back(self) -> list[str]:
-        """Remove the tasks created so far; returns the ids that could not be removed."""
-        left: list[str] = []
-        for task in reversed(self.created):
-            try:
-                _remove_durably(task.path)
-            except OSError:
-                left.append(task.id)
-        if left:
-            self.planned = [p for p in self.planned if p.id in left]
-            with contextlib.suppress(OSError):
-                self.save()  # keep the claim: a retry must not duplicate them
-        else:
-            with contextlib.suppress(OSError):
-                _remove_durably(self.signal_dir / PLAN_FILE)
-        return left
-
-
-def _mapping_text(record: PlanRecord) -> str:
-    return ", ".join(f"{t.key} -> {t.id}" for t in record.tasks) or "none"
+def _mapping_text(tasks: Sequence[PlannedTask]) -> str:
+    return ", ".join(f"{t.key} -> {t.id}" for t in tasks) or "none"
 
 
 def _already_created(signal_dir: Path) -> ToolReply | None:
@@ -372,13 +266,13 @@ def _already_created(signal_dir: Path) -> ToolReply | None:
     if not earlier.complete:
         text = (
             f"{CREATE_TASKS_TOOL} refused: an earlier call was interrupted after creating "
-            f"{_mapping_text(earlier)}; nothing new was created, to avoid duplicates. "
+            f"{_mapping_text(earlier.tasks)}; nothing new was created, to avoid duplicates. "
             "Report this with signal-back (needs-user-input)."
         )
         return ToolReply(text, True)
     text = (
         f"{CREATE_TASKS_TOOL} refused: the tasks of this plan were already created "
-        f"({_mapping_text(earlier)}); nothing new was created. Do not call {CREATE_TASKS_TOOL} "
+        f"({_mapping_text(earlier.tasks)}); nothing new was created. Do not call {CREATE_TASKS_TOOL} "
         "again; use these ids."
     )
     return ToolReply(text, True)
@@ -423,9 +317,16 @@ def create_planned_tasks(
     With ``quest_id`` each task is labelled ``quest:<id>``: the quest that planned it
     owns it, and no other quest of the repository adopts it."""
     labels = (f"{QUEST_LABEL_PREFIX}{quest_id}",) if quest_id else ()
-    creation = _Creation(repo_root, signal_dir, plan, labels)
+    created: list[BacklogTask] = []
+    planned: list[PlannedTask] = []
+
+    def save(*, complete: bool = False, claim: bool = False) -> bool:
+        record = PlanRecord(file_map=plan.file_map, tasks=tuple(planned), complete=complete)
+        data = record.model_dump_json(indent=2).encode()
+        return write_durably(signal_dir, PLAN_FILE, data, exclusive=claim)
+
     try:
-        claimed = creation.save(claim=True)
+        claimed = save(claim=True)
     except OSError as exc:
         text = f"{CREATE_TASKS_TOOL} failed (storage error: {exc.strerror or exc}); no tasks were created."
         return ToolReply(text, True)
@@ -433,10 +334,40 @@ def create_planned_tasks(
         return _already_created(signal_dir) or ToolReply(
             f"{CREATE_TASKS_TOOL} refused: already running.", True
         )
+    ids: dict[str, str] = {}
     try:
-        creation.create_all()
+        for spec in plan.order:
+            task = create_task(
+                repo_root,
+                spec.title.strip(),
+                description=spec.description,
+                dependencies=[ids.get(d, d) for d in plan.depends_on[spec.key]],
+                priority=_level(spec.priority),
+                acceptance_criteria=[c.strip() for c in spec.acceptance_criteria],
+                labels=labels,
+            )
+            created.append(task)
+            ids[spec.key] = task.id
+            planned.append(
+                PlannedTask(
+                    key=spec.key, id=task.id, title=task.title, dependencies=task.dependencies
+                )
+            )
+            save()
+        save(complete=True)
     except (BacklogError, OSError) as exc:
-        left = creation.roll_back()
+        left: list[str] = []  # roll back: the ids that could not be removed
+        for task in reversed(created):
+            try:
+                _remove_durably(task.path)
+            except OSError:
+                left.append(task.id)
+        planned[:] = [p for p in planned if p.id in left]
+        with contextlib.suppress(OSError):
+            if left:
+                save()  # keep the claim: a retry must not duplicate them
+            else:
+                _remove_durably(signal_dir / PLAN_FILE)
         if left:
             tail = (
                 f"tasks {', '.join(left)} could not be removed again; do not call "
@@ -445,9 +376,8 @@ def create_planned_tasks(
         else:
             tail = f"no tasks were left behind. Call {CREATE_TASKS_TOOL} again."
         return ToolReply(f"{CREATE_TASKS_TOOL} failed: {exc}; {tail}", True)
-    record = creation.record(complete=True)
     text = (
-        f"tasks created: {_mapping_text(record)}. Refer to them by these ids from now on; "
+        f"tasks created: {_mapping_text(planned)}. Refer to them by these ids from now on; "
         f"do not call {CREATE_TASKS_TOOL} again."
     )
     return ToolReply(text, False)

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -37,6 +37,7 @@ TOOL_ROLES: dict[str, Role] = {
 }
 
 _MAX_PROBLEMS = 20
+_M = TypeVar("_M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -129,13 +130,19 @@ def _remove_durably(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def read_model(path: Path, model: type[_M], what: str) -> _M | None:
+    """``path`` read as ``model``, or None if it does not exist; StoreError (with the path)
+    for a file that is unreadable or not ``what``."""
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise StoreError(path, f"unreadable: {exc.strerror or exc}") from exc
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        raise StoreError(path, f"not {what}: {problems_from(exc)[0]}") from None
 
 
 class _Input(BaseModel):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scaffold.roles import Role
-from scaffold.signal_back.planning import write_durably
+from scaffold.signal_back.planning import problems_from, write_durably
 from scaffold.signals import AnySignal, Signal
 
 _SIGNAL_FILE = re.compile(r"^signal-(\d{1,9})\.json$")
@@ -55,48 +54,29 @@ class SignalRecord(BaseModel):
     signal: Signal
 
 
-@dataclass(frozen=True)
-class CorruptSignalFile:
-    """A file in the signal dir that could not be read as a :class:`SignalRecord`."""
-
-    path: Path
-    reason: str
-
-
-def scan_signals(signal_dir: Path | str) -> tuple[list[SignalRecord], list[CorruptSignalFile]]:
-    """Every readable record in ``seq`` order, and every file that is not one (a missing
-    directory is an empty result: the agent never signalled)."""
+def read_signals(signal_dir: Path | str) -> list[SignalRecord]:
+    """Accepted signals in the order they arrived; a file that is not a record is logged and
+    skipped (a missing directory is an empty list: the agent never signalled)."""
     directory = Path(signal_dir)
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
-        return [], []
+        return []
     found = sorted((int(m.group(1)), directory / n) for n in names if (m := _SIGNAL_FILE.match(n)))
     records: list[SignalRecord] = []
-    corrupt: list[CorruptSignalFile] = []
     for seq, path in found:
         try:
             record = SignalRecord.model_validate_json(path.read_bytes())
         except OSError as exc:
-            corrupt.append(CorruptSignalFile(path, f"unreadable: {exc.strerror or exc}"))
-            continue
+            problem = f"unreadable: {exc.strerror or exc}"
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "file"
-            corrupt.append(CorruptSignalFile(path, f"not a signal record: {where}: {err['msg']}"))
-            continue
-        if record.seq != seq:
-            corrupt.append(CorruptSignalFile(path, f"seq {record.seq} does not match file name"))
-            continue
-        records.append(record)
-    return records, corrupt
-
-
-def read_signals(signal_dir: Path | str) -> list[SignalRecord]:
-    """Accepted signals in the order they arrived; corrupt files are logged, then skipped."""
-    records, corrupt = scan_signals(signal_dir)
-    for problem in corrupt:
-        _log.warning("skipping corrupt signal file %s: %s", problem.path, problem.reason)
+            problem = f"not a signal record: {problems_from(exc)[0]}"
+        else:
+            if record.seq == seq:
+                records.append(record)
+                continue
+            problem = f"seq {record.seq} does not match file name"
+        _log.warning("skipping corrupt signal file %s: %s", path, problem)
     return records
 
 
@@ -111,28 +91,22 @@ class SignalWriter:
 
     def __init__(self, binding: Binding) -> None:
         self.binding = binding
-        self._lock = threading.Lock()
 
     def write(self, signal: AnySignal) -> SignalRecord:
         """Write one record; return only once the file and its name are on disk."""
         directory = self.binding.signal_dir
-        with self._lock:
-            seq = _next_seq(directory) if directory.is_dir() else 1
-            while True:
-                record = SignalRecord(
-                    quest_id=self.binding.quest_id,
-                    step_id=self.binding.step_id,
-                    role=self.binding.role,
-                    received_at=datetime.now(UTC),
-                    seq=seq,
-                    signal=signal,
-                )
-                data = record.model_dump_json().encode()
-                if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
-                    return record
-                seq += 1  # another writer took this number; never overwrite a signal
-
-
-def _next_seq(directory: Path) -> int:
-    seqs = [int(m.group(1)) for n in os.listdir(directory) if (m := _SIGNAL_FILE.match(n))]
-    return max(seqs, default=0) + 1
+        names = os.listdir(directory) if directory.is_dir() else []
+        seq = max((int(m.group(1)) for n in names if (m := _SIGNAL_FILE.match(n))), default=0) + 1
+        while True:
+            record = SignalRecord(
+                quest_id=self.binding.quest_id,
+                step_id=self.binding.step_id,
+                role=self.binding.role,
+                received_at=datetime.now(UTC),
+                seq=seq,
+                signal=signal,
+            )
+            data = record.model_dump_json().encode()
+            if write_durably(directory, f"signal-{seq}.json", data, exclusive=True):
+                return record
+            seq += 1  # another writer took this number; never overwrite a signal

@@ -19,9 +19,9 @@ from scaffold.signal_back.planning import (
     Problem,
     ToolReply,
     _Input,
-    _read_bytes,
     _refusal,
     problems_from,
+    read_model,
     write_durably,
 )
 
@@ -49,19 +49,15 @@ def requirements_problems(requirements: Requirements) -> list[Problem]:
     for i, ctx in enumerate(requirements.contexts):
         where = f"contexts.{i}"
         problems += _blank(where, ("id", ctx.id), ("description", ctx.description))
-        if ctx.id in seen_contexts:
-            first = seen_contexts[ctx.id]
+        if (first := seen_contexts.setdefault(ctx.id, i)) != i:
             problems.append(Problem(f"{where}.id", f"duplicate id {ctx.id!r} (contexts.{first})"))
-        seen_contexts.setdefault(ctx.id, i)
         seen_observables: dict[str, int] = {}
         for j, obs in enumerate(ctx.observables):
             at = f"{where}.observables.{j}"
             problems += _blank(at, ("id", obs.id), ("description", obs.description))
-            if obs.id in seen_observables:
-                first = seen_observables[obs.id]
+            if (first := seen_observables.setdefault(obs.id, j)) != j:
                 reason = f"duplicate id {obs.id!r} in this context ({where}.observables.{first})"
                 problems.append(Problem(f"{at}.id", reason))
-            seen_observables.setdefault(obs.id, j)
     return problems
 
 
@@ -83,15 +79,8 @@ def read_requirements(signal_dir: Path | str) -> Requirements | None:
     """The requirements ChaosWhisperer handed over, or None if it never did; StoreError
     (with the path) for a file that is unreadable or not valid requirements."""
     path = Path(signal_dir) / REQUIREMENTS_FILE
-    data = _read_bytes(path)
-    if data is None:
-        return None
-    try:
-        requirements = Requirements.model_validate_json(data)
-    except ValidationError as exc:
-        raise StoreError(path, f"not a requirements file: {problems_from(exc)[0]}") from None
-    problems = requirements_problems(requirements)
-    if problems:
+    requirements = read_model(path, Requirements, "a requirements file")
+    if requirements is not None and (problems := requirements_problems(requirements)):
         raise StoreError(path, f"invalid requirements: {problems[0]}")
     return requirements
 

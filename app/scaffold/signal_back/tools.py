@@ -53,6 +53,11 @@ _FIELD_HELP = {
     "resume": "needs-role-followup: true = resume this session after the target role is done.",
 }
 _TARGET_ROLES = list(get_args(NeedsRoleFollowup.model_fields["targetRole"].annotation))
+# Each signal's fields after ``signal``, as its model declares them.
+_FIELDS = {
+    get_args(m.model_fields["signal"].annotation)[0]: list(m.model_fields)[1:]
+    for m in get_args(AnySignal)
+}
 
 
 def tool_input_schema(binding: Binding) -> dict[str, Any]:
@@ -86,18 +91,12 @@ def tool_input_schema(binding: Binding) -> dict[str, Any]:
 
 def tool_description(binding: Binding) -> str:
     allowed = [s for s in SIGNAL_TYPES if s in ALLOWED_SIGNALS[binding.role]]
-    needs = {
-        "complete": "summary",
-        "partially-complete": "progress, continuationPoint",
-        "needs-user-input": "question, context",
-        "needs-role-followup": "targetRole, reason, context, resume",
-    }
     lines = [
         f"Report the outcome of step {binding.step_id!r} to the scaffold orchestrator, "
         "then stop working. Call it exactly once when you are done or blocked.",
         f"As {binding.role.display} you may send: {', '.join(allowed)}.",
     ]
-    lines += [f"- {s}: stepId, {needs[s]}" for s in allowed]
+    lines += [f"- {s}: {', '.join(_FIELDS[s])}" for s in allowed]
     return "\n".join(lines)
 
 
