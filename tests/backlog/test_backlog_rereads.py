@@ -51,3 +51,14 @@ def test_a_file_replaced_right_after_scaffold_wrote_it_is_read_anew(tmp_path: Pa
     os.utime(tmp, ns=(ours.st_atime_ns, ours.st_mtime_ns))
     os.replace(tmp, path)
     assert bl.load_backlog(repo).get("TASK-1").status == "Done"
+
+
+def test_the_next_read_sees_scaffolds_own_edit(
+    tmp_path: Path,
+) -> None:
+    """A read after scaffold's own edit sees the edit, and a task read twice is the same."""
+    repo = _repo(tmp_path)
+    path = bl.load_backlog(repo).get("TASK-2").path
+    assert bl.load_backlog(repo).get("TASK-2") == bl.load_backlog(repo).get("TASK-2")
+    bl.update_task(path, status="In Progress")
+    assert bl.load_backlog(repo).get("TASK-2").status == "In Progress"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -201,12 +202,28 @@ def parse_task(raw: str, path: Path, *, prefix: str = "task", folder: str = "tas
     )
 
 
+# The orchestrator reads the whole backlog on every turn of its loop, and parsing YAML is
+# some milliseconds a file (seconds a turn on a few hundred tasks): a file is parsed again
+# only when it is another file (inode) or its size or modification time changed.
+_PARSED: dict[tuple[str, str, str, int, int, int], BacklogTask] = {}
+_PARSED_MAX = 8192
+
+
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
     """Read and parse one task file."""
     try:
-        raw = path.read_bytes().decode("utf-8")
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            key = (str(path), prefix, folder, st.st_ino, st.st_mtime_ns, st.st_size)
+            if (cached := _PARSED.get(key)) is not None:
+                return cached
+            raw = fh.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_task(raw, path, prefix=prefix, folder=folder)
+    task = parse_task(raw, path, prefix=prefix, folder=folder)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = task
+    return task
