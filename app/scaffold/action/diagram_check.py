@@ -19,7 +19,7 @@ from scaffold.action.env import NULL_SHA, PULL_REQUEST_EVENTS, ActionEnv, event_
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
-from scaffold.diagramcheck.git_diff import BlobReader, check_ref, resolve_commit
+from scaffold.diagramcheck.git_diff import check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.diagramcheck.settings import DiagramSettings
 from scaffold.errors import UsageError
@@ -205,8 +205,7 @@ def skip_step(skip: Skip) -> StepResult:
 def base_config(repo: Path, base: str) -> DiagramSettings:
     """``diagrams`` of ``.github/scaffold.yml`` as the base commit has it."""
     sha = resolve_commit(repo, base)
-    with BlobReader(repo) as reader:
-        return config_at(reader, sha)
+    return config_at(repo, sha)
 
 
 def run_diagram_check(

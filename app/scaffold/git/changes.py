@@ -1,45 +1,45 @@
-"""The change list of a branch: one :class:`FileChange` per path.
+"""The change list between two commits: one :class:`FileChange` per path.
 
-Shared by the worktree adapter (which reads it from git) and DiagramCheck
-(which judges it without touching git), so the rules stay pure functions.
+Read by the worktree adapter (which paths a checkout update touches) and by
+DiagramCheck (which also reads the blobs on both sides).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Statuses git's --name-status can print (first letter only).
-STATUSES = frozenset("ACDMRTUX")
+NULL_SHA = "0" * 40
 
 
 @dataclass(frozen=True)
 class FileChange:
-    """One changed path, as ``git diff --name-status -M`` reports it.
+    """One record of ``git diff --raw -z --no-abbrev``.
 
-    ``status`` is the single letter (``A`` added, ``M`` modified, ``D``
-    deleted, ``R`` renamed, ``C`` copied, ``T`` type changed). For ``R`` and
-    ``C`` ``path`` is the new path, ``old_path`` the source and
-    ``similarity`` the percentage git printed; otherwise both are ``None``.
-    Paths are repository-relative, ``/``-separated, exactly as git prints them.
+    ``status`` is the letter (``A``, ``M``, ``D``, ``R``, ``C``, ``T``); for ``R``/``C``
+    ``old_path`` is the source and ``similarity`` the score git printed. The blob ids
+    are ``None`` on the side where the file does not exist; the modes say whether a
+    side is a regular file, a symlink or a submodule.
     """
 
     status: str
     path: str
-    old_path: str | None = None
+    old_path: str | None
+    old_blob: str | None
+    new_blob: str | None
+    old_mode: str
+    new_mode: str
     similarity: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown change status {self.status!r}")
-        if not self.path:
-            raise ValueError("a change needs a path")
+    @property
+    def source_path(self) -> str:
+        """The path on the old side (the same as ``path`` unless renamed or copied)."""
+        return self.old_path if self.old_path is not None else self.path
 
 
-def parse_name_status_z(output: str) -> list[FileChange]:
-    """Parse ``git diff --name-status -z`` output.
+def parse_raw_z(output: str) -> list[FileChange]:
+    """Parse ``git diff --raw -z --no-abbrev`` output (with or without ``-M``).
 
-    With ``-z`` git separates fields by NUL and never quotes paths, so any
-    file name (spaces, newlines, non-ASCII) comes through unchanged.
+    With ``-z`` git never quotes paths, so any file name comes through unchanged.
     """
     fields = output.split("\0")
     if fields and fields[-1] == "":
@@ -47,25 +47,26 @@ def parse_name_status_z(output: str) -> list[FileChange]:
     changes: list[FileChange] = []
     i = 0
     while i < len(fields):
-        raw = fields[i]
-        if not raw:
-            raise ValueError(f"empty status field at position {i}")
-        letter, score = raw[0], raw[1:]
-        if letter in ("R", "C"):
-            if i + 2 >= len(fields):
-                raise ValueError(f"truncated {letter} record")
-            changes.append(
-                FileChange(
-                    letter,
-                    fields[i + 2],
-                    old_path=fields[i + 1],
-                    similarity=int(score) if score.isdigit() else None,
-                )
+        meta = fields[i]
+        parts = meta[1:].split(" ")
+        if not meta.startswith(":") or len(parts) != 5:
+            raise ValueError(f"unexpected raw diff record {meta!r}")
+        old_mode, new_mode, old_sha, new_sha, status = parts
+        letter, score = status[0], status[1:]
+        paths = 2 if letter in ("R", "C") else 1  # a rename or copy: source, then path
+        if i + paths >= len(fields):
+            raise ValueError(f"truncated {letter} record")
+        changes.append(
+            FileChange(
+                status=letter,
+                path=fields[i + paths],
+                old_path=fields[i + 1] if paths == 2 else None,
+                old_blob=None if old_sha == NULL_SHA else old_sha,
+                new_blob=None if new_sha == NULL_SHA else new_sha,
+                old_mode=old_mode,
+                new_mode=new_mode,
+                similarity=int(score) if score.isdigit() else None,
             )
-            i += 3
-        else:
-            if i + 1 >= len(fields):
-                raise ValueError(f"truncated {letter} record")
-            changes.append(FileChange(letter, fields[i + 1]))
-            i += 2
+        )
+        i += paths + 1
     return changes

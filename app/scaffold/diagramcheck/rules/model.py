@@ -64,8 +64,6 @@ class DiffInput:
     # Backlog.md at the head, read only when a task changed: every task and milestone.
     head_tasks: tuple[BacklogEntry, ...] = ()
     head_milestones: tuple[BacklogEntry, ...] = ()
-    # Every changed path (including those the rules do not read), for "was it updated".
-    changed_paths: frozenset[str] = frozenset()
     # Every ``.py``/``.pyi`` path of the merge base and of the head (a stub whose
     # module is there describes that module and is not read twice).
     python_old: frozenset[str] = frozenset()
@@ -115,7 +113,8 @@ class Analysis:
 
 
 def mermaid_id(name: str) -> str:
-    return re.sub(r"\W", "_", name)
+    """``name`` as a Mermaid id (the start/end state ``[*]`` stays as it is)."""
+    return name if name == "[*]" else re.sub(r"\W", "_", name)
 
 
 def norm(name: str) -> str:

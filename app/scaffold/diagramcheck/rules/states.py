@@ -81,95 +81,50 @@ def state_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
     return out
 
 
+def _state_blocks(text: str | None, path: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """The states and edges of the ``stateDiagram`` blocks of a file, each with its line."""
+    found: dict[str, int] = {}
+    edges: dict[tuple[str, str], int] = {}
+    for block in mermaid.extract_blocks(text or "", path):
+        parsed = mermaid.parse_block(block)
+        if not parsed.kind.startswith("stateDiagram"):
+            continue
+        for n, line in enumerate(block.source.splitlines(), start=block.line):
+            for s in parsed.states:
+                if s not in found and re.search(rf"(?<![\w.\-]){re.escape(s)}(?![\w.\-])", line):
+                    found[s] = n
+            for e in parsed.edges:
+                if e not in edges and re.search(
+                    rf"{re.escape(e[0])}\s*-->\s*{re.escape(e[1])}", line
+                ):
+                    edges[e] = n
+    return found, edges
+
+
 def mermaid_source_requirements(change: SourceChange, cfg: DiagramSettings) -> list[Requirement]:
-    states = normalize_path(cfg.states)
-
-    def state_blocks(text: str | None) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
-        found: dict[str, int] = {}
-        edges: dict[tuple[str, str], int] = {}
-        if text is None:
-            return found, edges
-        for block in mermaid.extract_blocks(text, change.path):
-            parsed = mermaid.parse_block(block)
-            if not parsed.kind.startswith("stateDiagram"):
-                continue
-            for n, line in enumerate(block.source.splitlines(), start=block.line):
-                for s in parsed.states:
-                    if s not in found and re.search(
-                        rf"(?<![\w.\-]){re.escape(s)}(?![\w.\-])", line
-                    ):
-                        found[s] = n
-                for e in parsed.edges:
-                    if e not in edges and re.search(
-                        rf"{re.escape(e[0])}\s*-->\s*{re.escape(e[1])}", line
-                    ):
-                        edges[e] = n
-        return found, edges
-
-    old_states, old_edges = state_blocks(change.old_text)
-    new_states, new_edges = state_blocks(change.new_text)
-    out: list[Requirement] = []
+    """The states and transitions a ``stateDiagram`` source outside the diagrams gained or lost."""
+    old_states, old_edges = _state_blocks(change.old_text, change.path)
+    new_states, new_edges = _state_blocks(change.new_text, change.path)
     label = f"the state diagram in {change.path}"
-    for s, line in new_states.items():
-        if s not in old_states:
-            out.append(
-                Requirement(
-                    "state-added",
-                    states,
-                    change.path,
-                    line,
-                    s,
-                    f"state `{s}` of {label}",
-                    (s,),
-                    match="state",
-                    draft=(f"    state {s}",),
-                )
-            )
-    for s, line in old_states.items():
-        if s not in new_states:
-            out.append(
-                Requirement(
-                    "state-removed",
-                    states,
-                    change.source_path,
-                    line,
-                    s,
-                    f"state `{s}` of {label}",
-                    (s,),
-                    remove=True,
-                    match="state",
-                )
-            )
-    for (a, b), line in new_edges.items():
-        if (a, b) not in old_edges:
-            out.append(
-                Requirement(
-                    "transition-added",
-                    states,
-                    change.path,
-                    line,
-                    f"{a} --> {b}",
-                    f"transition `{a} --> {b}` of {label}",
-                    (a,),
-                    match="edge",
-                    target=(b,),
-                    draft=(f"    {a} --> {b}",),
-                )
-            )
-    for (a, b), line in old_edges.items():
-        if (a, b) not in new_edges and a in new_states and b in new_states:
-            out.append(
-                Requirement(
-                    "transition-removed",
-                    states,
-                    change.source_path,
-                    line,
-                    f"{a} --> {b}",
-                    f"transition `{a} --> {b}` of {label}",
-                    (a,),
-                    remove=True,
-                    match="edge",
-                    target=(b,),
-                )
-            )
-    return out
+    where = (normalize_path(cfg.states), change.source_path, change.path)
+    out = member_requirements(
+        [pm.MemberInfo(s, None, n) for s, n in old_states.items()],
+        [pm.MemberInfo(s, None, n) for s, n in new_states.items()],
+        label,
+        label,
+        *where,
+        as_states=True,
+    )
+    transitions = transition_requirements(
+        [pm.Transition(a, "", b, n) for (a, b), n in old_edges.items()],
+        [pm.Transition(a, "", b, n) for (a, b), n in new_edges.items()],
+        {},
+        label,
+        *where,
+    )
+    # A transition is only asked to go while both of its states stay.
+    return out + [
+        r
+        for r in transitions
+        if not r.remove or (r.accept[0] in new_states and r.target[0] in new_states)
+    ]
