@@ -77,9 +77,6 @@ def parse_sources(root: Path, names: Iterable[str], cfg: DiagramSettings) -> lis
     return files
 
 
-# --------------------------------------------------------------------------- architecture
-
-
 def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | None = None) -> str:
     """A flowchart of the modules, boxed by package, with the package import graph.
 
@@ -122,9 +119,6 @@ def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | 
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- data model
-
-
 def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
     classes = [c for f in files for c in f.info.classes]
     bases = [b for f in files for b in f.info.declarative_bases]
@@ -160,9 +154,6 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
         # Mermaid refuses a class diagram with nothing in it; say why it is empty.
         lines.append('    note "no data classes found"')
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------- states
 
 
 def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> str:
@@ -215,9 +206,6 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
             edges = [(t.source, t.target, t.event) for t in machine.transitions]
             blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
     return blocks
-
-
-# --------------------------------------------------------------------------- files
 
 
 def begin_marker(kind: str) -> str:

@@ -98,11 +98,14 @@ class MermaidProblem:
 
 
 @dataclass
-class ParsedDiagram:
-    """What one block holds. ``members`` maps a class/entity to the words of its body."""
+class DiagramIndex:
+    """What Mermaid names (one block's, or a file's blocks merged), with its problems.
 
-    kind: str
-    line: int
+    ``kinds`` holds the type of each block; ``members`` maps a class/entity to the words
+    of its body.
+    """
+
+    kinds: list[str] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
     members: dict[str, set[str]] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
@@ -220,11 +223,12 @@ def _skip_preamble(lines: list[str]) -> int:
 
 
 class _Reader:
-    """Reads the statements of one structured diagram into a :class:`ParsedDiagram`."""
+    """Reads the statements of one structured diagram into a :class:`DiagramIndex`."""
 
-    def __init__(self, diagram: ParsedDiagram, kind: str) -> None:
+    def __init__(self, diagram: DiagramIndex, kind: str, line: int) -> None:
         self.d = diagram
         self.kind = kind
+        self.line = line
         self.open: list[tuple[str, int]] = []  # ("subgraph" | "{", line)
         self.current: str | None = None  # the class/entity whose body we are in
         self.body: list[str] = []  # its statements so far (read for words when it closes)
@@ -325,22 +329,20 @@ class _Reader:
         unclosed = self.current is not None
         self.end_body()
         if unclosed or self.open:
-            what, where = self.open[-1] if self.open else ("{", self.d.line)
+            what, where = self.open[-1] if self.open else ("{", self.line)
             self.problem(where, f"'{what}' opened here is never closed")
 
 
-def parse_block(block: MermaidBlock) -> ParsedDiagram:
+def parse_block(block: MermaidBlock) -> DiagramIndex:
     """Check one block and collect what it names (see the module docstring)."""
     raw_lines = block.source.splitlines()
     offset = block.line
     idx = _skip_preamble(raw_lines)
     if idx >= len(raw_lines):
-        diagram = ParsedDiagram("", offset)
-        diagram.problems.append(MermaidProblem(offset, "empty Mermaid block"))
-        return diagram
+        return DiagramIndex([""], problems=[MermaidProblem(offset, "empty Mermaid block")])
     header_line = raw_lines[idx].strip()
     header = header_line.split()[0].rstrip(";")
-    diagram = ParsedDiagram(header, offset + idx)
+    diagram = DiagramIndex([header])
     if header not in DIAGRAM_TYPES:
         diagram.problems.append(MermaidProblem(offset + idx, f"unknown diagram type {header!r}"))
         diagram.names |= words(block.source)
@@ -353,7 +355,7 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
                 MermaidProblem(offset + idx, f"unknown flowchart direction {direction!r}")
             )
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
-    reader = _Reader(diagram, kind)
+    reader = _Reader(diagram, kind, offset + idx)
     statements_seen = 0
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
@@ -378,18 +380,6 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
     return diagram
 
 
-@dataclass
-class DiagramIndex:
-    """Everything the blocks of one file name, merged, with their problems."""
-
-    names: set[str] = field(default_factory=set)
-    members: dict[str, set[str]] = field(default_factory=dict)
-    edges: set[tuple[str, str]] = field(default_factory=set)
-    states: set[str] = field(default_factory=set)
-    kinds: list[str] = field(default_factory=list)
-    problems: list[MermaidProblem] = field(default_factory=list)
-
-
 def index_text(text: str, path: str = "") -> DiagramIndex:
     """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""
     return index_blocks(extract_blocks(text, path))
@@ -400,7 +390,7 @@ def index_blocks(blocks: Iterable[MermaidBlock]) -> DiagramIndex:
     index = DiagramIndex()
     for block in blocks:
         parsed = parse_block(block)
-        index.kinds.append(parsed.kind)
+        index.kinds += parsed.kinds
         index.names |= parsed.names
         index.edges |= parsed.edges
         index.states |= parsed.states

@@ -26,6 +26,18 @@ from scaffold.diagramcheck.rules.states import mermaid_source_requirements, stat
 from scaffold.diagramcheck.settings import DiagramSettings, diagram_paths
 
 
+def _readable(path: str, present: bool, python: frozenset[str], cfg: DiagramSettings) -> bool:
+    """Whether the rules read this side of a change (a stub next to its module describes
+    that module: only the module is read)."""
+    return (
+        present
+        and is_python(path)
+        and not matches_any(path, cfg.ignore)
+        and under_roots(path, cfg.source_roots) is not None
+        and not stub_of_module(path, python)
+    )
+
+
 def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
     """What the diff requires of the diagrams, and warnings about files it cannot read."""
     diagrams = set(diagram_paths(cfg))
@@ -37,26 +49,14 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
         if backlog_kind(path) or backlog_kind(change.source_path):
             continue
         ignored_new = matches_any(path, cfg.ignore)
-        ignored_old = matches_any(change.source_path, cfg.ignore)
-        if ignored_new and ignored_old:
+        if ignored_new and matches_any(change.source_path, cfg.ignore):
             continue
         if is_python(path) or is_python(change.source_path):
-            old_ok = (
-                change.status != "A"
-                and (change.old_text is not None or change.old_binary)
-                and is_python(change.source_path)
-                and not ignored_old
-                and under_roots(change.source_path, cfg.source_roots) is not None
+            old_present = change.status != "A" and (
+                change.old_text is not None or change.old_binary
             )
-            new_ok = (
-                change.status != "D"
-                and is_python(path)
-                and not ignored_new
-                and under_roots(path, cfg.source_roots) is not None
-            )
-            # A stub next to its module describes that module: read the module only.
-            old_ok = old_ok and not stub_of_module(change.source_path, data.python_old)
-            new_ok = new_ok and not stub_of_module(path, data.python_new)
+            old_ok = _readable(change.source_path, old_present, data.python_old, cfg)
+            new_ok = _readable(path, change.status != "D", data.python_new, cfg)
             if not (old_ok or new_ok):
                 continue
             if path.endswith(".py") or change.source_path.endswith(".py"):

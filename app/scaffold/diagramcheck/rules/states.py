@@ -21,62 +21,36 @@ def _real_states(machine: pm.MachineInfo | None) -> list[pm.MemberInfo]:
 
 def state_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Requirement]:
     """Transition tables and ``transitions`` machines."""
-    states = normalize_path(cfg.states)
-    out: list[Requirement] = []
-    with_states = [
-        (change, old, new)
-        for change, old, new in analysis.pairs
-        if (old is not None and (old.tables or old.machines))
-        or (new is not None and (new.tables or new.machines))
-    ]
-    if not with_states:
-        return out
     enum_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
     for _, old, new in analysis.pairs:
-        for info in (old, new):
-            if info is None:
-                continue
-            for cls in info.classes:
-                if cls.members:
-                    enum_aliases.setdefault(cls.name, {}).update(
-                        {m.name: m.aliases for m in cls.members}
-                    )
-    for change, old, new in with_states:
-        old_tables = {(t.name, t.enum): t for t in (old.tables if old else ())}
-        new_tables = {(t.name, t.enum): t for t in (new.tables if new else ())}
-        for key in dict.fromkeys([*old_tables, *new_tables]):
-            before, after = old_tables.get(key), new_tables.get(key)
+        for cls in (*(old.classes if old else ()), *(new.classes if new else ())):
+            if cls.members:
+                enum_aliases.setdefault(cls.name, {}).update(
+                    {m.name: m.aliases for m in cls.members}
+                )
+    out: list[Requirement] = []
+    for change, old, new in analysis.pairs:
+        where = (normalize_path(cfg.states), change.source_path, change.path)
+        old_tables = {(t.name, t.enum): t.rows for t in (old.tables if old else ())}
+        new_tables = {(t.name, t.enum): t.rows for t in (new.tables if new else ())}
+        for name, enum in dict.fromkeys([*old_tables, *new_tables]):
             out += transition_requirements(
-                before.rows if before else (),
-                after.rows if after else (),
-                enum_aliases.get(key[1], {}),
-                f"transition table `{key[0]}`",
-                states,
-                change.source_path,
-                change.path,
+                old_tables.get((name, enum), ()),
+                new_tables.get((name, enum), ()),
+                enum_aliases.get(enum, {}),
+                f"transition table `{name}`",
+                *where,
             )
         old_machines = {m.name: m for m in (old.machines if old else ())}
         new_machines = {m.name: m for m in (new.machines if new else ())}
         for name in dict.fromkeys([*old_machines, *new_machines]):
             bm, am = old_machines.get(name), new_machines.get(name)
+            label = f"machine `{name}`"
             out += member_requirements(
-                _real_states(bm),
-                _real_states(am),
-                name,
-                f"machine `{name}`",
-                states,
-                change.source_path,
-                change.path,
-                as_states=True,
+                _real_states(bm), _real_states(am), name, label, *where, as_states=True
             )
             out += transition_requirements(
-                bm.transitions if bm else (),
-                am.transitions if am else (),
-                {},
-                f"machine `{name}`",
-                states,
-                change.source_path,
-                change.path,
+                bm.transitions if bm else (), am.transitions if am else (), {}, label, *where
             )
     return out
 
@@ -87,7 +61,7 @@ def _state_blocks(text: str | None, path: str) -> tuple[dict[str, int], dict[tup
     edges: dict[tuple[str, str], int] = {}
     for block in mermaid.extract_blocks(text or "", path):
         parsed = mermaid.parse_block(block)
-        if not parsed.kind.startswith("stateDiagram"):
+        if not parsed.kinds[0].startswith("stateDiagram"):
             continue
         for n, line in enumerate(block.source.splitlines(), start=block.line):
             for s in parsed.states:
