@@ -55,9 +55,8 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
             if name == "__tablename__":
                 has_tablename = True
                 continue
-            if is_classvar(stmt.annotation) or (name.startswith("__") and name.endswith("__")):
-                continue
-            if name == "model_config":
+            dunder = name.startswith("__") and name.endswith("__")
+            if is_classvar(stmt.annotation) or dunder or name == "model_config":
                 continue
             if last(dotted(stmt.annotation)) == "Mapped":
                 uses_mapped = True
@@ -74,18 +73,12 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                     continue
                 func = dotted(call.func)
                 if func in _ATTRS_FIELD_CALLS or func in _SQLA_COLUMN_CALLS:
-                    typ = ""
-                    for kw in call.keywords:
-                        if kw.arg == "type":
-                            typ = ast.unparse(kw.value)
+                    typ = next((ast.unparse(k.value) for k in call.keywords if k.arg == "type"), "")
                     if not typ and func in _SQLA_COLUMN_CALLS and call.args:
                         first = call.args[0]
-                        typ = (
-                            str_value(first) or dotted(first)
-                            if not isinstance(first, ast.Constant)
-                            else str(first.value)
+                        typ = last(
+                            str(first.value) if isinstance(first, ast.Constant) else dotted(first)
                         )
-                        typ = last(typ) if typ else ""
                     fields.append(FieldInfo(target.id, typ, stmt.lineno))
     return fields, has_tablename, uses_mapped
 

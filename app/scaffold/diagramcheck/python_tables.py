@@ -38,22 +38,21 @@ def _row(
     items: list[ast.expr], aliases: Mapping[str, str], line: int
 ) -> tuple[str, Transition] | None:
     """A row naming two members of one Enum: the first is the source, the last the target."""
-    refs = [(i, _enum_ref(item, aliases)) for i, item in enumerate(items)]
+    refs = [_enum_ref(item, aliases) for item in items]
     by_enum: dict[str, list[tuple[int, str]]] = {}
-    for i, ref in refs:
+    for i, ref in enumerate(refs):
         if ref is not None:
             by_enum.setdefault(ref[0], []).append((i, ref[1]))
     for enum, found in by_enum.items():
         if len(found) >= 2:
-            (si, src), (_, dst) = found[0], found[-1]
-            event = ""
-            for i, item in enumerate(items):
-                if i != si and i != found[-1][0] and (i > si):
-                    ref = _enum_ref(item, aliases)
-                    event = ref[1] if ref else (str_value(item) or dotted(item))
-                    if event:
-                        break
-            return enum, Transition(src, event, dst, line)
+            (si, src), (di, dst) = found[0], found[-1]
+            # The event: the first other item after the source that names something.
+            events = (
+                ref[1] if (ref := refs[i]) else (str_value(item) or dotted(item))
+                for i, item in enumerate(items)
+                if i > si and i != di
+            )
+            return enum, Transition(src, next(filter(None, events), ""), dst, line)
     return None
 
 
@@ -155,32 +154,30 @@ def _literal_transitions(node: ast.expr, assigned: Mapping[str, ast.expr]) -> li
     if not isinstance(node, ast.List | ast.Tuple):
         return out
     for item in node.elts:
-        trigger = src = dst = None
+        trigger = dst = None
         sources: list[str] = []
         if isinstance(item, ast.List | ast.Tuple) and len(item.elts) >= 3:
             trigger = str_value(item.elts[0])
-            s, d = item.elts[1], item.elts[2]
-            sources = _names_of(s)
-            dst = str_value(d) or (d.attr if isinstance(d, ast.Attribute) else None)
+            sources = _names_of(item.elts[1])
+            dst = _name(item.elts[2]) or None
         elif isinstance(item, ast.Dict):
             vals = {str_value(k): v for k, v in zip(item.keys, item.values, strict=True) if k}
             trigger = str_value(vals["trigger"]) if "trigger" in vals else None
-            if "source" in vals:
-                sources = _names_of(vals["source"])
-            if "dest" in vals:
-                d = vals["dest"]
-                dst = str_value(d) or (d.attr if isinstance(d, ast.Attribute) else None)
-        for src in sources:
-            if dst is not None:
-                out.append(Transition(src, trigger or "", dst, item.lineno))
+            sources = _names_of(vals["source"]) if "source" in vals else []
+            dst = (_name(vals["dest"]) or None) if "dest" in vals else None
+        if dst is not None:
+            out += [Transition(src, trigger or "", dst, item.lineno) for src in sources]
     return out
 
 
+def _name(node: ast.expr) -> str | None:
+    """A state named by a string or an attribute (``States.open``)."""
+    return node.attr if isinstance(node, ast.Attribute) else str_value(node)
+
+
 def _names_of(node: ast.expr) -> list[str]:
-    if (s := str_value(node)) is not None:
+    if (s := _name(node)) is not None:
         return [s]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
     if isinstance(node, ast.List | ast.Tuple):
         return [n for e in node.elts for n in _names_of(e)]
     return []
