@@ -1,21 +1,13 @@
 """Mermaid drafts of a repository's architecture, data model and states.
 
-``scaffold diagrams generate`` reads the Python files of the working tree
-(tracked or untracked, never git-ignored ones; the ``diagrams`` ignore globs
-and source roots apply) with the same readers DiagramCheck uses, so a draft
-names everything the checker would ask for:
-
-* architecture: a ``flowchart`` of every module, boxed by package, with an
-  arrow from a package to each package it imports;
-* data model: a ``classDiagram`` of every dataclass, pydantic model, attrs
-  class, TypedDict, NamedTuple, SQLAlchemy model and Enum with its fields;
-* states: one ``stateDiagram-v2`` per transition table, state Enum,
-  python-statemachine class and ``transitions`` machine.
-
-With ``write`` each draft replaces the block between
-``<!-- diagramcheck:<kind>:begin -->`` and ``<!-- diagramcheck:<kind>:end -->``
-in the configured diagram file (appended under a heading when absent), so the
-prose around it stays as written.
+``scaffold diagrams generate`` reads the Python files of the working tree (never
+git-ignored ones; the ``diagrams`` ignore globs and source roots apply) with the readers
+DiagramCheck uses, so a draft names everything the checker would ask for: a
+``flowchart`` of the modules boxed by package with the package import graph, a
+``classDiagram`` of the data classes and Enums, and one ``stateDiagram-v2`` per state
+machine. Written, each draft replaces the block between ``<!-- diagramcheck:<kind>:begin
+-->`` and ``<!-- diagramcheck:<kind>:end -->`` of its diagram file (appended under a
+heading when absent), so the prose around it stays as written.
 """
 
 from __future__ import annotations
@@ -156,13 +148,15 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> str:
+def _state_block(title: str, shown: Mapping[str, str], rows: Iterable[pm.Transition]) -> str:
+    """A ``stateDiagram-v2``; ``shown`` maps each state to the name the diagram gives it."""
     lines = ["stateDiagram-v2", f"    %% {title}"]
     seen: set[str] = set()
-    for a, b, event in edges:
+    edges = [(shown.get(r.source, r.source), shown.get(r.target, r.target), r.event) for r in rows]
+    for a, b, event in dict.fromkeys(edges):
         lines.append(f"    {mermaid_id(a)} --> {mermaid_id(b)}" + (f" : {event}" if event else ""))
         seen.update((a, b))
-    lines += [f"    state {mermaid_id(s)}" for s in states if s not in seen]
+    lines += [f"    state {mermaid_id(s)}" for s in shown.values() if s not in seen]
     return "\n".join(lines) + "\n"
 
 
@@ -175,36 +169,27 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.ENUM:
                 labels.setdefault(cls.name, {m.name: m.value or m.name for m in cls.members})
-    blocks: list[str] = []
-    for f in files:
-        for table in f.info.tables:
-            shown = labels.get(table.enum, {})
-            edges = [
-                (shown.get(r.source, r.source), shown.get(r.target, r.target), r.event)
-                for r in table.rows
-            ]
-            title = f"{f.module}.{table.name} ({table.enum})"
-            blocks.append(_state_block(title, list(shown.values()), list(dict.fromkeys(edges))))
+    blocks = [
+        _state_block(f"{f.module}.{t.name} ({t.enum})", labels.get(t.enum, {}), t.rows)
+        for f in files
+        for t in f.info.tables
+    ]
     tabled = {t.enum for f in files for t in f.info.tables}
     for name in sorted(state_enums(files, cfg) - tabled):
         if name in labels:
-            blocks.append(_state_block(name, list(labels[name].values()), []))
+            blocks.append(_state_block(name, labels[name], ()))
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.STATEMACHINE and cls.states:
                 names = {s.name: (s.value or s.name) for s in cls.states}
-                edges = [
-                    (names.get(t.source, t.source), names.get(t.target, t.target), t.event)
-                    for t in cls.transitions
-                ]
-                blocks.append(_state_block(f"{f.module}.{cls.name}", list(names.values()), edges))
+                blocks.append(_state_block(f"{f.module}.{cls.name}", names, cls.transitions))
         for machine in f.info.machines:
             states = [s.name for s in machine.states if not s.name.startswith("@enum:")]
             for s in machine.states:
                 if s.name.startswith("@enum:"):
                     states += labels.get(s.name.removeprefix("@enum:"), {}).values()
-            edges = [(t.source, t.target, t.event) for t in machine.transitions]
-            blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
+            shown = {s: s for s in states}
+            blocks.append(_state_block(f"{f.module}.{machine.name}", shown, machine.transitions))
     return blocks
 
 
@@ -240,23 +225,19 @@ def drafts(
     files: Sequence[SourceFile], cfg: DiagramSettings, kinds: Iterable[str]
 ) -> dict[str, list[str]]:
     """Mermaid bodies per kind."""
-    out: dict[str, list[str]] = {}
-    for kind in kinds:
-        if kind == "architecture":
-            out[kind] = [architecture_draft(files)]
-        elif kind == "data-model":
-            out[kind] = [data_model_draft(files, cfg)]
-        elif kind == "states":
-            out[kind] = states_drafts(files, cfg) or ["stateDiagram-v2\n    %% no states found\n"]
-        else:
-            raise ValueError(f"unknown diagram kind {kind!r}")
-    return out
+    build = {
+        "architecture": lambda: [architecture_draft(files)],
+        "data-model": lambda: [data_model_draft(files, cfg)],
+        "states": lambda: (
+            states_drafts(files, cfg) or ["stateDiagram-v2\n    %% no states found\n"]
+        ),
+    }
+    return {kind: build[kind]() for kind in kinds}
 
 
 def target_path(cfg: DiagramSettings, kind: str) -> str:
-    return normalize_path(
-        {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}[kind]
-    )
+    paths = {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}
+    return normalize_path(paths[kind])
 
 
 def write_drafts(repo: Path, cfg: DiagramSettings, bodies: Mapping[str, list[str]]) -> list[str]:

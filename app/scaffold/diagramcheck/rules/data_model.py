@@ -129,10 +129,7 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
     for name, old in old_all.items():
         if name in new_all:
             continue
-        diagram = (
-            states if (old.kind == pm.STATEMACHINE or name in analysis.state_enums) else data_model
-        )
-        if diagram == states:
+        if old.kind == pm.STATEMACHINE or name in analysis.state_enums:
             members = old.cls.states if old.kind == pm.STATEMACHINE else old.cls.members
             out += member_requirements(
                 members, (), name, f"`{name}`", states, old.path, old.path, as_states=True
