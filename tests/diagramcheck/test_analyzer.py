@@ -27,7 +27,7 @@ def test_a_class_body_gives_its_words_to_its_class_only() -> None:
 
 
 def test_read_diagram_extracts_the_blocks_once() -> None:
-    from scaffold.diagramcheck.rules import DiagramFile, read_diagram
+    from scaffold.diagramcheck.rules.model import DiagramFile, read_diagram
 
     text = (
         mermaid_doc("classDiagram\n    class Order") + "\n" + mermaid_doc("flowchart LR\n  a-->b")

@@ -16,16 +16,8 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import matches_any, module_name, under_roots
-from scaffold.diagramcheck.rules import (
-    DiagramFile,
-    DiffInput,
-    Side,
-    SourceChange,
-    invalid_sources,
-    judge,
-    requirements,
-)
-from scaffold.diagramcheck.rules.model import is_python
+from scaffold.diagramcheck.rules.judge import invalid_sources, judge, requirements
+from scaffold.diagramcheck.rules.model import DiagramFile, DiffInput, Side, SourceChange, is_python
 from scaffold.diagramcheck.settings import (
     CONFIG_FILE,
     DEFAULTS,

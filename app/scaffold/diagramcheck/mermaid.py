@@ -68,7 +68,8 @@ _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _QUOTED = re.compile(r'"[^"]*"')
-# A statement of a flowchart line: up to a ``;`` outside double quotes.
+# A statement of a flowchart line: up to a ``;`` outside double quotes (an open quote
+# runs to the end).
 _STATEMENT = re.compile(r'(?:[^;"]|"[^"]*(?:"|$))+')
 _ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
 _EDGE_LABEL = re.compile(r"\|[^|]*\|")
@@ -173,11 +174,6 @@ def _balanced(line: str, kind: str) -> str | None:
     if stack and not (kind in ("classDiagram", "stateDiagram", "erDiagram") and stack == ["{"]):
         return f"unclosed '{stack[-1]}'"
     return None
-
-
-def _split_statements(line: str) -> list[str]:
-    """A flowchart line split at ``;`` outside double quotes (an open quote runs to the end)."""
-    return [p for p in _STATEMENT.findall(line) if p.strip()]
 
 
 def _family(header: str) -> str:
@@ -366,7 +362,7 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
         if not structured:
             continue
         if kind == "flowchart":
-            for stmt in _split_statements(line):
+            for stmt in filter(str.strip, _STATEMENT.findall(line)):
                 reader.statement(stmt.strip(), n)
         else:
             reader.statement(line, n)

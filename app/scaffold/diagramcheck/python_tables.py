@@ -201,27 +201,19 @@ def read_machines(tree: ast.Module) -> list[MachineInfo]:
             if isinstance(child, ast.ClassDef):
                 name = child.name
             if isinstance(child, ast.Call) and last(dotted(child.func)) in _MACHINE_CALLS:
-                kw = {k.arg: k.value for k in child.keywords if k.arg}
-                states_node = kw.get("states")
-                if states_node is None and len(child.args) >= 2:
-                    states_node = child.args[1]
-                trans_node = kw.get("transitions")
-                if trans_node is None and len(child.args) >= 4:
-                    trans_node = child.args[3]
+                # Machine(model, states, initial, transitions, ...), or by keyword.
+                names = ("model", "states", "initial", "transitions")
+                kw = dict(zip(names, child.args, strict=False))
+                kw.update((k.arg, k.value) for k in child.keywords if k.arg)
+                states_node, trans_node = kw.get("states"), kw.get("transitions")
                 if states_node is not None or trans_node is not None:
-                    states = [
-                        MemberInfo(s, None, line)
-                        for s, line in (
-                            _literal_names(states_node, assigned) if states_node else []
-                        )
-                    ]
-                    trans = _literal_transitions(trans_node, assigned) if trans_node else []
+                    states = _literal_names(states_node, assigned) if states_node else []
                     machines.append(
                         MachineInfo(
                             owner or f"Machine{child.lineno}",
                             child.lineno,
-                            tuple(states),
-                            tuple(trans),
+                            tuple(MemberInfo(s, None, line) for s, line in states),
+                            tuple(_literal_transitions(trans_node, assigned) if trans_node else ()),
                         )
                     )
             visit(child, name)
