@@ -82,6 +82,12 @@ _LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*
 _LINK_TEXT = re.compile(r"^--\s.*$")
 _STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
 _NEEDS_A_STATEMENT = frozenset({"classDiagram"})
+# The diagram types read alike under one name.
+_FAMILIES = {
+    "graph": "flowchart",
+    "classDiagram-v2": "classDiagram",
+    "stateDiagram-v2": "stateDiagram",
+}
 
 
 @dataclass(frozen=True)
@@ -176,15 +182,6 @@ def _balanced(line: str, kind: str) -> str | None:
     return None
 
 
-def _family(header: str) -> str:
-    if header in ("flowchart", "graph"):
-        return "flowchart"
-    for family in ("classDiagram", "stateDiagram"):
-        if header.startswith(family):
-            return family
-    return header
-
-
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
     body = _QUOTED.sub('""', line)
@@ -245,14 +242,15 @@ class _Reader:
             self.open.pop()
 
     def statement(self, stmt: str, n: int) -> None:
-        if self.current is not None:
-            if stmt == "}":
-                self.end_body()
-                self.close(n)
-            else:
-                self.body.append(stmt)
+        if self.current is not None and stmt != "}":
+            self.body.append(stmt)
             return
-        problem = None if stmt == "}" else _balanced(stmt, self.kind)
+        if stmt == "}":  # closes a class, entity, namespace or composite state
+            self.end_body()
+            if self.kind != "flowchart":
+                self.close(n)
+            return
+        problem = _balanced(stmt, self.kind)
         if problem:
             self.problem(n, f"{problem}: {stmt}")
             return
@@ -290,8 +288,6 @@ class _Reader:
             self.open.append(("{", n))
         elif stmt.startswith("namespace ") and stmt.endswith("{"):
             self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
         elif (m := _CLASS_MEMBER_LINE.match(stmt)) and not _RELATION.search(
             stmt.split(":", maxsplit=1)[0]
         ):
@@ -302,8 +298,6 @@ class _Reader:
             self.current = m.group(1).strip('"')
             self.d.members.setdefault(self.current, set())
             self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
 
     def state_diagram(self, stmt: str, n: int) -> None:
         if m := _STATE_EDGE.match(stmt):
@@ -314,8 +308,6 @@ class _Reader:
             self.d.states.add(m.group(1))
             if stmt.endswith("{"):
                 self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
         elif (m := _STATE_LABEL.match(stmt)) and not stmt.startswith(
             ("note", "direction", "classDef", "class ")
         ):
@@ -343,7 +335,7 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
         diagram.problems.append(MermaidProblem(offset + idx, f"unknown diagram type {header!r}"))
         diagram.names |= words(block.source)
         return diagram
-    kind = _family(header)
+    kind = _FAMILIES.get(header, header)
     if kind == "flowchart" and len(header_line.split()) > 1:
         direction = header_line.split()[1].rstrip(";")
         if direction not in ("TB", "TD", "BT", "RL", "LR"):

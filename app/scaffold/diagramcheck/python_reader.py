@@ -288,22 +288,16 @@ def read_module(
     body = tree.body
     aliases = _aliases(body)
     imported = _imported(body)
-    functionals: list[ClassInfo] = []
-    tables: list[TableInfo] = []
+    functionals = [cls for top in body if (cls := _functional(top)) is not None]
     function_tables: list[TableInfo] = []
     bases: list[str] = []
     for top in body:
-        if isinstance(top, ast.Assign | ast.AnnAssign):
-            tables += read_tables([top], aliases)
-            functional = _functional(top)
-            if functional is not None:
-                functionals.append(functional)
-            if (
-                isinstance(top, ast.Assign)
-                and isinstance(top.value, ast.Call)
-                and last(dotted(top.value.func)) == "declarative_base"
-            ):
-                bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
+        if (
+            isinstance(top, ast.Assign)
+            and isinstance(top.value, ast.Call)
+            and last(dotted(top.value.func)) == "declarative_base"
+        ):
+            bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
         elif isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
             # Tables built by a module-level function (``def _rows(): rows = [...]``).
             function_tables += [
@@ -340,7 +334,7 @@ def read_module(
     return ModuleInfo(
         declarative_bases=tuple(bases),
         classes=(*classes, *functionals),
-        tables=(*tables, *function_tables, *class_tables),
+        tables=(*read_tables(body, aliases), *function_tables, *class_tables),
         machines=tuple(machines),
         imports=_imports(tree, module, is_package) if imports else (),
         aliases=aliases,

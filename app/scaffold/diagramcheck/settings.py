@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from scaffold.diagramcheck.paths import normalize_path
+
 if TYPE_CHECKING:
     from scaffold.config import DiagramsConfig
 
@@ -59,8 +61,6 @@ DiagramSettings: TypeAlias = "DefaultSettings | DiagramsConfig"
 
 def diagram_paths(cfg: DiagramSettings) -> tuple[str, ...]:
     """The configured diagram files, normalized, without duplicates."""
-    from scaffold.diagramcheck.paths import normalize_path
-
     paths = (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
     return tuple(dict.fromkeys(normalize_path(p) for p in paths))
 
