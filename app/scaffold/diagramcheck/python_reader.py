@@ -121,8 +121,8 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
                     if src and dst:
                         pair = (src, dst) if meth == "to" else (dst, src)
                         transitions.append(Transition(last(pair[0]), event, last(pair[1]), line))
-            elif meth == "itself":
-                src = dotted(expr.func.value)
+            elif meth == "itself" and isinstance(expr.func.value, ast.Attribute):
+                src = dotted(expr.func.value.value)  # ``idle.to.itself()``
                 if src:
                     transitions.append(Transition(last(src), event, last(src), line))
             else:

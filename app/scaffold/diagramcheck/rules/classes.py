@@ -94,11 +94,10 @@ def analyse(
         extra = _inherited(parsed, side, found, cfg, data)
         return pm.classify([*extra, *classes], bases) if extra else found
 
-    result = Analysis(list(parsed), kinds("old"), kinds("new"))
-    infos = [info for _, old, new in parsed for info in (old, new) if info is not None]
-    pairs = [*result.kinds_old.items(), *result.kinds_new.items()]
-    result.state_enums = pm.state_enums(infos, pairs, cfg.state_enum_suffixes)
-    return result
+    old, new = kinds("old"), kinds("new")
+    infos = [info for _, before, after in parsed for info in (before, after) if info is not None]
+    states = pm.state_enums(infos, [*old.items(), *new.items()], cfg.state_enum_suffixes)
+    return Analysis(list(parsed), old, new, states)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import backlog_kind
 from scaffold.diagramcheck.paths import matches_any, under_roots
-from scaffold.diagramcheck.rules.architecture import module_requirements, moves, stub_of_module
+from scaffold.diagramcheck.rules.architecture import module_requirements, moves
 from scaffold.diagramcheck.rules.classes import analyse
 from scaffold.diagramcheck.rules.data_model import class_requirements
 from scaffold.diagramcheck.rules.model import (
     DiffInput,
     Requirement,
     SourceChange,
-    is_mermaid_source,
     is_python,
     norm,
     read_diagram,
@@ -34,7 +33,7 @@ def _readable(path: str, present: bool, python: frozenset[str], cfg: DiagramSett
         and is_python(path)
         and not matches_any(path, cfg.ignore)
         and under_roots(path, cfg.source_roots) is not None
-        and not stub_of_module(path, python)
+        and not (path.endswith(".pyi") and path[:-1] in python)
     )
 
 
@@ -81,7 +80,9 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 old_info = None
             view = SourceChange(change.status, path, change.old_path, old_text, new_text)
             python.append((view, old_info, new_info))
-        elif is_mermaid_source(path, diagrams) and not ignored_new:
+        elif path.endswith((".mmd", ".mermaid")) and path not in diagrams and not ignored_new:
+            # A dedicated Mermaid file's state diagram is a machine the diagrams follow; a
+            # block in Markdown (a README, a guide) is an example, never a state source.
             out += mermaid_source_requirements(change, cfg)
     analysis = analyse(python, cfg, data)
     out += class_requirements(analysis, cfg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from scaffold.diagramcheck import mermaid
@@ -102,14 +102,14 @@ class Requirement:
     needs_change: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Analysis:
     """The parsed modules of a diff, both sides."""
 
     pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]]
     kinds_old: dict[str, str]
     kinds_new: dict[str, str]
-    state_enums: set[str] = field(default_factory=set)
+    state_enums: set[str]
 
 
 def mermaid_id(name: str) -> str:
@@ -123,12 +123,3 @@ def norm(name: str) -> str:
 
 def is_python(path: str) -> bool:
     return path.endswith((".py", ".pyi"))
-
-
-def is_mermaid_source(path: str, diagram_paths: set[str]) -> bool:
-    """A dedicated Mermaid file (``.mmd``/``.mermaid``) outside the configured diagrams.
-
-    Markdown is never a state source: a Mermaid block in a README or a guide is an
-    example or an illustration, not a machine the diagrams must follow.
-    """
-    return path not in diagram_paths and path.endswith((".mmd", ".mermaid"))
