@@ -74,11 +74,11 @@ def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | 
 
     ``titles``: what a package is for, shown after its name on its box.
     """
-    modules = {f.module for f in files}
-    package_of: dict[str, str] = {}
-    for f in files:
-        is_pkg = f.path.endswith("__init__.py")
-        package_of[f.module] = f.module if is_pkg else f.module.rpartition(".")[0]
+    package_of = {
+        f.module: f.module if f.path.endswith("__init__.py") else f.module.rpartition(".")[0]
+        for f in files
+    }
+    modules = set(package_of)
     groups: dict[str, list[str]] = {}
     for module in sorted(modules):
         groups.setdefault(package_of[module], []).append(module)

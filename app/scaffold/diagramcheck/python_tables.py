@@ -60,31 +60,27 @@ def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, 
     # See through wrappers such as MappingProxyType({...}) or tuple([...]).
     while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
-    rows: list[tuple[str, Transition]] = []
+    candidates: list[tuple[list[ast.expr], int]] = []  # a row's items, and its line
     if isinstance(value, ast.Dict):
         for key, val in zip(value.keys, value.values, strict=True):
             if key is None:
                 continue
             key_items = list(key.elts) if isinstance(key, ast.Tuple) else [key]
             if isinstance(val, ast.Dict):  # {state: {event: state}}
-                for k2, v2 in zip(val.keys, val.values, strict=True):
-                    if k2 is None:
-                        continue
-                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno)
-                    if found:
-                        rows.append(found)
-                continue
-            found = _row([*key_items, *_flat(val)], aliases, key.lineno)
-            if found:
-                rows.append(found)
+                candidates += [
+                    ([*key_items, k2, *_flat(v2)], key.lineno)
+                    for k2, v2 in zip(val.keys, val.values, strict=True)
+                    if k2 is not None
+                ]
+            else:
+                candidates.append(([*key_items, *_flat(val)], key.lineno))
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
-        for item in value.elts:
-            if not isinstance(item, ast.Tuple | ast.List | ast.Call):
-                continue
-            found = _row(_flat(item), aliases, item.lineno)
-            if found:
-                rows.append(found)
-    return rows
+        candidates = [
+            (_flat(item), item.lineno)
+            for item in value.elts
+            if isinstance(item, ast.Tuple | ast.List | ast.Call)
+        ]
+    return [row for items, line in candidates if (row := _row(items, aliases, line))]
 
 
 def _flat(node: ast.expr) -> list[ast.expr]:
@@ -107,10 +103,7 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
         if not isinstance(target, ast.Name) or value is None:
             continue
         rows = _table_rows(value, aliases)
-        if len(rows) < 2:
-            continue
-        enums = {enum for enum, _ in rows}
-        for enum in sorted(enums):
+        for enum in sorted({enum for enum, _ in rows}):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
                 tables.append(TableInfo(target.id, stmt.lineno, enum, mine))

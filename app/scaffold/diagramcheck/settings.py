@@ -84,7 +84,7 @@ def read_settings(text: str, where: str) -> DefaultSettings:
     except YAMLError as exc:
         raise ConfigError(where, "", f"not valid YAML: {exc}") from None
     if doc is None:
-        return DEFAULTS
+        doc = {}
     if not isinstance(doc, dict):
         raise ConfigError(where, "", f"expected a mapping at the top, got {type(doc).__name__}")
     if "diagrams" not in doc:
