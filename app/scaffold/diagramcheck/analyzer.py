@@ -98,8 +98,7 @@ def _module_lookup(
         if side not in names:
             names[side] = {}
             for path in trees[side]:
-                name = module_name(path, roots, packages[side]) if path.endswith(".py") else None
-                if name is not None:
+                if (name := module_name(path, roots, packages[side])) is not None:
                     names[side].setdefault(name, path)
         found = names[side].get(module)
         if found is None:

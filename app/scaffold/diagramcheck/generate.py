@@ -19,7 +19,7 @@ from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
-from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path
 from scaffold.diagramcheck.rules.model import mermaid_id
 from scaffold.diagramcheck.rules.type_text import class_draft
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -50,10 +50,8 @@ def parse_sources(root: Path, names: Iterable[str], cfg: DiagramSettings) -> lis
     packages = frozenset(p for p in paths if p.endswith("__init__.py"))
     files: list[SourceFile] = []
     for path in paths:
-        if matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None:
-            continue
-        name = module_name(path, cfg.source_roots, packages)
-        if name is None:
+        name = module_name(path, cfg.source_roots, packages)  # None outside the roots
+        if name is None or matches_any(path, cfg.ignore):
             continue
         try:
             text = (root / path).read_text(encoding="utf-8-sig")

@@ -194,23 +194,19 @@ def _direct_kind(cls: ClassInfo) -> str | None:
         if base in _LIBRARY_KINDS:
             return _LIBRARY_KINDS[base]
     decos = set(cls.decorators)
-    if decos & _DATACLASS_DECOS:
-        return DATACLASS
-    if decos & _ATTRS_DECOS:
-        return ATTRS
     bases = {last(b) for b in cls.bases}
-    if bases & _SM_BASES:
-        return STATEMACHINE
-    if bases & _ENUM_BASES:
-        return ENUM
-    if bases & _PYDANTIC_BASES:
-        return PYDANTIC
-    if "TypedDict" in bases:
-        return TYPEDDICT
-    if "NamedTuple" in bases:
-        return NAMEDTUPLE
-    if bases & _SQLA_BASES:
-        return _SQLA_BASE
+    for names, found, kind in (
+        (decos, _DATACLASS_DECOS, DATACLASS),
+        (decos, _ATTRS_DECOS, ATTRS),
+        (bases, _SM_BASES, STATEMACHINE),
+        (bases, _ENUM_BASES, ENUM),
+        (bases, _PYDANTIC_BASES, PYDANTIC),
+        (bases, {"TypedDict"}, TYPEDDICT),
+        (bases, {"NamedTuple"}, NAMEDTUPLE),
+        (bases, _SQLA_BASES, _SQLA_BASE),
+    ):
+        if names & found:
+            return kind
     if cls.has_tablename or cls.uses_mapped:
         return SQLALCHEMY
     return None

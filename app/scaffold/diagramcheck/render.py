@@ -40,16 +40,16 @@ def render_text(report: Report) -> str:
     if not report.findings:
         checked = ", ".join(report.diagrams_checked) or "no diagram was needed"
         return f"DiagramCheck passed ({span}): diagrams are in sync with the code ({checked})\n"
-    lines: list[str] = []
-    failures, warnings = report.failures, report.warnings
-    if failures:
-        lines.append(f"DiagramCheck blocked ({span}): {len(failures)} problem(s)")
-    else:
-        lines.append(f"DiagramCheck passed ({span}) with {len(warnings)} warning(s)")
+    failures = len(report.failures)
+    lines = [
+        f"DiagramCheck blocked ({span}): {failures} problem(s)"
+        if failures
+        else f"DiagramCheck passed ({span}) with {len(report.warnings)} warning(s)"
+    ]
     for f in report.findings:
         tag = "error" if f.blocking else "warning"
         lines.append(f"{f.source}:{f.line}: {tag}: [{f.kind}] {f.message}")
-        if f.draft and len(f.draft) > 1:
+        if len(f.draft) > 1:
             lines += [f"        {d}" for d in f.draft[:_MAX_DRAFT_LINES]]
     return "\n".join(lines) + "\n"
 
@@ -85,7 +85,7 @@ def render_github(report: Report) -> str:
     lines: list[str] = []
     for f in report.findings:
         message = f.message
-        if f.draft and len(f.draft) > 1:
+        if len(f.draft) > 1:
             message += "\n" + "\n".join(f.draft[:_MAX_DRAFT_LINES])
         lines.append(
             workflow_command(
