@@ -101,17 +101,16 @@ def read_blobs(repo: Path, names: Sequence[str]) -> list[bytes | None]:
         end = out.find(b"\n", pos)
         if end < 0:
             raise GitError(argv, proc.returncode, f"git stopped answering at {name!r}")
-        line = out[pos:end]
+        line, pos = out[pos:end], end + 1
         header = line.split(b" ")
-        pos = end + 1
-        if len(header) == 2 and header[1] in (b"missing", b"ambiguous"):
+        if len(header) == 3:  # <sha> <type> <size>, then the content and a newline
+            size = int(header[2])
+            results.append(out[pos : pos + size] if header[1] == b"blob" else None)
+            pos += size + 1
+        elif len(header) == 2 and header[1] in (b"missing", b"ambiguous"):
             results.append(None)
-            continue
-        if len(header) != 3:
+        else:
             raise GitError(argv, -1, f"bad header {line!r}")
-        size = int(header[2])
-        results.append(out[pos : pos + size] if header[1] == b"blob" else None)
-        pos += size + 1  # the content, and the newline after it
     return results
 
 

@@ -262,6 +262,11 @@ class _Reader:
         if self.handler is not None:
             self.handler(stmt, n)
 
+    def open_body(self, owner: str, n: int) -> None:
+        self.current = owner
+        self.d.members.setdefault(owner, set())
+        self.open.append(("{", n))
+
     def end_body(self) -> None:
         """The words of the body just read go to its class or entity."""
         if self.current is not None:
@@ -283,9 +288,7 @@ class _Reader:
 
     def class_diagram(self, stmt: str, n: int) -> None:
         if m := _CLASS_OPEN.match(stmt):
-            self.current = m.group(1)
-            self.d.members.setdefault(self.current, set())
-            self.open.append(("{", n))
+            self.open_body(m.group(1), n)
         elif stmt.startswith("namespace ") and stmt.endswith("{"):
             self.open.append(("{", n))
         elif (m := _CLASS_MEMBER_LINE.match(stmt)) and not _RELATION.search(
@@ -295,9 +298,7 @@ class _Reader:
 
     def er_diagram(self, stmt: str, n: int) -> None:
         if (m := _ER_OPEN.match(stmt)) and "--" not in stmt:
-            self.current = m.group(1).strip('"')
-            self.d.members.setdefault(self.current, set())
-            self.open.append(("{", n))
+            self.open_body(m.group(1).strip('"'), n)
 
     def state_diagram(self, stmt: str, n: int) -> None:
         if m := _STATE_EDGE.match(stmt):

@@ -16,7 +16,7 @@ def member_requirements(
     diagram: str,
     old_path: str,
     new_path: str,
-    as_states: bool,
+    as_states: bool = False,
 ) -> list[Requirement]:
     """Enum members (data model) or states (state diagram) added, removed, renamed."""
     kind = "state" if as_states else "member"
