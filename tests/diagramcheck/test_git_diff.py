@@ -27,12 +27,7 @@ def test_parse_raw_z() -> None:
     )
     added, moved, gone = parse_raw_z(out)
     assert (added.status, added.path, added.old_blob, added.new_blob) == ("A", "new.py", None, B)
-    assert (moved.status, moved.old_path, moved.path, moved.similarity) == (
-        "R",
-        "old.py",
-        "moved.py",
-        87,
-    )
+    assert (moved.status, moved.old_path, moved.path) == ("R", "old.py", "moved.py")
     assert moved.source_path == "old.py"
     assert (gone.new_blob, gone.old_blob) == (None, A)
     assert parse_raw_z("") == []

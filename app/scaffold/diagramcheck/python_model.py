@@ -131,7 +131,6 @@ class TableInfo:
     """A transition table: an assignment whose rows name members of ``enum``."""
 
     name: str
-    line: int
     enum: str
     rows: tuple[Transition, ...]
 
@@ -141,7 +140,6 @@ class MachineInfo:
     """A ``transitions`` machine: ``Machine(states=..., transitions=...)``."""
 
     name: str
-    line: int
     states: tuple[MemberInfo, ...]
     transitions: tuple[Transition, ...]
 
@@ -159,7 +157,6 @@ class ModuleInfo:
     machines: tuple[MachineInfo, ...] = ()
     imports: tuple[str, ...] = ()
     error: SyntaxProblem | None = None
-    aliases: Mapping[str, str] = field(default_factory=dict)
     # Names bound to ``declarative_base()`` (the pre-2.0 SQLAlchemy spelling).
     declarative_bases: tuple[str, ...] = ()
     # Top-level ``from m import X`` bindings: local name -> ``m.X`` as written, a

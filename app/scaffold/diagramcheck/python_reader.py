@@ -301,7 +301,7 @@ def read_module(
         elif isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
             # Tables built by a module-level function (``def _rows(): rows = [...]``).
             function_tables += [
-                TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
+                TableInfo(f"{top.name}.{t.name}", t.enum, t.rows)
                 for t in read_tables(top.body, aliases)
             ]
     classes: list[ClassInfo] = []
@@ -337,6 +337,5 @@ def read_module(
         tables=(*read_tables(body, aliases), *function_tables, *class_tables),
         machines=tuple(machines),
         imports=_imports(tree, module, is_package) if imports else (),
-        aliases=aliases,
         imported=imported,
     )

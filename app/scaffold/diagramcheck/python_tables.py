@@ -106,7 +106,7 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
         for enum in sorted({enum for enum, _ in rows}):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
-                tables.append(TableInfo(target.id, stmt.lineno, enum, mine))
+                tables.append(TableInfo(target.id, enum, mine))
     return tables
 
 
@@ -201,12 +201,12 @@ def read_machines(tree: ast.Module) -> list[MachineInfo]:
                 states_node, trans_node = kw.get("states"), kw.get("transitions")
                 if states_node is not None or trans_node is not None:
                     states = _literal_names(states_node, assigned) if states_node else []
+                    trans = _literal_transitions(trans_node, assigned) if trans_node else []
                     machines.append(
                         MachineInfo(
                             owner or f"Machine{child.lineno}",
-                            child.lineno,
                             tuple(MemberInfo(s, None, line) for s, line in states),
-                            tuple(_literal_transitions(trans_node, assigned) if trans_node else ()),
+                            tuple(trans),
                         )
                     )
             visit(child, name)

@@ -16,7 +16,7 @@ class FileChange:
     """One record of ``git diff --raw -z --no-abbrev``.
 
     ``status`` is the letter (``A``, ``M``, ``D``, ``R``, ``C``, ``T``); for ``R``/``C``
-    ``old_path`` is the source and ``similarity`` the score git printed. The blob ids
+    ``old_path`` is the source. The blob ids
     are ``None`` on the side where the file does not exist; the modes say whether a
     side is a regular file, a symlink or a submodule.
     """
@@ -28,7 +28,6 @@ class FileChange:
     new_blob: str | None
     old_mode: str
     new_mode: str
-    similarity: int | None = None
 
     @property
     def source_path(self) -> str:
@@ -52,7 +51,7 @@ def parse_raw_z(output: str) -> list[FileChange]:
         if not meta.startswith(":") or len(parts) != 5:
             raise ValueError(f"unexpected raw diff record {meta!r}")
         old_mode, new_mode, old_sha, new_sha, status = parts
-        letter, score = status[0], status[1:]
+        letter = status[0]  # R and C carry a similarity score: R087
         paths = 2 if letter in ("R", "C") else 1  # a rename or copy: source, then path
         if i + paths >= len(fields):
             raise ValueError(f"truncated {letter} record")
@@ -65,7 +64,6 @@ def parse_raw_z(output: str) -> list[FileChange]:
                 new_blob=None if new_sha == NULL_SHA else new_sha,
                 old_mode=old_mode,
                 new_mode=new_mode,
-                similarity=int(score) if score.isdigit() else None,
             )
         )
         i += paths + 1
