@@ -15,7 +15,7 @@ from scaffold.diagramcheck import git_diff, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
-from scaffold.diagramcheck.paths import matches_any, module_name, under_roots
+from scaffold.diagramcheck.paths import module_name
 from scaffold.diagramcheck.rules.judge import invalid_sources, judge, requirements
 from scaffold.diagramcheck.rules.model import DiagramFile, DiffInput, Side, SourceChange, is_python
 from scaffold.diagramcheck.settings import (
@@ -40,29 +40,14 @@ def config_at(repo: Path, commit: str) -> DiagramSettings:
     return read_settings(git_diff.decode_text(data) or "", where)
 
 
-def _read_changes(
-    repo: Path, raw: Sequence[FileChange], cfg: DiagramSettings
-) -> list[SourceChange]:
-    """The changes the rules read (Python, Markdown, Mermaid), with the text of each side.
+def _read_changes(repo: Path, raw: Sequence[FileChange]) -> list[SourceChange]:
+    """The changes the rules read (Python, Markdown, Mermaid), with the text of each side."""
 
-    Python the settings leave out (``ignore`` globs, outside the source roots: tests,
-    scripts...) is not read; the rules skip it anyway.
-    """
-
-    def wanted(blob: str | None, mode: str, path: str) -> str | None:
-        if not blob or mode in _SKIP_MODES:
-            return None
-        if is_python(path) and (
-            matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None
-        ):
-            return None
-        return blob
+    def wanted(blob: str | None, mode: str) -> str | None:
+        return blob if blob and mode not in _SKIP_MODES else None
 
     chosen = [c for c in raw if c.path.endswith(_READ) or c.source_path.endswith(_READ)]
-    sides = [
-        (wanted(c.old_blob, c.old_mode, c.source_path), wanted(c.new_blob, c.new_mode, c.path))
-        for c in chosen
-    ]
+    sides = [(wanted(c.old_blob, c.old_mode), wanted(c.new_blob, c.new_mode)) for c in chosen]
     unique = list(dict.fromkeys(b for pair in sides for b in pair if b))
     blobs = dict(zip(unique, git_diff.read_blobs(repo, unique), strict=True))
     out: list[SourceChange] = []
@@ -145,7 +130,7 @@ def analyze_commits(
         p: DiagramFile(p, git_diff.decode_text(data), changed=p in changed)
         for p, data in zip(paths, texts, strict=True)
     }
-    changes = _read_changes(repo, raw, cfg)
+    changes = _read_changes(repo, raw)
     head_tasks: tuple[BacklogEntry, ...] = ()
     head_milestones: tuple[BacklogEntry, ...] = ()
     if any(backlog_kind(c.path) == "task" for c in raw if c.status != "D"):
