@@ -131,10 +131,8 @@ def analyze_commits(
         for p, data in zip(paths, texts, strict=True)
     }
     changes = _read_changes(repo, raw)
-    head_tasks: tuple[BacklogEntry, ...] = ()
-    head_milestones: tuple[BacklogEntry, ...] = ()
-    if any(backlog_kind(c.path) == "task" for c in raw if c.status != "D"):
-        head_tasks, head_milestones = _backlog_at(repo, head_sha)
+    tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
+    head_tasks, head_milestones = _backlog_at(repo, head_sha) if tasks_changed else ((), ())
     packages: dict[Side, frozenset[str]] = {
         side: frozenset(p for p in files if p == "__init__.py" or p.endswith("/__init__.py"))
         for side, files in trees.items()

@@ -63,13 +63,9 @@ def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> s
     rel = under_roots(path, roots)
     if rel is None or not rel.endswith(".py"):
         return None
-    parts = rel[: -len(".py")].split("/")
-    if roots:
-        names = parts
-    else:
-        norm_parts = normalize_path(path)[: -len(".py")].split("/")
-        names = [norm_parts[-1]]
-        folders = norm_parts[:-1]
+    names = rel[: -len(".py")].split("/")
+    if not roots:  # ``rel`` is the whole path
+        folders, names = names[:-1], names[-1:]
         while folders and "/".join([*folders, "__init__.py"]) in packages:
             names.insert(0, folders.pop())
         if len(names) == 1 and folders and folders[-1] != "src" and names[0] != "__init__":

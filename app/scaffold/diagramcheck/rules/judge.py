@@ -128,32 +128,26 @@ def _suffix(req: Requirement) -> str:
 
 def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     """The requirements the diagrams at the head do not meet, and broken Mermaid."""
-    indexes: dict[str, mermaid.DiagramIndex] = {}
-    texts: dict[str, str] = {}
-    needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
-    for path, dfile in data.diagrams.items():
-        if path in needed:
-            indexes[path], texts[path] = read_diagram(dfile)
+    read = {path: read_diagram(dfile) for path, dfile in data.diagrams.items()}
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
         diagram = data.diagrams.get(req.diagram)
-        index = indexes.get(req.diagram, mermaid.DiagramIndex())
-        exists = diagram is not None and diagram.text is not None
+        named = diagram is not None and diagram.text is not None and _named(req, *read[req.diagram])
         if req.remove:
-            if exists and _named(req, index, texts[req.diagram]):
+            if named:
                 pending.append((_finding(req, f"remove {req.what} from {req.diagram}"), req))
             continue
-        if not req.needs_change and exists and _named(req, index, texts[req.diagram]):
-            continue
-        if not exists:
+        if diagram is None or diagram.text is None:
             message = (
                 f"{req.diagram} does not exist: create it with a Mermaid diagram that names "
                 f"{req.what}{_suffix(req)}"
             )
-        elif diagram is not None and not diagram.changed and req.needs_change:
+        elif not req.needs_change and named:
+            continue
+        elif not diagram.changed and req.needs_change:
             message = f"{req.diagram} is not updated in this change: add {req.what}{_suffix(req)}"
-        elif not _named(req, index, texts[req.diagram]):
+        elif not named:
             message = f"add {req.what} to {req.diagram}{_suffix(req)}"
         else:
             continue
@@ -169,7 +163,7 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     for path, dfile in data.diagrams.items():
         if not dfile.changed or dfile.text is None:
             continue
-        findings += [_invalid(path, problem) for problem in indexes[path].problems]
+        findings += [_invalid(path, problem) for problem in read[path][0].problems]
     return findings
 
 
