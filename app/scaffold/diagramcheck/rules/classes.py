@@ -59,18 +59,15 @@ def _inherited(
         todo = []
         for full in wanted:
             mod, _, name = full.rpartition(".")
-            info = lookup(side, mod) if mod else None
-            hops = 0
-            while info is not None and info.class_named(name) is None and hops < 2:
-                # A re-export: ``from .models import Model`` in a package's __init__.
-                ref = info.imported.get(name)
+            # The module, then up to two re-exports (``from .models import Model`` in a
+            # package's __init__).
+            for _ in range(3):
+                info = lookup(side, mod) if mod else None
+                found = info.class_named(name) if info is not None else None
+                ref = info.imported.get(name) if info is not None and found is None else None
                 if ref is None:
-                    info = None
                     break
                 mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
-                info = lookup(side, mod) if mod else None
-                hops += 1
-            found = info.class_named(name) if info is not None else None
             if found is None or found.name in known:
                 continue
             known.add(found.name)
