@@ -115,14 +115,10 @@ def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
     return pm.classify(classes, bases)
 
 
-def state_enums(files: Sequence[SourceFile], cfg: DiagramSettings) -> set[str]:
-    return pm.state_enums((f.info for f in files), _kinds(files).items(), cfg.state_enum_suffixes)
-
-
 def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     """A class diagram of the data classes and Enums with their fields and members."""
     kinds = _kinds(files)
-    states = state_enums(files, cfg)
+    states = pm.state_enums((f.info for f in files), kinds.items(), cfg.state_enum_suffixes)
     drawn: dict[str, pm.ClassInfo] = {}
     for f in files:
         if cfg.data_model_sources and not matches_any(f.path, cfg.data_model_sources):
@@ -173,7 +169,8 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
         for t in f.info.tables
     ]
     tabled = {t.enum for f in files for t in f.info.tables}
-    for name in sorted(state_enums(files, cfg) - tabled):
+    enums = pm.state_enums((f.info for f in files), kinds.items(), cfg.state_enum_suffixes)
+    for name in sorted(enums - tabled):
         if name in labels:
             blocks.append(_state_block(name, labels[name], ()))
     for f in files:

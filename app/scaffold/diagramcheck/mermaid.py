@@ -235,9 +235,9 @@ class _Reader:
     def problem(self, line: int, message: str) -> None:
         self.d.problems.append(MermaidProblem(line, message))
 
-    def close(self, n: int) -> None:
+    def close(self, n: int, closer: str = "'}' without '{'") -> None:
         if not self.open:
-            self.problem(n, "'}' without '{'")
+            self.problem(n, closer)
         else:
             self.open.pop()
 
@@ -279,10 +279,7 @@ class _Reader:
         if first == "subgraph":
             self.open.append(("subgraph", n))
         elif stmt == "end":
-            if not self.open:
-                self.problem(n, "'end' without 'subgraph'")
-            else:
-                self.open.pop()
+            self.close(n, "'end' without 'subgraph'")
         elif first not in ("classDef", "class", "click", "style", "linkStyle", "direction"):
             self.d.edges.update(_flow_edges(stmt))
 
