@@ -26,9 +26,8 @@ from scaffold.diagramcheck.python_syntax import (
 )
 from scaffold.diagramcheck.python_tables import read_machines, read_tables
 
+_SM_STATES = {"State", "Compound", "Parallel"}  # python-statemachine
 _ATTRS_FIELD_CALLS = {"attr.ib", "attr.attrib", "attrs.field", "field", "attr.field", "ib"}
-
-
 _SQLA_COLUMN_CALLS = {
     "Column",
     "mapped_column",
@@ -135,11 +134,7 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
         if not isinstance(target, ast.Name):
             continue
         value = stmt.value
-        if isinstance(value, ast.Call) and last(dotted(value.func)) in (
-            "State",
-            "Compound",
-            "Parallel",
-        ):
+        if isinstance(value, ast.Call) and last(dotted(value.func)) in _SM_STATES:
             label = str_value(value.args[0]) if value.args else None
             for kw in value.keywords:
                 if kw.arg == "name":

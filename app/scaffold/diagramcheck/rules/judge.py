@@ -64,9 +64,10 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 why = f"{path} is binary or not UTF-8; DiagramCheck did not read its classes"
                 warnings.append(Finding("python-unreadable", "", path, 1, path, why, "warning"))
                 continue
-            old_text = change.old_text if old_ok else None
-            new_text = change.new_text if new_ok else None
-            new_info = python_reader.read_module(new_text) if new_text is not None else None
+            texts = (change.old_text if old_ok else None, change.new_text if new_ok else None)
+            old_info, new_info = (
+                python_reader.read_module(t) if t is not None else None for t in texts
+            )
             if new_info is not None and (problem := new_info.error):
                 why = (
                     f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
@@ -75,11 +76,9 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 kind = "python-syntax-error"
                 warnings.append(Finding(kind, "", path, problem.line, path, why, "warning"))
                 continue
-            old_info = python_reader.read_module(old_text) if old_text is not None else None
             if old_info is not None and old_info.error is not None:
                 old_info = None
-            view = SourceChange(change.status, path, change.old_path, old_text, new_text)
-            python.append((view, old_info, new_info))
+            python.append((change, old_info, new_info))
         elif path.endswith((".mmd", ".mermaid")) and path not in diagrams and not ignored_new:
             # A dedicated Mermaid file's state diagram is a machine the diagrams follow; a
             # block in Markdown (a README, a guide) is an example, never a state source.
