@@ -33,7 +33,7 @@ def test_read_diagram_extracts_the_blocks_once() -> None:
         mermaid_doc("classDiagram\n    class Order") + "\n" + mermaid_doc("flowchart LR\n  a-->b")
     )
     index, blocks = read_diagram(DiagramFile("d.md", text, changed=False))
-    assert index == mermaid.index_text(text, "d.md")
+    assert index == mermaid.index_blocks(mermaid.extract_blocks(text, "d.md"))
     assert blocks == "\n".join(b.source for b in mermaid.extract_blocks(text, "d.md"))
 
 

@@ -366,11 +366,6 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
     return diagram
 
 
-def index_text(text: str, path: str = "") -> DiagramIndex:
-    """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""
-    return index_blocks(extract_blocks(text, path))
-
-
 def index_blocks(blocks: Iterable[MermaidBlock]) -> DiagramIndex:
     """Parse Mermaid blocks (of one file) into one :class:`DiagramIndex`."""
     index = DiagramIndex()

@@ -86,7 +86,7 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
     analysis = analyse(python, cfg, data)
     out += class_requirements(analysis, cfg)
     out += state_requirements(analysis, cfg)
-    out += milestone_requirements(data.changes, data, cfg)
+    out += milestone_requirements(data, cfg)
     return _dedupe(moves(out)), warnings
 
 
