@@ -27,9 +27,6 @@ def _inherited(
     Model``) has that base looked up in the module it comes from, and so on up
     to a few levels; what is found only classifies, it is not compared.
     """
-    lookup = data.lookup
-    if lookup is None:
-        return []
     packages = data.packages_old if side == "old" else data.packages_new
     known = set(kinds)
     todo: list[tuple[pm.ClassInfo, str, bool]] = []
@@ -62,7 +59,7 @@ def _inherited(
             # The module, then up to two re-exports (``from .models import Model`` in a
             # package's __init__).
             for _ in range(3):
-                info = lookup(side, mod) if mod else None
+                info = data.lookup(side, mod) if mod else None
                 found = info.class_named(name) if info is not None else None
                 ref = info.imported.get(name) if info is not None and found is None else None
                 if ref is None:

@@ -59,6 +59,9 @@ class DiffInput:
 
     changes: tuple[SourceChange, ...]
     diagrams: Mapping[str, DiagramFile]
+    # A module of the repository by dotted name on one side, parsed (None when the
+    # repository has no such module): where a changed class's bases are looked up.
+    lookup: Callable[[Side, str], pm.ModuleInfo | None]
     packages_old: frozenset[str] = frozenset()
     packages_new: frozenset[str] = frozenset()
     # Backlog.md at the head, read only when a task changed: every task and milestone.
@@ -68,9 +71,6 @@ class DiffInput:
     # module is there describes that module and is not read twice).
     python_old: frozenset[str] = frozenset()
     python_new: frozenset[str] = frozenset()
-    # A module of the repository by dotted name on one side, parsed (None when the
-    # repository has no such module): where a changed class's bases are looked up.
-    lookup: Callable[[Side, str], pm.ModuleInfo | None] | None = None
 
 
 @dataclass(frozen=True)
