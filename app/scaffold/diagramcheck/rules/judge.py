@@ -127,7 +127,9 @@ def _suffix(req: Requirement) -> str:
 
 def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     """The requirements the diagrams at the head do not meet, and broken Mermaid."""
-    read = {path: read_diagram(dfile) for path, dfile in data.diagrams.items()}
+    # Only the diagrams asked about or changed are parsed (a big generated one costs).
+    needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
+    read = {p: read_diagram(d) for p, d in data.diagrams.items() if p in needed}
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
