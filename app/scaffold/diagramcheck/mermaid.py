@@ -326,16 +326,16 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
     idx = _skip_preamble(raw_lines)
     if idx >= len(raw_lines):
         return DiagramIndex([""], problems=[MermaidProblem(offset, "empty Mermaid block")])
-    header_line = raw_lines[idx].strip()
-    header = header_line.split()[0].rstrip(";")
+    first, *rest = raw_lines[idx].split()
+    header = first.rstrip(";")
     diagram = DiagramIndex([header])
     if header not in DIAGRAM_TYPES:
         diagram.problems.append(MermaidProblem(offset + idx, f"unknown diagram type {header!r}"))
         diagram.names |= words(block.source)
         return diagram
     kind = _FAMILIES.get(header, header)
-    if kind == "flowchart" and len(header_line.split()) > 1:
-        direction = header_line.split()[1].rstrip(";")
+    if kind == "flowchart" and rest:
+        direction = rest[0].rstrip(";")
         if direction not in ("TB", "TD", "BT", "RL", "LR"):
             diagram.problems.append(
                 MermaidProblem(offset + idx, f"unknown flowchart direction {direction!r}")

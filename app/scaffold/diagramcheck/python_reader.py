@@ -192,19 +192,15 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
         return None
     call = stmt.value
     func = last(dotted(call.func))
-    name = stmt.targets[0].id
+    spec = call.args[1] if len(call.args) >= 2 else None  # the fields
     fields: list[FieldInfo] = []
-    if func == "TypedDict" and len(call.args) >= 2 and isinstance(call.args[1], ast.Dict):
-        for k, v in zip(call.args[1].keys, call.args[1].values, strict=True):
+    if func == "TypedDict" and isinstance(spec, ast.Dict):
+        for k, v in zip(spec.keys, spec.values, strict=True):
             if k is not None and (s := str_value(k)) is not None:
                 fields.append(FieldInfo(s, annotation_text(v), k.lineno))
         kind = TYPEDDICT
-    elif (
-        func == "NamedTuple"
-        and len(call.args) >= 2
-        and isinstance(call.args[1], ast.List | ast.Tuple)
-    ):
-        for item in call.args[1].elts:
+    elif func == "NamedTuple" and isinstance(spec, ast.List | ast.Tuple):
+        for item in spec.elts:
             if (
                 isinstance(item, ast.Tuple)
                 and len(item.elts) == 2
@@ -212,8 +208,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
             ):
                 fields.append(FieldInfo(s, annotation_text(item.elts[1]), item.lineno))
         kind = NAMEDTUPLE
-    elif func == "namedtuple" and len(call.args) >= 2:
-        spec = call.args[1]
+    elif func == "namedtuple" and spec is not None:
         if (s := str_value(spec)) is not None:
             names = s.replace(",", " ").split()
         elif isinstance(spec, ast.List | ast.Tuple):
@@ -224,6 +219,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
         kind = NAMEDTUPLE
     else:
         return None
+    name = stmt.targets[0].id
     return ClassInfo(name, stmt.lineno, (), (), tuple(fields), functional_kind=kind)
 
 
