@@ -230,7 +230,7 @@ class _Reader:
             "classDiagram": self.class_diagram,
             "erDiagram": self.er_diagram,
             "stateDiagram": self.state_diagram,
-        }.get(kind)
+        }[kind]
 
     def problem(self, line: int, message: str) -> None:
         self.d.problems.append(MermaidProblem(line, message))
@@ -259,8 +259,7 @@ class _Reader:
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return
-        if self.handler is not None:
-            self.handler(stmt, n)
+        self.handler(stmt, n)
 
     def open_body(self, owner: str, n: int) -> None:
         self.current = owner
@@ -341,7 +340,7 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
                 MermaidProblem(offset + idx, f"unknown flowchart direction {direction!r}")
             )
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
-    reader = _Reader(diagram, kind, offset + idx)
+    reader = _Reader(diagram, kind, offset + idx) if structured else None
     statements_seen = 0
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
@@ -349,14 +348,14 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
             continue
         statements_seen += 1
         diagram.names |= words(line)
-        if not structured:
+        if reader is None:
             continue
         if kind == "flowchart":
             for stmt in filter(str.strip, _STATEMENT.findall(line)):
                 reader.statement(stmt.strip(), n)
         else:
             reader.statement(line, n)
-    if structured:
+    if reader is not None:
         reader.finish()
     if kind in _NEEDS_A_STATEMENT and not statements_seen:
         # Mermaid's own grammar refuses these headers alone (GitHub shows an error).

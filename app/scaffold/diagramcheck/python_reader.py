@@ -86,7 +86,6 @@ def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
         targets: list[ast.expr]
-        value: ast.expr | None
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
