@@ -81,7 +81,6 @@ _CLASS_SUFFIX = re.compile(r":::[\w-]+")
 _LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*\|)?\s*")
 _LINK_TEXT = re.compile(r"^--\s.*$")
 _STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
-_NEEDS_A_STATEMENT = frozenset({"classDiagram"})
 # The diagram types read alike under one name.
 _FAMILIES = {
     "graph": "flowchart",
@@ -357,7 +356,7 @@ def parse_block(block: MermaidBlock) -> DiagramIndex:
             reader.statement(line, n)
     if reader is not None:
         reader.finish()
-    if kind in _NEEDS_A_STATEMENT and not statements_seen:
+    if kind == "classDiagram" and not statements_seen:
         # Mermaid's own grammar refuses these headers alone (GitHub shows an error).
         diagram.problems.append(
             MermaidProblem(offset + idx, f"an empty {header} does not render: draw something")

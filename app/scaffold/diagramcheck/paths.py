@@ -40,15 +40,12 @@ def matches_any(path: str, patterns: Sequence[str]) -> bool:
 def under_roots(path: str, roots: Sequence[str]) -> str | None:
     """``path`` relative to the first root holding it (``""`` roots hold all); else None."""
     norm = normalize_path(path)
-    if not roots:
-        return norm
-    for root in roots:
-        r = normalize_path(root)
+    for r in map(normalize_path, roots):
         if not r:
             return norm
         if norm.startswith(r + "/"):
             return norm[len(r) + 1 :]
-    return None
+    return None if roots else norm
 
 
 def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:

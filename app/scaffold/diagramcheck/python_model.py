@@ -94,9 +94,7 @@ class MemberInfo:
     @property
     def aliases(self) -> tuple[str, ...]:
         """The spellings a diagram may use: the name and the string value."""
-        if self.value and self.value != self.name:
-            return (self.name, self.value)
-        return (self.name,)
+        return (self.name, self.value) if self.value and self.value != self.name else (self.name,)
 
 
 @dataclass(frozen=True)

@@ -44,32 +44,30 @@ def _inherited(
     extra: list[pm.ClassInfo] = []
     seen: set[str] = set()
     for _ in range(_MAX_BASE_DEPTH):
-        wanted: list[str] = []
-        for cls, module, is_pkg in todo:
+        level, todo = todo, []
+        for cls, module, is_pkg in level:
             for base in cls.bases:
                 if "." not in base or base.rpartition(".")[2] in known:
                     continue
                 full = resolve_relative(base, module, is_pkg) if base.startswith(".") else base
-                if full not in seen:
-                    seen.add(full)
-                    wanted.append(full)
-        todo = []
-        for full in wanted:
-            mod, _, name = full.rpartition(".")
-            # The module, then up to two re-exports (``from .models import Model`` in a
-            # package's __init__).
-            for _ in range(3):
-                info = data.lookup(side, mod) if mod else None
-                found = info.class_named(name) if info is not None else None
-                ref = info.imported.get(name) if info is not None and found is None else None
-                if ref is None:
-                    break
-                mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
-            if found is None or found.name in known:
-                continue
-            known.add(found.name)
-            extra.append(found)
-            todo.append((found, mod, False))
+                if full in seen:
+                    continue
+                seen.add(full)
+                mod, _, name = full.rpartition(".")
+                # The module, then up to two re-exports (``from .models import Model`` in a
+                # package's __init__).
+                for _hop in range(3):
+                    info = data.lookup(side, mod) if mod else None
+                    found = info.class_named(name) if info is not None else None
+                    ref = info.imported.get(name) if info is not None and found is None else None
+                    if ref is None:
+                        break
+                    mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
+                if found is None or found.name in known:
+                    continue
+                known.add(found.name)
+                extra.append(found)
+                todo.append((found, mod, False))
         if not todo:
             break
     return extra

@@ -48,8 +48,7 @@ class DiagramFile:
 
 def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
     """What a diagram file names, and the text of its Mermaid blocks."""
-    text = dfile.text or ""
-    blocks = mermaid.extract_blocks(text, dfile.path)
+    blocks = mermaid.extract_blocks(dfile.text or "", dfile.path)
     return mermaid.index_blocks(blocks), "\n".join(b.source for b in blocks)
 
 

@@ -14,9 +14,7 @@ from scaffold.diagramcheck.settings import DiagramSettings
 
 def _real_states(machine: pm.MachineInfo | None) -> list[pm.MemberInfo]:
     """A machine's named states (``states=SomeEnum`` is handled as a state Enum)."""
-    if machine is None:
-        return []
-    return [s for s in machine.states if not s.name.startswith("@enum:")]
+    return [s for s in (machine.states if machine else ()) if not s.name.startswith("@enum:")]
 
 
 def state_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Requirement]:
