@@ -27,13 +27,13 @@ def test_a_class_body_gives_its_words_to_its_class_only() -> None:
 
 
 def test_read_diagram_extracts_the_blocks_once() -> None:
-    from scaffold.diagramcheck.rules import DiagramFile, read_diagram
+    from scaffold.diagramcheck.rules.model import DiagramFile, read_diagram
 
     text = (
         mermaid_doc("classDiagram\n    class Order") + "\n" + mermaid_doc("flowchart LR\n  a-->b")
     )
     index, blocks = read_diagram(DiagramFile("d.md", text, changed=False))
-    assert index == mermaid.index_text(text, "d.md")
+    assert index == mermaid.index_blocks(mermaid.extract_blocks(text, "d.md"))
     assert blocks == "\n".join(b.source for b in mermaid.extract_blocks(text, "d.md"))
 
 

@@ -1,4 +1,4 @@
-"""Reading the diff and the blobs from git; the change-list parser the worktrees share."""
+"""Reading the diff and the blobs from git, and the change-list parser."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import pytest
 from dcrepo import Repo
 
 from scaffold.diagramcheck.git_diff import (
-    BlobReader,
     check_ref,
     diff_commits,
     merge_base,
-    parse_raw_z,
+    read_blobs,
     resolve_commit,
 )
 from scaffold.errors import UsageError
-from scaffold.git.changes import FileChange, parse_name_status_z
+from scaffold.git.changes import parse_raw_z
 
 A, B = "1" * 40, "2" * 40
 ZERO = "0" * 40
@@ -28,32 +27,12 @@ def test_parse_raw_z() -> None:
     )
     added, moved, gone = parse_raw_z(out)
     assert (added.status, added.path, added.old_blob, added.new_blob) == ("A", "new.py", None, B)
-    assert (moved.status, moved.old_path, moved.path, moved.similarity) == (
-        "R",
-        "old.py",
-        "moved.py",
-        87,
-    )
+    assert (moved.status, moved.old_path, moved.path) == ("R", "old.py", "moved.py")
     assert moved.source_path == "old.py"
     assert (gone.new_blob, gone.old_blob) == (None, A)
     assert parse_raw_z("") == []
     with pytest.raises(ValueError):
         parse_raw_z(f":100644 100644 {A} {B} R100\0only-one\0")
-
-
-def test_parse_name_status_z() -> None:
-    out = "A\0new.py\0R087\0old.py\0moved.py\0M\0a b.txt\0C100\0x.py\0y.py\0D\0gone.py\0"
-    assert parse_name_status_z(out) == [
-        FileChange("A", "new.py"),
-        FileChange("R", "moved.py", old_path="old.py", similarity=87),
-        FileChange("M", "a b.txt"),
-        FileChange("C", "y.py", old_path="x.py", similarity=100),
-        FileChange("D", "gone.py"),
-    ]
-    with pytest.raises(ValueError):
-        parse_name_status_z("R100\0only-one-path\0")
-    with pytest.raises(ValueError):
-        FileChange("?", "x")
 
 
 def test_check_ref() -> None:
@@ -72,9 +51,8 @@ def test_blobs_and_odd_names(repo: Repo) -> None:
     head = repo.commit("odd")
     changes = diff_commits(repo.root, base, head)
     assert sorted(c.path for c in changes) == sorted([odd, "app/pkg/big.py"])
-    with BlobReader(repo.root) as reader:
-        names = [c.new_blob or "" for c in changes] + ["0" * 40, f"{head}:nope", head]
-        blobs = reader.read_many(names)
+    names = [c.new_blob or "" for c in changes] + ["0" * 40, f"{head}:nope", head]
+    blobs = read_blobs(repo.root, names)
     assert sorted(len(b or b"") for b in blobs[:2]) == [len("X = 'odd'\n"), 6 * 50_000]
     assert blobs[2:] == [None, None, None]  # missing, missing, a commit (not a blob)
     assert merge_base(repo.root, base, head) == base

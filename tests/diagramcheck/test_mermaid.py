@@ -7,7 +7,18 @@ from pathlib import Path
 import pytest
 from dcrepo import ARCH, Repo, mermaid_doc
 
-from scaffold.diagramcheck.mermaid import MermaidBlock, extract_blocks, index_text, parse_block
+from scaffold.diagramcheck.mermaid import (
+    DiagramIndex,
+    MermaidBlock,
+    extract_blocks,
+    index_blocks,
+    parse_block,
+)
+
+
+def index_text(text: str, path: str = "") -> DiagramIndex:
+    return index_blocks(extract_blocks(text, path))
+
 
 REPO = Path(__file__).resolve().parents[2]
 

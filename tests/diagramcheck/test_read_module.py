@@ -80,3 +80,15 @@ def test_files_that_do_not_parse_give_an_error_and_nothing_else() -> None:
         info = python_reader.read_module(ADVERSARIAL[name])
         assert info.error is not None, name
         assert info.classes == ()
+
+
+def test_a_statemachine_self_transition_names_its_state() -> None:
+    source = (
+        "class M(StateMachine):\n    idle = State(initial=True)\n    busy = State()\n"
+        "    go = idle.to(busy)\n    stay = busy.to.itself(internal=True)\n"
+    )
+    [cls] = python_reader.read_module(source).classes
+    assert [(t.source, t.event, t.target) for t in cls.transitions] == [
+        ("idle", "go", "busy"),
+        ("busy", "stay", "busy"),
+    ]

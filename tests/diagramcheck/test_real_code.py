@@ -110,7 +110,7 @@ def test_a_move_the_diagram_does_not_name_is_one_finding(repo: Repo) -> None:
     ],
 )
 def test_a_retype_is_a_new_type_not_a_new_spelling(before: str, after: str, same: bool) -> None:
-    from scaffold.diagramcheck.rules import same_type
+    from scaffold.diagramcheck.rules.type_text import same_type
 
     assert same_type(before, after) is same
 

@@ -16,9 +16,10 @@ from scaffold.action.env import SHA, ActionEnv
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
 from scaffold.diagramcheck.findings import Report
-from scaffold.diagramcheck.git_diff import NULL_SHA, BlobReader, check_ref, resolve_commit
+from scaffold.diagramcheck.git_diff import check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.errors import UsageError
+from scaffold.git.changes import NULL_SHA
 from scaffold.git.runner import NETWORK_TIMEOUT_S, SAFE_LOCAL, run_git
 
 TITLE = "DiagramCheck"
@@ -252,8 +253,7 @@ def run_diagram_check(
     else:
         config = None
         if fork:  # the base commit's ``diagrams`` settings: a fork cannot relax its check
-            with BlobReader(repo) as reader:
-                config = config_at(reader, resolve_commit(repo, chosen.base))
+            config = config_at(repo, resolve_commit(repo, chosen.base))
         report = analyze(repo, chosen.base, chosen.head, config)
         path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
         result = report_step(report, fmt, path)

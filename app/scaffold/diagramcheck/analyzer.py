@@ -15,17 +15,9 @@ from scaffold.diagramcheck import git_diff, python_reader
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.milestones import BACKLOG_DIRS, BacklogEntry, backlog_kind, read_entry
-from scaffold.diagramcheck.paths import matches_any, module_name, under_roots
-from scaffold.diagramcheck.rules import (
-    DiagramFile,
-    DiffInput,
-    Side,
-    SourceChange,
-    invalid_sources,
-    judge,
-    requirements,
-)
-from scaffold.diagramcheck.rules.model import is_python
+from scaffold.diagramcheck.paths import module_name
+from scaffold.diagramcheck.rules.judge import invalid_sources, judge, requirements
+from scaffold.diagramcheck.rules.model import DiagramFile, DiffInput, Side, SourceChange, is_python
 from scaffold.diagramcheck.settings import (
     CONFIG_FILE,
     DEFAULTS,
@@ -33,54 +25,31 @@ from scaffold.diagramcheck.settings import (
     diagram_paths,
     read_settings,
 )
+from scaffold.git.changes import FileChange
 
 _READ = (".py", ".pyi", ".md", ".markdown", ".mmd", ".mermaid")
 _SKIP_MODES = (git_diff.SYMLINK_MODE, git_diff.SUBMODULE_MODE)
 
 
-def config_at(reader: git_diff.BlobReader, commit: str) -> DiagramSettings:
-    """``diagrams`` of ``.github/scaffold.yml`` as committed in ``commit``; defaults if absent.
-
-    Only the ``diagrams`` section is read, without pydantic (the YAML reader loads
-    only when the file exists).
-    """
-    data = reader.read(f"{commit}:{CONFIG_FILE}")
+def config_at(repo: Path, commit: str) -> DiagramSettings:
+    """``diagrams`` of ``.github/scaffold.yml`` as committed in ``commit``; defaults if absent."""
+    [data] = git_diff.read_blobs(repo, [f"{commit}:{CONFIG_FILE}"])
     if data is None:
         return DEFAULTS
     where = f"{CONFIG_FILE} (at {commit[:12]})"
     return read_settings(git_diff.decode_text(data) or "", where)
 
 
-def _python_files(repo: Path, commit: str) -> dict[str, str]:
-    """``path -> blob id`` of every ``.py``/``.pyi`` file of ``commit``."""
-    return {p: sha for p, sha in git_diff.list_tree(repo, commit, ()) if is_python(p)}
+def _read_changes(repo: Path, raw: Sequence[FileChange]) -> list[SourceChange]:
+    """The changes the rules read (Python, Markdown, Mermaid), with the text of each side."""
 
-
-def _read_changes(
-    reader: git_diff.BlobReader, raw: Sequence[git_diff.RawChange], cfg: DiagramSettings
-) -> list[SourceChange]:
-    """The changes the rules read (Python, Markdown, Mermaid), with the text of each side.
-
-    Python the settings leave out (``ignore`` globs, outside the source roots: tests,
-    scripts...) is not read; the rules skip it anyway.
-    """
-
-    def wanted(blob: str | None, mode: str, path: str) -> str | None:
-        if not blob or mode in _SKIP_MODES:
-            return None
-        if is_python(path) and (
-            matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None
-        ):
-            return None
-        return blob
+    def wanted(blob: str | None, mode: str) -> str | None:
+        return blob if blob and mode not in _SKIP_MODES else None
 
     chosen = [c for c in raw if c.path.endswith(_READ) or c.source_path.endswith(_READ)]
-    sides = [
-        (wanted(c.old_blob, c.old_mode, c.source_path), wanted(c.new_blob, c.new_mode, c.path))
-        for c in chosen
-    ]
+    sides = [(wanted(c.old_blob, c.old_mode), wanted(c.new_blob, c.new_mode)) for c in chosen]
     unique = list(dict.fromkeys(b for pair in sides for b in pair if b))
-    blobs = dict(zip(unique, reader.read_many(unique), strict=True))
+    blobs = dict(zip(unique, git_diff.read_blobs(repo, unique), strict=True))
     out: list[SourceChange] = []
     for c, (old, new) in zip(chosen, sides, strict=True):
         old_data = blobs[old] if old else None
@@ -101,7 +70,7 @@ def _read_changes(
 
 
 def _module_lookup(
-    reader: git_diff.BlobReader,
+    repo: Path,
     trees: dict[Side, dict[str, str]],
     packages: dict[Side, frozenset[str]],
     roots: Sequence[str],
@@ -114,22 +83,23 @@ def _module_lookup(
         if side not in names:
             names[side] = {}
             for path in trees[side]:
-                name = module_name(path, roots, packages[side]) if path.endswith(".py") else None
-                if name is not None:
+                if (name := module_name(path, roots, packages[side])) is not None:
                     names[side].setdefault(name, path)
         found = names[side].get(module)
-        text = git_diff.decode_text(reader.read(trees[side][found])) if found is not None else None
+        if found is None:
+            return None
+        text = git_diff.decode_text(git_diff.read_blobs(repo, [trees[side][found]])[0])
         return python_reader.read_module(text) if text is not None else None
 
     return lookup
 
 
 def _backlog_at(
-    repo: Path, reader: git_diff.BlobReader, commit: str
+    repo: Path, commit: str
 ) -> tuple[tuple[BacklogEntry, ...], tuple[BacklogEntry, ...]]:
     prefixes = [f"{d}/{sub}" for d in BACKLOG_DIRS for sub in ("tasks", "completed", "milestones")]
     files = git_diff.list_tree(repo, commit, prefixes)
-    data = reader.read_many([sha for _, sha in files])
+    data = git_diff.read_blobs(repo, [sha for _, sha in files])
     tasks: list[BacklogEntry] = []
     milestones: list[BacklogEntry] = []
     for (path, _), blob in zip(files, data, strict=True):
@@ -148,40 +118,37 @@ def analyze_commits(
     mb = git_diff.merge_base(repo, base_sha, head_sha)
     raw = git_diff.diff_commits(repo, mb, head_sha)
     changed = frozenset(c.path for c in raw if c.status != "D")
-    has_python = any(is_python(c.path) or is_python(c.source_path) for c in raw)
     trees: dict[Side, dict[str, str]] = {"old": {}, "new": {}}
-    if has_python:
-        trees = {"old": _python_files(repo, mb), "new": _python_files(repo, head_sha)}
-    with git_diff.BlobReader(repo) as reader:
-        cfg = config if config is not None else config_at(reader, head_sha)
-        paths = diagram_paths(cfg)
-        texts = reader.read_many([f"{head_sha}:{p}" for p in paths])
-        diagrams = {
-            p: DiagramFile(p, git_diff.decode_text(data), changed=p in changed)
-            for p, data in zip(paths, texts, strict=True)
-        }
-        changes = _read_changes(reader, raw, cfg)
-        head_tasks: tuple[BacklogEntry, ...] = ()
-        head_milestones: tuple[BacklogEntry, ...] = ()
-        if any(backlog_kind(c.path) == "task" for c in raw if c.status != "D"):
-            head_tasks, head_milestones = _backlog_at(repo, reader, head_sha)
-        packages: dict[Side, frozenset[str]] = {
-            side: frozenset(p for p in files if p == "__init__.py" or p.endswith("/__init__.py"))
-            for side, files in trees.items()
-        }
-        data = DiffInput(
-            changes=tuple(changes),
-            diagrams=diagrams,
-            packages_old=packages["old"],
-            packages_new=packages["new"],
-            head_tasks=head_tasks,
-            head_milestones=head_milestones,
-            changed_paths=changed,
-            python_old=frozenset(trees["old"]),
-            python_new=frozenset(trees["new"]),
-            lookup=_module_lookup(reader, trees, packages, cfg.source_roots),
-        )
-        reqs, warnings = requirements(data, cfg)
+    if any(is_python(c.path) or is_python(c.source_path) for c in raw):
+        for side, commit in zip(trees, (mb, head_sha), strict=True):
+            tree = git_diff.list_tree(repo, commit, ())
+            trees[side] = {p: sha for p, sha in tree if is_python(p)}
+    cfg = config if config is not None else config_at(repo, head_sha)
+    paths = diagram_paths(cfg)
+    texts = git_diff.read_blobs(repo, [f"{head_sha}:{p}" for p in paths])
+    diagrams = {
+        p: DiagramFile(p, git_diff.decode_text(data), changed=p in changed)
+        for p, data in zip(paths, texts, strict=True)
+    }
+    changes = _read_changes(repo, raw)
+    tasks_changed = any(backlog_kind(c.path) == "task" for c in raw if c.status != "D")
+    head_tasks, head_milestones = _backlog_at(repo, head_sha) if tasks_changed else ((), ())
+    packages: dict[Side, frozenset[str]] = {
+        side: frozenset(p for p in files if p == "__init__.py" or p.endswith("/__init__.py"))
+        for side, files in trees.items()
+    }
+    data = DiffInput(
+        changes=tuple(changes),
+        diagrams=diagrams,
+        packages_old=packages["old"],
+        packages_new=packages["new"],
+        head_tasks=head_tasks,
+        head_milestones=head_milestones,
+        python_old=frozenset(trees["old"]),
+        python_new=frozenset(trees["new"]),
+        lookup=_module_lookup(repo, trees, packages, cfg.source_roots),
+    )
+    reqs, warnings = requirements(data, cfg)
     findings = [*judge(reqs, data), *invalid_sources(changes, cfg), *warnings]
     findings.sort(key=lambda f: (0 if f.blocking else 1, f.diagram, f.source, f.line, f.name))
     checked = {r.diagram for r in reqs} | {p for p, d in diagrams.items() if d.changed}

@@ -1,21 +1,13 @@
 """Mermaid drafts of a repository's architecture, data model and states.
 
-``scaffold diagrams generate`` reads the Python files of the working tree
-(tracked or untracked, never git-ignored ones; the ``diagrams`` ignore globs
-and source roots apply) with the same readers DiagramCheck uses, so a draft
-names everything the checker would ask for:
-
-* architecture: a ``flowchart`` of every module, boxed by package, with an
-  arrow from a package to each package it imports;
-* data model: a ``classDiagram`` of every dataclass, pydantic model, attrs
-  class, TypedDict, NamedTuple, SQLAlchemy model and Enum with its fields;
-* states: one ``stateDiagram-v2`` per transition table, state Enum,
-  python-statemachine class and ``transitions`` machine.
-
-With ``write`` each draft replaces the block between
-``<!-- diagramcheck:<kind>:begin -->`` and ``<!-- diagramcheck:<kind>:end -->``
-in the configured diagram file (appended under a heading when absent), so the
-prose around it stays as written.
+``scaffold diagrams generate`` reads the Python files of the working tree (never
+git-ignored ones; the ``diagrams`` ignore globs and source roots apply) with the readers
+DiagramCheck uses, so a draft names everything the checker would ask for: a
+``flowchart`` of the modules boxed by package with the package import graph, a
+``classDiagram`` of the data classes and Enums, and one ``stateDiagram-v2`` per state
+machine. Written, each draft replaces the block between ``<!-- diagramcheck:<kind>:begin
+-->`` and ``<!-- diagramcheck:<kind>:end -->`` of its diagram file (appended under a
+heading when absent), so the prose around it stays as written.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from pathlib import Path
 
 from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck import python_reader
-from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path, under_roots
+from scaffold.diagramcheck.paths import matches_any, module_name, normalize_path
 from scaffold.diagramcheck.rules.model import mermaid_id
 from scaffold.diagramcheck.rules.type_text import class_draft
 from scaffold.diagramcheck.settings import DiagramSettings
@@ -58,10 +50,8 @@ def parse_sources(root: Path, names: Iterable[str], cfg: DiagramSettings) -> lis
     packages = frozenset(p for p in paths if p.endswith("__init__.py"))
     files: list[SourceFile] = []
     for path in paths:
-        if matches_any(path, cfg.ignore) or under_roots(path, cfg.source_roots) is None:
-            continue
-        name = module_name(path, cfg.source_roots, packages)
-        if name is None:
+        name = module_name(path, cfg.source_roots, packages)  # None outside the roots
+        if name is None or matches_any(path, cfg.ignore):
             continue
         try:
             text = (root / path).read_text(encoding="utf-8-sig")
@@ -77,19 +67,16 @@ def parse_sources(root: Path, names: Iterable[str], cfg: DiagramSettings) -> lis
     return files
 
 
-# --------------------------------------------------------------------------- architecture
-
-
 def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | None = None) -> str:
     """A flowchart of the modules, boxed by package, with the package import graph.
 
     ``titles``: what a package is for, shown after its name on its box.
     """
-    modules = {f.module for f in files}
-    package_of: dict[str, str] = {}
-    for f in files:
-        is_pkg = f.path.endswith("__init__.py")
-        package_of[f.module] = f.module if is_pkg else f.module.rpartition(".")[0]
+    package_of = {
+        f.module: f.module if f.path.endswith("__init__.py") else f.module.rpartition(".")[0]
+        for f in files
+    }
+    modules = set(package_of)
     groups: dict[str, list[str]] = {}
     for module in sorted(modules):
         groups.setdefault(package_of[module], []).append(module)
@@ -122,23 +109,16 @@ def architecture_draft(files: Sequence[SourceFile], titles: Mapping[str, str] | 
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- data model
-
-
 def _kinds(files: Iterable[SourceFile]) -> dict[str, str]:
     classes = [c for f in files for c in f.info.classes]
     bases = [b for f in files for b in f.info.declarative_bases]
     return pm.classify(classes, bases)
 
 
-def state_enums(files: Sequence[SourceFile], cfg: DiagramSettings) -> set[str]:
-    return pm.state_enums((f.info for f in files), _kinds(files).items(), cfg.state_enum_suffixes)
-
-
 def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     """A class diagram of the data classes and Enums with their fields and members."""
     kinds = _kinds(files)
-    states = state_enums(files, cfg)
+    states = pm.state_enums((f.info for f in files), kinds.items(), cfg.state_enum_suffixes)
     drawn: dict[str, pm.ClassInfo] = {}
     for f in files:
         if cfg.data_model_sources and not matches_any(f.path, cfg.data_model_sources):
@@ -162,16 +142,15 @@ def data_model_draft(files: Sequence[SourceFile], cfg: DiagramSettings) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- states
-
-
-def _state_block(title: str, states: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> str:
+def _state_block(title: str, shown: Mapping[str, str], rows: Iterable[pm.Transition]) -> str:
+    """A ``stateDiagram-v2``; ``shown`` maps each state to the name the diagram gives it."""
     lines = ["stateDiagram-v2", f"    %% {title}"]
     seen: set[str] = set()
-    for a, b, event in edges:
+    edges = [(shown.get(r.source, r.source), shown.get(r.target, r.target), r.event) for r in rows]
+    for a, b, event in dict.fromkeys(edges):
         lines.append(f"    {mermaid_id(a)} --> {mermaid_id(b)}" + (f" : {event}" if event else ""))
         seen.update((a, b))
-    lines += [f"    state {mermaid_id(s)}" for s in states if s not in seen]
+    lines += [f"    state {mermaid_id(s)}" for s in shown.values() if s not in seen]
     return "\n".join(lines) + "\n"
 
 
@@ -184,40 +163,29 @@ def states_drafts(files: Sequence[SourceFile], cfg: DiagramSettings) -> list[str
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.ENUM:
                 labels.setdefault(cls.name, {m.name: m.value or m.name for m in cls.members})
-    blocks: list[str] = []
-    for f in files:
-        for table in f.info.tables:
-            shown = labels.get(table.enum, {})
-            edges = [
-                (shown.get(r.source, r.source), shown.get(r.target, r.target), r.event)
-                for r in table.rows
-            ]
-            title = f"{f.module}.{table.name} ({table.enum})"
-            blocks.append(_state_block(title, list(shown.values()), list(dict.fromkeys(edges))))
+    blocks = [
+        _state_block(f"{f.module}.{t.name} ({t.enum})", labels.get(t.enum, {}), t.rows)
+        for f in files
+        for t in f.info.tables
+    ]
     tabled = {t.enum for f in files for t in f.info.tables}
-    for name in sorted(state_enums(files, cfg) - tabled):
+    enums = pm.state_enums((f.info for f in files), kinds.items(), cfg.state_enum_suffixes)
+    for name in sorted(enums - tabled):
         if name in labels:
-            blocks.append(_state_block(name, list(labels[name].values()), []))
+            blocks.append(_state_block(name, labels[name], ()))
     for f in files:
         for cls in f.info.classes:
             if kinds.get(cls.name) == pm.STATEMACHINE and cls.states:
                 names = {s.name: (s.value or s.name) for s in cls.states}
-                edges = [
-                    (names.get(t.source, t.source), names.get(t.target, t.target), t.event)
-                    for t in cls.transitions
-                ]
-                blocks.append(_state_block(f"{f.module}.{cls.name}", list(names.values()), edges))
+                blocks.append(_state_block(f"{f.module}.{cls.name}", names, cls.transitions))
         for machine in f.info.machines:
             states = [s.name for s in machine.states if not s.name.startswith("@enum:")]
             for s in machine.states:
                 if s.name.startswith("@enum:"):
                     states += labels.get(s.name.removeprefix("@enum:"), {}).values()
-            edges = [(t.source, t.target, t.event) for t in machine.transitions]
-            blocks.append(_state_block(f"{f.module}.{machine.name}", states, edges))
+            shown = {s: s for s in states}
+            blocks.append(_state_block(f"{f.module}.{machine.name}", shown, machine.transitions))
     return blocks
-
-
-# --------------------------------------------------------------------------- files
 
 
 def begin_marker(kind: str) -> str:
@@ -252,23 +220,19 @@ def drafts(
     files: Sequence[SourceFile], cfg: DiagramSettings, kinds: Iterable[str]
 ) -> dict[str, list[str]]:
     """Mermaid bodies per kind."""
-    out: dict[str, list[str]] = {}
-    for kind in kinds:
-        if kind == "architecture":
-            out[kind] = [architecture_draft(files)]
-        elif kind == "data-model":
-            out[kind] = [data_model_draft(files, cfg)]
-        elif kind == "states":
-            out[kind] = states_drafts(files, cfg) or ["stateDiagram-v2\n    %% no states found\n"]
-        else:
-            raise ValueError(f"unknown diagram kind {kind!r}")
-    return out
+    build = {
+        "architecture": lambda: [architecture_draft(files)],
+        "data-model": lambda: [data_model_draft(files, cfg)],
+        "states": lambda: (
+            states_drafts(files, cfg) or ["stateDiagram-v2\n    %% no states found\n"]
+        ),
+    }
+    return {kind: build[kind]() for kind in kinds}
 
 
 def target_path(cfg: DiagramSettings, kind: str) -> str:
-    return normalize_path(
-        {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}[kind]
-    )
+    paths = {"architecture": cfg.architecture, "data-model": cfg.data_model, "states": cfg.states}
+    return normalize_path(paths[kind])
 
 
 def write_drafts(repo: Path, cfg: DiagramSettings, bodies: Mapping[str, list[str]]) -> list[str]:

@@ -68,7 +68,8 @@ _STATE_DECL = re.compile(r'^\s*state\s+(?:"[^"]*"\s+as\s+)?([\w.\-]+)')
 _RELATION = re.compile(r"(<\|--|\*--|o--|--\|>|--\*|--o|-->|<--|\.\.>|<\.\.|\.\.\|>|--|\.\.)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _QUOTED = re.compile(r'"[^"]*"')
-# A statement of a flowchart line: up to a ``;`` outside double quotes.
+# A statement of a flowchart line: up to a ``;`` outside double quotes (an open quote
+# runs to the end).
 _STATEMENT = re.compile(r'(?:[^;"]|"[^"]*(?:"|$))+')
 _ASYMMETRIC = re.compile(r"(\w)>([^\]]*)\]")
 _EDGE_LABEL = re.compile(r"\|[^|]*\|")
@@ -80,7 +81,12 @@ _CLASS_SUFFIX = re.compile(r":::[\w-]+")
 _LINK = re.compile(r"\s*(?:-->|---|==>|-\.->|-\.-|--o|--x|<-->|~~~)\s*(?:\|[^|]*\|)?\s*")
 _LINK_TEXT = re.compile(r"^--\s.*$")
 _STATE_LABEL = re.compile(r"^([\w.\-]+)\s*:")
-_NEEDS_A_STATEMENT = frozenset({"classDiagram"})
+# The diagram types read alike under one name.
+_FAMILIES = {
+    "graph": "flowchart",
+    "classDiagram-v2": "classDiagram",
+    "stateDiagram-v2": "stateDiagram",
+}
 
 
 @dataclass(frozen=True)
@@ -98,11 +104,14 @@ class MermaidProblem:
 
 
 @dataclass
-class ParsedDiagram:
-    """What one block holds. ``members`` maps a class/entity to the words of its body."""
+class DiagramIndex:
+    """What Mermaid names (one block's, or a file's blocks merged), with its problems.
 
-    kind: str
-    line: int
+    ``kinds`` holds the type of each block; ``members`` maps a class/entity to the words
+    of its body.
+    """
+
+    kinds: list[str] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
     members: dict[str, set[str]] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
@@ -172,20 +181,6 @@ def _balanced(line: str, kind: str) -> str | None:
     return None
 
 
-def _split_statements(line: str) -> list[str]:
-    """A flowchart line split at ``;`` outside double quotes (an open quote runs to the end)."""
-    return [p for p in _STATEMENT.findall(line) if p.strip()]
-
-
-def _family(header: str) -> str:
-    if header in ("flowchart", "graph"):
-        return "flowchart"
-    for family in ("classDiagram", "stateDiagram"):
-        if header.startswith(family):
-            return family
-    return header
-
-
 def _flow_edges(line: str) -> list[tuple[str, str]]:
     """``a --> b --> c`` and ``a -- text --> b``: consecutive node ids joined by links."""
     body = _QUOTED.sub('""', line)
@@ -220,11 +215,12 @@ def _skip_preamble(lines: list[str]) -> int:
 
 
 class _Reader:
-    """Reads the statements of one structured diagram into a :class:`ParsedDiagram`."""
+    """Reads the statements of one structured diagram into a :class:`DiagramIndex`."""
 
-    def __init__(self, diagram: ParsedDiagram, kind: str) -> None:
+    def __init__(self, diagram: DiagramIndex, kind: str, line: int) -> None:
         self.d = diagram
         self.kind = kind
+        self.line = line
         self.open: list[tuple[str, int]] = []  # ("subgraph" | "{", line)
         self.current: str | None = None  # the class/entity whose body we are in
         self.body: list[str] = []  # its statements so far (read for words when it closes)
@@ -233,26 +229,27 @@ class _Reader:
             "classDiagram": self.class_diagram,
             "erDiagram": self.er_diagram,
             "stateDiagram": self.state_diagram,
-        }.get(kind)
+        }[kind]
 
     def problem(self, line: int, message: str) -> None:
         self.d.problems.append(MermaidProblem(line, message))
 
-    def close(self, n: int) -> None:
+    def close(self, n: int, closer: str = "'}' without '{'") -> None:
         if not self.open:
-            self.problem(n, "'}' without '{'")
+            self.problem(n, closer)
         else:
             self.open.pop()
 
     def statement(self, stmt: str, n: int) -> None:
-        if self.current is not None:
-            if stmt == "}":
-                self.end_body()
-                self.close(n)
-            else:
-                self.body.append(stmt)
+        if self.current is not None and stmt != "}":
+            self.body.append(stmt)
             return
-        problem = None if stmt == "}" else _balanced(stmt, self.kind)
+        if stmt == "}":  # closes a class, entity, namespace or composite state
+            self.end_body()
+            if self.kind != "flowchart":
+                self.close(n)
+            return
+        problem = _balanced(stmt, self.kind)
         if problem:
             self.problem(n, f"{problem}: {stmt}")
             return
@@ -261,8 +258,12 @@ class _Reader:
         ):
             self.problem(n, f"arrow without an end: {stmt}")
             return
-        if self.handler is not None:
-            self.handler(stmt, n)
+        self.handler(stmt, n)
+
+    def open_body(self, owner: str, n: int) -> None:
+        self.current = owner
+        self.d.members.setdefault(owner, set())
+        self.open.append(("{", n))
 
     def end_body(self) -> None:
         """The words of the body just read go to its class or entity."""
@@ -276,22 +277,15 @@ class _Reader:
         if first == "subgraph":
             self.open.append(("subgraph", n))
         elif stmt == "end":
-            if not self.open:
-                self.problem(n, "'end' without 'subgraph'")
-            else:
-                self.open.pop()
+            self.close(n, "'end' without 'subgraph'")
         elif first not in ("classDef", "class", "click", "style", "linkStyle", "direction"):
             self.d.edges.update(_flow_edges(stmt))
 
     def class_diagram(self, stmt: str, n: int) -> None:
         if m := _CLASS_OPEN.match(stmt):
-            self.current = m.group(1)
-            self.d.members.setdefault(self.current, set())
-            self.open.append(("{", n))
+            self.open_body(m.group(1), n)
         elif stmt.startswith("namespace ") and stmt.endswith("{"):
             self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
         elif (m := _CLASS_MEMBER_LINE.match(stmt)) and not _RELATION.search(
             stmt.split(":", maxsplit=1)[0]
         ):
@@ -299,11 +293,7 @@ class _Reader:
 
     def er_diagram(self, stmt: str, n: int) -> None:
         if (m := _ER_OPEN.match(stmt)) and "--" not in stmt:
-            self.current = m.group(1).strip('"')
-            self.d.members.setdefault(self.current, set())
-            self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
+            self.open_body(m.group(1).strip('"'), n)
 
     def state_diagram(self, stmt: str, n: int) -> None:
         if m := _STATE_EDGE.match(stmt):
@@ -314,8 +304,6 @@ class _Reader:
             self.d.states.add(m.group(1))
             if stmt.endswith("{"):
                 self.open.append(("{", n))
-        elif stmt == "}":
-            self.close(n)
         elif (m := _STATE_LABEL.match(stmt)) and not stmt.startswith(
             ("note", "direction", "classDef", "class ")
         ):
@@ -325,35 +313,33 @@ class _Reader:
         unclosed = self.current is not None
         self.end_body()
         if unclosed or self.open:
-            what, where = self.open[-1] if self.open else ("{", self.d.line)
+            what, where = self.open[-1] if self.open else ("{", self.line)
             self.problem(where, f"'{what}' opened here is never closed")
 
 
-def parse_block(block: MermaidBlock) -> ParsedDiagram:
+def parse_block(block: MermaidBlock) -> DiagramIndex:
     """Check one block and collect what it names (see the module docstring)."""
     raw_lines = block.source.splitlines()
     offset = block.line
     idx = _skip_preamble(raw_lines)
     if idx >= len(raw_lines):
-        diagram = ParsedDiagram("", offset)
-        diagram.problems.append(MermaidProblem(offset, "empty Mermaid block"))
-        return diagram
-    header_line = raw_lines[idx].strip()
-    header = header_line.split()[0].rstrip(";")
-    diagram = ParsedDiagram(header, offset + idx)
+        return DiagramIndex([""], problems=[MermaidProblem(offset, "empty Mermaid block")])
+    first, *rest = raw_lines[idx].split()
+    header = first.rstrip(";")
+    diagram = DiagramIndex([header])
     if header not in DIAGRAM_TYPES:
         diagram.problems.append(MermaidProblem(offset + idx, f"unknown diagram type {header!r}"))
         diagram.names |= words(block.source)
         return diagram
-    kind = _family(header)
-    if kind == "flowchart" and len(header_line.split()) > 1:
-        direction = header_line.split()[1].rstrip(";")
+    kind = _FAMILIES.get(header, header)
+    if kind == "flowchart" and rest:
+        direction = rest[0].rstrip(";")
         if direction not in ("TB", "TD", "BT", "RL", "LR"):
             diagram.problems.append(
                 MermaidProblem(offset + idx, f"unknown flowchart direction {direction!r}")
             )
     structured = kind in ("flowchart", "classDiagram", "stateDiagram", "erDiagram")
-    reader = _Reader(diagram, kind)
+    reader = _Reader(diagram, kind, offset + idx) if structured else None
     statements_seen = 0
     for n, raw in enumerate(raw_lines[idx + 1 :], start=offset + idx + 1):
         line = raw.strip()
@@ -361,16 +347,16 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
             continue
         statements_seen += 1
         diagram.names |= words(line)
-        if not structured:
+        if reader is None:
             continue
         if kind == "flowchart":
-            for stmt in _split_statements(line):
+            for stmt in filter(str.strip, _STATEMENT.findall(line)):
                 reader.statement(stmt.strip(), n)
         else:
             reader.statement(line, n)
-    if structured:
+    if reader is not None:
         reader.finish()
-    if kind in _NEEDS_A_STATEMENT and not statements_seen:
+    if kind == "classDiagram" and not statements_seen:
         # Mermaid's own grammar refuses these headers alone (GitHub shows an error).
         diagram.problems.append(
             MermaidProblem(offset + idx, f"an empty {header} does not render: draw something")
@@ -378,29 +364,12 @@ def parse_block(block: MermaidBlock) -> ParsedDiagram:
     return diagram
 
 
-@dataclass
-class DiagramIndex:
-    """Everything the blocks of one file name, merged, with their problems."""
-
-    names: set[str] = field(default_factory=set)
-    members: dict[str, set[str]] = field(default_factory=dict)
-    edges: set[tuple[str, str]] = field(default_factory=set)
-    states: set[str] = field(default_factory=set)
-    kinds: list[str] = field(default_factory=list)
-    problems: list[MermaidProblem] = field(default_factory=list)
-
-
-def index_text(text: str, path: str = "") -> DiagramIndex:
-    """Parse every Mermaid block of a file into one :class:`DiagramIndex`."""
-    return index_blocks(extract_blocks(text, path))
-
-
 def index_blocks(blocks: Iterable[MermaidBlock]) -> DiagramIndex:
     """Parse Mermaid blocks (of one file) into one :class:`DiagramIndex`."""
     index = DiagramIndex()
     for block in blocks:
         parsed = parse_block(block)
-        index.kinds.append(parsed.kind)
+        index.kinds += parsed.kinds
         index.names |= parsed.names
         index.edges |= parsed.edges
         index.states |= parsed.states

@@ -40,15 +40,12 @@ def matches_any(path: str, patterns: Sequence[str]) -> bool:
 def under_roots(path: str, roots: Sequence[str]) -> str | None:
     """``path`` relative to the first root holding it (``""`` roots hold all); else None."""
     norm = normalize_path(path)
-    if not roots:
-        return norm
-    for root in roots:
-        r = normalize_path(root)
+    for r in map(normalize_path, roots):
         if not r:
             return norm
         if norm.startswith(r + "/"):
             return norm[len(r) + 1 :]
-    return None
+    return None if roots else norm
 
 
 def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> str | None:
@@ -63,13 +60,9 @@ def module_name(path: str, roots: Sequence[str], packages: Collection[str]) -> s
     rel = under_roots(path, roots)
     if rel is None or not rel.endswith(".py"):
         return None
-    parts = rel[: -len(".py")].split("/")
-    if roots:
-        names = parts
-    else:
-        norm_parts = normalize_path(path)[: -len(".py")].split("/")
-        names = [norm_parts[-1]]
-        folders = norm_parts[:-1]
+    names = rel[: -len(".py")].split("/")
+    if not roots:  # ``rel`` is the whole path
+        folders, names = names[:-1], names[-1:]
         while folders and "/".join([*folders, "__init__.py"]) in packages:
             names.insert(0, folders.pop())
         if len(names) == 1 and folders and folders[-1] != "src" and names[0] != "__init__":

@@ -94,9 +94,7 @@ class MemberInfo:
     @property
     def aliases(self) -> tuple[str, ...]:
         """The spellings a diagram may use: the name and the string value."""
-        if self.value and self.value != self.name:
-            return (self.name, self.value)
-        return (self.name,)
+        return (self.name, self.value) if self.value and self.value != self.name else (self.name,)
 
 
 @dataclass(frozen=True)
@@ -131,7 +129,6 @@ class TableInfo:
     """A transition table: an assignment whose rows name members of ``enum``."""
 
     name: str
-    line: int
     enum: str
     rows: tuple[Transition, ...]
 
@@ -141,7 +138,6 @@ class MachineInfo:
     """A ``transitions`` machine: ``Machine(states=..., transitions=...)``."""
 
     name: str
-    line: int
     states: tuple[MemberInfo, ...]
     transitions: tuple[Transition, ...]
 
@@ -159,7 +155,6 @@ class ModuleInfo:
     machines: tuple[MachineInfo, ...] = ()
     imports: tuple[str, ...] = ()
     error: SyntaxProblem | None = None
-    aliases: Mapping[str, str] = field(default_factory=dict)
     # Names bound to ``declarative_base()`` (the pre-2.0 SQLAlchemy spelling).
     declarative_bases: tuple[str, ...] = ()
     # Top-level ``from m import X`` bindings: local name -> ``m.X`` as written, a
@@ -194,23 +189,19 @@ def _direct_kind(cls: ClassInfo) -> str | None:
         if base in _LIBRARY_KINDS:
             return _LIBRARY_KINDS[base]
     decos = set(cls.decorators)
-    if decos & _DATACLASS_DECOS:
-        return DATACLASS
-    if decos & _ATTRS_DECOS:
-        return ATTRS
     bases = {last(b) for b in cls.bases}
-    if bases & _SM_BASES:
-        return STATEMACHINE
-    if bases & _ENUM_BASES:
-        return ENUM
-    if bases & _PYDANTIC_BASES:
-        return PYDANTIC
-    if "TypedDict" in bases:
-        return TYPEDDICT
-    if "NamedTuple" in bases:
-        return NAMEDTUPLE
-    if bases & _SQLA_BASES:
-        return _SQLA_BASE
+    for names, found, kind in (
+        (decos, _DATACLASS_DECOS, DATACLASS),
+        (decos, _ATTRS_DECOS, ATTRS),
+        (bases, _SM_BASES, STATEMACHINE),
+        (bases, _ENUM_BASES, ENUM),
+        (bases, _PYDANTIC_BASES, PYDANTIC),
+        (bases, {"TypedDict"}, TYPEDDICT),
+        (bases, {"NamedTuple"}, NAMEDTUPLE),
+        (bases, _SQLA_BASES, _SQLA_BASE),
+    ):
+        if names & found:
+            return kind
     if cls.has_tablename or cls.uses_mapped:
         return SQLALCHEMY
     return None

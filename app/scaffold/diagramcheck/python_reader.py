@@ -26,9 +26,8 @@ from scaffold.diagramcheck.python_syntax import (
 )
 from scaffold.diagramcheck.python_tables import read_machines, read_tables
 
+_SM_STATES = {"State", "Compound", "Parallel"}  # python-statemachine
 _ATTRS_FIELD_CALLS = {"attr.ib", "attr.attrib", "attrs.field", "field", "attr.field", "ib"}
-
-
 _SQLA_COLUMN_CALLS = {
     "Column",
     "mapped_column",
@@ -55,9 +54,8 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
             if name == "__tablename__":
                 has_tablename = True
                 continue
-            if is_classvar(stmt.annotation) or (name.startswith("__") and name.endswith("__")):
-                continue
-            if name == "model_config":
+            dunder = name.startswith("__") and name.endswith("__")
+            if is_classvar(stmt.annotation) or dunder or name == "model_config":
                 continue
             if last(dotted(stmt.annotation)) == "Mapped":
                 uses_mapped = True
@@ -74,18 +72,12 @@ def _class_fields(node: ast.ClassDef) -> tuple[list[FieldInfo], bool, bool]:
                     continue
                 func = dotted(call.func)
                 if func in _ATTRS_FIELD_CALLS or func in _SQLA_COLUMN_CALLS:
-                    typ = ""
-                    for kw in call.keywords:
-                        if kw.arg == "type":
-                            typ = ast.unparse(kw.value)
+                    typ = next((ast.unparse(k.value) for k in call.keywords if k.arg == "type"), "")
                     if not typ and func in _SQLA_COLUMN_CALLS and call.args:
                         first = call.args[0]
-                        typ = (
-                            str_value(first) or dotted(first)
-                            if not isinstance(first, ast.Constant)
-                            else str(first.value)
+                        typ = last(
+                            str(first.value) if isinstance(first, ast.Constant) else dotted(first)
                         )
-                        typ = last(typ) if typ else ""
                     fields.append(FieldInfo(target.id, typ, stmt.lineno))
     return fields, has_tablename, uses_mapped
 
@@ -94,7 +86,6 @@ def _enum_members(node: ast.ClassDef) -> list[MemberInfo]:
     members: list[MemberInfo] = []
     for stmt in node.body:
         targets: list[ast.expr]
-        value: ast.expr | None
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -128,8 +119,8 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
                     if src and dst:
                         pair = (src, dst) if meth == "to" else (dst, src)
                         transitions.append(Transition(last(pair[0]), event, last(pair[1]), line))
-            elif meth == "itself":
-                src = dotted(expr.func.value)
+            elif meth == "itself" and isinstance(expr.func.value, ast.Attribute):
+                src = dotted(expr.func.value.value)  # ``idle.to.itself()``
                 if src:
                     transitions.append(Transition(last(src), event, last(src), line))
             else:
@@ -142,11 +133,7 @@ def _sm_states_and_transitions(node: ast.ClassDef) -> tuple[list[MemberInfo], li
         if not isinstance(target, ast.Name):
             continue
         value = stmt.value
-        if isinstance(value, ast.Call) and last(dotted(value.func)) in (
-            "State",
-            "Compound",
-            "Parallel",
-        ):
+        if isinstance(value, ast.Call) and last(dotted(value.func)) in _SM_STATES:
             label = str_value(value.args[0]) if value.args else None
             for kw in value.keywords:
                 if kw.arg == "name":
@@ -204,19 +191,15 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
         return None
     call = stmt.value
     func = last(dotted(call.func))
-    name = stmt.targets[0].id
+    spec = call.args[1] if len(call.args) >= 2 else None  # the fields
     fields: list[FieldInfo] = []
-    if func == "TypedDict" and len(call.args) >= 2 and isinstance(call.args[1], ast.Dict):
-        for k, v in zip(call.args[1].keys, call.args[1].values, strict=True):
+    if func == "TypedDict" and isinstance(spec, ast.Dict):
+        for k, v in zip(spec.keys, spec.values, strict=True):
             if k is not None and (s := str_value(k)) is not None:
                 fields.append(FieldInfo(s, annotation_text(v), k.lineno))
         kind = TYPEDDICT
-    elif (
-        func == "NamedTuple"
-        and len(call.args) >= 2
-        and isinstance(call.args[1], ast.List | ast.Tuple)
-    ):
-        for item in call.args[1].elts:
+    elif func == "NamedTuple" and isinstance(spec, ast.List | ast.Tuple):
+        for item in spec.elts:
             if (
                 isinstance(item, ast.Tuple)
                 and len(item.elts) == 2
@@ -224,8 +207,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
             ):
                 fields.append(FieldInfo(s, annotation_text(item.elts[1]), item.lineno))
         kind = NAMEDTUPLE
-    elif func == "namedtuple" and len(call.args) >= 2:
-        spec = call.args[1]
+    elif func == "namedtuple" and spec is not None:
         if (s := str_value(spec)) is not None:
             names = s.replace(",", " ").split()
         elif isinstance(spec, ast.List | ast.Tuple):
@@ -236,6 +218,7 @@ def _functional(stmt: ast.stmt) -> ClassInfo | None:
         kind = NAMEDTUPLE
     else:
         return None
+    name = stmt.targets[0].id
     return ClassInfo(name, stmt.lineno, (), (), tuple(fields), functional_kind=kind)
 
 
@@ -295,26 +278,20 @@ def read_module(
     body = tree.body
     aliases = _aliases(body)
     imported = _imported(body)
-    functionals: list[ClassInfo] = []
-    tables: list[TableInfo] = []
+    functionals = [cls for top in body if (cls := _functional(top)) is not None]
     function_tables: list[TableInfo] = []
     bases: list[str] = []
     for top in body:
-        if isinstance(top, ast.Assign | ast.AnnAssign):
-            tables += read_tables([top], aliases)
-            functional = _functional(top)
-            if functional is not None:
-                functionals.append(functional)
-            if (
-                isinstance(top, ast.Assign)
-                and isinstance(top.value, ast.Call)
-                and last(dotted(top.value.func)) == "declarative_base"
-            ):
-                bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
+        if (
+            isinstance(top, ast.Assign)
+            and isinstance(top.value, ast.Call)
+            and last(dotted(top.value.func)) == "declarative_base"
+        ):
+            bases += [t.id for t in top.targets if isinstance(t, ast.Name)]
         elif isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
             # Tables built by a module-level function (``def _rows(): rows = [...]``).
             function_tables += [
-                TableInfo(f"{top.name}.{t.name}", t.line, t.enum, t.rows)
+                TableInfo(f"{top.name}.{t.name}", t.enum, t.rows)
                 for t in read_tables(top.body, aliases)
             ]
     classes: list[ClassInfo] = []
@@ -347,9 +324,8 @@ def read_module(
     return ModuleInfo(
         declarative_bases=tuple(bases),
         classes=(*classes, *functionals),
-        tables=(*tables, *function_tables, *class_tables),
+        tables=(*read_tables(body, aliases), *function_tables, *class_tables),
         machines=tuple(machines),
         imports=_imports(tree, module, is_package) if imports else (),
-        aliases=aliases,
         imported=imported,
     )

@@ -68,6 +68,4 @@ def is_classvar(node: ast.expr) -> bool:
 
 
 def str_value(node: ast.expr | None) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

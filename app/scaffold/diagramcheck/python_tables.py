@@ -38,22 +38,21 @@ def _row(
     items: list[ast.expr], aliases: Mapping[str, str], line: int
 ) -> tuple[str, Transition] | None:
     """A row naming two members of one Enum: the first is the source, the last the target."""
-    refs = [(i, _enum_ref(item, aliases)) for i, item in enumerate(items)]
+    refs = [_enum_ref(item, aliases) for item in items]
     by_enum: dict[str, list[tuple[int, str]]] = {}
-    for i, ref in refs:
+    for i, ref in enumerate(refs):
         if ref is not None:
             by_enum.setdefault(ref[0], []).append((i, ref[1]))
     for enum, found in by_enum.items():
         if len(found) >= 2:
-            (si, src), (_, dst) = found[0], found[-1]
-            event = ""
-            for i, item in enumerate(items):
-                if i != si and i != found[-1][0] and (i > si):
-                    ref = _enum_ref(item, aliases)
-                    event = ref[1] if ref else (str_value(item) or dotted(item))
-                    if event:
-                        break
-            return enum, Transition(src, event, dst, line)
+            (si, src), (di, dst) = found[0], found[-1]
+            # The event: the first other item after the source that names something.
+            events = (
+                ref[1] if (ref := refs[i]) else (str_value(item) or dotted(item))
+                for i, item in enumerate(items)
+                if i > si and i != di
+            )
+            return enum, Transition(src, next(filter(None, events), ""), dst, line)
     return None
 
 
@@ -61,31 +60,27 @@ def _table_rows(value: ast.expr, aliases: Mapping[str, str]) -> list[tuple[str, 
     # See through wrappers such as MappingProxyType({...}) or tuple([...]).
     while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         value = value.args[0]
-    rows: list[tuple[str, Transition]] = []
+    candidates: list[tuple[list[ast.expr], int]] = []  # a row's items, and its line
     if isinstance(value, ast.Dict):
         for key, val in zip(value.keys, value.values, strict=True):
             if key is None:
                 continue
             key_items = list(key.elts) if isinstance(key, ast.Tuple) else [key]
             if isinstance(val, ast.Dict):  # {state: {event: state}}
-                for k2, v2 in zip(val.keys, val.values, strict=True):
-                    if k2 is None:
-                        continue
-                    found = _row([*key_items, k2, *_flat(v2)], aliases, key.lineno)
-                    if found:
-                        rows.append(found)
-                continue
-            found = _row([*key_items, *_flat(val)], aliases, key.lineno)
-            if found:
-                rows.append(found)
+                candidates += [
+                    ([*key_items, k2, *_flat(v2)], key.lineno)
+                    for k2, v2 in zip(val.keys, val.values, strict=True)
+                    if k2 is not None
+                ]
+            else:
+                candidates.append(([*key_items, *_flat(val)], key.lineno))
     elif isinstance(value, ast.List | ast.Tuple | ast.Set):
-        for item in value.elts:
-            if not isinstance(item, ast.Tuple | ast.List | ast.Call):
-                continue
-            found = _row(_flat(item), aliases, item.lineno)
-            if found:
-                rows.append(found)
-    return rows
+        candidates = [
+            (_flat(item), item.lineno)
+            for item in value.elts
+            if isinstance(item, ast.Tuple | ast.List | ast.Call)
+        ]
+    return [row for items, line in candidates if (row := _row(items, aliases, line))]
 
 
 def _flat(node: ast.expr) -> list[ast.expr]:
@@ -108,13 +103,10 @@ def read_tables(body: list[ast.stmt], aliases: Mapping[str, str]) -> list[TableI
         if not isinstance(target, ast.Name) or value is None:
             continue
         rows = _table_rows(value, aliases)
-        if len(rows) < 2:
-            continue
-        enums = {enum for enum, _ in rows}
-        for enum in sorted(enums):
+        for enum in sorted({enum for enum, _ in rows}):
             mine = tuple(t for e, t in rows if e == enum)
             if len(mine) >= 2:
-                tables.append(TableInfo(target.id, stmt.lineno, enum, mine))
+                tables.append(TableInfo(target.id, enum, mine))
     return tables
 
 
@@ -155,32 +147,30 @@ def _literal_transitions(node: ast.expr, assigned: Mapping[str, ast.expr]) -> li
     if not isinstance(node, ast.List | ast.Tuple):
         return out
     for item in node.elts:
-        trigger = src = dst = None
+        trigger = dst = None
         sources: list[str] = []
         if isinstance(item, ast.List | ast.Tuple) and len(item.elts) >= 3:
             trigger = str_value(item.elts[0])
-            s, d = item.elts[1], item.elts[2]
-            sources = _names_of(s)
-            dst = str_value(d) or (d.attr if isinstance(d, ast.Attribute) else None)
+            sources = _names_of(item.elts[1])
+            dst = _name(item.elts[2]) or None
         elif isinstance(item, ast.Dict):
             vals = {str_value(k): v for k, v in zip(item.keys, item.values, strict=True) if k}
             trigger = str_value(vals["trigger"]) if "trigger" in vals else None
-            if "source" in vals:
-                sources = _names_of(vals["source"])
-            if "dest" in vals:
-                d = vals["dest"]
-                dst = str_value(d) or (d.attr if isinstance(d, ast.Attribute) else None)
-        for src in sources:
-            if dst is not None:
-                out.append(Transition(src, trigger or "", dst, item.lineno))
+            sources = _names_of(vals["source"]) if "source" in vals else []
+            dst = (_name(vals["dest"]) or None) if "dest" in vals else None
+        if dst is not None:
+            out += [Transition(src, trigger or "", dst, item.lineno) for src in sources]
     return out
 
 
+def _name(node: ast.expr) -> str | None:
+    """A state named by a string or an attribute (``States.open``)."""
+    return node.attr if isinstance(node, ast.Attribute) else str_value(node)
+
+
 def _names_of(node: ast.expr) -> list[str]:
-    if (s := str_value(node)) is not None:
+    if (s := _name(node)) is not None:
         return [s]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
     if isinstance(node, ast.List | ast.Tuple):
         return [n for e in node.elts for n in _names_of(e)]
     return []
@@ -204,26 +194,18 @@ def read_machines(tree: ast.Module) -> list[MachineInfo]:
             if isinstance(child, ast.ClassDef):
                 name = child.name
             if isinstance(child, ast.Call) and last(dotted(child.func)) in _MACHINE_CALLS:
-                kw = {k.arg: k.value for k in child.keywords if k.arg}
-                states_node = kw.get("states")
-                if states_node is None and len(child.args) >= 2:
-                    states_node = child.args[1]
-                trans_node = kw.get("transitions")
-                if trans_node is None and len(child.args) >= 4:
-                    trans_node = child.args[3]
+                # Machine(model, states, initial, transitions, ...), or by keyword.
+                names = ("model", "states", "initial", "transitions")
+                kw = dict(zip(names, child.args, strict=False))
+                kw.update((k.arg, k.value) for k in child.keywords if k.arg)
+                states_node, trans_node = kw.get("states"), kw.get("transitions")
                 if states_node is not None or trans_node is not None:
-                    states = [
-                        MemberInfo(s, None, line)
-                        for s, line in (
-                            _literal_names(states_node, assigned) if states_node else []
-                        )
-                    ]
+                    states = _literal_names(states_node, assigned) if states_node else []
                     trans = _literal_transitions(trans_node, assigned) if trans_node else []
                     machines.append(
                         MachineInfo(
                             owner or f"Machine{child.lineno}",
-                            child.lineno,
-                            tuple(states),
+                            tuple(MemberInfo(s, None, line) for s, line in states),
                             tuple(trans),
                         )
                     )

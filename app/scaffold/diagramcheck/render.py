@@ -34,38 +34,29 @@ def _title(f: Finding) -> str:
     return f"DiagramCheck: {f.kind} ({where})"[:_MAX_TITLE]
 
 
-# --------------------------------------------------------------------------- text
-
-
 def render_text(report: Report) -> str:
     """For a person at a terminal: one line per finding, with the draft under it."""
     span = f"{report.merge_base[:12]}..{report.head[:12]}"
     if not report.findings:
         checked = ", ".join(report.diagrams_checked) or "no diagram was needed"
         return f"DiagramCheck passed ({span}): diagrams are in sync with the code ({checked})\n"
-    lines: list[str] = []
-    failures, warnings = report.failures, report.warnings
-    if failures:
-        lines.append(f"DiagramCheck blocked ({span}): {len(failures)} problem(s)")
-    else:
-        lines.append(f"DiagramCheck passed ({span}) with {len(warnings)} warning(s)")
+    failures = len(report.failures)
+    lines = [
+        f"DiagramCheck blocked ({span}): {failures} problem(s)"
+        if failures
+        else f"DiagramCheck passed ({span}) with {len(report.warnings)} warning(s)"
+    ]
     for f in report.findings:
         tag = "error" if f.blocking else "warning"
         lines.append(f"{f.source}:{f.line}: {tag}: [{f.kind}] {f.message}")
-        if f.draft and len(f.draft) > 1:
+        if len(f.draft) > 1:
             lines += [f"        {d}" for d in f.draft[:_MAX_DRAFT_LINES]]
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------- json
 
 
 def render_json(report: Report) -> str:
     """The stable JSON document (see :meth:`Report.to_json`)."""
     return json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
-
-
-# --------------------------------------------------------------------------- github
 
 
 def escape_data(value: str) -> str:
@@ -94,7 +85,7 @@ def render_github(report: Report) -> str:
     lines: list[str] = []
     for f in report.findings:
         message = f.message
-        if f.draft and len(f.draft) > 1:
+        if len(f.draft) > 1:
             message += "\n" + "\n".join(f.draft[:_MAX_DRAFT_LINES])
         lines.append(
             workflow_command(
@@ -108,9 +99,6 @@ def render_github(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- markdown
-
-
 def _md_code(text: str) -> str:
     """Inline code that survives backticks in ``text``."""
     fence = "``" if "`" in text else "`"
@@ -121,6 +109,7 @@ def _md_code(text: str) -> str:
 def render_markdown(report: Report) -> str:
     """A check summary or PR comment: a checklist of what is missing, or a pass line."""
     span = f"{report.merge_base[:12]}..{report.head[:12]}"
+    warnings = [f"- {_md_code(f.source)}: {f.message}" for f in report.warnings]
     if not report.blocking:
         checked = ", ".join(_md_code(d) for d in report.diagrams_checked)
         body = [
@@ -129,10 +118,7 @@ def render_markdown(report: Report) -> str:
             f"The diagrams are in sync with the code ({span})."
             + (f" Checked: {checked}." if checked else " No diagram was affected."),
         ]
-        if report.warnings:
-            body += ["", "Warnings:"]
-            body += [f"- {_md_code(f.source)}: {f.message}" for f in report.warnings]
-        return "\n".join(body) + "\n"
+        return "\n".join(body + (["", "Warnings:", *warnings] if warnings else [])) + "\n"
     body = [
         "### ❌ DiagramCheck: the diagrams lag the code",
         "",
@@ -143,10 +129,8 @@ def render_markdown(report: Report) -> str:
     for f in report.failures:
         by_diagram.setdefault(f.diagram, []).append(f)
     for diagram, items in by_diagram.items():
-        body.append(f"**{_md_code(diagram)}**")
-        body.append("")
-        for f in items:
-            body.append(f"- [ ] {f.message} — {_md_code(f'{f.source}:{f.line}')}")
+        body += [f"**{_md_code(diagram)}**", ""]
+        body += [f"- [ ] {f.message} — {_md_code(f'{f.source}:{f.line}')}" for f in items]
         drafts = [line for f in items for line in f.draft]
         if drafts:
             body += [
@@ -160,19 +144,14 @@ def render_markdown(report: Report) -> str:
                 "</details>",
             ]
         body.append("")
-    if report.warnings:
-        body.append("Warnings:")
-        body += [f"- {_md_code(f.source)}: {f.message}" for f in report.warnings]
-        body.append("")
+    if warnings:
+        body += ["Warnings:", *warnings, ""]
     body.append(
         "Update the diagrams, or run `scaffold diagrams generate` for drafts of the "
         "architecture, data model and state diagrams."
     )
     text = "\n".join(body) + "\n"
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "\n…(truncated)\n"
-
-
-# --------------------------------------------------------------------------- annotations
 
 
 def check_annotations(report: Report) -> list[CheckAnnotation]:

@@ -1,38 +1,23 @@
 """What DiagramCheck reads of the configuration, without the configuration's machinery.
 
-:class:`DiagramSettings` is the shape the rules read (``diagrams`` of
-``.github/scaffold.yml``, :class:`scaffold.config.DiagramsConfig`, satisfies it);
-:data:`DEFAULTS` holds the defaults, which ``DiagramsConfig`` takes from here. A
-repository without a configuration file is checked with :data:`DEFAULTS` and never
-loads pydantic or the YAML reader, which keeps ``scaffold diagram-check`` quick to start.
+:data:`DEFAULTS` holds the defaults of ``diagrams`` (``DiagramsConfig`` takes them from
+here) and :func:`read_settings` reads that section with the same checks: a repository
+with or without ``.github/scaffold.yml`` is checked without loading pydantic, which
+keeps ``scaffold diagram-check`` quick to start.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, TypeAlias
+
+from scaffold.diagramcheck.paths import normalize_path
+
+if TYPE_CHECKING:
+    from scaffold.config import DiagramsConfig
 
 # Where the configuration lives (scaffold.config.CONFIG_PATH, without importing it).
 CONFIG_FILE = ".github/scaffold.yml"
-
-
-class DiagramSettings(Protocol):
-    @property
-    def architecture(self) -> str: ...
-    @property
-    def data_model(self) -> str: ...
-    @property
-    def states(self) -> str: ...
-    @property
-    def roadmap(self) -> str: ...
-    @property
-    def source_roots(self) -> tuple[str, ...]: ...
-    @property
-    def ignore(self) -> tuple[str, ...]: ...
-    @property
-    def data_model_sources(self) -> tuple[str, ...]: ...
-    @property
-    def state_enum_suffixes(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -70,11 +55,12 @@ class DefaultSettings:
 
 DEFAULTS = DefaultSettings()
 
+# What the rules read: these settings, or the configuration's ``diagrams``.
+DiagramSettings: TypeAlias = "DefaultSettings | DiagramsConfig"
+
 
 def diagram_paths(cfg: DiagramSettings) -> tuple[str, ...]:
     """The configured diagram files, normalized, without duplicates."""
-    from scaffold.diagramcheck.paths import normalize_path
-
     paths = (cfg.architecture, cfg.data_model, cfg.states, cfg.roadmap)
     return tuple(dict.fromkeys(normalize_path(p) for p in paths))
 
@@ -84,13 +70,8 @@ _LIST_FIELDS = ("source_roots", "ignore", "data_model_sources", "state_enum_suff
 
 
 def read_settings(text: str, where: str) -> DefaultSettings:
-    """``diagrams`` of a ``.github/scaffold.yml`` text, checked like ``DiagramsConfig`` does.
-
-    Only this section is read (the other commands check the rest of the file). The
-    rules are the configuration's: unknown keys are refused, paths are strings, lists
-    are lists of strings; a :class:`~scaffold.errors.ConfigError` names the key and
-    its line.
-    """
+    """``diagrams`` of a ``.github/scaffold.yml`` text, checked like ``DiagramsConfig`` does
+    (the other commands check the rest of the file); a ConfigError names the key and line."""
     from dataclasses import replace
 
     from ruamel.yaml import YAML
@@ -103,7 +84,7 @@ def read_settings(text: str, where: str) -> DefaultSettings:
     except YAMLError as exc:
         raise ConfigError(where, "", f"not valid YAML: {exc}") from None
     if doc is None:
-        return DEFAULTS
+        doc = {}
     if not isinstance(doc, dict):
         raise ConfigError(where, "", f"expected a mapping at the top, got {type(doc).__name__}")
     if "diagrams" not in doc:

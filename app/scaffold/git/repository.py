@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import GitError, InvalidIdError
-from scaffold.git.changes import parse_name_status_z
+from scaffold.git.changes import parse_raw_z
 from scaffold.git.runner import IDENTITY_CONFIG, IDENTITY_ENV, SAFE_LOCAL, GitOutput, run_git
 from scaffold.ids import BRANCH_PREFIX
 
@@ -201,8 +201,8 @@ class Repository:
 
     def _locally_changed(self, checkout: Path, old: str, new: str) -> list[str]:
         """Paths ``old``->``new`` changes that have local changes or untracked files."""
-        merged = parse_name_status_z(
-            self._git(["diff", "--name-status", "-z", "--no-renames", old, new]).stdout
+        merged = parse_raw_z(
+            self._git(["diff", "--raw", "-z", "--no-abbrev", "--no-renames", old, new]).stdout
         )
         local_out = self._git(["diff-index", "--name-only", "-z", "HEAD", "--"], cwd=checkout)
         local = set(filter(None, local_out.stdout.split("\0")))

@@ -3,10 +3,10 @@
 The functional core, one module per diagram kind (:mod:`.architecture`,
 :mod:`.data_model`, :mod:`.states`, :mod:`.roadmap`) over what they share
 (:mod:`.model`, :mod:`.classes`, :mod:`.members`, :mod:`.type_text`);
-:mod:`.judge` combines them. :func:`requirements` reads the old and new text of the
+:mod:`.judge` combines them: its :func:`~.judge.requirements` reads the old and new text of the
 changed files (a :class:`DiffInput`, built by the analyzer from git) and lists
 :class:`Requirement` s: this diagram must name that, or must no longer name
-it. :func:`judge` holds them against the diagrams as they are at the head and
+it. Its :func:`~.judge.judge` holds them against the diagrams as they are at the head and
 returns the :class:`~scaffold.diagramcheck.findings.Finding` s that are not
 met. Neither touches git or the disk.
 
@@ -17,29 +17,3 @@ SQLAlchemy models, Enums) -> ``data_model``; states (Enums named ``*State`` /
 ``transitions`` machines, ``stateDiagram`` sources outside the diagrams) ->
 ``states``; Backlog.md milestones -> ``roadmap``.
 """
-
-from __future__ import annotations
-
-from scaffold.diagramcheck.rules.judge import invalid_sources, judge, requirements
-from scaffold.diagramcheck.rules.model import (
-    DiagramFile,
-    DiffInput,
-    Requirement,
-    Side,
-    SourceChange,
-    read_diagram,
-)
-from scaffold.diagramcheck.rules.type_text import same_type
-
-__all__ = [
-    "DiagramFile",
-    "DiffInput",
-    "Requirement",
-    "Side",
-    "SourceChange",
-    "invalid_sources",
-    "judge",
-    "read_diagram",
-    "requirements",
-    "same_type",
-]

@@ -59,10 +59,6 @@ def module_requirements(
     return out
 
 
-def stub_of_module(path: str, python_files: frozenset[str]) -> bool:
-    return path.endswith(".pyi") and path[:-1] in python_files
-
-
 def moves(reqs: list[Requirement]) -> list[Requirement]:
     """A module removed and one added under the same name (``x.py`` -> ``x/__init__.py``):
     one move, met when the architecture names it."""

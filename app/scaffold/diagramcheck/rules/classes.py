@@ -27,9 +27,6 @@ def _inherited(
     Model``) has that base looked up in the module it comes from, and so on up
     to a few levels; what is found only classifies, it is not compared.
     """
-    lookup = data.lookup
-    if lookup is None:
-        return []
     packages = data.packages_old if side == "old" else data.packages_new
     known = set(kinds)
     todo: list[tuple[pm.ClassInfo, str, bool]] = []
@@ -47,35 +44,30 @@ def _inherited(
     extra: list[pm.ClassInfo] = []
     seen: set[str] = set()
     for _ in range(_MAX_BASE_DEPTH):
-        wanted: list[str] = []
-        for cls, module, is_pkg in todo:
+        level, todo = todo, []
+        for cls, module, is_pkg in level:
             for base in cls.bases:
                 if "." not in base or base.rpartition(".")[2] in known:
                     continue
                 full = resolve_relative(base, module, is_pkg) if base.startswith(".") else base
-                if full not in seen:
-                    seen.add(full)
-                    wanted.append(full)
-        todo = []
-        for full in wanted:
-            mod, _, name = full.rpartition(".")
-            info = lookup(side, mod) if mod else None
-            hops = 0
-            while info is not None and info.class_named(name) is None and hops < 2:
-                # A re-export: ``from .models import Model`` in a package's __init__.
-                ref = info.imported.get(name)
-                if ref is None:
-                    info = None
-                    break
-                mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
-                info = lookup(side, mod) if mod else None
-                hops += 1
-            found = info.class_named(name) if info is not None else None
-            if found is None or found.name in known:
-                continue
-            known.add(found.name)
-            extra.append(found)
-            todo.append((found, mod, False))
+                if full in seen:
+                    continue
+                seen.add(full)
+                mod, _, name = full.rpartition(".")
+                # The module, then up to two re-exports (``from .models import Model`` in a
+                # package's __init__).
+                for _hop in range(3):
+                    info = data.lookup(side, mod) if mod else None
+                    found = info.class_named(name) if info is not None else None
+                    ref = info.imported.get(name) if info is not None and found is None else None
+                    if ref is None:
+                        break
+                    mod, _, name = resolve_relative(ref, mod, True).rpartition(".")
+                if found is None or found.name in known:
+                    continue
+                known.add(found.name)
+                extra.append(found)
+                todo.append((found, mod, False))
         if not todo:
             break
     return extra
@@ -94,11 +86,10 @@ def analyse(
         extra = _inherited(parsed, side, found, cfg, data)
         return pm.classify([*extra, *classes], bases) if extra else found
 
-    result = Analysis(list(parsed), kinds("old"), kinds("new"))
-    infos = [info for _, old, new in parsed for info in (old, new) if info is not None]
-    pairs = [*result.kinds_old.items(), *result.kinds_new.items()]
-    result.state_enums = pm.state_enums(infos, pairs, cfg.state_enum_suffixes)
-    return result
+    old, new = kinds("old"), kinds("new")
+    infos = [info for _, before, after in parsed for info in (before, after) if info is not None]
+    states = pm.state_enums(infos, [*old.items(), *new.items()], cfg.state_enum_suffixes)
+    return Analysis(list(parsed), old, new, states)
 
 
 @dataclass(frozen=True)

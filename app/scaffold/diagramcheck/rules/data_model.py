@@ -78,23 +78,14 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
         machine = new.kind == pm.STATEMACHINE
         if machine or (new.kind == pm.ENUM and name in analysis.state_enums):
             what = f"state machine `{name}`" if machine else f"state enum `{name}`"
-            old_path = old.path if old else new.path
+            where = (states, old.path if old else new.path, new.path)
             old_states = (old.cls.states if machine else old.cls.members) if old else ()
             new_states = new.cls.states if machine else new.cls.members
-            out += member_requirements(
-                old_states, new_states, name, what, states, old_path, new.path, as_states=True
-            )
+            out += member_requirements(old_states, new_states, name, what, *where, as_states=True)
             if machine:
                 aliases = {s.name: s.aliases for s in (*new_states, *old_states)}
-                out += transition_requirements(
-                    old.cls.transitions if old else (),
-                    new.cls.transitions,
-                    aliases,
-                    what,
-                    states,
-                    old_path,
-                    new.path,
-                )
+                before = old.cls.transitions if old else ()
+                out += transition_requirements(before, new.cls.transitions, aliases, what, *where)
             continue
         if old is None:
             listed = new.cls.members if new.kind == pm.ENUM else new.cls.fields
@@ -114,25 +105,14 @@ def class_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Require
             # Every field or member of a new class is new.
             old = Located(pm.ClassInfo(name, new.cls.line, (), ()), new.path, new.kind)
         if new.kind == pm.ENUM:
-            out += member_requirements(
-                old.cls.members,
-                new.cls.members,
-                name,
-                f"Enum `{name}`",
-                data_model,
-                old.path,
-                new.path,
-                as_states=False,
-            )
+            label, where = f"Enum `{name}`", (data_model, old.path, new.path)
+            out += member_requirements(old.cls.members, new.cls.members, name, label, *where)
         else:
             out += _field_requirements(old, new, data_model)
     for name, old in old_all.items():
         if name in new_all:
             continue
-        diagram = (
-            states if (old.kind == pm.STATEMACHINE or name in analysis.state_enums) else data_model
-        )
-        if diagram == states:
+        if old.kind == pm.STATEMACHINE or name in analysis.state_enums:
             members = old.cls.states if old.kind == pm.STATEMACHINE else old.cls.members
             out += member_requirements(
                 members, (), name, f"`{name}`", states, old.path, old.path, as_states=True

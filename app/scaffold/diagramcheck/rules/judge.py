@@ -9,14 +9,13 @@ from scaffold.diagramcheck import python_model as pm
 from scaffold.diagramcheck.findings import Finding
 from scaffold.diagramcheck.milestones import backlog_kind
 from scaffold.diagramcheck.paths import matches_any, under_roots
-from scaffold.diagramcheck.rules.architecture import module_requirements, moves, stub_of_module
+from scaffold.diagramcheck.rules.architecture import module_requirements, moves
 from scaffold.diagramcheck.rules.classes import analyse
 from scaffold.diagramcheck.rules.data_model import class_requirements
 from scaffold.diagramcheck.rules.model import (
     DiffInput,
     Requirement,
     SourceChange,
-    is_mermaid_source,
     is_python,
     norm,
     read_diagram,
@@ -24,6 +23,18 @@ from scaffold.diagramcheck.rules.model import (
 from scaffold.diagramcheck.rules.roadmap import milestone_requirements
 from scaffold.diagramcheck.rules.states import mermaid_source_requirements, state_requirements
 from scaffold.diagramcheck.settings import DiagramSettings, diagram_paths
+
+
+def _readable(path: str, present: bool, python: frozenset[str], cfg: DiagramSettings) -> bool:
+    """Whether the rules read this side of a change (a stub next to its module describes
+    that module: only the module is read)."""
+    return (
+        present
+        and is_python(path)
+        and not matches_any(path, cfg.ignore)
+        and under_roots(path, cfg.source_roots) is not None
+        and not (path.endswith(".pyi") and path[:-1] in python)
+    )
 
 
 def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requirement], list[Finding]]:
@@ -37,26 +48,14 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
         if backlog_kind(path) or backlog_kind(change.source_path):
             continue
         ignored_new = matches_any(path, cfg.ignore)
-        ignored_old = matches_any(change.source_path, cfg.ignore)
-        if ignored_new and ignored_old:
+        if ignored_new and matches_any(change.source_path, cfg.ignore):
             continue
         if is_python(path) or is_python(change.source_path):
-            old_ok = (
-                change.status != "A"
-                and (change.old_text is not None or change.old_binary)
-                and is_python(change.source_path)
-                and not ignored_old
-                and under_roots(change.source_path, cfg.source_roots) is not None
+            old_present = change.status != "A" and (
+                change.old_text is not None or change.old_binary
             )
-            new_ok = (
-                change.status != "D"
-                and is_python(path)
-                and not ignored_new
-                and under_roots(path, cfg.source_roots) is not None
-            )
-            # A stub next to its module describes that module: read the module only.
-            old_ok = old_ok and not stub_of_module(change.source_path, data.python_old)
-            new_ok = new_ok and not stub_of_module(path, data.python_new)
+            old_ok = _readable(change.source_path, old_present, data.python_old, cfg)
+            new_ok = _readable(path, change.status != "D", data.python_new, cfg)
             if not (old_ok or new_ok):
                 continue
             if path.endswith(".py") or change.source_path.endswith(".py"):
@@ -65,9 +64,10 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 why = f"{path} is binary or not UTF-8; DiagramCheck did not read its classes"
                 warnings.append(Finding("python-unreadable", "", path, 1, path, why, "warning"))
                 continue
-            old_text = change.old_text if old_ok else None
-            new_text = change.new_text if new_ok else None
-            new_info = python_reader.read_module(new_text) if new_text is not None else None
+            texts = (change.old_text if old_ok else None, change.new_text if new_ok else None)
+            old_info, new_info = (
+                python_reader.read_module(t) if t is not None else None for t in texts
+            )
             if new_info is not None and (problem := new_info.error):
                 why = (
                     f"{path}:{problem.line}: cannot parse ({problem.message}); its classes"
@@ -76,17 +76,17 @@ def requirements(data: DiffInput, cfg: DiagramSettings) -> tuple[list[Requiremen
                 kind = "python-syntax-error"
                 warnings.append(Finding(kind, "", path, problem.line, path, why, "warning"))
                 continue
-            old_info = python_reader.read_module(old_text) if old_text is not None else None
             if old_info is not None and old_info.error is not None:
                 old_info = None
-            view = SourceChange(change.status, path, change.old_path, old_text, new_text)
-            python.append((view, old_info, new_info))
-        elif is_mermaid_source(path, diagrams) and not ignored_new:
+            python.append((change, old_info, new_info))
+        elif path.endswith((".mmd", ".mermaid")) and path not in diagrams and not ignored_new:
+            # A dedicated Mermaid file's state diagram is a machine the diagrams follow; a
+            # block in Markdown (a README, a guide) is an example, never a state source.
             out += mermaid_source_requirements(change, cfg)
     analysis = analyse(python, cfg, data)
     out += class_requirements(analysis, cfg)
     out += state_requirements(analysis, cfg)
-    out += milestone_requirements(data.changes, data, cfg)
+    out += milestone_requirements(data, cfg)
     return _dedupe(moves(out)), warnings
 
 
@@ -127,32 +127,28 @@ def _suffix(req: Requirement) -> str:
 
 def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     """The requirements the diagrams at the head do not meet, and broken Mermaid."""
-    indexes: dict[str, mermaid.DiagramIndex] = {}
-    texts: dict[str, str] = {}
+    # Only the diagrams asked about or changed are parsed (a big generated one costs).
     needed = {r.diagram for r in reqs} | {p for p, d in data.diagrams.items() if d.changed}
-    for path, dfile in data.diagrams.items():
-        if path in needed:
-            indexes[path], texts[path] = read_diagram(dfile)
+    read = {p: read_diagram(d) for p, d in data.diagrams.items() if p in needed}
     missing_classes: set[tuple[str, str]] = set()
     pending: list[tuple[Finding, Requirement]] = []
     for req in reqs:
         diagram = data.diagrams.get(req.diagram)
-        index = indexes.get(req.diagram, mermaid.DiagramIndex())
-        exists = diagram is not None and diagram.text is not None
+        named = diagram is not None and diagram.text is not None and _named(req, *read[req.diagram])
         if req.remove:
-            if exists and _named(req, index, texts[req.diagram]):
+            if named:
                 pending.append((_finding(req, f"remove {req.what} from {req.diagram}"), req))
             continue
-        if not req.needs_change and exists and _named(req, index, texts[req.diagram]):
-            continue
-        if not exists:
+        if diagram is None or diagram.text is None:
             message = (
                 f"{req.diagram} does not exist: create it with a Mermaid diagram that names "
                 f"{req.what}{_suffix(req)}"
             )
-        elif diagram is not None and not diagram.changed and req.needs_change:
+        elif not req.needs_change and named:
+            continue
+        elif not diagram.changed and req.needs_change:
             message = f"{req.diagram} is not updated in this change: add {req.what}{_suffix(req)}"
-        elif not _named(req, index, texts[req.diagram]):
+        elif not named:
             message = f"add {req.what} to {req.diagram}{_suffix(req)}"
         else:
             continue
@@ -168,7 +164,7 @@ def judge(reqs: Sequence[Requirement], data: DiffInput) -> list[Finding]:
     for path, dfile in data.diagrams.items():
         if not dfile.changed or dfile.text is None:
             continue
-        findings += [_invalid(path, problem) for problem in indexes[path].problems]
+        findings += [_invalid(path, problem) for problem in read[path][0].problems]
     return findings
 
 

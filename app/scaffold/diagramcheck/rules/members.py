@@ -16,7 +16,7 @@ def member_requirements(
     diagram: str,
     old_path: str,
     new_path: str,
-    as_states: bool,
+    as_states: bool = False,
 ) -> list[Requirement]:
     """Enum members (data model) or states (state diagram) added, removed, renamed."""
     kind = "state" if as_states else "member"
@@ -103,49 +103,35 @@ def transition_requirements(
         return found
 
     before, after = pairs(old_rows), pairs(new_rows)
-    out: list[Requirement] = []
 
     def names(state: str) -> tuple[str, ...]:
         return aliases.get(state, (state,))
 
-    for (src, dst), row in after.items():
-        if (src, dst) in before:
-            continue
-        a, b = names(src)[-1], names(dst)[-1]
-        event = f" on `{row.event}`" if row.event else ""
-        out.append(
-            Requirement(
-                "transition-added",
-                diagram,
-                new_path,
-                row.line,
-                f"{src} --> {dst}",
-                f"transition `{a} --> {b}`{event} of {label}",
-                names(src),
-                match="edge",
-                target=names(dst),
-                draft=(
-                    f"    {mermaid_id(a)} --> {mermaid_id(b)}"
-                    + (f" : {row.event}" if row.event else ""),
-                ),
+    out: list[Requirement] = []
+    for gone, rows, others, path in (
+        (False, after, before, new_path),
+        (True, before, after, old_path),
+    ):
+        for (src, dst), row in rows.items():
+            if (src, dst) in others:
+                continue
+            a, b = names(src)[-1], names(dst)[-1]
+            event = f" : {row.event}" if row.event and not gone else ""
+            out.append(
+                Requirement(
+                    "transition-removed" if gone else "transition-added",
+                    diagram,
+                    path,
+                    row.line,
+                    f"{src} --> {dst}",
+                    f"transition `{a} --> {b}`"
+                    + (f" on `{row.event}`" if event else "")
+                    + f" of {label}",
+                    names(src),
+                    remove=gone,
+                    match="edge",
+                    target=names(dst),
+                    draft=() if gone else (f"    {mermaid_id(a)} --> {mermaid_id(b)}{event}",),
+                )
             )
-        )
-    for (src, dst), row in before.items():
-        if (src, dst) in after:
-            continue
-        a, b = names(src)[-1], names(dst)[-1]
-        out.append(
-            Requirement(
-                "transition-removed",
-                diagram,
-                old_path,
-                row.line,
-                f"{src} --> {dst}",
-                f"transition `{a} --> {b}` of {label}",
-                names(src),
-                remove=True,
-                match="edge",
-                target=names(dst),
-            )
-        )
     return out

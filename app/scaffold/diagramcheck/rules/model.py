@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from scaffold.diagramcheck import mermaid
@@ -48,8 +48,7 @@ class DiagramFile:
 
 def read_diagram(dfile: DiagramFile) -> tuple[mermaid.DiagramIndex, str]:
     """What a diagram file names, and the text of its Mermaid blocks."""
-    text = dfile.text or ""
-    blocks = mermaid.extract_blocks(text, dfile.path)
+    blocks = mermaid.extract_blocks(dfile.text or "", dfile.path)
     return mermaid.index_blocks(blocks), "\n".join(b.source for b in blocks)
 
 
@@ -59,20 +58,18 @@ class DiffInput:
 
     changes: tuple[SourceChange, ...]
     diagrams: Mapping[str, DiagramFile]
+    # A module of the repository by dotted name on one side, parsed (None when the
+    # repository has no such module): where a changed class's bases are looked up.
+    lookup: Callable[[Side, str], pm.ModuleInfo | None]
     packages_old: frozenset[str] = frozenset()
     packages_new: frozenset[str] = frozenset()
     # Backlog.md at the head, read only when a task changed: every task and milestone.
     head_tasks: tuple[BacklogEntry, ...] = ()
     head_milestones: tuple[BacklogEntry, ...] = ()
-    # Every changed path (including those the rules do not read), for "was it updated".
-    changed_paths: frozenset[str] = frozenset()
     # Every ``.py``/``.pyi`` path of the merge base and of the head (a stub whose
     # module is there describes that module and is not read twice).
     python_old: frozenset[str] = frozenset()
     python_new: frozenset[str] = frozenset()
-    # A module of the repository by dotted name on one side, parsed (None when the
-    # repository has no such module): where a changed class's bases are looked up.
-    lookup: Callable[[Side, str], pm.ModuleInfo | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,18 +101,19 @@ class Requirement:
     needs_change: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Analysis:
     """The parsed modules of a diff, both sides."""
 
     pairs: list[tuple[SourceChange, pm.ModuleInfo | None, pm.ModuleInfo | None]]
     kinds_old: dict[str, str]
     kinds_new: dict[str, str]
-    state_enums: set[str] = field(default_factory=set)
+    state_enums: set[str]
 
 
 def mermaid_id(name: str) -> str:
-    return re.sub(r"\W", "_", name)
+    """``name`` as a Mermaid id (the start/end state ``[*]`` stays as it is)."""
+    return name if name == "[*]" else re.sub(r"\W", "_", name)
 
 
 def norm(name: str) -> str:
@@ -124,12 +122,3 @@ def norm(name: str) -> str:
 
 def is_python(path: str) -> bool:
     return path.endswith((".py", ".pyi"))
-
-
-def is_mermaid_source(path: str, diagram_paths: set[str]) -> bool:
-    """A dedicated Mermaid file (``.mmd``/``.mermaid``) outside the configured diagrams.
-
-    Markdown is never a state source: a Mermaid block in a README or a guide is an
-    example or an illustration, not a machine the diagrams must follow.
-    """
-    return path not in diagram_paths and path.endswith((".mmd", ".mermaid"))

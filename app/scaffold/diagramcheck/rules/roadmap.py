@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scaffold.diagramcheck.milestones import BacklogEntry, backlog_kind, read_entry
 from scaffold.diagramcheck.paths import normalize_path
-from scaffold.diagramcheck.rules.model import DiffInput, Requirement, SourceChange, mermaid_id
+from scaffold.diagramcheck.rules.model import DiffInput, Requirement, mermaid_id
 from scaffold.diagramcheck.settings import DiagramSettings
 
 
-def milestone_requirements(
-    changes: Sequence[SourceChange], data: DiffInput, cfg: DiagramSettings
-) -> list[Requirement]:
+def milestone_requirements(data: DiffInput, cfg: DiagramSettings) -> list[Requirement]:
     roadmap = normalize_path(cfg.roadmap)
     out: list[Requirement] = []
     reported: set[str] = set()
@@ -38,7 +34,7 @@ def milestone_requirements(
         )
 
     changed_tasks: list[tuple[BacklogEntry | None, BacklogEntry]] = []
-    for change in changes:
+    for change in data.changes:
         new_kind = backlog_kind(change.path) if change.status != "D" else None
         old_kind = backlog_kind(change.source_path) if change.old_text is not None else None
         if new_kind is None and old_kind is None:

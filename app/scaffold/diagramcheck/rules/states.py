@@ -14,162 +14,89 @@ from scaffold.diagramcheck.settings import DiagramSettings
 
 def _real_states(machine: pm.MachineInfo | None) -> list[pm.MemberInfo]:
     """A machine's named states (``states=SomeEnum`` is handled as a state Enum)."""
-    if machine is None:
-        return []
-    return [s for s in machine.states if not s.name.startswith("@enum:")]
+    return [s for s in (machine.states if machine else ()) if not s.name.startswith("@enum:")]
 
 
 def state_requirements(analysis: Analysis, cfg: DiagramSettings) -> list[Requirement]:
     """Transition tables and ``transitions`` machines."""
-    states = normalize_path(cfg.states)
-    out: list[Requirement] = []
-    with_states = [
-        (change, old, new)
-        for change, old, new in analysis.pairs
-        if (old is not None and (old.tables or old.machines))
-        or (new is not None and (new.tables or new.machines))
-    ]
-    if not with_states:
-        return out
     enum_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
     for _, old, new in analysis.pairs:
-        for info in (old, new):
-            if info is None:
-                continue
-            for cls in info.classes:
-                if cls.members:
-                    enum_aliases.setdefault(cls.name, {}).update(
-                        {m.name: m.aliases for m in cls.members}
-                    )
-    for change, old, new in with_states:
-        old_tables = {(t.name, t.enum): t for t in (old.tables if old else ())}
-        new_tables = {(t.name, t.enum): t for t in (new.tables if new else ())}
-        for key in dict.fromkeys([*old_tables, *new_tables]):
-            before, after = old_tables.get(key), new_tables.get(key)
+        for cls in (*(old.classes if old else ()), *(new.classes if new else ())):
+            if cls.members:
+                enum_aliases.setdefault(cls.name, {}).update(
+                    {m.name: m.aliases for m in cls.members}
+                )
+    out: list[Requirement] = []
+    for change, old, new in analysis.pairs:
+        where = (normalize_path(cfg.states), change.source_path, change.path)
+        old_tables = {(t.name, t.enum): t.rows for t in (old.tables if old else ())}
+        new_tables = {(t.name, t.enum): t.rows for t in (new.tables if new else ())}
+        for name, enum in dict.fromkeys([*old_tables, *new_tables]):
             out += transition_requirements(
-                before.rows if before else (),
-                after.rows if after else (),
-                enum_aliases.get(key[1], {}),
-                f"transition table `{key[0]}`",
-                states,
-                change.source_path,
-                change.path,
+                old_tables.get((name, enum), ()),
+                new_tables.get((name, enum), ()),
+                enum_aliases.get(enum, {}),
+                f"transition table `{name}`",
+                *where,
             )
         old_machines = {m.name: m for m in (old.machines if old else ())}
         new_machines = {m.name: m for m in (new.machines if new else ())}
         for name in dict.fromkeys([*old_machines, *new_machines]):
             bm, am = old_machines.get(name), new_machines.get(name)
+            label = f"machine `{name}`"
             out += member_requirements(
-                _real_states(bm),
-                _real_states(am),
-                name,
-                f"machine `{name}`",
-                states,
-                change.source_path,
-                change.path,
-                as_states=True,
+                _real_states(bm), _real_states(am), name, label, *where, as_states=True
             )
             out += transition_requirements(
-                bm.transitions if bm else (),
-                am.transitions if am else (),
-                {},
-                f"machine `{name}`",
-                states,
-                change.source_path,
-                change.path,
+                bm.transitions if bm else (), am.transitions if am else (), {}, label, *where
             )
     return out
+
+
+def _state_blocks(text: str | None, path: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """The states and edges of the ``stateDiagram`` blocks of a file, each with its line."""
+    found: dict[str, int] = {}
+    edges: dict[tuple[str, str], int] = {}
+    for block in mermaid.extract_blocks(text or "", path):
+        parsed = mermaid.parse_block(block)
+        if not parsed.kinds[0].startswith("stateDiagram"):
+            continue
+        for n, line in enumerate(block.source.splitlines(), start=block.line):
+            for s in parsed.states:
+                if s not in found and re.search(rf"(?<![\w.\-]){re.escape(s)}(?![\w.\-])", line):
+                    found[s] = n
+            for e in parsed.edges:
+                if e not in edges and re.search(
+                    rf"{re.escape(e[0])}\s*-->\s*{re.escape(e[1])}", line
+                ):
+                    edges[e] = n
+    return found, edges
 
 
 def mermaid_source_requirements(change: SourceChange, cfg: DiagramSettings) -> list[Requirement]:
-    states = normalize_path(cfg.states)
-
-    def state_blocks(text: str | None) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
-        found: dict[str, int] = {}
-        edges: dict[tuple[str, str], int] = {}
-        if text is None:
-            return found, edges
-        for block in mermaid.extract_blocks(text, change.path):
-            parsed = mermaid.parse_block(block)
-            if not parsed.kind.startswith("stateDiagram"):
-                continue
-            for n, line in enumerate(block.source.splitlines(), start=block.line):
-                for s in parsed.states:
-                    if s not in found and re.search(
-                        rf"(?<![\w.\-]){re.escape(s)}(?![\w.\-])", line
-                    ):
-                        found[s] = n
-                for e in parsed.edges:
-                    if e not in edges and re.search(
-                        rf"{re.escape(e[0])}\s*-->\s*{re.escape(e[1])}", line
-                    ):
-                        edges[e] = n
-        return found, edges
-
-    old_states, old_edges = state_blocks(change.old_text)
-    new_states, new_edges = state_blocks(change.new_text)
-    out: list[Requirement] = []
+    """The states and transitions a ``stateDiagram`` source outside the diagrams gained or lost."""
+    old_states, old_edges = _state_blocks(change.old_text, change.path)
+    new_states, new_edges = _state_blocks(change.new_text, change.path)
     label = f"the state diagram in {change.path}"
-    for s, line in new_states.items():
-        if s not in old_states:
-            out.append(
-                Requirement(
-                    "state-added",
-                    states,
-                    change.path,
-                    line,
-                    s,
-                    f"state `{s}` of {label}",
-                    (s,),
-                    match="state",
-                    draft=(f"    state {s}",),
-                )
-            )
-    for s, line in old_states.items():
-        if s not in new_states:
-            out.append(
-                Requirement(
-                    "state-removed",
-                    states,
-                    change.source_path,
-                    line,
-                    s,
-                    f"state `{s}` of {label}",
-                    (s,),
-                    remove=True,
-                    match="state",
-                )
-            )
-    for (a, b), line in new_edges.items():
-        if (a, b) not in old_edges:
-            out.append(
-                Requirement(
-                    "transition-added",
-                    states,
-                    change.path,
-                    line,
-                    f"{a} --> {b}",
-                    f"transition `{a} --> {b}` of {label}",
-                    (a,),
-                    match="edge",
-                    target=(b,),
-                    draft=(f"    {a} --> {b}",),
-                )
-            )
-    for (a, b), line in old_edges.items():
-        if (a, b) not in new_edges and a in new_states and b in new_states:
-            out.append(
-                Requirement(
-                    "transition-removed",
-                    states,
-                    change.source_path,
-                    line,
-                    f"{a} --> {b}",
-                    f"transition `{a} --> {b}` of {label}",
-                    (a,),
-                    remove=True,
-                    match="edge",
-                    target=(b,),
-                )
-            )
-    return out
+    where = (normalize_path(cfg.states), change.source_path, change.path)
+    out = member_requirements(
+        [pm.MemberInfo(s, None, n) for s, n in old_states.items()],
+        [pm.MemberInfo(s, None, n) for s, n in new_states.items()],
+        label,
+        label,
+        *where,
+        as_states=True,
+    )
+    transitions = transition_requirements(
+        [pm.Transition(a, "", b, n) for (a, b), n in old_edges.items()],
+        [pm.Transition(a, "", b, n) for (a, b), n in new_edges.items()],
+        {},
+        label,
+        *where,
+    )
+    # A transition is only asked to go while both of its states stay.
+    return out + [
+        r
+        for r in transitions
+        if not r.remove or (r.accept[0] in new_states and r.target[0] in new_states)
+    ]

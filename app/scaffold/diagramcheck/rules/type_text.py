@@ -25,7 +25,6 @@ def type_words(type_text: str) -> tuple[str, ...]:
 def mermaid_type(type_text: str) -> str:
     """A field type spelled the way a Mermaid class diagram accepts (``list~str~``)."""
     text = type_text.replace(" ", "").replace(",...", "").replace("[", "~").replace("]", "~")
-    text = text.replace('"', "").replace("'", "")
     return re.sub(r"[^\w~,|.?]", "", text)
 
 
