@@ -20,7 +20,7 @@ from scaffold.roles import Role
 from scaffold.signals import Complete, NeedsUserInput, PartiallyComplete
 
 P = QuestPhase
-PlanAction = Callable[[PlanningState, Event, int], tuple[dict[str, Any], list[Effect]]]
+PlanAction = Callable[[PlanningState, Event], tuple[dict[str, Any], list[Effect]]]
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,19 @@ def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
     return {"sessions": sessions, "attempts": 0, "agent_running": False, "pending_run": None}
 
 
-def _requirements_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _requirements_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     summary = e.signal.summary if isinstance(e.signal, Complete) else ""
     run = AgentRun(role=Role.PATHSEEKER, kind="fresh", context=summary)
     return _start(p, run, **_signalled(p, e), last_summary=summary)
 
 
-def _plan_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _plan_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     ups = _signalled(p, e)
     ups["last_summary"] = e.signal.summary if isinstance(e.signal, Complete) else ""
     return ups, []
 
 
-def _continue(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _continue(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     sig = e.signal
     assert isinstance(sig, PartiallyComplete)
     run = AgentRun(
@@ -83,7 +83,7 @@ def _continue(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[
     return _start(p, run, **_signalled(p, e))
 
 
-def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     if not isinstance(e.signal, NeedsUserInput) or not e.question_id:
         raise IllegalTransition(p.role.value, e.name, "a question needs a signal and an id")
     ups = _signalled(p, e)
@@ -91,7 +91,7 @@ def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effec
     return ups, [AskQuestion(None, e.question_id)]
 
 
-def _answer(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _answer(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     run = AgentRun(
         role=p.role,
         resume_session=p.sessions.get(p.role.value),
@@ -101,7 +101,7 @@ def _answer(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Ef
     return _start(p, run)
 
 
-def _retry(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _retry(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     fresh = bool(e.extra.get("fresh_session"))
     session = None if fresh else e.session_id or p.sessions.get(p.role.value)
     sessions = {k: v for k, v in p.sessions.items() if not (fresh and k == p.role.value)}
@@ -114,11 +114,11 @@ def _retry(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Eff
     return _start(p, run, attempts=p.attempts + 1, sessions=sessions)
 
 
-def _give_up(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _give_up(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     return {"attempts": p.attempts + 1, "agent_running": False, "pending_run": None}, []
 
 
-def _stop(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _stop(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     return {"pending_run": None, "agent_running": False}, []
 
 
@@ -153,7 +153,7 @@ def decide_planning(
             continue
         if row.when_attempts_left is not None and row.when_attempts_left != attempts_left:
             continue
-        updates, effects = row.action(planning, event, max_attempts)
+        updates, effects = row.action(planning, event)
         return PlanDecision(row.target, planning.model_copy(update=updates), tuple(effects), row)
     raise IllegalTransition(phase.value, event.name.value, "no planning transition")
 
