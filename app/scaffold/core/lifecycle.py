@@ -196,6 +196,11 @@ def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, li
     return updates, [StartAgent(task.id, run)]
 
 
+def _resumed(t: TaskRecord, role: Role, **run: Any) -> AgentRun:
+    """A run of ``role`` that resumes the session it had on the task, if any."""
+    return AgentRun(role=role, resume_session=t.sessions.get(role.value), **run)
+
+
 def _after_signal(task: TaskRecord, event: Event) -> Updates:
     """Bookkeeping every accepted signal does: history, session, attempts reset."""
     signals = task.signals
@@ -277,13 +282,7 @@ def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 
 def a_answer_received(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="answer",
-        context=e.answer or "",
-    )
+    run = _resumed(t, t.role or Role.CODEWEAVER, kind="answer", context=e.answer or "")
     return _start(t, run)
 
 
@@ -399,12 +398,8 @@ def a_diagrams_missing(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
 
 def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     listing = "\n".join(f"- {m}" for m in t.missing_diagrams)
-    run = AgentRun(
-        role=Role.CODEWEAVER,
-        resume_session=t.sessions.get(Role.CODEWEAVER.value),
-        kind="diagram_fix",
-        context=f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}",
-    )
+    context = f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}"
+    run = _resumed(t, Role.CODEWEAVER, kind="diagram_fix", context=context)
     # Diagram-only work goes straight back to DiagramCheck after a Ward run.
     return _start(
         t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
@@ -428,12 +423,7 @@ def a_review_round(
     number = unanswered.number if unanswered else (t.rounds[-1].number + 1 if t.rounds else 1)
     entry = ReviewRound(number=number, kind=kind, feedback=items, started_at=e.at)
     role = Role.SPIRITMENDER if kind == "ci" else Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="ci_fix" if kind == "ci" else "review_fix",
-        context=review.describe(items),
-    )
+    run = _resumed(t, role, kind=f"{kind}_fix", context=review.describe(items))
     pr = t.pr.model_copy(update={"approved_by": None}) if t.pr else None
     updates: Updates = {
         **counters,
@@ -499,13 +489,8 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         # Blocked by the round bound: a person's retry grants new rounds.
         reset = t.model_copy(update={"review_rounds": 0, "ci_fixes": 0})
         return a_review_round(reset, e, lim, conflict_fixes=0, missing_diagrams=())
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="retry",
-        context=e.detail or (t.blocked_reason or ""),
-    )
+    context = e.detail or t.blocked_reason or ""
+    run = _resumed(t, t.role or Role.CODEWEAVER, kind="retry", context=context)
     return _start(t, run, **_RETRY_RESET)
 
 
@@ -550,12 +535,8 @@ def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 
 def a_merge_conflict(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    run = AgentRun(
-        role=Role.CODEWEAVER,
-        resume_session=t.sessions.get(Role.CODEWEAVER.value),
-        kind="conflict_fix",
-        context=f"Merging into the default branch conflicts in: {e.detail}",
-    )
+    context = f"Merging into the default branch conflicts in: {e.detail}"
+    run = _resumed(t, Role.CODEWEAVER, kind="conflict_fix", context=context)
     return _start(t, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
 
 
