@@ -182,7 +182,7 @@ def _real_quest() -> tuple[Quest, list[HistoryEntry]]:
     followup = parse_signal(SIGNALS[3] | {"targetRole": "spiritmender"}, role=Role.CODEWEAVER)
     step("TASK-1", signal_event(q.tasks["TASK-1"], followup, session_id="s-1"))
     step("TASK-2", Event(E.PR_APPROVED, detail="bob"))
-    q = add_cost(q, "TASK-1", 0.42)
+    q = add_cost(q, "TASK-1", 0.42, "codeweaver", "claude")
     stopped = stop_quest(q, "time budget of 4 h spent", NOW)
     q = stopped.quest
     entries.extend(stopped.entries)

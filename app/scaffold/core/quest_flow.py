@@ -230,20 +230,14 @@ def shown_phase(quest: Quest) -> str:
     return quest.phase.value
 
 
-def add_cost(
-    quest: Quest,
-    task_id: str | None,
-    usd: float,
-    role: str | None = None,
-    backend: str | None = None,
-) -> Quest:
+def add_cost(quest: Quest, task_id: str | None, usd: float, role: str, backend: str) -> Quest:
     if usd <= 0:
         return quest
-    updates: dict[str, Any] = {"cost_usd": round(quest.cost_usd + usd, 6)}
-    if role is not None:
-        updates["cost_by_role"] = _plus(quest.cost_by_role, role, usd)
-    if backend is not None:
-        updates["cost_by_backend"] = _plus(quest.cost_by_backend, backend, usd)
+    updates: dict[str, Any] = {
+        "cost_usd": round(quest.cost_usd + usd, 6),
+        "cost_by_role": _plus(quest.cost_by_role, role, usd),
+        "cost_by_backend": _plus(quest.cost_by_backend, backend, usd),
+    }
     if task_id is not None and task_id in quest.tasks:
         t = quest.tasks[task_id]
         updates["tasks"] = {
