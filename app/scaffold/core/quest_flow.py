@@ -8,7 +8,7 @@ any agent start into an abort at the next agent boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +47,7 @@ _SUCCESS_EVENTS = frozenset(
 class Step:
     quest: Quest
     effects: tuple[Effect, ...] = ()
-    entries: tuple[HistoryEntry, ...] = field(default=())
+    entries: tuple[HistoryEntry, ...] = ()
 
 
 def _entry(
@@ -98,24 +98,21 @@ def apply_task_event(
         raise UnknownTask(task_id)
     event = event if event.at is not None else replace(event, at=now)
     decision = decide(task, event, limits)
-    new_task = decision.task
-    effects = list(decision.effects)
-    entries = [
-        _entry(
-            now,
-            "transition",
-            event.name.value,
-            task_id,
-            task.state.value,
-            new_task.state.value,
-            transition=decision.transition.name,
-            role=event.role.value if event.role else None,
-            session_id=event.session_id,
-            reason=event.detail[:2000] if event.detail else None,
-            missing=list(event.missing) or None,
-            signal=event.signal.model_dump() if event.signal else None,
-        )
-    ]
+    new_task, effects = decision.task, decision.effects
+    entry = _entry(
+        now,
+        "transition",
+        event.name.value,
+        task_id,
+        task.state.value,
+        new_task.state.value,
+        transition=decision.transition.name,
+        role=event.role.value if event.role else None,
+        session_id=event.session_id,
+        reason=event.detail[:2000] if event.detail else None,
+        missing=list(event.missing) or None,
+        signal=event.signal.model_dump() if event.signal else None,
+    )
     questions = _with_question(quest, event, task_id, event.role or task.role, now)
     failures = quest.consecutive_failures
     if event.name is EventName.AGENT_FAILED:
@@ -129,7 +126,6 @@ def apply_task_event(
             "consecutive_failures": failures,
         }
     )
-    step = Step(quest, tuple(effects), tuple(entries))
     # A stopped quest lets an agent run finish but starts no new one.
     if (
         quest.stop_reason
@@ -139,8 +135,8 @@ def apply_task_event(
         abort = Event(EventName.ABORT_SIGNAL, at=now, detail=quest.stop_reason)
         without_start = tuple(e for e in effects if not isinstance(e, StartAgent))
         stopped = apply_task_event(quest, task_id, abort, limits, now)
-        return Step(stopped.quest, without_start + stopped.effects, step.entries + stopped.entries)
-    return step
+        return Step(stopped.quest, without_start + stopped.effects, (entry, *stopped.entries))
+    return Step(quest, effects, (entry,))
 
 
 def apply_planning_event(quest: Quest, event: Event, max_attempts: int, now: datetime) -> Step:
