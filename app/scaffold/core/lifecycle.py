@@ -44,6 +44,7 @@ from scaffold.errors import IllegalTransition, ScaffoldError
 from scaffold.quest.model import (
     AgentRun,
     Feedback,
+    PlanningState,
     ReviewRound,
     RoleFrame,
     SignalEntry,
@@ -196,7 +197,7 @@ def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, li
     return updates, [StartAgent(task.id, run)]
 
 
-def _resumed(t: TaskRecord, role: Role, **run: Any) -> AgentRun:
+def resumed_run(t: TaskRecord | PlanningState, role: Role, **run: Any) -> AgentRun:
     """A run of ``role`` that resumes the session it had on the task, if any."""
     return AgentRun(role=role, resume_session=t.sessions.get(role.value), **run)
 
@@ -282,7 +283,7 @@ def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 
 def a_answer_received(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    run = _resumed(t, t.role or Role.CODEWEAVER, kind="answer", context=e.answer or "")
+    run = resumed_run(t, t.role or Role.CODEWEAVER, kind="answer", context=e.answer or "")
     return _start(t, run)
 
 
@@ -399,7 +400,7 @@ def a_diagrams_missing(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
 def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     listing = "\n".join(f"- {m}" for m in t.missing_diagrams)
     context = f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}"
-    run = _resumed(t, Role.CODEWEAVER, kind="diagram_fix", context=context)
+    run = resumed_run(t, Role.CODEWEAVER, kind="diagram_fix", context=context)
     # Diagram-only work goes straight back to DiagramCheck after a Ward run.
     return _start(
         t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
@@ -423,7 +424,7 @@ def a_review_round(
     number = unanswered.number if unanswered else (t.rounds[-1].number + 1 if t.rounds else 1)
     entry = ReviewRound(number=number, kind=kind, feedback=items, started_at=e.at)
     role = Role.SPIRITMENDER if kind == "ci" else Role.CODEWEAVER
-    run = _resumed(t, role, kind=f"{kind}_fix", context=review.describe(items))
+    run = resumed_run(t, role, kind=f"{kind}_fix", context=review.describe(items))
     pr = t.pr.model_copy(update={"approved_by": None}) if t.pr else None
     updates: Updates = {
         **counters,
@@ -490,7 +491,7 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         reset = t.model_copy(update={"review_rounds": 0, "ci_fixes": 0})
         return a_review_round(reset, e, lim, conflict_fixes=0, missing_diagrams=())
     context = e.detail or t.blocked_reason or ""
-    run = _resumed(t, t.role or Role.CODEWEAVER, kind="retry", context=context)
+    run = resumed_run(t, t.role or Role.CODEWEAVER, kind="retry", context=context)
     return _start(t, run, **_RETRY_RESET)
 
 
@@ -536,7 +537,7 @@ def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 def a_merge_conflict(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     context = f"Merging into the default branch conflicts in: {e.detail}"
-    run = _resumed(t, Role.CODEWEAVER, kind="conflict_fix", context=context)
+    run = resumed_run(t, Role.CODEWEAVER, kind="conflict_fix", context=context)
     return _start(t, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from scaffold.core.effects import AskQuestion, Effect, StartAgent
 from scaffold.core.events import Event
-from scaffold.core.lifecycle import state_diagram
+from scaffold.core.lifecycle import resumed_run, state_diagram
 from scaffold.core.states import EventName as E
 from scaffold.errors import IllegalTransition
 from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
@@ -92,13 +92,7 @@ def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
 
 
 def _answer(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
-    run = AgentRun(
-        role=p.role,
-        resume_session=p.sessions.get(p.role.value),
-        kind="answer",
-        context=e.answer or "",
-    )
-    return _start(p, run)
+    return _start(p, resumed_run(p, p.role, kind="answer", context=e.answer or ""))
 
 
 def _retry(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
