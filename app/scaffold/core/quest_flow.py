@@ -30,18 +30,6 @@ from scaffold.quest.model import HistoryEntry, Quest, Question, QuestPhase, Task
 from scaffold.roles import Role
 from scaffold.signals import NeedsUserInput
 
-_SUCCESS_EVENTS = frozenset(
-    {
-        EventName.CODE_COMPLETE,
-        EventName.CONTINUE_ROLE,
-        EventName.QUESTION_ASKED,
-        EventName.ROLE_FOLLOWUP,
-        EventName.FOLLOWUP_DONE,
-        EventName.EDGE_CASES_COMPLETE,
-        EventName.REVIEW_COMPLETE,
-    }
-)
-
 
 @dataclass(frozen=True)
 class Step:
@@ -117,7 +105,7 @@ def apply_task_event(
     failures = quest.consecutive_failures
     if event.name is EventName.AGENT_FAILED:
         failures += 1
-    elif event.name in _SUCCESS_EVENTS:
+    elif event.signal is not None:  # an agent's accepted signal is a success
         failures = 0
     quest = quest.model_copy(
         update={
