@@ -202,6 +202,34 @@ def resumed_run(t: TaskRecord | PlanningState, role: Role, **run: Any) -> AgentR
     return AgentRun(role=role, resume_session=t.sessions.get(role.value), **run)
 
 
+def continue_run(record: TaskRecord | PlanningState, role: Role, e: Event) -> AgentRun:
+    """The same role again, in the same session, after a partially-complete signal."""
+    sig = e.signal
+    assert isinstance(sig, PartiallyComplete)
+    return AgentRun(
+        role=role,
+        resume_session=e.session_id or record.sessions.get(role.value),
+        kind="continue",
+        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
+    )
+
+
+def retry_run(
+    record: TaskRecord | PlanningState, role: Role, e: Event, earlier: str
+) -> tuple[AgentRun, dict[str, str]]:
+    """The retry of a failed run and the sessions it leaves. An agent that lost its session
+    (e.g. "No conversation found": ``fresh_session``) starts a new one; the context is in
+    the prompt anyway."""
+    if e.extra.get("fresh_session"):
+        session = None
+        sessions = {k: v for k, v in record.sessions.items() if k != role.value}
+    else:
+        session = e.session_id or record.sessions.get(role.value)
+        sessions = {**record.sessions, role.value: session} if session else dict(record.sessions)
+    context = f"The previous attempt failed: {e.detail}{earlier}"
+    return AgentRun(role=role, resume_session=session, kind="retry", context=context), sessions
+
+
 def _after_signal(task: TaskRecord, event: Event) -> Updates:
     """Bookkeeping every accepted signal does: history, session, attempts reset."""
     signals = task.signals
@@ -260,16 +288,7 @@ def a_code_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 
 
 def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    sig = e.signal
-    assert isinstance(sig, PartiallyComplete)
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=e.session_id or t.sessions.get(role.value),
-        kind="continue",
-        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
-    )
-    return _start(t, run, **_after_signal(t, e))
+    return _start(t, continue_run(t, t.role or Role.CODEWEAVER, e), **_after_signal(t, e))
 
 
 def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -318,23 +337,9 @@ def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 
 
 def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    role = e.role or t.role or Role.CODEWEAVER
-    if e.extra.get("fresh_session"):
-        # The agent lost the session (e.g. "No conversation found"): start a new one and
-        # carry the context over in the prompt instead.
-        session = None
-        sessions = {k: v for k, v in t.sessions.items() if k != role.value}
-    else:
-        session = e.session_id or t.sessions.get(role.value)
-        sessions = {**t.sessions, role.value: session} if session else dict(t.sessions)
     prev = t.pending_run
-    run = AgentRun(
-        role=role,
-        resume_session=session,
-        kind="retry",
-        context=f"The previous attempt failed: {e.detail}"
-        + (f"\n{prev.context}" if prev is not None and prev.context else ""),
-    )
+    earlier = f"\n{prev.context}" if prev is not None and prev.context else ""
+    run, sessions = retry_run(t, e.role or t.role or Role.CODEWEAVER, e, earlier)
     return _start(t, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
 
 

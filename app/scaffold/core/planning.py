@@ -12,7 +12,7 @@ from typing import Any
 
 from scaffold.core.effects import AskQuestion, Effect, StartAgent
 from scaffold.core.events import Event
-from scaffold.core.lifecycle import resumed_run, state_diagram
+from scaffold.core.lifecycle import continue_run, resumed_run, retry_run, state_diagram
 from scaffold.core.states import EventName as E
 from scaffold.errors import IllegalTransition
 from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
@@ -72,15 +72,7 @@ def _plan_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]
 
 
 def _continue(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
-    sig = e.signal
-    assert isinstance(sig, PartiallyComplete)
-    run = AgentRun(
-        role=p.role,
-        resume_session=e.session_id or p.sessions.get(p.role.value),
-        kind="continue",
-        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
-    )
-    return _start(p, run, **_signalled(p, e))
+    return _start(p, continue_run(p, p.role, e), **_signalled(p, e))
 
 
 def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
@@ -96,15 +88,7 @@ def _answer(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
 
 
 def _retry(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
-    fresh = bool(e.extra.get("fresh_session"))
-    session = None if fresh else e.session_id or p.sessions.get(p.role.value)
-    sessions = {k: v for k, v in p.sessions.items() if not (fresh and k == p.role.value)}
-    run = AgentRun(
-        role=p.role,
-        resume_session=session,
-        kind="retry",
-        context=f"The previous attempt failed: {e.detail}",
-    )
+    run, sessions = retry_run(p, p.role, e, "")
     return _start(p, run, attempts=p.attempts + 1, sessions=sessions)
 
 
