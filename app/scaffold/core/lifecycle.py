@@ -77,9 +77,6 @@ class Guard:
     name: str
     test: Predicate
 
-    def __call__(self, task: TaskRecord, event: Event, limits: Limits) -> bool:
-        return self.test(task, event, limits)
-
 
 @dataclass(frozen=True)
 class Transition:
@@ -759,7 +756,7 @@ def select(task: TaskRecord, event: Event, limits: Limits) -> Transition:
     candidates = _INDEX.get((task.state, event.name), ())
     if not candidates:
         raise IllegalTransition(task.state.value, event.name.value)
-    passing = [r for r in candidates if r.guard is None or r.guard(task, event, limits)]
+    passing = [r for r in candidates if r.guard is None or r.guard.test(task, event, limits)]
     if len(passing) != 1:
         guards = ", ".join(r.guard.name for r in candidates if r.guard is not None)
         raise IllegalTransition(
