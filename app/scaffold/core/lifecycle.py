@@ -189,9 +189,10 @@ ROUNDS_LEFT, ROUNDS_USED_UP = _either("rounds left", "rounds used up", _round_al
 # --------------------------------------------------------------------------- actions
 
 
-def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
+def start_run(task_id: str | None, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
+    """Start ``run`` for the task (None: the planning phase), with the record's ``updates``."""
     updates.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
-    return updates, [StartAgent(task.id, run)]
+    return updates, [StartAgent(task_id, run)]
 
 
 def resumed_run(t: TaskRecord | PlanningState, role: Role, **run: Any) -> AgentRun:
@@ -263,8 +264,8 @@ def a_back_to_idle(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[
 
 def a_worktree_created(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     run = AgentRun(role=Role.CODEWEAVER, kind="fresh")
-    return _start(
-        t,
+    return start_run(
+        t.id,
         run,
         stage=Stage.IMPLEMENT,
         worktree=e.extra.get("worktree", t.worktree),
@@ -285,7 +286,7 @@ def a_code_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 
 
 def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    return _start(t, continue_run(t, t.role or Role.CODEWEAVER, e), **_after_signal(t, e))
+    return start_run(t.id, continue_run(t, t.role or Role.CODEWEAVER, e), **_after_signal(t, e))
 
 
 def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -300,7 +301,7 @@ def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 def a_answer_received(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     run = resumed_run(t, t.role or Role.CODEWEAVER, kind="answer", context=e.answer or "")
-    return _start(t, run)
+    return start_run(t.id, run)
 
 
 def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -316,7 +317,7 @@ def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="followup",
         context=f"Requested by {t.role.display if t.role else 'scaffold'}: {sig.reason}\n{sig.context}",
     )
-    ups, eff = _start(t, run, **ups, role_stack=stack)
+    ups, eff = start_run(t.id, run, **ups, role_stack=stack)
     return ups, [StopAgent(t.id, f"role follow-up to {sig.target.display}"), *eff]
 
 
@@ -330,14 +331,14 @@ def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="resume_after_followup",
         context=f"{who} finished what you asked for ({frame.reason}): {summary}",
     )
-    return _start(t, run, **_after_signal(t, e), role_stack=t.role_stack[:-1])
+    return start_run(t.id, run, **_after_signal(t, e), role_stack=t.role_stack[:-1])
 
 
 def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     prev = t.pending_run
     earlier = f"\n{prev.context}" if prev is not None and prev.context else ""
     run, sessions = retry_run(t, e.role or t.role or Role.CODEWEAVER, e, earlier)
-    return _start(t, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
+    return start_run(t.id, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
 
 
 def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -368,9 +369,9 @@ def a_review_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
 def a_ward_passed_next(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     if t.stage is Stage.IMPLEMENT:
         run = AgentRun(role=Role.SIEGEMASTER, kind="edge_cases", context=t.last_summary or "")
-        return _start(t, run, stage=Stage.EDGE_CASES)
+        return start_run(t.id, run, stage=Stage.EDGE_CASES)
     run = AgentRun(role=Role.LAWBRINGER, kind="review", context=t.last_summary or "")
-    return _start(t, run, stage=Stage.REVIEW)
+    return start_run(t.id, run, stage=Stage.REVIEW)
 
 
 def a_ward_passed_review(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -379,7 +380,7 @@ def a_ward_passed_review(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates,
 
 def a_ward_failed(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     run = AgentRun(role=Role.SPIRITMENDER, kind="ward_fix", context=e.detail)
-    return _start(t, run, ward_fixes=t.ward_fixes + 1, last_error="Ward failed")
+    return start_run(t.id, run, ward_fixes=t.ward_fixes + 1, last_error="Ward failed")
 
 
 def a_ward_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -404,8 +405,8 @@ def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
     context = f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}"
     run = resumed_run(t, Role.CODEWEAVER, kind="diagram_fix", context=context)
     # Diagram-only work goes straight back to DiagramCheck after a Ward run.
-    return _start(
-        t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
+    return start_run(
+        t.id, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
     )
 
 
@@ -443,7 +444,7 @@ def a_review_round(
         "blocked_reason": None,
         **more,
     }
-    upd, eff = _start(t, run, **updates)
+    upd, eff = start_run(t.id, run, **updates)
     return upd, [SyncBranch(t.id), *eff]
 
 
@@ -494,7 +495,7 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         return a_review_round(reset, e, lim, conflict_fixes=0, missing_diagrams=())
     context = e.detail or t.blocked_reason or ""
     run = resumed_run(t, t.role or Role.CODEWEAVER, kind="retry", context=context)
-    return _start(t, run, **_RETRY_RESET)
+    return start_run(t.id, run, **_RETRY_RESET)
 
 
 def a_retry_allocation(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -540,7 +541,7 @@ def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 def a_merge_conflict(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     context = f"Merging into the default branch conflicts in: {e.detail}"
     run = resumed_run(t, Role.CODEWEAVER, kind="conflict_fix", context=context)
-    return _start(t, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
+    return start_run(t.id, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
 
 
 def a_conflict_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:

@@ -10,9 +10,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from scaffold.core.effects import AskQuestion, Effect, StartAgent
+from scaffold.core.effects import AskQuestion, Effect
 from scaffold.core.events import Event
-from scaffold.core.lifecycle import continue_run, resumed_run, retry_run, state_diagram
+from scaffold.core.lifecycle import (
+    continue_run,
+    resumed_run,
+    retry_run,
+    start_run,
+    state_diagram,
+)
 from scaffold.core.states import EventName as E
 from scaffold.errors import IllegalTransition
 from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
@@ -47,11 +53,6 @@ class PlanDecision:
     transition: PlanTransition
 
 
-def _start(p: PlanningState, run: AgentRun, **ups: Any) -> tuple[dict[str, Any], list[Effect]]:
-    ups.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
-    return ups, [StartAgent(None, run)]
-
-
 def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
     sessions = dict(p.sessions)
     if e.session_id:
@@ -62,7 +63,7 @@ def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
 def _requirements_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     summary = e.signal.summary if isinstance(e.signal, Complete) else ""
     run = AgentRun(role=Role.PATHSEEKER, kind="fresh", context=summary)
-    return _start(p, run, **_signalled(p, e), last_summary=summary)
+    return start_run(None, run, **_signalled(p, e), last_summary=summary)
 
 
 def _plan_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
@@ -72,7 +73,7 @@ def _plan_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]
 
 
 def _continue(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
-    return _start(p, continue_run(p, p.role, e), **_signalled(p, e))
+    return start_run(None, continue_run(p, p.role, e), **_signalled(p, e))
 
 
 def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
@@ -84,12 +85,12 @@ def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
 
 
 def _answer(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
-    return _start(p, resumed_run(p, p.role, kind="answer", context=e.answer or ""))
+    return start_run(None, resumed_run(p, p.role, kind="answer", context=e.answer or ""))
 
 
 def _retry(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     run, sessions = retry_run(p, p.role, e, "")
-    return _start(p, run, attempts=p.attempts + 1, sessions=sessions)
+    return start_run(None, run, attempts=p.attempts + 1, sessions=sessions)
 
 
 def _give_up(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
