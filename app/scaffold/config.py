@@ -92,8 +92,10 @@ class AgentConfig(_Section):
 
 
 class SafetyConfig(_Section):
-    max_cost_usd: Annotated[float, Field(gt=0)] = 5.0
-    max_hours: Annotated[float, Field(gt=0)] = 4.0
+    """``safety``: the budgets of one run (see ``scaffold.core.safety``)."""
+
+    max_cost_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 5.0
+    max_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 4.0
     max_consecutive_failures: PositiveInt = 3
 
 

@@ -5,7 +5,7 @@ into an exit code, an HTTP status or a comment only at the edges.
 
     ScaffoldError
      +-- ConfigError            .path .key .reason            (exit 2)
-     +-- UsageError             .reason                       (exit 2)
+     +-- UsageError                                           (exit 2)
      +-- InvalidIdError         .value .kind                  (exit 2)
      +-- SignalError            .field .reason                (tool error to the agent)
      +-- BacklogError           .path .reason                 (reported, never skipped)
@@ -14,7 +14,7 @@ into an exit code, an HTTP status or a comment only at the edges.
      |    +-- StoreLocked       .holder_pid
      +-- UnknownQuestion        .question_id                  (exit 2)
      +-- UnknownTask            .task_id                      (exit 2)
-     +-- AgentError             .reason
+     +-- AgentError
      +-- SandboxError           .reason                       (exit 2: no agent starts)
      +-- GitError               .argv .returncode .stderr
 """
@@ -28,13 +28,6 @@ class ScaffoldError(Exception):
     """Base of every error scaffold raises on purpose."""
 
     exit_code = 1
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class ConfigError(ScaffoldError):
@@ -54,10 +47,6 @@ class UsageError(ScaffoldError):
     """The command line asks for something that cannot be done."""
 
     exit_code = 2
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class InvalidIdError(ScaffoldError):
@@ -136,10 +125,6 @@ class UnknownTask(ScaffoldError):
 
 class AgentError(ScaffoldError):
     """The agent program could not be started or misbehaved beyond recovery."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class SandboxError(ScaffoldError):

@@ -36,13 +36,9 @@ def write_file(
 ) -> os.stat_result:
     """Write ``data`` as ``path``: a reader sees the old file or the new, never half of one.
 
-    The data goes to a hidden temp file in the same directory (see :func:`leftover_temps`),
-    is flushed and fsynced, then renamed over ``path`` and the directory fsynced. With
-    ``exclusive`` the temp file is linked to ``path`` instead, and an existing ``path``
-    raises FileExistsError. ``mode`` sets the permission bits (else the umask's). The
-    temp file is removed whatever happens. ``sync=False`` skips both fsyncs, for a cache
-    that may be lost. Returns the file's stat as written (before the rename: it describes
-    this content even if someone replaces the file right after).
+    A fsynced temp file beside ``path`` is renamed over it (``exclusive``: linked, so an
+    existing ``path`` raises FileExistsError). ``sync=False`` skips the fsyncs, for a cache
+    that may be lost. Returns the stat of the content written (taken before the rename).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -27,20 +27,15 @@ _TITLES = {
     Role.SPIRITMENDER: "Spiritmender",
 }
 
+_ANY = frozenset({"complete", "partially-complete", "needs-user-input", "needs-role-followup"})
 # Seed 002, "Can signal" for each role.
 ALLOWED_SIGNALS: dict[Role, frozenset[str]] = {
     Role.CHAOSWHISPERER: frozenset({"complete", "needs-user-input"}),
-    Role.PATHSEEKER: frozenset(
-        {"complete", "partially-complete", "needs-user-input", "needs-role-followup"}
-    ),
-    Role.CODEWEAVER: frozenset(
-        {"complete", "partially-complete", "needs-user-input", "needs-role-followup"}
-    ),
-    Role.SIEGEMASTER: frozenset({"complete", "partially-complete", "needs-role-followup"}),
+    Role.PATHSEEKER: _ANY,
+    Role.CODEWEAVER: _ANY,
+    Role.SIEGEMASTER: _ANY - {"needs-user-input"},
     Role.LAWBRINGER: frozenset({"complete", "needs-role-followup"}),
-    Role.SPIRITMENDER: frozenset(
-        {"complete", "partially-complete", "needs-user-input", "needs-role-followup"}
-    ),
+    Role.SPIRITMENDER: _ANY,
 }
 
 # Roles that change code run while a task is Processing; the others validate it.

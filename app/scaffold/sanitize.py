@@ -48,11 +48,9 @@ def strip_hidden(text: str) -> str:
     out = _DETAILS_HIDDEN.sub("", out)
     out = _IMAGE.sub(lambda m: f"![]({m.group(1)})", out)
     out = _LINK_TITLE.sub(lambda m: f"[{m.group(1)}]({m.group(2)})", out)
-    while True:
-        cleaned = _HTML_IMG_ALT.sub(r"\1", out)
-        if cleaned == out:
-            break
-        out = cleaned
+    removed = 1
+    while removed:  # one attribute per tag each pass
+        out, removed = _HTML_IMG_ALT.subn(r"\1", out)
     return "".join(
         ch for ch in out if ch in _KEEP or unicodedata.category(ch) not in _INVISIBLE
     ).strip()

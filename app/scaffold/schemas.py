@@ -10,6 +10,7 @@ the same).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -53,7 +54,6 @@ _EXPORTS: dict[str, tuple[Callable[[], dict[str, Any]], str, str]] = {
         "the quest, the forge's link and a bounded history.",
     ),
 }
-SCHEMA_NAMES = tuple(_EXPORTS)
 
 
 def export_schemas() -> dict[str, dict[str, Any]]:
@@ -78,12 +78,10 @@ def rendered_schemas() -> dict[str, str]:
 def write_schemas(directory: Path) -> list[Path]:
     """Write every schema into ``directory`` (created if missing); return the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for name, text in rendered_schemas().items():
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    written = rendered_schemas()
+    for name, text in written.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return [directory / name for name in written]
 
 
 def stale_schemas(directory: Path) -> list[str]:
@@ -101,24 +99,20 @@ def stale_schemas(directory: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m scaffold.schemas [--check] [DIR]`` (DIR defaults to ``./schemas``)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    check = "--check" in args
-    rest = [a for a in args if a != "--check"]
-    if len(rest) > 1 or any(a.startswith("-") for a in rest):
-        print("usage: python -m scaffold.schemas [--check] [DIR]", file=sys.stderr)
-        return 2
-    directory = Path(rest[0]) if rest else Path("schemas")
-    if check:
-        stale = stale_schemas(directory)
-        for name in stale:
-            print(f"{directory / name} is out of date", file=sys.stderr)
-        if stale:
-            print("run `python -m scaffold.schemas` to regenerate", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_schemas(directory):
-        print(path)
-    return 0
+    parser = argparse.ArgumentParser(prog="python -m scaffold.schemas")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the files lag")
+    parser.add_argument("directory", nargs="?", type=Path, default=Path("schemas"))
+    args = parser.parse_args(argv)
+    if not args.check:
+        for path in write_schemas(args.directory):
+            print(path)
+        return 0
+    stale = stale_schemas(args.directory)
+    for name in stale:
+        print(f"{args.directory / name} is out of date", file=sys.stderr)
+    if stale:
+        print("run `python -m scaffold.schemas` to regenerate", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -100,7 +100,6 @@ def _start(
     args: list[str], cwd: Path, env: Mapping[str, str] | None, wrap: CommandWrap | None
 ) -> subprocess.Popen[bytes] | WardCommandResult:
     """The started command, or the result of a command that could not start."""
-    start = time.monotonic()
     if not args:
         return WardCommandResult(args, 127, "scaffold: empty Ward command", 0.0)
     run_args, run_env = args, (dict(env) if env is not None else None)
@@ -120,20 +119,18 @@ def _start(
             start_new_session=True,
         )
     except FileNotFoundError as exc:
-        missing = args[0] if exc.filename in (None, args[0]) else str(exc.filename)
-        what = "working directory" if not Path(cwd).is_dir() else "command"
-        name = str(cwd) if what == "working directory" else missing
-        return WardCommandResult(
-            args, 127, f"scaffold: {what} not found: {name}", time.monotonic() - start
-        )
+        code = 127
+        if not Path(cwd).is_dir():
+            reason = f"working directory not found: {cwd}"
+        else:
+            reason = (
+                f"command not found: {args[0] if exc.filename in (None, args[0]) else exc.filename}"
+            )
     except PermissionError as exc:
-        return WardCommandResult(
-            args, 126, f"scaffold: cannot execute {args[0]}: {exc}", time.monotonic() - start
-        )
+        code, reason = 126, f"cannot execute {args[0]}: {exc}"
     except OSError as exc:
-        return WardCommandResult(
-            args, 126, f"scaffold: cannot start {args[0]}: {exc}", time.monotonic() - start
-        )
+        code, reason = 126, f"cannot start {args[0]}: {exc}"
+    return WardCommandResult(args, code, f"scaffold: {reason}", 0.0)
 
 
 def run_command(
@@ -142,7 +139,6 @@ def run_command(
     timeout_s: float,
     env: Mapping[str, str] | None = None,
     *,
-    tail_bytes: int = OUTPUT_TAIL_BYTES,
     kill_grace_s: float = KILL_GRACE_S,
     wrap: CommandWrap | None = None,
 ) -> WardCommandResult:
@@ -158,7 +154,7 @@ def run_command(
         return started
     proc = started
     assert proc.stdout is not None
-    tail = _Tail(tail_bytes)
+    tail = _Tail(OUTPUT_TAIL_BYTES)
     reader = threading.Thread(target=_read_into, args=(proc.stdout, tail), daemon=True)
     reader.start()
     timed_out = False

@@ -466,7 +466,7 @@ def test_transition(rid: str) -> None:
     assert before.state is row.source
     assert event.name is row.event
     if row.guard is not None:
-        assert row.guard(before, event, Limits())
+        assert row.guard.test(before, event, Limits())
 
     decision = decide(before, event)
 

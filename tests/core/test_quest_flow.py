@@ -288,15 +288,17 @@ def test_events_without_a_time_get_now() -> None:
 
 def test_add_cost() -> None:
     q = quest(TaskRecord(id="TASK-1"), TaskRecord(id="TASK-2"))
-    q = add_cost(q, "TASK-1", 0.25)
-    q = add_cost(q, "TASK-1", 0.1)
-    q = add_cost(q, None, 0.5)  # planning work
-    q = add_cost(q, "TASK-9", 0.05)  # a task the quest no longer has: the quest still pays
+    q = add_cost(q, "TASK-1", 0.25, "codeweaver", "claude")
+    q = add_cost(q, "TASK-1", 0.1, "codeweaver", "claude")
+    q = add_cost(q, None, 0.5, "codeweaver", "claude")  # planning work
+    q = add_cost(
+        q, "TASK-9", 0.05, "codeweaver", "claude"
+    )  # a task the quest no longer has: the quest still pays
     assert q.cost_usd == pytest.approx(0.9)
     assert q.tasks["TASK-1"].cost_usd == pytest.approx(0.35)
     assert q.tasks["TASK-2"].cost_usd == 0.0
-    assert add_cost(q, "TASK-1", 0.0) is q
-    assert add_cost(q, "TASK-1", -1.0) is q
+    assert add_cost(q, "TASK-1", 0.0, "codeweaver", "claude") is q
+    assert add_cost(q, "TASK-1", -1.0, "codeweaver", "claude") is q
 
 
 # --------------------------------------------------------------------------- recovery

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from scaffold.config import SafetyConfig, parse_config
 from scaffold.core.safety import (
     Limit,
     SafetyLedger,
-    SafetyLimits,
     SafetyVerdict,
     check,
     elapsed,
@@ -19,7 +20,7 @@ from scaffold.core.safety import (
 from scaffold.errors import ConfigError
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
-LIMITS = SafetyLimits()
+LIMITS = SafetyConfig()
 
 
 def ledger(**changes: object) -> SafetyLedger:
@@ -27,7 +28,7 @@ def ledger(**changes: object) -> SafetyLedger:
 
 
 def test_defaults_follow_the_design() -> None:
-    limits = SafetyLimits()
+    limits = SafetyConfig()
     assert limits.max_cost_usd == 5.0
     assert limits.max_hours == 4.0
     assert limits.max_consecutive_failures == 3
@@ -74,7 +75,7 @@ def test_time_reason_shows_minutes_over() -> None:
 
 
 def test_time_reason_below_a_minute_shows_seconds() -> None:
-    limits = SafetyLimits(max_hours=10 / 3600)
+    limits = SafetyConfig(max_hours=10 / 3600)
     verdict = check(limits, ledger(), T0 + timedelta(seconds=12))
     assert verdict.reason == "time budget reached: 12 s elapsed of 10 s"
 
@@ -151,14 +152,10 @@ def test_first_rule_hit_wins_abort_cost_time_failures() -> None:
     ],
 )
 def test_bad_limits_are_refused(kwargs: dict[str, object], key: str) -> None:
+    text = "safety:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in kwargs.items())
     with pytest.raises(ConfigError) as info:
-        SafetyLimits(**kwargs)  # type: ignore[arg-type]
-    assert info.value.key == key
-
-
-def test_zero_budget_stops_at_once() -> None:
-    limits = SafetyLimits(max_cost_usd=0.0)
-    assert check(limits, ledger(), T0).limit is Limit.COST
+        parse_config(text.replace("NaN", ".nan").replace("Infinity", ".inf"))
+    assert info.value.key == f"safety.{key} (line 2)"
 
 
 def test_ledger_refuses_impossible_values() -> None:

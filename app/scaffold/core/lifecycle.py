@@ -44,6 +44,7 @@ from scaffold.errors import IllegalTransition, ScaffoldError
 from scaffold.quest.model import (
     AgentRun,
     Feedback,
+    PlanningState,
     ReviewRound,
     RoleFrame,
     SignalEntry,
@@ -75,9 +76,6 @@ class Guard:
 
     name: str
     test: Predicate
-
-    def __call__(self, task: TaskRecord, event: Event, limits: Limits) -> bool:
-        return self.test(task, event, limits)
 
 
 @dataclass(frozen=True)
@@ -191,9 +189,43 @@ ROUNDS_LEFT, ROUNDS_USED_UP = _either("rounds left", "rounds used up", _round_al
 # --------------------------------------------------------------------------- actions
 
 
-def _start(task: TaskRecord, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
+def start_run(task_id: str | None, run: AgentRun, **updates: Any) -> tuple[Updates, list[Effect]]:
+    """Start ``run`` for the task (None: the planning phase), with the record's ``updates``."""
     updates.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
-    return updates, [StartAgent(task.id, run)]
+    return updates, [StartAgent(task_id, run)]
+
+
+def resumed_run(t: TaskRecord | PlanningState, role: Role, **run: Any) -> AgentRun:
+    """A run of ``role`` that resumes the session it had on the task, if any."""
+    return AgentRun(role=role, resume_session=t.sessions.get(role.value), **run)
+
+
+def continue_run(record: TaskRecord | PlanningState, role: Role, e: Event) -> AgentRun:
+    """The same role again, in the same session, after a partially-complete signal."""
+    sig = e.signal
+    assert isinstance(sig, PartiallyComplete)
+    return AgentRun(
+        role=role,
+        resume_session=e.session_id or record.sessions.get(role.value),
+        kind="continue",
+        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
+    )
+
+
+def retry_run(
+    record: TaskRecord | PlanningState, role: Role, e: Event, earlier: str
+) -> tuple[AgentRun, dict[str, str]]:
+    """The retry of a failed run and the sessions it leaves. An agent that lost its session
+    (e.g. "No conversation found": ``fresh_session``) starts a new one; the context is in
+    the prompt anyway."""
+    if e.extra.get("fresh_session"):
+        session = None
+        sessions = {k: v for k, v in record.sessions.items() if k != role.value}
+    else:
+        session = e.session_id or record.sessions.get(role.value)
+        sessions = {**record.sessions, role.value: session} if session else dict(record.sessions)
+    context = f"The previous attempt failed: {e.detail}{earlier}"
+    return AgentRun(role=role, resume_session=session, kind="retry", context=context), sessions
 
 
 def _after_signal(task: TaskRecord, event: Event) -> Updates:
@@ -232,8 +264,8 @@ def a_back_to_idle(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[
 
 def a_worktree_created(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     run = AgentRun(role=Role.CODEWEAVER, kind="fresh")
-    return _start(
-        t,
+    return start_run(
+        t.id,
         run,
         stage=Stage.IMPLEMENT,
         worktree=e.extra.get("worktree", t.worktree),
@@ -254,16 +286,7 @@ def a_code_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
 
 
 def a_continue_role(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    sig = e.signal
-    assert isinstance(sig, PartiallyComplete)
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=e.session_id or t.sessions.get(role.value),
-        kind="continue",
-        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
-    )
-    return _start(t, run, **_after_signal(t, e))
+    return start_run(t.id, continue_run(t, t.role or Role.CODEWEAVER, e), **_after_signal(t, e))
 
 
 def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -277,14 +300,8 @@ def a_question_asked(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 
 def a_answer_received(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="answer",
-        context=e.answer or "",
-    )
-    return _start(t, run)
+    run = resumed_run(t, t.role or Role.CODEWEAVER, kind="answer", context=e.answer or "")
+    return start_run(t.id, run)
 
 
 def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -300,7 +317,7 @@ def a_role_followup(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="followup",
         context=f"Requested by {t.role.display if t.role else 'scaffold'}: {sig.reason}\n{sig.context}",
     )
-    ups, eff = _start(t, run, **ups, role_stack=stack)
+    ups, eff = start_run(t.id, run, **ups, role_stack=stack)
     return ups, [StopAgent(t.id, f"role follow-up to {sig.target.display}"), *eff]
 
 
@@ -314,28 +331,14 @@ def a_followup_done(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list
         kind="resume_after_followup",
         context=f"{who} finished what you asked for ({frame.reason}): {summary}",
     )
-    return _start(t, run, **_after_signal(t, e), role_stack=t.role_stack[:-1])
+    return start_run(t.id, run, **_after_signal(t, e), role_stack=t.role_stack[:-1])
 
 
 def a_retry(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    role = e.role or t.role or Role.CODEWEAVER
-    if e.extra.get("fresh_session"):
-        # The agent lost the session (e.g. "No conversation found"): start a new one and
-        # carry the context over in the prompt instead.
-        session = None
-        sessions = {k: v for k, v in t.sessions.items() if k != role.value}
-    else:
-        session = e.session_id or t.sessions.get(role.value)
-        sessions = {**t.sessions, role.value: session} if session else dict(t.sessions)
     prev = t.pending_run
-    run = AgentRun(
-        role=role,
-        resume_session=session,
-        kind="retry",
-        context=f"The previous attempt failed: {e.detail}"
-        + (f"\n{prev.context}" if prev is not None and prev.context else ""),
-    )
-    return _start(t, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
+    earlier = f"\n{prev.context}" if prev is not None and prev.context else ""
+    run, sessions = retry_run(t, e.role or t.role or Role.CODEWEAVER, e, earlier)
+    return start_run(t.id, run, attempts=t.attempts + 1, last_error=e.detail, sessions=sessions)
 
 
 def a_retries_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -366,9 +369,9 @@ def a_review_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
 def a_ward_passed_next(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     if t.stage is Stage.IMPLEMENT:
         run = AgentRun(role=Role.SIEGEMASTER, kind="edge_cases", context=t.last_summary or "")
-        return _start(t, run, stage=Stage.EDGE_CASES)
+        return start_run(t.id, run, stage=Stage.EDGE_CASES)
     run = AgentRun(role=Role.LAWBRINGER, kind="review", context=t.last_summary or "")
-    return _start(t, run, stage=Stage.REVIEW)
+    return start_run(t.id, run, stage=Stage.REVIEW)
 
 
 def a_ward_passed_review(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -377,7 +380,7 @@ def a_ward_passed_review(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates,
 
 def a_ward_failed(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     run = AgentRun(role=Role.SPIRITMENDER, kind="ward_fix", context=e.detail)
-    return _start(t, run, ward_fixes=t.ward_fixes + 1, last_error="Ward failed")
+    return start_run(t.id, run, ward_fixes=t.ward_fixes + 1, last_error="Ward failed")
 
 
 def a_ward_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -399,15 +402,11 @@ def a_diagrams_missing(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, l
 
 def a_diagrams_updated(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
     listing = "\n".join(f"- {m}" for m in t.missing_diagrams)
-    run = AgentRun(
-        role=Role.CODEWEAVER,
-        resume_session=t.sessions.get(Role.CODEWEAVER.value),
-        kind="diagram_fix",
-        context=f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}",
-    )
+    context = f"DiagramCheck blocked this task. Update these diagrams:\n{listing}\n{e.detail}"
+    run = resumed_run(t, Role.CODEWEAVER, kind="diagram_fix", context=context)
     # Diagram-only work goes straight back to DiagramCheck after a Ward run.
-    return _start(
-        t, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
+    return start_run(
+        t.id, run, stage=Stage.REVIEW, blocked_reason=None, diagram_fixes=t.diagram_fixes + 1
     )
 
 
@@ -428,12 +427,7 @@ def a_review_round(
     number = unanswered.number if unanswered else (t.rounds[-1].number + 1 if t.rounds else 1)
     entry = ReviewRound(number=number, kind=kind, feedback=items, started_at=e.at)
     role = Role.SPIRITMENDER if kind == "ci" else Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="ci_fix" if kind == "ci" else "review_fix",
-        context=review.describe(items),
-    )
+    run = resumed_run(t, role, kind=f"{kind}_fix", context=review.describe(items))
     pr = t.pr.model_copy(update={"approved_by": None}) if t.pr else None
     updates: Updates = {
         **counters,
@@ -450,7 +444,7 @@ def a_review_round(
         "blocked_reason": None,
         **more,
     }
-    upd, eff = _start(t, run, **updates)
+    upd, eff = start_run(t.id, run, **updates)
     return upd, [SyncBranch(t.id), *eff]
 
 
@@ -499,14 +493,9 @@ def a_retry_requested(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, li
         # Blocked by the round bound: a person's retry grants new rounds.
         reset = t.model_copy(update={"review_rounds": 0, "ci_fixes": 0})
         return a_review_round(reset, e, lim, conflict_fixes=0, missing_diagrams=())
-    role = t.role or Role.CODEWEAVER
-    run = AgentRun(
-        role=role,
-        resume_session=t.sessions.get(role.value),
-        kind="retry",
-        context=e.detail or (t.blocked_reason or ""),
-    )
-    return _start(t, run, **_RETRY_RESET)
+    context = e.detail or t.blocked_reason or ""
+    run = resumed_run(t, t.role or Role.CODEWEAVER, kind="retry", context=context)
+    return start_run(t.id, run, **_RETRY_RESET)
 
 
 def a_retry_allocation(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -550,13 +539,9 @@ def a_merge_complete(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, lis
 
 
 def a_merge_conflict(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
-    run = AgentRun(
-        role=Role.CODEWEAVER,
-        resume_session=t.sessions.get(Role.CODEWEAVER.value),
-        kind="conflict_fix",
-        context=f"Merging into the default branch conflicts in: {e.detail}",
-    )
-    return _start(t, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
+    context = f"Merging into the default branch conflicts in: {e.detail}"
+    run = resumed_run(t, Role.CODEWEAVER, kind="conflict_fix", context=context)
+    return start_run(t.id, run, stage=Stage.REVIEW, conflict_fixes=t.conflict_fixes + 1)
 
 
 def a_conflict_exhausted(t: TaskRecord, e: Event, lim: Limits) -> tuple[Updates, list[Effect]]:
@@ -772,7 +757,7 @@ def select(task: TaskRecord, event: Event, limits: Limits) -> Transition:
     candidates = _INDEX.get((task.state, event.name), ())
     if not candidates:
         raise IllegalTransition(task.state.value, event.name.value)
-    passing = [r for r in candidates if r.guard is None or r.guard(task, event, limits)]
+    passing = [r for r in candidates if r.guard is None or r.guard.test(task, event, limits)]
     if len(passing) != 1:
         guards = ", ".join(r.guard.name for r in candidates if r.guard is not None)
         raise IllegalTransition(

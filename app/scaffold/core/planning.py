@@ -10,9 +10,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from scaffold.core.effects import AskQuestion, Effect, StartAgent
+from scaffold.core.effects import AskQuestion, Effect
 from scaffold.core.events import Event
-from scaffold.core.lifecycle import state_diagram
+from scaffold.core.lifecycle import (
+    continue_run,
+    resumed_run,
+    retry_run,
+    start_run,
+    state_diagram,
+)
 from scaffold.core.states import EventName as E
 from scaffold.errors import IllegalTransition
 from scaffold.quest.model import AgentRun, PlanningState, QuestPhase
@@ -20,7 +26,7 @@ from scaffold.roles import Role
 from scaffold.signals import Complete, NeedsUserInput, PartiallyComplete
 
 P = QuestPhase
-PlanAction = Callable[[PlanningState, Event, int], tuple[dict[str, Any], list[Effect]]]
+PlanAction = Callable[[PlanningState, Event], tuple[dict[str, Any], list[Effect]]]
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,6 @@ class PlanDecision:
     transition: PlanTransition
 
 
-def _start(p: PlanningState, run: AgentRun, **ups: Any) -> tuple[dict[str, Any], list[Effect]]:
-    ups.update(role=run.role, pending_run=run, agent_running=False, question_id=None)
-    return ups, [StartAgent(None, run)]
-
-
 def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
     sessions = dict(p.sessions)
     if e.session_id:
@@ -59,31 +60,23 @@ def _signalled(p: PlanningState, e: Event) -> dict[str, Any]:
     return {"sessions": sessions, "attempts": 0, "agent_running": False, "pending_run": None}
 
 
-def _requirements_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _requirements_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     summary = e.signal.summary if isinstance(e.signal, Complete) else ""
     run = AgentRun(role=Role.PATHSEEKER, kind="fresh", context=summary)
-    return _start(p, run, **_signalled(p, e), last_summary=summary)
+    return start_run(None, run, **_signalled(p, e), last_summary=summary)
 
 
-def _plan_done(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _plan_done(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     ups = _signalled(p, e)
     ups["last_summary"] = e.signal.summary if isinstance(e.signal, Complete) else ""
     return ups, []
 
 
-def _continue(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
-    sig = e.signal
-    assert isinstance(sig, PartiallyComplete)
-    run = AgentRun(
-        role=p.role,
-        resume_session=e.session_id or p.sessions.get(p.role.value),
-        kind="continue",
-        context=f"Progress so far: {sig.progress}\nContinue from: {sig.continuationPoint}",
-    )
-    return _start(p, run, **_signalled(p, e))
+def _continue(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
+    return start_run(None, continue_run(p, p.role, e), **_signalled(p, e))
 
 
-def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _ask(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     if not isinstance(e.signal, NeedsUserInput) or not e.question_id:
         raise IllegalTransition(p.role.value, e.name, "a question needs a signal and an id")
     ups = _signalled(p, e)
@@ -91,34 +84,20 @@ def _ask(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effec
     return ups, [AskQuestion(None, e.question_id)]
 
 
-def _answer(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
-    run = AgentRun(
-        role=p.role,
-        resume_session=p.sessions.get(p.role.value),
-        kind="answer",
-        context=e.answer or "",
-    )
-    return _start(p, run)
+def _answer(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
+    return start_run(None, resumed_run(p, p.role, kind="answer", context=e.answer or ""))
 
 
-def _retry(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
-    fresh = bool(e.extra.get("fresh_session"))
-    session = None if fresh else e.session_id or p.sessions.get(p.role.value)
-    sessions = {k: v for k, v in p.sessions.items() if not (fresh and k == p.role.value)}
-    run = AgentRun(
-        role=p.role,
-        resume_session=session,
-        kind="retry",
-        context=f"The previous attempt failed: {e.detail}",
-    )
-    return _start(p, run, attempts=p.attempts + 1, sessions=sessions)
+def _retry(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
+    run, sessions = retry_run(p, p.role, e, "")
+    return start_run(None, run, attempts=p.attempts + 1, sessions=sessions)
 
 
-def _give_up(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _give_up(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     return {"attempts": p.attempts + 1, "agent_running": False, "pending_run": None}, []
 
 
-def _stop(p: PlanningState, e: Event, m: int) -> tuple[dict[str, Any], list[Effect]]:
+def _stop(p: PlanningState, e: Event) -> tuple[dict[str, Any], list[Effect]]:
     return {"pending_run": None, "agent_running": False}, []
 
 
@@ -153,7 +132,7 @@ def decide_planning(
             continue
         if row.when_attempts_left is not None and row.when_attempts_left != attempts_left:
             continue
-        updates, effects = row.action(planning, event, max_attempts)
+        updates, effects = row.action(planning, event)
         return PlanDecision(row.target, planning.model_copy(update=updates), tuple(effects), row)
     raise IllegalTransition(phase.value, event.name.value, "no planning transition")
 

@@ -8,7 +8,7 @@ any agent start into an abort at the next agent boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,24 +30,12 @@ from scaffold.quest.model import HistoryEntry, Quest, Question, QuestPhase, Task
 from scaffold.roles import Role
 from scaffold.signals import NeedsUserInput
 
-_SUCCESS_EVENTS = frozenset(
-    {
-        EventName.CODE_COMPLETE,
-        EventName.CONTINUE_ROLE,
-        EventName.QUESTION_ASKED,
-        EventName.ROLE_FOLLOWUP,
-        EventName.FOLLOWUP_DONE,
-        EventName.EDGE_CASES_COMPLETE,
-        EventName.REVIEW_COMPLETE,
-    }
-)
-
 
 @dataclass(frozen=True)
 class Step:
     quest: Quest
     effects: tuple[Effect, ...] = ()
-    entries: tuple[HistoryEntry, ...] = field(default=())
+    entries: tuple[HistoryEntry, ...] = ()
 
 
 def _entry(
@@ -98,29 +86,26 @@ def apply_task_event(
         raise UnknownTask(task_id)
     event = event if event.at is not None else replace(event, at=now)
     decision = decide(task, event, limits)
-    new_task = decision.task
-    effects = list(decision.effects)
-    entries = [
-        _entry(
-            now,
-            "transition",
-            event.name.value,
-            task_id,
-            task.state.value,
-            new_task.state.value,
-            transition=decision.transition.name,
-            role=event.role.value if event.role else None,
-            session_id=event.session_id,
-            reason=event.detail[:2000] if event.detail else None,
-            missing=list(event.missing) or None,
-            signal=event.signal.model_dump() if event.signal else None,
-        )
-    ]
+    new_task, effects = decision.task, decision.effects
+    entry = _entry(
+        now,
+        "transition",
+        event.name.value,
+        task_id,
+        task.state.value,
+        new_task.state.value,
+        transition=decision.transition.name,
+        role=event.role.value if event.role else None,
+        session_id=event.session_id,
+        reason=event.detail[:2000] if event.detail else None,
+        missing=list(event.missing) or None,
+        signal=event.signal.model_dump() if event.signal else None,
+    )
     questions = _with_question(quest, event, task_id, event.role or task.role, now)
     failures = quest.consecutive_failures
     if event.name is EventName.AGENT_FAILED:
         failures += 1
-    elif event.name in _SUCCESS_EVENTS:
+    elif event.signal is not None:  # an agent's accepted signal is a success
         failures = 0
     quest = quest.model_copy(
         update={
@@ -129,7 +114,6 @@ def apply_task_event(
             "consecutive_failures": failures,
         }
     )
-    step = Step(quest, tuple(effects), tuple(entries))
     # A stopped quest lets an agent run finish but starts no new one.
     if (
         quest.stop_reason
@@ -139,8 +123,8 @@ def apply_task_event(
         abort = Event(EventName.ABORT_SIGNAL, at=now, detail=quest.stop_reason)
         without_start = tuple(e for e in effects if not isinstance(e, StartAgent))
         stopped = apply_task_event(quest, task_id, abort, limits, now)
-        return Step(stopped.quest, without_start + stopped.effects, step.entries + stopped.entries)
-    return step
+        return Step(stopped.quest, without_start + stopped.effects, (entry, *stopped.entries))
+    return Step(quest, effects, (entry,))
 
 
 def apply_planning_event(quest: Quest, event: Event, max_attempts: int, now: datetime) -> Step:
@@ -230,20 +214,14 @@ def shown_phase(quest: Quest) -> str:
     return quest.phase.value
 
 
-def add_cost(
-    quest: Quest,
-    task_id: str | None,
-    usd: float,
-    role: str | None = None,
-    backend: str | None = None,
-) -> Quest:
+def add_cost(quest: Quest, task_id: str | None, usd: float, role: str, backend: str) -> Quest:
     if usd <= 0:
         return quest
-    updates: dict[str, Any] = {"cost_usd": round(quest.cost_usd + usd, 6)}
-    if role is not None:
-        updates["cost_by_role"] = _plus(quest.cost_by_role, role, usd)
-    if backend is not None:
-        updates["cost_by_backend"] = _plus(quest.cost_by_backend, backend, usd)
+    updates: dict[str, Any] = {
+        "cost_usd": round(quest.cost_usd + usd, 6),
+        "cost_by_role": _plus(quest.cost_by_role, role, usd),
+        "cost_by_backend": _plus(quest.cost_by_backend, backend, usd),
+    }
     if task_id is not None and task_id in quest.tasks:
         t = quest.tasks[task_id]
         updates["tasks"] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from scaffold.errors import ConfigError
+from scaffold.config import SafetyConfig
 
 
 class Limit(StrEnum):
@@ -28,27 +28,6 @@ class Limit(StrEnum):
     COST = "cost"
     TIME = "time"
     CONSECUTIVE_FAILURES = "consecutive_failures"
-
-
-@dataclass(frozen=True)
-class SafetyLimits:
-    """The budgets of one run. Refuses values that would disable a check by accident."""
-
-    max_cost_usd: float = 5.0
-    max_hours: float = 4.0
-    max_consecutive_failures: int = 3
-
-    def __post_init__(self) -> None:
-        for key, value in (("max_cost_usd", self.max_cost_usd), ("max_hours", self.max_hours)):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError("safety", key, f"must be a number, got {value!r}")
-            if not math.isfinite(value) or value < 0:
-                raise ConfigError("safety", key, f"must be a finite number >= 0, got {value!r}")
-        failures = self.max_consecutive_failures
-        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
-            raise ConfigError(
-                "safety", "max_consecutive_failures", f"must be an integer >= 1, got {failures!r}"
-            )
 
 
 @dataclass(frozen=True)
@@ -90,7 +69,7 @@ def elapsed(ledger: SafetyLedger, now: datetime) -> timedelta:
     return max(now - ledger.started_at, timedelta(0))
 
 
-def check(limits: SafetyLimits, ledger: SafetyLedger, now: datetime) -> SafetyVerdict:
+def check(limits: SafetyConfig, ledger: SafetyLedger, now: datetime) -> SafetyVerdict:
     """May a new task start? The first rule hit wins: abort, cost, time, failures."""
     if ledger.aborted:
         reason = f"aborted: {ledger.abort_reason}" if ledger.abort_reason else "aborted by a person"

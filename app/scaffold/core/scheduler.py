@@ -30,11 +30,8 @@ Ready tasks are ordered by, in turn:
 4. Numeric task id (:func:`scaffold.ids.task_sort_key`), then the id itself, so the
    order is total and does not depend on the order of the input.
 
-Critical paths are computed once per call in O(V + E): strongly connected
-components (Tarjan, iterative) give a condensed DAG whose components come out
-sinks first, so each length is a single max over already-known successors. A
-cycle counts all its members (as if they ran one after another); they never run
-before the cycle is broken, the figure only ranks the tasks upstream of it.
+Both figures come from one pass over the strongly connected components of the not-done
+graph (sinks first); a cycle counts all its members, and only ranks the tasks upstream of it.
 """
 
 from __future__ import annotations
@@ -56,14 +53,9 @@ _DEFAULT_RANK = PRIORITY_RANK["medium"]
 
 @dataclass(frozen=True)
 class SchedTask:
-    """What the scheduler needs to know about one task.
-
-    ``id`` and ``dependencies`` are normalised with
-    :func:`scaffold.ids.normalize_task_id` (``task-2`` -> ``TASK-2``), so an
-    invalid id raises :class:`scaffold.errors.InvalidIdError` here, once.
-    ``eligible`` says the task may start as far as its own state goes (status To
-    Do, lifecycle Idle); readiness by dependencies is decided by the scheduler.
-    """
+    """What the scheduler needs to know about one task; ids are normalised (``TASK-2``)
+    here, so an invalid one raises InvalidIdError once. ``eligible``: its own state
+    allows a start (status To Do, lifecycle Idle)."""
 
     id: str
     dependencies: tuple[str, ...] = ()
@@ -79,27 +71,16 @@ class SchedTask:
 
 def priority_rank(priority: str | None) -> int:
     """0 for high, 1 for medium, missing or unknown, 2 for low (case-insensitive)."""
-    if priority is None:
-        return _DEFAULT_RANK
-    return PRIORITY_RANK.get(priority.strip().lower(), _DEFAULT_RANK)
+    return PRIORITY_RANK.get((priority or "").strip().lower(), _DEFAULT_RANK)
 
 
 def critical_path_lengths(tasks: Iterable[SchedTask]) -> dict[str, int]:
-    """Number of tasks in the longest chain of not-done tasks starting at each task.
-
-    Done tasks get 0. For a not-done task it is 1 plus the longest such chain among
-    the not-done tasks that depend on it (members of a cycle share the cycle's size
-    plus the longest chain after it).
-    """
+    """Number of tasks in the longest chain of not-done tasks starting at each task (done: 0)."""
     return _Graph.build(tasks).analyse()[0]
 
 
 def effective_priority_ranks(tasks: Iterable[SchedTask]) -> dict[str, int]:
-    """Rank (see :func:`priority_rank`) after inheriting from dependants.
-
-    A not-done task takes the best (lowest) rank among itself and every not-done
-    task that depends on it, transitively. Done tasks keep their own rank.
-    """
+    """Rank (see :func:`priority_rank`) after inheriting from dependants (rule 1 above)."""
     return _Graph.build(tasks).analyse()[1]
 
 

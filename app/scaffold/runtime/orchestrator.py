@@ -94,11 +94,6 @@ class Orchestrator:
             max_review_rounds=config.review.max_rounds,
             max_ci_fixes=config.ci.max_fixes,
         )
-        self.safety_limits = safety.SafetyLimits(
-            max_cost_usd=config.safety.max_cost_usd,
-            max_hours=config.safety.max_hours,
-            max_consecutive_failures=config.safety.max_consecutive_failures,
-        )
         # Where task agents run when not here (``executor: actions``); planning stays local.
         self.remote = remote
         # The state branch (scaffold.state): published in the background, never blocking.
@@ -464,7 +459,7 @@ class Orchestrator:
             aborted=q.stop_reason is not None,
             abort_reason=q.stop_reason,
         )
-        verdict = safety.check(self.safety_limits, ledger, self.clock())
+        verdict = safety.check(self.cfg.safety, ledger, self.clock())
         if not verdict.ok and not q.stop_reason and verdict.reason:
             step = qf.stop_quest(q, verdict.reason, self.clock(), str(verdict.limit))
             self.commit(step.quest, step.entries)
