@@ -32,41 +32,9 @@ def _sha(value: Any) -> str | None:
     return None
 
 
-def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+def _field(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
     value = obj.get(outer)
     return value.get(inner) if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class EventRange:
-    """The commits an event names. ``base`` is ``None`` when it names none to compare
-    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
-    nothing to check at all (a deleted branch)."""
-
-    base: str | None
-    head: str | None
-    skip: str | None = None
-
-
-def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
-    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
-    if event_name in PULL_REQUEST_EVENTS:
-        pr = payload.get("pull_request")
-        if not isinstance(pr, dict):
-            raise UsageError(f"the {event_name} payload has no pull_request object")
-        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
-    if event_name == "push":
-        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
-        if after is None or after == NULL_SHA:
-            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
-        return EventRange(None if before == NULL_SHA else before, after)
-    return EventRange(None, None)
-
-
-@dataclass(frozen=True)
-class CheckRange:
-    base: str
-    head: str
 
 
 @dataclass(frozen=True)
@@ -75,8 +43,13 @@ class Skip:
 
 
 def choose_range(
-    repo: Path, event_name: str, found: EventRange, base: str | None, head: str | None
-) -> CheckRange | Skip:
+    repo: Path,
+    event_name: str,
+    payload: Mapping[str, Any],
+    default_head: str | None,
+    base: str | None,
+    head: str | None,
+) -> tuple[str, str] | Skip:
     """The commits to compare: ``base``/``head`` win over what the event names.
 
     A pull request compares ``base.sha`` with ``head.sha``; a push ``before``
@@ -84,10 +57,21 @@ def choose_range(
     checked against the parent of ``after``; a root commit or a deleted branch
     leaves nothing to check. Any other event needs ``base``.
     """
-    if found.skip and not base and not head:
-        return Skip(found.skip)
-    the_head = head or found.head or "HEAD"
-    the_base = base or found.base
+    found_base = found_head = None
+    if event_name in PULL_REQUEST_EVENTS:
+        pr = payload.get("pull_request")
+        if not isinstance(pr, dict):
+            raise UsageError(f"the {event_name} payload has no pull_request object")
+        found_base, found_head = _sha(_field(pr, "base", "sha")), _sha(_field(pr, "head", "sha"))
+    elif event_name == "push":
+        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
+        if after is None or after == NULL_SHA:
+            if not base and not head:
+                return Skip("the push deleted the branch: nothing to check")
+        else:
+            found_base, found_head = (None if before == NULL_SHA else before), after
+    the_head = head or found_head or default_head or "HEAD"
+    the_base = base or found_base
     if the_base is None and event_name == "push":
         parent = parent_commit(repo, the_head)
         if parent is None:
@@ -100,7 +84,7 @@ def choose_range(
             raise UsageError(f"the {event_name} payload names no base commit; pass --base")
         what = f"a {event_name} event" if event_name else "a run outside GitHub Actions"
         raise UsageError(f"{what} names no commits to compare: pass --base (the `base` input)")
-    return CheckRange(check_ref(the_base), check_ref(the_head))
+    return check_ref(the_base), check_ref(the_head)
 
 
 # --------------------------------------------------------------------------- git
@@ -158,7 +142,7 @@ def fork_of(event_name: str, payload: Mapping[str, Any]) -> str | None:
     pr = payload.get("pull_request")
     if event_name not in PULL_REQUEST_EVENTS or not isinstance(pr, dict):
         return None
-    head, base = field_of(pr, "head", "repo"), field_of(pr, "base", "repo")
+    head, base = _field(pr, "head", "repo"), _field(pr, "base", "repo")
     if not isinstance(head, dict):
         return "a deleted fork"
     head_name = str(head.get("full_name") or "")
@@ -240,21 +224,25 @@ def run_diagram_check(
     for given in (base, head):
         if given is not None:
             check_ref(given)
-    event = event_range(env.event_name, payload)
     fork = fork_of(env.event_name, payload)
     pull = _pull_number(payload) if env.event_name in PULL_REQUEST_EVENTS else None
-    fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r], pull)
-    chosen = choose_range(
-        repo, env.event_name, replace(event, head=event.head or env.sha), base, head
+    pr = payload.get("pull_request")
+    named = (
+        [_field(pr, "base", "sha"), _field(pr, "head", "sha")]
+        if env.event_name in PULL_REQUEST_EVENTS and isinstance(pr, dict)
+        else [payload.get("before"), payload.get("after")]
     )
+    fetch_missing(repo, [r for r in (base, head, env.sha, *map(_sha, named)) if r], pull)
+    chosen = choose_range(repo, env.event_name, payload, env.sha, base, head)
     if isinstance(chosen, Skip):
         result = skip_step(chosen)
     else:
+        base_sha, head_sha = chosen
         config = None
         if fork:  # the base commit's ``diagrams`` settings: a fork cannot relax its check
             with BlobReader(repo) as reader:
-                config = config_at(reader, resolve_commit(repo, chosen.base))
-        report = analyze(repo, chosen.base, chosen.head, config)
+                config = config_at(reader, resolve_commit(repo, base_sha))
+        report = analyze(repo, base_sha, head_sha, config)
         path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
         result = report_step(report, fmt, path)
         if fork:
