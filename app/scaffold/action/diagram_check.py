@@ -8,14 +8,13 @@ writes the annotations, the JSON report, the job summary and the step outputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scaffold.action.env import SHA, ActionEnv
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
-from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.git_diff import NULL_SHA, BlobReader, check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.errors import UsageError
@@ -172,41 +171,7 @@ def _pull_number(payload: Mapping[str, Any]) -> int | None:
 
 # --------------------------------------------------------------------------- the step
 
-
-@dataclass(frozen=True)
-class StepResult:
-    exit_code: int
-    stdout: str
-    outputs: dict[str, str]
-    summary: str
-
-
-def report_step(report: Report, fmt: str, report_path: Path) -> StepResult:
-    """What the step prints, writes and returns for one report (pure but for the JSON file)."""
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(render_json(report), encoding="utf-8")
-    text = render(report, fmt)
-    if fmt == "github" and not report.blocking:
-        text += (
-            workflow_command(
-                "notice",
-                "DiagramCheck passed: the diagrams are in sync with the code",
-                {"title": TITLE},
-            )
-            + "\n"
-        )
-    outputs = {
-        "blocking": "true" if report.blocking else "false",
-        "findings": str(len(report.findings)),
-        "report": str(report_path),
-    }
-    return StepResult(1 if report.blocking else 0, text, outputs, render_markdown(report))
-
-
-def skip_step(skip: Skip) -> StepResult:
-    text = workflow_command("notice", f"DiagramCheck skipped: {skip.reason}", {"title": TITLE})
-    outputs = {"blocking": "false", "findings": "0", "report": ""}
-    return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
+OUTPUTS = ("blocking", "findings", "report")
 
 
 def run_diagram_check(
@@ -220,7 +185,8 @@ def run_diagram_check(
     report_path: Path | None,
     echo: Callable[[str], None],
 ) -> int:
-    """The whole step; raises :class:`~scaffold.errors.ScaffoldError` for usage errors."""
+    """The whole step: prints, writes the report, summary and outputs; returns the exit
+    code. Raises :class:`~scaffold.errors.ScaffoldError` for usage errors."""
     for given in (base, head):
         if given is not None:
             check_ref(given)
@@ -235,7 +201,12 @@ def run_diagram_check(
     fetch_missing(repo, [r for r in (base, head, env.sha, *map(_sha, named)) if r], pull)
     chosen = choose_range(repo, env.event_name, payload, env.sha, base, head)
     if isinstance(chosen, Skip):
-        result = skip_step(chosen)
+        blocking, findings, path = False, 0, ""
+        text = workflow_command(
+            "notice", f"DiagramCheck skipped: {chosen.reason}", {"title": TITLE}
+        )
+        text += "\n"
+        summary = f"### DiagramCheck skipped\n\n{chosen.reason}.\n"
     else:
         base_sha, head_sha = chosen
         config = None
@@ -243,11 +214,17 @@ def run_diagram_check(
             with BlobReader(repo) as reader:
                 config = config_at(reader, resolve_commit(repo, base_sha))
         report = analyze(repo, base_sha, head_sha, config)
-        path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
-        result = report_step(report, fmt, path)
-        if fork:
-            result = replace(result, summary=result.summary + fork_note(fork))
-    echo(result.stdout)
-    append_summary(env.step_summary, result.summary)
-    write_outputs(env.output, result.outputs)
-    return result.exit_code
+        written = report_path or env.temp_dir() / REPORT_DIR / "report.json"
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(render_json(report), encoding="utf-8")
+        blocking, findings, path = report.blocking, len(report.findings), str(written)
+        text = render(report, fmt)
+        if fmt == "github" and not blocking:
+            passed = "DiagramCheck passed: the diagrams are in sync with the code"
+            text += workflow_command("notice", passed, {"title": TITLE}) + "\n"
+        summary = render_markdown(report) + (fork_note(fork) if fork else "")
+    echo(text)
+    append_summary(env.step_summary, summary)
+    values = ("true" if blocking else "false", str(findings), path)
+    write_outputs(env.output, dict(zip(OUTPUTS, values, strict=True)))
+    return 1 if blocking else 0

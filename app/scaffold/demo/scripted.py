@@ -83,21 +83,6 @@ def parse_argv(argv: list[str]) -> argparse.Namespace:
     return parser.parse_known_args(argv)[0]
 
 
-def load_mcp_servers(configs: list[str]) -> dict[str, dict[str, Any]]:
-    """The servers of the ``--mcp-config`` files, later ones winning."""
-    servers: dict[str, dict[str, Any]] = {}
-    for path in configs:
-        try:
-            servers.update(json.loads(Path(path).read_text("utf-8"))["mcpServers"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise _ClaudeError(f"Error: Invalid MCP configuration: {path}: {exc!r}") from None
-    return servers
-
-
-class _ClaudeError(Exception):
-    """Something the real CLI refuses before it starts (exit 1)."""
-
-
 def agent_command(python: str = sys.executable) -> list[str]:
     """The ``agent.command`` argv that runs this scripted agent (``-P``: cwd not on sys.path)."""
     return [python, "-P", "-m", "scaffold.demo.scripted"]
@@ -312,11 +297,13 @@ async def _main(argv: list[str]) -> int:
     prompt = inv.prompt
     if prompt is None:
         prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    try:
-        servers = load_mcp_servers(inv.mcp_configs)
-    except _ClaudeError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_CLAUDE_ERROR
+    servers: dict[str, dict[str, Any]] = {}  # later --mcp-config files win
+    for path in inv.mcp_configs:
+        try:
+            servers.update(json.loads(Path(path).read_text("utf-8"))["mcpServers"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"Error: Invalid MCP configuration: {path}: {exc!r}", file=sys.stderr)
+            return EXIT_CLAUDE_ERROR
     script_path = os.environ.get(ENV_SCRIPT)
     if not script_path:
         return _fail(f"{ENV_SCRIPT} is not set", EXIT_SCRIPT_FAILED)
