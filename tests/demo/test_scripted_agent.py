@@ -18,7 +18,7 @@ import pytest
 
 from harness import served_tools
 from scaffold.demo.script import ScriptError, load_script
-from scaffold.demo.scripted import StateDir, agent_command, parse_argv
+from scaffold.demo.scripted import agent_command, parse_argv
 from scaffold.demo.stream_json import SIGNAL_TOOL
 from scaffold.roles import Role
 from scaffold.signal_back.records import Binding, latest_signal, read_signals
@@ -34,11 +34,15 @@ class Agent:
         self.work.mkdir(exist_ok=True)
         self.script = tmp / "script.json"
         self.script.write_text(json.dumps(runs))
-        self.state = StateDir(tmp / "state")
+        self.state = tmp / "state"
         self.signals = tmp / "signals"
         self.config = tmp / "mcp.json"
         self.step, self.role = step, role
         self.config.write_text(json.dumps({"mcpServers": {}}))
+
+    def invocations(self) -> list[dict[str, Any]]:
+        lines = (self.state / "invocations.jsonl").read_text("utf-8").splitlines()
+        return [json.loads(line) for line in lines]
 
     def binding(self) -> Binding:
         return Binding(self.signals, self.step, Role(self.role), "q-1", self.work)
@@ -47,7 +51,7 @@ class Agent:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "SCAFFOLD_AGENT_SCRIPT": str(self.script),
-            "SCAFFOLD_AGENT_STATE": str(self.state.path),
+            "SCAFFOLD_AGENT_STATE": str(self.state),
             "SCAFFOLD_QUEST_ID": "q-1",
             "SCAFFOLD_STEP_ID": self.step,
             "SCAFFOLD_ROLE": self.role,
@@ -268,7 +272,7 @@ def test_attempt_counter_crash_then_success(tmp_path: Path) -> None:
     assert third.result["is_error"] is True
     assert "no run matches" in third.result["result"]
 
-    log = agent.state.invocations()
+    log = agent.invocations()
     assert [(e["step"], e["attempt"], e["run"]) for e in log] == [
         ("TASK-3", 1, 0),
         ("TASK-3", 2, 1),
@@ -302,7 +306,7 @@ def test_resume_keeps_the_session_id(tmp_path: Path) -> None:
     assert wrong_answer.code == 3
     assert "Answer: blue" in wrong_answer.stderr
 
-    log = agent.state.invocations()
+    log = agent.invocations()
     assert [(e["session_id"] == session, e["resumed"]) for e in log] == [
         (True, False),
         (True, True),

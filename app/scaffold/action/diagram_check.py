@@ -8,14 +8,13 @@ writes the annotations, the JSON report, the job summary and the step outputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scaffold.action.env import SHA, ActionEnv
 from scaffold.action.outputs import append_summary, write_outputs
 from scaffold.diagramcheck.analyzer import analyze, config_at
-from scaffold.diagramcheck.findings import Report
 from scaffold.diagramcheck.git_diff import check_ref, resolve_commit
 from scaffold.diagramcheck.render import render, render_json, render_markdown, workflow_command
 from scaffold.errors import UsageError
@@ -33,41 +32,9 @@ def _sha(value: Any) -> str | None:
     return None
 
 
-def field_of(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
+def _field(obj: Mapping[str, Any], outer: str, inner: str) -> Any:
     value = obj.get(outer)
     return value.get(inner) if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class EventRange:
-    """The commits an event names. ``base`` is ``None`` when it names none to compare
-    with (a new branch: then ``head`` alone is known); ``skip`` says why there is
-    nothing to check at all (a deleted branch)."""
-
-    base: str | None
-    head: str | None
-    skip: str | None = None
-
-
-def event_range(event_name: str, payload: Mapping[str, Any]) -> EventRange:
-    """``pull_request.base.sha``..``head.sha``, or ``before``..``after`` of a push."""
-    if event_name in PULL_REQUEST_EVENTS:
-        pr = payload.get("pull_request")
-        if not isinstance(pr, dict):
-            raise UsageError(f"the {event_name} payload has no pull_request object")
-        return EventRange(_sha(field_of(pr, "base", "sha")), _sha(field_of(pr, "head", "sha")))
-    if event_name == "push":
-        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
-        if after is None or after == NULL_SHA:
-            return EventRange(None, None, skip="the push deleted the branch: nothing to check")
-        return EventRange(None if before == NULL_SHA else before, after)
-    return EventRange(None, None)
-
-
-@dataclass(frozen=True)
-class CheckRange:
-    base: str
-    head: str
 
 
 @dataclass(frozen=True)
@@ -76,8 +43,13 @@ class Skip:
 
 
 def choose_range(
-    repo: Path, event_name: str, found: EventRange, base: str | None, head: str | None
-) -> CheckRange | Skip:
+    repo: Path,
+    event_name: str,
+    payload: Mapping[str, Any],
+    default_head: str | None,
+    base: str | None,
+    head: str | None,
+) -> tuple[str, str] | Skip:
     """The commits to compare: ``base``/``head`` win over what the event names.
 
     A pull request compares ``base.sha`` with ``head.sha``; a push ``before``
@@ -85,10 +57,21 @@ def choose_range(
     checked against the parent of ``after``; a root commit or a deleted branch
     leaves nothing to check. Any other event needs ``base``.
     """
-    if found.skip and not base and not head:
-        return Skip(found.skip)
-    the_head = head or found.head or "HEAD"
-    the_base = base or found.base
+    found_base = found_head = None
+    if event_name in PULL_REQUEST_EVENTS:
+        pr = payload.get("pull_request")
+        if not isinstance(pr, dict):
+            raise UsageError(f"the {event_name} payload has no pull_request object")
+        found_base, found_head = _sha(_field(pr, "base", "sha")), _sha(_field(pr, "head", "sha"))
+    elif event_name == "push":
+        before, after = _sha(payload.get("before")), _sha(payload.get("after"))
+        if after is None or after == NULL_SHA:
+            if not base and not head:
+                return Skip("the push deleted the branch: nothing to check")
+        else:
+            found_base, found_head = (None if before == NULL_SHA else before), after
+    the_head = head or found_head or default_head or "HEAD"
+    the_base = base or found_base
     if the_base is None and event_name == "push":
         parent = parent_commit(repo, the_head)
         if parent is None:
@@ -101,7 +84,7 @@ def choose_range(
             raise UsageError(f"the {event_name} payload names no base commit; pass --base")
         what = f"a {event_name} event" if event_name else "a run outside GitHub Actions"
         raise UsageError(f"{what} names no commits to compare: pass --base (the `base` input)")
-    return CheckRange(check_ref(the_base), check_ref(the_head))
+    return check_ref(the_base), check_ref(the_head)
 
 
 # --------------------------------------------------------------------------- git
@@ -159,7 +142,7 @@ def fork_of(event_name: str, payload: Mapping[str, Any]) -> str | None:
     pr = payload.get("pull_request")
     if event_name not in PULL_REQUEST_EVENTS or not isinstance(pr, dict):
         return None
-    head, base = field_of(pr, "head", "repo"), field_of(pr, "base", "repo")
+    head, base = _field(pr, "head", "repo"), _field(pr, "base", "repo")
     if not isinstance(head, dict):
         return "a deleted fork"
     head_name = str(head.get("full_name") or "")
@@ -189,41 +172,7 @@ def _pull_number(payload: Mapping[str, Any]) -> int | None:
 
 # --------------------------------------------------------------------------- the step
 
-
-@dataclass(frozen=True)
-class StepResult:
-    exit_code: int
-    stdout: str
-    outputs: dict[str, str]
-    summary: str
-
-
-def report_step(report: Report, fmt: str, report_path: Path) -> StepResult:
-    """What the step prints, writes and returns for one report (pure but for the JSON file)."""
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(render_json(report), encoding="utf-8")
-    text = render(report, fmt)
-    if fmt == "github" and not report.blocking:
-        text += (
-            workflow_command(
-                "notice",
-                "DiagramCheck passed: the diagrams are in sync with the code",
-                {"title": TITLE},
-            )
-            + "\n"
-        )
-    outputs = {
-        "blocking": "true" if report.blocking else "false",
-        "findings": str(len(report.findings)),
-        "report": str(report_path),
-    }
-    return StepResult(1 if report.blocking else 0, text, outputs, render_markdown(report))
-
-
-def skip_step(skip: Skip) -> StepResult:
-    text = workflow_command("notice", f"DiagramCheck skipped: {skip.reason}", {"title": TITLE})
-    outputs = {"blocking": "false", "findings": "0", "report": ""}
-    return StepResult(0, text + "\n", outputs, f"### DiagramCheck skipped\n\n{skip.reason}.\n")
+OUTPUTS = ("blocking", "findings", "report")
 
 
 def run_diagram_check(
@@ -237,29 +186,45 @@ def run_diagram_check(
     report_path: Path | None,
     echo: Callable[[str], None],
 ) -> int:
-    """The whole step; raises :class:`~scaffold.errors.ScaffoldError` for usage errors."""
+    """The whole step: prints, writes the report, summary and outputs; returns the exit
+    code. Raises :class:`~scaffold.errors.ScaffoldError` for usage errors."""
     for given in (base, head):
         if given is not None:
             check_ref(given)
-    event = event_range(env.event_name, payload)
     fork = fork_of(env.event_name, payload)
     pull = _pull_number(payload) if env.event_name in PULL_REQUEST_EVENTS else None
-    fetch_missing(repo, [r for r in (base, head, event.base, event.head, env.sha) if r], pull)
-    chosen = choose_range(
-        repo, env.event_name, replace(event, head=event.head or env.sha), base, head
+    pr = payload.get("pull_request")
+    named = (
+        [_field(pr, "base", "sha"), _field(pr, "head", "sha")]
+        if env.event_name in PULL_REQUEST_EVENTS and isinstance(pr, dict)
+        else [payload.get("before"), payload.get("after")]
     )
+    fetch_missing(repo, [r for r in (base, head, env.sha, *map(_sha, named)) if r], pull)
+    chosen = choose_range(repo, env.event_name, payload, env.sha, base, head)
     if isinstance(chosen, Skip):
-        result = skip_step(chosen)
+        blocking, findings, path = False, 0, ""
+        text = workflow_command(
+            "notice", f"DiagramCheck skipped: {chosen.reason}", {"title": TITLE}
+        )
+        text += "\n"
+        summary = f"### DiagramCheck skipped\n\n{chosen.reason}.\n"
     else:
+        base_sha, head_sha = chosen
         config = None
         if fork:  # the base commit's ``diagrams`` settings: a fork cannot relax its check
-            config = config_at(repo, resolve_commit(repo, chosen.base))
-        report = analyze(repo, chosen.base, chosen.head, config)
-        path = report_path or env.temp_dir() / REPORT_DIR / "report.json"
-        result = report_step(report, fmt, path)
-        if fork:
-            result = replace(result, summary=result.summary + fork_note(fork))
-    echo(result.stdout)
-    append_summary(env.step_summary, result.summary)
-    write_outputs(env.output, result.outputs)
-    return result.exit_code
+            config = config_at(repo, resolve_commit(repo, base_sha))
+        report = analyze(repo, base_sha, head_sha, config)
+        written = report_path or env.temp_dir() / REPORT_DIR / "report.json"
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(render_json(report), encoding="utf-8")
+        blocking, findings, path = report.blocking, len(report.findings), str(written)
+        text = render(report, fmt)
+        if fmt == "github" and not blocking:
+            passed = "DiagramCheck passed: the diagrams are in sync with the code"
+            text += workflow_command("notice", passed, {"title": TITLE}) + "\n"
+        summary = render_markdown(report) + (fork_note(fork) if fork else "")
+    echo(text)
+    append_summary(env.step_summary, summary)
+    values = ("true" if blocking else "false", str(findings), path)
+    write_outputs(env.output, dict(zip(OUTPUTS, values, strict=True)))
+    return 1 if blocking else 0

@@ -181,15 +181,13 @@ def slot(
 def agent_clis(repo_path: str | None, role: str | None) -> int:
     """Print the agent CLIs (claude, codex, gemini) the config runs by their own name,
     one per line: the ones the Action installs at their pinned versions."""
+    from scaffold.action.slot import parse_role
     from scaffold.agent.choice import agents_in_use
     from scaffold.config import load_config
     from scaffold.roles import Role
 
     cfg = load_config(_workspace(action_env(), repo_path))
-    try:
-        wanted = {Role(role.lower())} if role else set(Role)
-    except ValueError:
-        raise UsageError(f"unknown role {role!r}") from None
+    wanted = {parse_role(role)} if role else set(Role)
     names = {
         a.backend.name
         for a in agents_in_use(cfg.agent)

@@ -23,7 +23,7 @@ from scaffold.demo import scripted
 from scaffold.git.runner import run_git
 from scaffold.runtime import inbox
 from scaffold.runtime.preflight import scaffold_command
-from scaffold.runtime.session import open_or_create_quest, run_quest, state_root
+from scaffold.runtime.session import open_or_create_quest, read_all_quests, run_quest, state_root
 from scaffold.runtime.view import Reporter
 
 ANSWER = "Hello, demo"
@@ -344,15 +344,11 @@ def _demo(repo: Path, keep: bool) -> int:
     for _ in range(3):
         if code != 3:
             break
-        quest = open_or_create_quest(repo, None)
-        try:
-            pending, quest_id = quest.quest.pending_questions(), quest.quest.id
-        finally:
-            quest.close()
-        for q in pending:
-            out.line(f'a person answers: scaffold answer {q.id} "{ANSWER}"')
-            answer = inbox.make("answer", quest_id, question_id=q.id, text=ANSWER)
-            inbox.post(state_root(repo), answer)
+        for quest in read_all_quests(repo):
+            for q in quest.pending_questions():
+                out.line(f'a person answers: scaffold answer {q.id} "{ANSWER}"')
+                answer = inbox.make("answer", quest.id, question_id=q.id, text=ANSWER)
+                inbox.post(state_root(repo), answer)
         code = asyncio.run(_run(repo, out))
     snapshot = bl.load_backlog(repo)
     done = [t.id for t in snapshot.tasks if t.status == "Done"]

@@ -17,7 +17,6 @@ failed (an expectation, a bad action); a ``crash`` action's own code.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import json
 import os
@@ -26,7 +25,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from scaffold.demo.script import (
     PrintLongLine,
     RunCommand,
     Say,
+    Script,
     ScriptError,
     SendSignal,
     Sleep,
@@ -81,49 +81,6 @@ def parse_argv(argv: list[str]) -> argparse.Namespace:
         parser.add_argument(flag)
     parser.add_argument("prompt", nargs="?")
     return parser.parse_known_args(argv)[0]
-
-
-def load_mcp_servers(configs: list[str]) -> dict[str, dict[str, Any]]:
-    """The servers of the ``--mcp-config`` files, later ones winning."""
-    servers: dict[str, dict[str, Any]] = {}
-    for path in configs:
-        try:
-            servers.update(json.loads(Path(path).read_text("utf-8"))["mcpServers"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise _ClaudeError(f"Error: Invalid MCP configuration: {path}: {exc!r}") from None
-    return servers
-
-
-class _ClaudeError(Exception):
-    """Something the real CLI refuses before it starts (exit 1)."""
-
-
-# --------------------------------------------------------------------------- state dir
-
-
-class StateDir:
-    """Attempt counters and the invocation log, shared by concurrent agents (flock)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            yield
-
-    def log_invocation(self, entry: Mapping[str, Any]) -> None:
-        with open(self.path / "invocations.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
-
-    def invocations(self) -> list[dict[str, Any]]:
-        path = self.path / "invocations.jsonl"
-        if not path.exists():
-            return []
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
 
 
 def agent_command(python: str = sys.executable) -> list[str]:
@@ -295,6 +252,39 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CLAUDE_ERROR
 
 
+def _log_invocation(
+    state: Path, script: Script, session_id: str, resumed: bool, role: str, step: str, prompt: str
+) -> tuple[int, int | None] | None:
+    """Log the invocation in the state dir; its attempt and the run that matches it, or
+    ``None`` when it resumes a session the state dir never saw and the script is strict."""
+    state.mkdir(parents=True, exist_ok=True)
+    log = state / "invocations.jsonl"
+    with open(state / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent agents share the state; released on close
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        seen = [json.loads(line) for line in lines if line.strip()]
+        if resumed and script.strict_resume and all(e["session_id"] != session_id for e in seen):
+            return None
+        attempt = 1 + sum(1 for e in seen if e["step"] == step and e["role"] == role)
+        runs = enumerate(script.runs)
+        index = next((i for i, r in runs if r.matches(role, step, attempt, prompt, resumed)), None)
+        entry = {
+            "session_id": session_id,
+            "resumed": resumed,
+            "role": role,
+            "step": step,
+            "quest_id": os.environ.get("SCAFFOLD_QUEST_ID", ""),
+            "attempt": attempt,
+            "run": index,
+            "prompt": prompt,
+            "cwd": os.getcwd(),
+            "pid": os.getpid(),
+        }
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+    return attempt, index
+
+
 async def _main(argv: list[str]) -> int:
     started = time.monotonic()
     inv = parse_argv(argv)
@@ -307,11 +297,13 @@ async def _main(argv: list[str]) -> int:
     prompt = inv.prompt
     if prompt is None:
         prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    try:
-        servers = load_mcp_servers(inv.mcp_configs)
-    except _ClaudeError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_CLAUDE_ERROR
+    servers: dict[str, dict[str, Any]] = {}  # later --mcp-config files win
+    for path in inv.mcp_configs:
+        try:
+            servers.update(json.loads(Path(path).read_text("utf-8"))["mcpServers"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"Error: Invalid MCP configuration: {path}: {exc!r}", file=sys.stderr)
+            return EXIT_CLAUDE_ERROR
     script_path = os.environ.get(ENV_SCRIPT)
     if not script_path:
         return _fail(f"{ENV_SCRIPT} is not set", EXIT_SCRIPT_FAILED)
@@ -322,37 +314,14 @@ async def _main(argv: list[str]) -> int:
 
     role = os.environ.get("SCAFFOLD_ROLE", "")
     step = os.environ.get("SCAFFOLD_STEP_ID", "")
-    state = StateDir(Path(os.environ.get(ENV_STATE) or f"{script_path}.state"))
     resumed = inv.resume is not None
     session_id = inv.resume or str(uuid.uuid4())
-    with state.locked():
-        seen = state.invocations()
-        if resumed and script.strict_resume and all(e["session_id"] != session_id for e in seen):
-            print(f"No conversation found with session ID: {session_id}", file=sys.stderr)
-            return EXIT_CLAUDE_ERROR
-        attempt = 1 + sum(1 for e in seen if e["step"] == step and e["role"] == role)
-        index = next(
-            (
-                i
-                for i, r in enumerate(script.runs)
-                if r.matches(role, step, attempt, prompt, resumed)
-            ),
-            None,
-        )
-        state.log_invocation(
-            {
-                "session_id": session_id,
-                "resumed": resumed,
-                "role": role,
-                "step": step,
-                "quest_id": os.environ.get("SCAFFOLD_QUEST_ID", ""),
-                "attempt": attempt,
-                "run": index,
-                "prompt": prompt,
-                "cwd": os.getcwd(),
-                "pid": os.getpid(),
-            }
-        )
+    state = Path(os.environ.get(ENV_STATE) or f"{script_path}.state")
+    found = _log_invocation(state, script, session_id, resumed, role, step, prompt)
+    if found is None:
+        print(f"No conversation found with session ID: {session_id}", file=sys.stderr)
+        return EXIT_CLAUDE_ERROR
+    attempt, index = found
 
     cwd = Path.cwd()
     stream = Stream(sys.stdout, session_id, inv.output_format)

@@ -1,10 +1,10 @@
-"""What the scripted agent prints: stream-json events shaped like Claude Code's."""
+"""What the scripted agent prints: stream-json events shaped like Claude Code's, with the
+fields scaffold reads."""
 
 from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +25,6 @@ class Stream:
         self.session_id = session_id
         self.turns = 1
         self.last_text = ""
-        self._msg = 0
         self._tool = 0
 
     def emit(self, event: Mapping[str, Any]) -> None:
@@ -50,29 +49,19 @@ class Stream:
                 "tools": tools,
                 "mcp_servers": [{"name": n, "status": s} for n, s in servers.items()],
                 "model": MODEL,
-                "permissionMode": "default",
-                "apiKeySource": "none",
-                "claude_code_version": "scripted",
-                "uuid": str(uuid.uuid4()),
             }
         )
 
     def _assistant(self, block: dict[str, Any]) -> dict[str, Any]:
-        self._msg += 1
         return {
             "type": "assistant",
             "message": {
-                "id": f"msg_scripted{self._msg:04d}",
-                "type": "message",
                 "role": "assistant",
                 "model": MODEL,
                 "content": [block],
-                "stop_reason": None,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
             },
-            "parent_tool_use_id": None,
             "session_id": self.session_id,
-            "uuid": str(uuid.uuid4()),
         }
 
     def text(self, text: str) -> None:
@@ -93,20 +82,15 @@ class Stream:
         tool_id = f"toolu_scripted{self._tool:04d}"
         block = {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
         self.emit(self._assistant(block))
-        tool_result: dict[str, Any] = {"tool_use_id": tool_id, "type": "tool_result"}
-        tool_result["content"] = result
+        tool_result: dict[str, Any] = {
+            "tool_use_id": tool_id,
+            "type": "tool_result",
+            "content": result,
+        }
         if is_error:
             tool_result["is_error"] = True
-        self.emit(
-            {
-                "type": "user",
-                "message": {"role": "user", "content": [tool_result]},
-                "parent_tool_use_id": None,
-                "session_id": self.session_id,
-                "uuid": str(uuid.uuid4()),
-                "tool_use_result": f"Error: {result}" if is_error else result,
-            }
-        )
+        content = {"role": "user", "content": [tool_result]}
+        self.emit({"type": "user", "message": content, "session_id": self.session_id})
 
     def result(self, *, cost: float, started: float, is_error: bool, text: str) -> None:
         self.emit(
@@ -115,14 +99,11 @@ class Stream:
                 "subtype": "error_during_execution" if is_error else "success",
                 "is_error": is_error,
                 "duration_ms": int((time.monotonic() - started) * 1000),
-                "duration_api_ms": 0,
                 "num_turns": self.turns,
                 "result": text,
-                "stop_reason": "end_turn",
                 "session_id": self.session_id,
                 "total_cost_usd": cost,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
                 "permission_denials": [],
-                "uuid": str(uuid.uuid4()),
             }
         )

@@ -29,17 +29,15 @@ async def serve_async(
     port: int,
     *,
     drain_timeout_s: float,
-    stop: asyncio.Event | None = None,
     after_listening: Callable[[], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
-    """Serve until ``stop`` is set or a SIGTERM/SIGINT arrives; then drain and clean up.
+    """Serve until a SIGTERM/SIGINT arrives; then drain and clean up.
 
     ``after_listening`` runs once the server listens; if it fails the server stops at
     once, without draining (what was accepted is handled at the next start), and its
     error is raised.
     """
-    if stop is None:
-        stop = asyncio.Event()
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
