@@ -38,10 +38,8 @@ def dumps(obj: Any, indent: int | None = None) -> bytes:
         return json.dumps(obj, ensure_ascii=True, indent=indent, separators=seps).encode("ascii")
 
 
-def sync(fd: int) -> None:
-    # fdatasync flushes the data and the size (what an append needs) but not mtime.
-    sync = getattr(os, "fdatasync", os.fsync)
-    sync(fd)
+# fdatasync flushes the data and the size (what an append needs) but not mtime.
+sync = getattr(os, "fdatasync", os.fsync)
 
 
 def write_all(fd: int, data: bytes) -> None:

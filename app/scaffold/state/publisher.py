@@ -43,7 +43,6 @@ class StatePublisher:
         self._lock = threading.Lock()
         self.published: Quest | None = None
         self.published_at = time.monotonic()
-        self.commits = 0
         self.last_error: str | None = None
         quest = writer.quest
         try:
@@ -96,5 +95,4 @@ class StatePublisher:
         self.last_error = None
         self.published = quest
         self.published_at = time.monotonic()
-        self.commits += 1
         return True
