@@ -196,14 +196,11 @@ class QuestWriter:
 
     # -- internals (called with self._mutex held)
 
-    def _check_usable(self) -> None:
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
         if self._closed:
             raise StoreError(self._journal, "writer is closed")
         if self._broken is not None:
             raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
-
-    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
-        self._check_usable()
         old = self._quest
         if new.id != old.id:
             raise StoreError(self._journal, f"cannot commit quest {new.id!r} into {old.id!r}")
@@ -263,10 +260,8 @@ class QuestWriter:
             except OSError as exc2:
                 self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
             raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
-        if self._store.durable:
-            self._fsync()
-
-    def _fsync(self) -> None:
+        if not self._store.durable:
+            return
         try:
             sync(self._journal_fd)
         except OSError as exc:
@@ -318,18 +313,11 @@ class QuestStore:
         return self.root / validate_quest_id(quest_id)
 
     def list_ids(self) -> list[str]:
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return []
         ids = []
-        for entry in entries:
-            try:
-                validate_quest_id(entry.name)
-            except InvalidIdError:
-                continue
-            if entry.is_dir() and os.path.isfile(os.path.join(entry.path, SNAPSHOT_NAME)):
-                ids.append(entry.name)
+        for snapshot in self.root.glob(f"*/{SNAPSHOT_NAME}"):
+            if snapshot.is_file():
+                with contextlib.suppress(InvalidIdError):
+                    ids.append(validate_quest_id(snapshot.parent.name))
         return sorted(ids)
 
     def exists(self, quest_id: str) -> bool:
