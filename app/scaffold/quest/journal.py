@@ -1,10 +1,7 @@
 """A quest's files on disk: the snapshot ``quest.json`` and the journal ``journal.jsonl``.
 
-The reading side of :mod:`scaffold.quest.store` (which holds why the files have this
-shape): parsing one journal line, reading the snapshot, scanning the journal from an
-offset (a torn last line is skipped, a bad line anywhere else is a :class:`StoreError`
-naming the file and line), replaying the tail onto the snapshot, and streaming history;
-plus the byte-level helpers the writer appends with.
+The reading side of :mod:`scaffold.quest.store` (which says why the files have this
+shape), and the byte-level helpers its writer appends with.
 """
 
 from __future__ import annotations

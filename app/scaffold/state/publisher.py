@@ -50,12 +50,11 @@ class StatePublisher:
         except ScaffoldError as exc:  # unreadable: the next publication replaces it
             self.last_error = str(exc)
             doc = None
+        self.digest = HistoryDigest()
         if doc is not None and doc.seq <= quest.seq:
-            self.digest = HistoryDigest.of(doc.history)
+            self.digest = HistoryDigest(doc.history)
             if doc.seq == quest.seq and doc.quest == portable(quest):
                 self.published = quest  # the branch has it already
-        else:
-            self.digest = HistoryDigest()
         self.digest.add(store.history(quest.id, since_seq=self.digest.last_seq))
         writer.observe(self._on_commit)
 
