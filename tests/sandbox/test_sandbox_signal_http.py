@@ -90,29 +90,3 @@ async def test_the_agent_reaches_its_own_endpoint_and_not_another_runs(tmp_path:
     assert signalled
     assert [r.step_id for r in read_signals(mine.signal_dir)] == ["TASK-1"]
     assert read_signals(theirs.signal_dir) == []
-
-
-@pytest.mark.asyncio
-async def test_a_withdrawn_gate_closes_its_descriptors_once(tmp_path: Path) -> None:
-    """A start withdrawn at the gate, then the channel closed: the gate's descriptors are
-    closed once. Their numbers are free again by then: a file another thread opened
-    meanwhile (a Backlog.md write) may hold one, and must stay open."""
-    sandbox = resolve_sandbox(SandboxConfig(mode="bwrap"), strict=True)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    binding = Binding(tmp_path / "signals", "TASK-1", Role.CODEWEAVER, "quest-1", repo)
-    confinement = Confinement(repo=repo, cwd=repo, private=tmp_path / "private")
-    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
-    channel = RunChannel(sandbox, binding, confinement, python=sys.executable, env=env, gated=True)
-    [gate_fd] = channel.pass_fds
-    async with channel:
-        channel.withdraw()
-        # The lowest free numbers go to the next files opened: the gate's two.
-        others = [os.open(tmp_path / f"other-{i}", os.O_CREAT | os.O_WRONLY) for i in range(2)]
-        assert gate_fd in others
-    try:
-        for fd in others:
-            assert os.write(fd, b"still mine") == 10
-    finally:
-        for fd in others:
-            os.close(fd)

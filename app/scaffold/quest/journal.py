@@ -1,10 +1,7 @@
 """A quest's files on disk: the snapshot ``quest.json`` and the journal ``journal.jsonl``.
 
-The reading side of :mod:`scaffold.quest.store` (which holds why the files have this
-shape): parsing one journal line, reading the snapshot, scanning the journal from an
-offset (a torn last line is skipped, a bad line anywhere else is a :class:`StoreError`
-naming the file and line), replaying the tail onto the snapshot, and streaming history;
-plus the byte-level helpers the writer appends with.
+The reading side of :mod:`scaffold.quest.store` (which says why the files have this
+shape), and the byte-level helpers its writer appends with.
 """
 
 from __future__ import annotations
@@ -38,10 +35,8 @@ def dumps(obj: Any, indent: int | None = None) -> bytes:
         return json.dumps(obj, ensure_ascii=True, indent=indent, separators=seps).encode("ascii")
 
 
-def sync(fd: int) -> None:
-    # fdatasync flushes the data and the size (what an append needs) but not mtime.
-    sync = getattr(os, "fdatasync", os.fsync)
-    sync(fd)
+# fdatasync flushes the data and the size (what an append needs) but not mtime.
+sync = getattr(os, "fdatasync", os.fsync)
 
 
 def write_all(fd: int, data: bytes) -> None:

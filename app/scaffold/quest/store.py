@@ -88,21 +88,12 @@ def draft(
     event: str,
     *,
     task_id: str | None = None,
-    source: str | None = None,
-    target: str | None = None,
     detail: dict[str, Any] | None = None,
     at: datetime | None = None,
 ) -> HistoryEntry:
     """A HistoryEntry to pass to :meth:`QuestWriter.commit`; its seq (0) is replaced there."""
     return HistoryEntry(
-        seq=0,
-        at=at if at is not None else utcnow(),
-        kind=kind,
-        task_id=task_id,
-        event=event,
-        source=source,
-        target=target,
-        detail=detail if detail is not None else {},
+        seq=0, at=at or utcnow(), kind=kind, task_id=task_id, event=event, detail=detail or {}
     )
 
 
@@ -152,8 +143,7 @@ class QuestWriter:
         self._offset = offset
         self._lines = lines
         self._since_snapshot = since_snapshot
-        self._snapshot_every = store.snapshot_every
-        self._durable = store.durable
+        self._store = store
         self._mutex = threading.Lock()
         self._closed = False
         self._broken: str | None = None
@@ -206,14 +196,11 @@ class QuestWriter:
 
     # -- internals (called with self._mutex held)
 
-    def _check_usable(self) -> None:
+    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
         if self._closed:
             raise StoreError(self._journal, "writer is closed")
         if self._broken is not None:
             raise StoreError(self._journal, f"writer unusable after an I/O error: {self._broken}")
-
-    def _commit(self, new: Quest, entries: Sequence[HistoryEntry]) -> Quest:
-        self._check_usable()
         old = self._quest
         if new.id != old.id:
             raise StoreError(self._journal, f"cannot commit quest {new.id!r} into {old.id!r}")
@@ -258,7 +245,7 @@ class QuestWriter:
         self._lines += 1
         self._quest = result
         self._since_snapshot += 1
-        if self._since_snapshot >= self._snapshot_every:
+        if self._since_snapshot >= self._store.snapshot_every:
             self._try_snapshot()
         for observer in self._observers:
             observer(result, stamped_entries)
@@ -273,10 +260,8 @@ class QuestWriter:
             except OSError as exc2:
                 self._broken = f"append failed ({exc}) and truncation failed ({exc2})"
             raise StoreError(self._journal, f"cannot append; nothing committed: {exc}") from exc
-        if self._durable:
-            self._fsync()
-
-    def _fsync(self) -> None:
+        if not self._store.durable:
+            return
         try:
             sync(self._journal_fd)
         except OSError as exc:
@@ -298,7 +283,7 @@ class QuestWriter:
         }
         # Indented: the snapshot is rewritten rarely and is meant to diff well in git.
         data = dumps(doc, indent=2) + b"\n"
-        write_file(self.path / SNAPSHOT_NAME, data, sync=self._durable)
+        write_file(self.path / SNAPSHOT_NAME, data, sync=self._store.durable)
         self._since_snapshot = 0
 
     def _try_snapshot(self) -> None:
@@ -328,18 +313,11 @@ class QuestStore:
         return self.root / validate_quest_id(quest_id)
 
     def list_ids(self) -> list[str]:
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return []
         ids = []
-        for entry in entries:
-            try:
-                validate_quest_id(entry.name)
-            except InvalidIdError:
-                continue
-            if entry.is_dir() and os.path.isfile(os.path.join(entry.path, SNAPSHOT_NAME)):
-                ids.append(entry.name)
+        for snapshot in self.root.glob(f"*/{SNAPSHOT_NAME}"):
+            if snapshot.is_file():
+                with contextlib.suppress(InvalidIdError):
+                    ids.append(validate_quest_id(snapshot.parent.name))
         return sorted(ids)
 
     def exists(self, quest_id: str) -> bool:

@@ -94,12 +94,7 @@ class AgentJobs:
             self.orch.update_task(key, note, **updates)
 
     def _prompt_data(self, key: str) -> PromptData:
-        q = self.orch.quest
-        diagrams = (
-            self.orch.cfg.diagrams.architecture,
-            self.orch.cfg.diagrams.data_model,
-            self.orch.cfg.diagrams.states,
-        )
+        q, d = self.orch.quest, self.orch.cfg.diagrams
         if key == PLAN_KEY:
             return PromptData(
                 step_id=PLAN_STEP,
@@ -122,7 +117,7 @@ class AgentJobs:
             task_description=description,
             acceptance_criteria=criteria,
             file_map=q.planning.file_map,
-            diagrams=diagrams,
+            diagrams=(d.architecture, d.data_model, d.states),
             previous=task.last_summary or "",
         )
 
@@ -176,7 +171,7 @@ class AgentJobs:
             )
             if outcome.session_id:
                 self._remember_session(key, run.role, outcome.session_id)
-            return self._finish_run(key, run, outcome, [], signal_dir)
+            return self._finish_run(key, run, outcome, [], latest_signal(signal_dir))
         return await self._run_here(key, run, signal_dir)
 
     def _mark_started(self, key: str, run: AgentRun, number: int, run_dir: Path) -> None:
@@ -246,7 +241,7 @@ class AgentJobs:
             await asyncio.to_thread(self.commit_work, key, sig, run.role)
         except Exception as exc:  # reported: the task's next commit takes what this one left
             self.orch.out.warn(f"{key}: committing the agent's work failed: {exc}")
-        return self._finish_run(key, run, outcome, refused, signal_dir)
+        return self._finish_run(key, run, outcome, refused, sig)
 
     def confinement(self, key: str) -> Confinement:
         """Where the agent (or Ward) of ``key`` runs: its worktree, or the repository."""
@@ -288,7 +283,7 @@ class AgentJobs:
         run: AgentRun,
         outcome: AgentRunOutcome,
         refused: list[str],
-        signal_dir: Path,
+        sig: SignalRecord | None,
     ) -> Event | None:
         """Cost, notes, and the event the run leads to (its signal, or a failure)."""
         agent = agent_for(self.orch.cfg.agent, run.role)
@@ -300,7 +295,6 @@ class AgentJobs:
         self.orch.out.agent_finished(step_of(key), run.role.value, outcome.duration_s, cost)
         for note in result_notes(outcome):
             self._note(key, f"{run.role.value}: {note}")
-        sig = None if refused else latest_signal(signal_dir)
         session = outcome.session_id or run.resume_session
         failure = describe_failure(
             outcome, refused[0] if refused else None, self.orch.cfg.agent.stuck_timeout_s

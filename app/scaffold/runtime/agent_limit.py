@@ -81,12 +81,9 @@ class AgentLimit:
             raise
 
     def release(self, repo: str, quest: str) -> None:
-        self._by_repo[repo] -= 1
-        self._by_quest[(repo, quest)] -= 1
-        if self._by_repo[repo] <= 0:
-            del self._by_repo[repo]
-        if self._by_quest[(repo, quest)] <= 0:
-            del self._by_quest[(repo, quest)]
+        # Counter subtraction drops the counts that reach zero.
+        self._by_repo -= Counter([repo])
+        self._by_quest -= Counter([(repo, quest)])
         self._grant()
 
     def _rank(self, w: _Waiter) -> tuple[int, int, int]:

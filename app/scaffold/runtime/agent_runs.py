@@ -104,18 +104,6 @@ def write_run_files(files: Mapping[Path, str]) -> None:
         write_file(path, text.encode("utf-8"), mode=0o600, sync=False)
 
 
-def resume_problem(prepared: PreparedRun, resumed: str | None, event: SystemInit) -> str | None:
-    """A resumed run that came back in another session lost its conversation: a failure."""
-    if resumed is None or not prepared.backend.verifies_resume:
-        return None
-    if event.session_id == resumed:
-        return None
-    return (
-        f"failed resume: asked {prepared.backend.name} to resume session {resumed}, "
-        f"it started {event.session_id or 'no session'}"
-    )
-
-
 def init_problem(event: SystemInit) -> str | None:
     """An agent whose ``scaffold`` MCP server is not connected cannot signal: a failed start."""
     for server in event.mcp_servers:
@@ -128,10 +116,16 @@ def init_problem(event: SystemInit) -> str | None:
 
 def start_problem(prepared: PreparedRun, resumed: str | None, event: SystemInit) -> str | None:
     """Why a run that just started cannot do its work: its ``signal-back`` server is not
-    connected (where the CLI reports it), or its resume came back in another session."""
+    connected (where the CLI reports it), or its resume came back in another session
+    (its conversation lost)."""
     if prepared.backend.reports_mcp_status and (problem := init_problem(event)):
         return problem
-    return resume_problem(prepared, resumed, event)
+    if resumed is None or not prepared.backend.verifies_resume or event.session_id == resumed:
+        return None
+    return (
+        f"failed resume: asked {prepared.backend.name} to resume session {resumed}, "
+        f"it started {event.session_id or 'no session'}"
+    )
 
 
 def result_notes(outcome: AgentRunOutcome) -> list[str]:

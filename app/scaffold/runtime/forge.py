@@ -39,12 +39,16 @@ class Opened:
 
 
 class Forge(Protocol):
+    """What a forge does; the methods that return None do nothing unless overridden."""
+
     async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
         """Before a task's worktree is created (e.g. bring the default branch up to date)."""
+        return None
 
     async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
         """Before a round on the open pull request: the commits people pushed to the task's
         branch are taken into its worktree (never overwritten)."""
+        return None
 
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         """Push the task's branch and open its pull request, or find it again. After a
@@ -55,30 +59,32 @@ class Forge(Protocol):
 
     async def branch_deleted(self, quest: Quest, task_id: str) -> None:
         """The local branch is gone; remove the forge's copy too."""
+        return None
 
-    async def ask(self, quest: Quest, question: Question) -> None: ...
+    async def ask(self, quest: Quest, question: Question) -> None:
+        return None
 
-    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None: ...
+    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
+        return None
 
     def progress(self, quest: Quest) -> None:
         """The quest changed (cheap; a forge may throttle what it does with it)."""
+        return None
 
     async def flush(self, quest: Quest) -> None:
         """The run is ending: publish the last progress now."""
+        return None
 
 
-class LocalForge:
-    """Plain git: the task branch is the pull request, merged into the local default branch."""
+class LocalForge(Forge):
+    """Plain git: the task branch is the pull request, merged into the local default branch.
+
+    What it does not override does nothing (the worktree holds the branch: a person's
+    commits there are on it; questions and blocks are said by the orchestrator)."""
 
     def __init__(self, ops: RepoOps, say: Callable[[str], None]) -> None:
         self.ops = ops
         self._say = say
-
-    async def prepare_allocation(self, quest: Quest, task: TaskRecord) -> None:
-        return None
-
-    async def sync_branch(self, quest: Quest, task: TaskRecord) -> None:
-        return None  # the worktree holds the branch: a person's commits there are on it
 
     async def open_pull_request(self, quest: Quest, task: TaskRecord) -> Opened:
         pr, note = task.pr, None
@@ -109,21 +115,6 @@ class LocalForge:
     async def merge_pull_request(self, quest: Quest, task: TaskRecord) -> Event | None:
         message = f"Merge {task.branch}: {task.id} {task.title}"
         return await asyncio.to_thread(self.ops.merge, task.id, message)
-
-    async def branch_deleted(self, quest: Quest, task_id: str) -> None:
-        return None
-
-    async def ask(self, quest: Quest, question: Question) -> None:
-        return None
-
-    async def report_blocked(self, quest: Quest, task_id: str, reason: str) -> None:
-        return None
-
-    def progress(self, quest: Quest) -> None:
-        return None
-
-    async def flush(self, quest: Quest) -> None:
-        return None
 
 
 class RemoteAgents(Protocol):

@@ -46,17 +46,12 @@ class InboxMessage(BaseModel):
     feedback: Feedback | None = None
 
 
-def inbox_dir(state_root: Path) -> Path:
-    return state_root / "inbox"
-
-
 def post(state_root: Path, message: InboxMessage) -> Path:
-    folder = inbox_dir(state_root)
+    folder = state_root / "inbox"
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{message.at.strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
-    final = folder / name
-    write_file(final, message.model_dump_json().encode("utf-8"))
-    return final
+    write_file(folder / name, message.model_dump_json().encode("utf-8"))
+    return folder / name
 
 
 def make(kind: Kind, quest_id: str, **fields: str | None) -> InboxMessage:
@@ -72,11 +67,8 @@ def feedback(quest_id: str, task_id: str, item: Feedback) -> InboxMessage:
 
 def pending(state_root: Path) -> list[tuple[Path, InboxMessage | None, str]]:
     """Messages in arrival order; a malformed one is returned with its reason, not dropped."""
-    folder = inbox_dir(state_root)
-    if not folder.is_dir():
-        return []
     out: list[tuple[Path, InboxMessage | None, str]] = []
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted((state_root / "inbox").glob("*.json")):
         try:
             out.append((path, InboxMessage.model_validate(json.loads(path.read_text("utf-8"))), ""))
         except (OSError, ValueError, ValidationError) as exc:

@@ -323,9 +323,8 @@ class Orchestrator:
             old.cancel()
         # A job that takes the task's worktree or branch waits for the task's job still
         # at work there: a round of the review loop or a merge for its pull request being
-        # pushed,
-        # the clean-up of a stopped task for the worktree being made (a thread that a
-        # cancel does not stop) or checked.
+        # pushed, the clean-up of a stopped task for the worktree being made (a thread
+        # that a cancel does not stop) or checked.
         after = stop or any(
             isinstance(e, (SyncBranch, RemoveWorktree, MergePullRequest)) for e in effects
         )

@@ -19,6 +19,7 @@ from scaffold.agent.backend import Backend
 from scaffold.agent.choice import RoleAgent, agents_in_use, unpriced
 from scaffold.config import CONFIG_PATH, ScaffoldConfig
 from scaffold.errors import ConfigError, UsageError
+from scaffold.git.runner import SAFE_LOCAL, run_git
 from scaffold.roles import Role
 
 # How to get each backend's CLI.
@@ -134,12 +135,10 @@ def require_prices(config: ScaffoldConfig, repo: Path) -> None:
 
 
 def has_commits(repo: Path) -> bool:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-        capture_output=True,
-        check=False,
+    head = run_git(
+        [*SAFE_LOCAL, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False
     )
-    return proc.returncode == 0
+    return head.returncode == 0
 
 
 NO_COMMITS = (

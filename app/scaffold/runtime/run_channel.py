@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from scaffold.agent.claude import Claude
@@ -41,16 +42,13 @@ _HTTP_SOCKET = "signal-http.sock"
 SIGNAL_INSIDE = ("127.0.0.2", 8765)
 
 
-def sweep_stale_channels() -> list[Path]:
+def sweep_stale_channels() -> None:
     """Remove the channel folders of scaffold processes that are gone (``kill -9``)."""
-    removed: list[Path] = []
     for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
         pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
         if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
-    return removed
 
 
 def private_dir(repo: Path, quest_id: str, step: str) -> Path:
@@ -129,17 +127,12 @@ class RunChannel:
         """The agent's command line and environment, sandboxed when the sandbox is on."""
         if not self.sandbox.active:
             return list(argv), dict(env)
-        c = self.confinement
         host, port = SIGNAL_INSIDE
         signal_route = Route("scaffold-signal", port, host, _HTTP_SOCKET)  # into the sandbox
-        confinement = Confinement(
-            repo=c.repo,
-            cwd=c.cwd,
-            private=c.private,
-            worktree=c.worktree,
+        confinement = replace(
+            self.confinement,
             channel=self.dir,
             routes=[*self.routes, signal_route],
-            programs=(self.python, *c.programs),
-            extra_hidden=c.extra_hidden,
+            programs=(self.python, *self.confinement.programs),
         )
         return confine(self.sandbox, confinement, argv, env)

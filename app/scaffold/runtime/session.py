@@ -25,8 +25,7 @@ from scaffold.state.rebuild import merged_view, restore_quests
 BACKLOG_QUEST = "backlog"
 
 
-def find_repo(start: Path) -> Path:
-    return repo_toplevel(start)
+find_repo = repo_toplevel
 
 
 def state_root(repo: Path) -> Path:

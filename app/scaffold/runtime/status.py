@@ -56,11 +56,9 @@ def _review_entry(record: TaskRecord, cfg: ScaffoldConfig) -> dict[str, Any] | N
 
 
 def _newest_session(record: TaskRecord) -> str | None:
-    if not record.sessions:
-        return None
     if record.role is not None and record.role.value in record.sessions:
         return record.sessions[record.role.value]
-    return list(record.sessions.values())[-1]
+    return next(reversed(record.sessions.values()), None)
 
 
 def status_report(repo: Path) -> dict[str, Any]:

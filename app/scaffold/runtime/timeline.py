@@ -32,7 +32,7 @@ def _load(repo: Path, quest_id: str) -> tuple[Quest, HistoryDigest, StateBranch]
     if store.exists(quest_id):
         with contextlib.suppress(ScaffoldError):
             local = store.read(quest_id)
-    digest = HistoryDigest.of(doc.history) if doc is not None else HistoryDigest()
+    digest = HistoryDigest(doc.history if doc is not None else None)
     if local is not None and (doc is None or local.seq >= doc.seq):
         digest.add(store.history(quest_id, since_seq=digest.last_seq))
         return local, digest, branch

@@ -116,15 +116,12 @@ def _folded(older: HistorySummary, events: Counter[str], entry: HistoryEntry) ->
 class HistoryDigest:
     """The bounded history of one quest: the newest entries and a summary of the rest."""
 
-    def __init__(self, older: HistorySummary | None = None, recent: Iterable[HistoryEntry] = ()):
-        self.older = older or HistorySummary()
+    def __init__(self, history: StateHistory | None = None) -> None:
+        """Starting from ``history``, as a state file holds it."""
+        self.older = history.older if history else HistorySummary()
         self._events: Counter[str] = Counter(self.older.events)
         self.recent: deque[HistoryEntry] = deque(maxlen=RECENT_KEPT)
-        self.add(recent)
-
-    @classmethod
-    def of(cls, history: StateHistory) -> HistoryDigest:
-        return cls(history.older, history.recent)
+        self.add(history.recent if history else ())
 
     @property
     def last_seq(self) -> int:

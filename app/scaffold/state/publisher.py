@@ -43,7 +43,6 @@ class StatePublisher:
         self._lock = threading.Lock()
         self.published: Quest | None = None
         self.published_at = time.monotonic()
-        self.commits = 0
         self.last_error: str | None = None
         quest = writer.quest
         try:
@@ -51,12 +50,11 @@ class StatePublisher:
         except ScaffoldError as exc:  # unreadable: the next publication replaces it
             self.last_error = str(exc)
             doc = None
+        self.digest = HistoryDigest()
         if doc is not None and doc.seq <= quest.seq:
-            self.digest = HistoryDigest.of(doc.history)
+            self.digest = HistoryDigest(doc.history)
             if doc.seq == quest.seq and doc.quest == portable(quest):
                 self.published = quest  # the branch has it already
-        else:
-            self.digest = HistoryDigest()
         self.digest.add(store.history(quest.id, since_seq=self.digest.last_seq))
         writer.observe(self._on_commit)
 
@@ -96,5 +94,4 @@ class StatePublisher:
         self.last_error = None
         self.published = quest
         self.published_at = time.monotonic()
-        self.commits += 1
         return True
