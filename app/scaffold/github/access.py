@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scaffold.errors import GitHubError
-from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, UrlVars, repo_vars
+from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, repo_vars
 
 ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
@@ -70,6 +70,22 @@ class Permissions:
         self._cache[login] = (now, allowed)
         return allowed
 
+    async def approver(self, number: int, head_sha: str) -> str | None:
+        """Who approved ``head_sha`` of pull request ``number``, read from GitHub now."""
+        reviews = await self.client.get_all(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            repo_vars(self.full_name, number=number),
+        )
+        return await approver_of(reviews, head_sha, self)
+
+    async def closer(self, number: int) -> str | None:
+        """The writer who closed issue or pull request ``number`` (None: not a writer)."""
+        issue = await self.client.get(
+            "/repos/{owner}/{repo}/issues/{number}", repo_vars(self.full_name, number=number)
+        )
+        closed_by = issue.get("closed_by") or {}
+        return str(closed_by["login"]) if await self.is_writer(closed_by) else None
+
 
 DECISIVE = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 
@@ -118,20 +134,6 @@ async def approver_of(
         ):
             return login
     return None
-
-
-async def approved_head(
-    client: GitHubClient,
-    repo_vars: UrlVars,
-    number: int,
-    head_sha: str,
-    permissions: Permissions,
-) -> str | None:
-    """Who approved ``head_sha`` of pull request ``number``, read from GitHub now."""
-    reviews = await client.get_all(
-        "/repos/{owner}/{repo}/pulls/{number}/reviews", {**repo_vars, "number": number}
-    )
-    return await approver_of(reviews, head_sha, permissions)
 
 
 class TokenAccess(GitHubAccess):

@@ -2,17 +2,18 @@
 
 Paths are URI templates filled from ``url_vars`` (gidgethub escapes them), never
 absolute URLs taken from a payload, so ``SCAFFOLD_GITHUB_URL`` decides where every
-request goes. Failures that deserve it are retried at the transport (``retry.py``);
-what is left raises ``GitHubError`` with the status.
+request goes. The transport retries no response and 5xx with backoff, waits out a
+secondary rate limit's ``Retry-After`` and a primary one's ``X-RateLimit-Reset`` (within
+``max_wait_s``), and retries no other 4xx; what is left raises ``GitHubError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,13 +26,71 @@ from gidgethub import sansio
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
 from scaffold.github.comments import CHECK_NAME
-from scaffold.github.retry import RetryPolicy, describe, retry_delay
 
 log = logging.getLogger("scaffold.github")
 
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "scaffold-app"
 UrlVars = Mapping[str, str | int]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    # A rate limit that resets later than this is reported rather than waited out.
+    max_wait_s: float = 900.0
+    timeout_s: float = 30.0
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    status: int | None,
+    headers: Mapping[str, str],
+    now_epoch: float,
+) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1`` (1-based), or None to stop;
+    ``status`` is None when there was no response."""
+    # The exponent is bounded: a bigger power would not fit in a float.
+    backoff = min(policy.max_delay_s, policy.base_delay_s * 2.0 ** min(attempt - 1, 64))
+    headers = {key.lower(): value for key, value in headers.items()}
+    if attempt >= policy.max_attempts:
+        return None
+    if status is None or status >= 500:
+        return backoff
+    if status not in (403, 429):
+        return None
+    retry_after = _number(headers.get("retry-after"))
+    if retry_after is not None:
+        return retry_after if 0 <= retry_after <= policy.max_wait_s else None
+    if headers.get("x-ratelimit-remaining") == "0":
+        reset = _number(headers.get("x-ratelimit-reset"))
+        if reset is None:
+            return backoff
+        wait = max(0.0, reset - now_epoch) + 1.0
+        return wait if wait <= policy.max_wait_s else None
+    return backoff if status == 429 else None  # a plain 403: a permission problem
+
+
+def describe(status: int | None, headers: Mapping[str, str]) -> str:
+    """A short reason for logs: which limit or failure this was."""
+    headers = {key.lower(): value for key, value in headers.items()}
+    if status is None:
+        return "no response"
+    if "retry-after" in headers:
+        return f"secondary rate limit ({status}, Retry-After {headers['retry-after']})"
+    if headers.get("x-ratelimit-remaining") == "0":
+        return f"primary rate limit ({status})"
+    return f"HTTP {status}"
 
 
 def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
@@ -124,9 +183,9 @@ class AppIdentity:
 
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
-        # (repository, head sha) whose check run is taken in this process.
+        # (repository, head sha) whose check run is taken in this process (the event
+        # loop's only: no lock).
         self._checked: dict[tuple[str, str], None] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"AppIdentity(app_id={self.app_id})"
@@ -152,11 +211,10 @@ class AppIdentity:
         # The quest's report and the pull request handler may both be at this head now:
         # taking it here settles which one creates the run, before any API call.
         key = (full_name.lower(), sha)
-        with self._lock:
-            claimed = key not in self._checked
-            self._checked[key] = None
-            while len(self._checked) > self.MAX_CHECKED_HEADS:
-                del self._checked[next(iter(self._checked))]
+        claimed = key not in self._checked
+        self._checked[key] = None
+        while len(self._checked) > self.MAX_CHECKED_HEADS:
+            del self._checked[next(iter(self._checked))]
         if not force and not claimed:
             return None
         where = repo_vars(full_name)
@@ -169,8 +227,7 @@ class AppIdentity:
                 data={"name": CHECK_NAME, "head_sha": sha, **data},
             )
         except BaseException:
-            with self._lock:
-                self._checked.pop(key, None)
+            self._checked.pop(key, None)
             raise
         self.learn(run)
         return run

@@ -26,7 +26,7 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github.access import Permissions, approved_head, same_repository
+from scaffold.github.access import Permissions, same_repository
 from scaffold.github.checkout import Checkout
 from scaffold.github.client import AppIdentity, GitHubClient, post_comment, repo_vars
 from scaffold.github.comments import (
@@ -242,9 +242,7 @@ class GitHubForge:
         if not known:
             # A PR the task had no record of (a server whose state was lost finds it open):
             # a writer's approval of this head may have come while no task owned it.
-            approver = await approved_head(
-                self.gh, self.repo_vars, number, head_sha, self.permissions
-            )
+            approver = await self.permissions.approver(number, head_sha)
             if approver is not None:
                 approval = Event(EventName.PR_APPROVED, at=self.clock(), detail=approver)
         return Opened(record, note, approval)
@@ -280,13 +278,10 @@ class GitHubForge:
             or pr["head"]["ref"] != branch
         ):
             return None
-        issue = await self.gh.get(
-            "/repos/{owner}/{repo}/issues/{number}", self._vars(number=number)
-        )
-        closer = issue.get("closed_by") or {}
-        if await self.permissions.is_writer(closer):
+        closer = await self.permissions.closer(number)
+        if closer is not None:
             if task.pr is not None and task.pr.state == "open" and task.pr.number == number:
-                raise _ClosedByWriter(str(closer.get("login") or "a writer"))
+                raise _ClosedByWriter(closer)
             return None  # an earlier attempt's PR, rejected then: a new PR is a new try
         try:
             reopened = await self.gh.patch(
@@ -403,7 +398,7 @@ class GitHubForge:
             return None  # the update arrives as pull_request.synchronize; merge then
         if not await self._required_checks_green(head_sha):
             return None
-        approver = await approved_head(self.gh, self.repo_vars, number, head_sha, self.permissions)
+        approver = await self.permissions.approver(number, head_sha)
         if approver is None:
             log.info(
                 "not merging: no writer approved the head as it is now",

@@ -148,7 +148,8 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     by = str(sender["login"])
     comment_id = int(comment["id"])
     if command is not None:
-        await review_routes.run_command(service, ctx, link, command, by, number, comment_id)
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+        await review_routes.run_command(service, ctx, link, command, by, number)
         return
     quest = service.quest_of(ctx, link.quest_id)
     pending = quest.pending_questions()

@@ -70,11 +70,10 @@ async def _pull_requests(
             service.post(ctx, link, closed_message(link, task.id, pr, by))
             continue
         if pr.get("state") == "closed":
-            # Rejected only when closed by a writer (who closed it: the issue says).
-            issue = await ctx.client.get("/repos/{owner}/{repo}/issues/{number}", where)
-            closer = issue.get("closed_by") or {}
-            if await ctx.permissions.is_writer(closer):
-                service.post(ctx, link, closed_message(link, task.id, pr, str(closer["login"])))
+            # Rejected only when closed by a writer.
+            closer = await ctx.permissions.closer(task.pr.number)
+            if closer is not None:
+                service.post(ctx, link, closed_message(link, task.id, pr, closer))
             else:
                 log.info(
                     "pull request closed by someone without write access: the task goes on",

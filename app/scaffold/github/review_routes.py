@@ -33,12 +33,7 @@ async def run_command(
     command: Command,
     by: str,
     number: int,
-    comment_id: int,
-    *,
-    react: bool = True,
 ) -> None:
-    if react:
-        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
     if command.problem or command.verb == "fix":
         problem = command.problem or "`/scaffold fix` works on a task's pull request"
         await service.comment(
@@ -94,11 +89,11 @@ async def pr_comment(
         "command on a task's pull request",
         extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
     )
-    if command.verb != "fix" or command.problem:
-        await run_command(service, ctx, link, command, by, number, comment_id, react=not in_thread)
-        return
     if not in_thread:  # in a thread, the reply after the round answers it
         await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+    if command.verb != "fix" or command.problem:
+        await run_command(service, ctx, link, command, by, number)
+        return
     item = fb.from_fix(comment, command.text, in_thread=in_thread)
     service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
 
