@@ -1,11 +1,9 @@
-"""Who and what scaffold trusts on GitHub, by identity and never by name, and the
-Action's access over a single token.
+"""Who and what scaffold trusts on GitHub, by identity and never by name.
 
 Only writers decide (``Permissions`` asks GitHub; a delivery's claims are never taken,
 bots never count). A PR is a task's only if its head lives in the base repository itself
 (a fork's branch may carry any name). An approval holds for the commit it reviewed, each
-reviewer's latest decisive review counting. ``TokenAccess`` is ``GitHubApp``'s surface
-over the workflow's ``GITHUB_TOKEN`` (the Action's ``event`` mode).
+reviewer's latest decisive review counting.
 """
 
 from __future__ import annotations
@@ -15,9 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scaffold.errors import GitHubError
-from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, repo_vars
+from scaffold.github.client import GitHubClient, repo_vars
 
-ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PERMISSION_TTL_S = 60.0
 
@@ -134,38 +131,3 @@ async def approver_of(
         ):
             return login
     return None
-
-
-class TokenAccess(GitHubAccess):
-    """Every installation is the one the token belongs to."""
-
-    def __init__(
-        self,
-        token: str,
-        *,
-        base_url: str = DEFAULT_API_URL,
-        bot: str = ACTIONS_BOT,
-        app_id: int | None = None,
-    ) -> None:
-        # The App behind a plain token is not known up front: the first check run
-        # scaffold creates with it says (and the Action keeps it for later runs).
-        super().__init__(base_url=base_url, app_id=app_id)
-        self._token = token
-        self._bot = bot
-
-    def __repr__(self) -> str:
-        return f"TokenAccess(base_url={self.base_url!r})"
-
-    def installation(self, installation_id: int) -> GitHubClient:
-        if not self._clients:
-            self._clients[0] = GitHubClient(self.transport(), self._source)
-        return self._clients[0]
-
-    async def _source(self) -> str:
-        return self._token
-
-    async def bot_login(self) -> str:
-        return self._bot
-
-    async def installation_ids(self) -> list[int]:
-        return []  # the repository of the workflow is known from its event

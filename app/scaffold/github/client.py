@@ -109,6 +109,23 @@ async def post_comment(client: GitHubClient, full_name: str, number: int, body: 
     return int(data["id"])
 
 
+async def edit_comment(client: GitHubClient, full_name: str, comment_id: int, body: str) -> None:
+    await client.patch(
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+        repo_vars(full_name, comment_id=comment_id),
+        data={"body": body},
+    )
+
+
+async def check_runs(client: GitHubClient, where: UrlVars, ref: str, **query: str) -> list[Any]:
+    """The check runs on commit ``ref`` (``query``: ``check_name``, ``filter``)."""
+    return await client.get_all(
+        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+        {**where, "ref": ref, **query},
+        key="check_runs",
+    )
+
+
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
     """gidgethub's aiohttp transport, retrying timeouts, 5xx and rate limits."""
 
@@ -190,12 +207,6 @@ class AppIdentity:
     def __repr__(self) -> str:
         return f"AppIdentity(app_id={self.app_id})"
 
-    def learn(self, created: Mapping[str, Any]) -> None:
-        """Learn the App from a check run scaffold just created (a plain token's App)."""
-        app = created.get("app")
-        if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
-            self.app_id = int(app["id"])
-
     async def start_check(
         self,
         client: GitHubClient,
@@ -229,7 +240,8 @@ class AppIdentity:
         except BaseException:
             self._checked.pop(key, None)
             raise
-        self.learn(run)
+        if self.app_id is None and type((run.get("app") or {}).get("id")) is int:
+            self.app_id = int(run["app"]["id"])  # a plain token's App, learnt
         return run
 
     def owns(self, run: Mapping[str, Any]) -> bool:
@@ -370,15 +382,6 @@ class GitHubAccess:
     def identity(self) -> AppIdentity:
         return self._identity
 
-    def installation(self, installation_id: int) -> GitHubClient:
-        raise NotImplementedError
-
-    async def bot_login(self) -> str:
-        raise NotImplementedError
-
-    async def installation_ids(self) -> list[int]:
-        raise NotImplementedError
-
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -445,6 +448,40 @@ class GitHubApp(GitHubAccess):
         return parse_token_response(data)
 
 
+class TokenAccess(GitHubAccess):
+    """``GitHubApp``'s surface over the workflow's ``GITHUB_TOKEN`` (the Action's
+    ``event`` mode): every installation is the one the token belongs to."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        app_id: int | None = None,
+    ) -> None:
+        # The App behind a plain token is not known up front: the first check run
+        # scaffold creates with it says (and the Action keeps it for later runs).
+        super().__init__(base_url=base_url, app_id=app_id)
+        self._token = token
+
+    def __repr__(self) -> str:
+        return f"TokenAccess(base_url={self.base_url!r})"
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        if not self._clients:
+            self._clients[0] = GitHubClient(self.transport(), self._source)
+        return self._clients[0]
+
+    async def _source(self) -> str:
+        return self._token
+
+    async def bot_login(self) -> str:
+        return "github-actions[bot]"
+
+    async def installation_ids(self) -> list[int]:
+        return []  # the repository of the workflow is known from its event
+
+
 # A run left in progress longer than this (its server died mid-check) counts as none.
 STALE_CHECK_S = 15 * 60
 
@@ -455,11 +492,7 @@ async def already_checked(
     """A current run of scaffold's own App exists for this commit (one of the same name
     from any other App or workflow does not count)."""
     try:
-        runs = await client.get_all(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
-            {**where, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
-            key="check_runs",
-        )
+        runs = await check_runs(client, where, sha, check_name=CHECK_NAME, filter="all")
     except GitHubError:
         return False
     now = time.time()

@@ -28,7 +28,7 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github.access import Permissions, same_repository
 from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient, post_comment, repo_vars
+from scaffold.github.client import AppIdentity, GitHubClient, check_runs, post_comment, repo_vars
 from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
@@ -449,11 +449,7 @@ class GitHubForge:
         checks = required.get("contexts") or []
         if not checks:
             return True
-        runs = await self.gh.get_all(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
-            self._vars(ref=head_sha, filter="all"),
-            key="check_runs",
-        )
+        runs = await check_runs(self.gh, self.repo_vars, head_sha, filter="all")
         # A required check may be pinned to an App; scaffold's own check counts only from
         # scaffold's App, whatever else reports under its name.
         pinned: dict[str, int] = {

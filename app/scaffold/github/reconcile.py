@@ -15,7 +15,7 @@ from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github.access import approver_of, latest_decisions, same_repository
-from scaffold.github.client import repo_vars
+from scaffold.github.client import check_runs, repo_vars
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
@@ -114,13 +114,9 @@ async def _missed_feedback(
             await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), r)
         )
     head = str(pr["head"]["sha"])
-    runs = await ctx.client.get_all(
-        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
-        repo_vars(ctx.full_name, ref=head, filter="latest"),
-        key="check_runs",
-    )
-    base = str(pr["base"]["ref"])
-    found += await fb.from_check_runs(ctx.client, repo_vars(ctx.full_name), runs, ctx.app, base)
+    where = repo_vars(ctx.full_name)
+    runs = await check_runs(ctx.client, where, head, filter="latest")
+    found += await fb.from_check_runs(ctx.client, where, runs, ctx.app, str(pr["base"]["ref"]))
     posted = False
     for item in review.fresh(task, found):
         service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))

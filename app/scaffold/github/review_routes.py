@@ -136,8 +136,10 @@ async def status_failed(service: AppService, d: Delivery) -> None:
                 )
                 if (pr.get("head") or {}).get("sha") != sha or pr.get("state") != "open":
                     continue
-                required = await fb.required_checks(ctx.client, where, str(pr["base"]["ref"]))
-                item = fb.from_status(p, required)
+                protection = await fb.required_status_checks(
+                    ctx.client, where, str(pr["base"]["ref"])
+                )
+                item = fb.from_status(p, set(protection.get("contexts") or []))
                 if item is not None:
                     service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
 

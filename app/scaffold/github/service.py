@@ -21,7 +21,7 @@ from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import issue_routes, pr_routes, review_routes
 from scaffold.github.access import same_repository
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import GitHubAccess, post_comment, repo_vars
+from scaffold.github.client import GitHubApp, TokenAccess, post_comment, repo_vars
 from scaffold.github.links import QuestLink
 from scaffold.github.reconcile import reconcile_all
 from scaffold.github.runner import FINISHED, QuestRunner, RepoContext, restore_repository
@@ -70,7 +70,7 @@ class AppOptions:
 
 
 class AppService:
-    def __init__(self, github: GitHubAccess, options: AppOptions) -> None:
+    def __init__(self, github: GitHubApp | TokenAccess, options: AppOptions) -> None:
         self.github = github
         self.options = options
         self.runner = QuestRunner(

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from scaffold.config import ScaffoldConfig
 from scaffold.errors import GitHubError, ScaffoldError
-from scaffold.github.client import GitHubClient, post_comment, repo_vars
+from scaffold.github.client import GitHubClient, edit_comment, post_comment
 from scaffold.github.comments import render_status, slot_numbers
 from scaffold.github.links import LinkStore
 from scaffold.quest.model import Quest
@@ -93,11 +93,7 @@ class StatusComment:
             comment_id = await post_comment(self.gh, self.full_name, link.issue_number, body)
             self.links.update(quest.id, status_comment_id=comment_id)
         elif body != self._body:  # an unchanged text is not edited
-            await self.gh.patch(
-                "/repos/{owner}/{repo}/issues/comments/{comment_id}",
-                repo_vars(self.full_name, comment_id=link.status_comment_id),
-                data={"body": body},
-            )
+            await edit_comment(self.gh, self.full_name, link.status_comment_id, body)
         self._body = body
 
     async def flush(self, quest: Quest) -> None:
