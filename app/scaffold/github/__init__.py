@@ -1,8 +1,8 @@
 """The GitHub App: what deliveries mean for quests, and the quest's side on GitHub.
 
 service        one context per repository; ROUTES maps each event to its route
-issue_routes   the trigger label, comments, answers
-pr_routes      approvals, closes, new heads, checks;  review_routes  commands, review loop
+issue_routes   the trigger label, comments, commands, answers
+pr_routes      approvals, closes, new heads, checks, statuses
 runner         one quest run at a time per quest, poked by deliveries
 forge          pull requests, reviews, merges (the orchestrator's forge on GitHub)
 status_comment, diagram_pr, feedback: what scaffold posts and reads

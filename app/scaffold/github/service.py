@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import GitHubError, ScaffoldError
-from scaffold.github import issue_routes, pr_routes, review_routes
+from scaffold.github import issue_routes, pr_routes
 from scaffold.github.access import same_repository
 from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.client import GitHubApp, TokenAccess, post_comment, repo_vars
@@ -42,8 +42,8 @@ ROUTES: dict[str, Handler] = {
     "issues.unlabeled": issue_routes.unlabeled,
     "issue_comment.created": issue_routes.issue_comment,
     "pull_request_review.submitted": pr_routes.review,
-    "pull_request_review_comment.created": review_routes.review_comment,
-    "status.None": review_routes.status_failed,
+    "pull_request_review_comment.created": pr_routes.review_comment,
+    "status.None": pr_routes.status_failed,
     "pull_request.closed": pr_routes.pr_closed,
     "pull_request.opened": pr_routes.pr_changed,
     "pull_request.reopened": pr_routes.pr_changed,
