@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold.core import review
 from scaffold.core.states import Lifecycle
-from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github.access import approver_of, latest_decisions, same_repository
 from scaffold.github.client import check_runs, repo_vars
@@ -26,20 +25,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-
-async def reconcile_all(service: AppService) -> None:
-    quests = 0
-    for ctx in list(service.repos.values()):
-        for link in ctx.links.all():
-            if not link.active:
-                continue
-            quests += 1
-            try:
-                await reconcile_quest(service, ctx, link)
-            except (GitHubError, ScaffoldError) as exc:
-                log.warning("reconcile failed", extra={"quest": link.quest_id, "error": str(exc)})
-    log.info("reconciliation pass done", extra={"quests": quests})
 
 
 async def reconcile_quest(service: AppService, ctx: RepoContext, link: QuestLink) -> None:

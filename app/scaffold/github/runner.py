@@ -337,9 +337,7 @@ class QuestRunner:
         """Stop every run (their agents are killed; the quests resume on the next start)."""
         for task in self._tasks.values():
             task.cancel()
-        for task in list(self._tasks.values()):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def wait_idle(self) -> None:
         while any(not t.done() for t in self._tasks.values()):

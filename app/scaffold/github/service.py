@@ -23,7 +23,7 @@ from scaffold.github.access import same_repository
 from scaffold.github.checkout import Checkout, check_repo_name
 from scaffold.github.client import GitHubApp, TokenAccess, post_comment, repo_vars
 from scaffold.github.links import QuestLink
-from scaffold.github.reconcile import reconcile_all
+from scaffold.github.reconcile import reconcile_quest
 from scaffold.github.runner import FINISHED, QuestRunner, RepoContext, restore_repository
 from scaffold.quest.model import Quest
 from scaffold.runtime import inbox
@@ -281,7 +281,19 @@ class AppService:
 
     async def reconcile(self) -> None:
         """Re-read every open quest's PRs, reviews and issue from GitHub (reconcile.py)."""
-        await reconcile_all(self)
+        quests = 0
+        for ctx in list(self.repos.values()):
+            for link in ctx.links.all():
+                if not link.active:
+                    continue
+                quests += 1
+                try:
+                    await reconcile_quest(self, ctx, link)
+                except (GitHubError, ScaffoldError) as exc:
+                    log.warning(
+                        "reconcile failed", extra={"quest": link.quest_id, "error": str(exc)}
+                    )
+        log.info("reconciliation pass done", extra={"quests": quests})
 
     async def adopt_installations(self) -> None:
         """At start: open the repositories of every installation (``context`` clones them
