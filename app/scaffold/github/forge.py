@@ -222,7 +222,7 @@ class GitHubForge:
             # The attempt's own PR was rejected while no run was there to see the
             # delivery (or while this run was resuming): the rejection stands, no new PR.
             assert task.pr is not None
-            detail = f"closed by {closed.by}"
+            detail = f"closed by {closed}"
             event = Event(EventName.PR_REJECTED, at=self.clock(), detail=detail)
             return Opened(task.pr.model_copy(update={"state": "closed"}), None, event)
         number = int(pr["number"])
@@ -535,11 +535,7 @@ class GitHubForge:
 
 
 class _ClosedByWriter(Exception):
-    """The task's open PR of this attempt was closed unmerged by someone with write access."""
-
-    def __init__(self, by: str) -> None:
-        super().__init__(by)
-        self.by = by
+    """The task's open PR of this attempt was closed unmerged by this writer."""
 
 
 def _lawbringer_summary(task: TaskRecord) -> str | None:
