@@ -9,7 +9,7 @@ reviewer's latest decisive review counting.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scaffold.errors import GitHubError
@@ -26,29 +26,20 @@ def is_bot(user: Mapping[str, Any]) -> bool:
 
 class Permissions:
     """Who may steer scaffold in one repository: people (not bots) with write access,
-    asked of GitHub and remembered for ``ttl_s``."""
+    asked of GitHub and remembered for ``PERMISSION_TTL_S``."""
 
-    def __init__(
-        self,
-        client: GitHubClient,
-        full_name: str,
-        *,
-        ttl_s: float = PERMISSION_TTL_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, client: GitHubClient, full_name: str) -> None:
         self.client = client
         self.full_name = full_name
-        self.ttl_s = ttl_s
-        self._clock = clock
         self._cache: dict[str, tuple[float, bool]] = {}
 
     async def is_writer(self, user: Mapping[str, Any]) -> bool:
         login = str(user.get("login", ""))
         if not login or is_bot(user):
             return False
-        now = self._clock()
+        now = time.monotonic()
         cached = self._cache.get(login)
-        if cached is not None and now - cached[0] < self.ttl_s:
+        if cached is not None and now - cached[0] < PERMISSION_TTL_S:
             return cached[1]
         try:
             data = await self.client.get(

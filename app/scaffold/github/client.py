@@ -10,6 +10,7 @@ secondary rate limit's ``Retry-After`` and a primary one's ``X-RateLimit-Reset``
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -419,15 +420,10 @@ class GitHubApp(GitHubAccess):
         return GitHubClient(self.transport(), jwt_token, jwt=True)
 
     def installation(self, installation_id: int) -> GitHubClient:
-        client = self._clients.get(installation_id)
-        if client is None:
-
-            async def token() -> str:
-                return await self.tokens.token(installation_id)
-
-            client = GitHubClient(self.transport(), token)
-            self._clients[installation_id] = client
-        return client
+        if installation_id not in self._clients:
+            token = functools.partial(self.tokens.token, installation_id)
+            self._clients[installation_id] = GitHubClient(self.transport(), token)
+        return self._clients[installation_id]
 
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""
