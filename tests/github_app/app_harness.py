@@ -292,13 +292,5 @@ def forge_of(ctx: Any, status_interval_s: float = 3600) -> Any:
         ctx.checkout.path, config, lambda: datetime.now(UTC), print, BacklogCache(ctx.checkout.path)
     )
     return GitHubForge(
-        ctx.client,
-        ctx.checkout,
-        ops,
-        ctx.links,
-        config,
-        clock=lambda: datetime.now(UTC),
-        status_interval_s=status_interval_s,
-        permissions=ctx.permissions,
-        app=ctx.app,
+        ctx, ops, config, clock=lambda: datetime.now(UTC), status_interval_s=status_interval_s
     )

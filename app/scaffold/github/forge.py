@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig
@@ -27,10 +27,8 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github.access import Permissions, same_repository
-from scaffold.github.checkout import Checkout
+from scaffold.github.access import same_repository
 from scaffold.github.client import (
-    AppIdentity,
     GitHubClient,
     check_runs,
     edit_comment,
@@ -49,6 +47,9 @@ from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRec
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
 
+if TYPE_CHECKING:
+    from scaffold.github.runner import RepoContext
+
 log = logging.getLogger("scaffold.github")
 
 REVIEW_MARKER = "<!-- scaffold:review {sha} -->"
@@ -58,29 +59,25 @@ APPROVE_AGAIN_MARKER = "<!-- scaffold:approve-again {sha} -->"
 class GitHubForge:
     def __init__(
         self,
-        client: GitHubClient,
-        checkout: Checkout,
+        ctx: RepoContext,
         ops: RepoOps,
-        links: LinkStore,
         config: ScaffoldConfig,
         *,
         clock: Callable[[], datetime],
         status_interval_s: float = 10.0,
-        permissions: Permissions,
-        app: AppIdentity,
     ) -> None:
-        self.gh = client
-        self.permissions = permissions
-        self.app = app
-        self.checkout = checkout
+        self.gh = ctx.client
+        self.permissions = ctx.permissions
+        self.app = ctx.app
+        self.checkout = ctx.checkout
         self.workspace = ops.workspace
-        self.links = links
+        self.links = ctx.links
         self.cfg = config
         self.lock = ops.default_branch_lock
         self.clock = clock
-        self.repo_vars = repo_vars(checkout.full_name)
+        self.repo_vars = repo_vars(ctx.full_name)
         self.status = StatusComment(
-            client, links, config, checkout.full_name, clock=clock, interval_s=status_interval_s
+            ctx.client, ctx.links, config, ctx.full_name, clock=clock, interval_s=status_interval_s
         )
 
     def _vars(self, **more: str | int) -> dict[str, str | int]:

@@ -65,7 +65,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     await service.react(
         ctx, "/repos/{owner}/{repo}/issues/{number}/reactions", "eyes", number=number
     )
-    quest_id = _new_quest(service, ctx, issue, str(sender.get("login")))
+    quest_id = _new_quest(ctx, issue)
     ctx.links.put(
         QuestLink(
             quest_id=quest_id,
@@ -79,7 +79,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     service.runner.poke(ctx, quest_id)
 
 
-def _new_quest(service: AppService, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
+def _new_quest(ctx: RepoContext, issue: dict[str, Any]) -> str:
     store = quest_store(ctx.checkout.path)
     number = int(issue["number"])
     quest_id = f"issue-{number}"

@@ -269,15 +269,7 @@ class QuestRunner:
 
             def make_forge(ops: RepoOps) -> GitHubForge:
                 return GitHubForge(
-                    ctx.client,
-                    ctx.checkout,
-                    ops,
-                    ctx.links,
-                    config,
-                    clock=utcnow,
-                    status_interval_s=self.status_interval_s,
-                    permissions=ctx.permissions,
-                    app=ctx.app,
+                    ctx, ops, config, clock=utcnow, status_interval_s=self.status_interval_s
                 )
 
             orch = Orchestrator(
