@@ -289,13 +289,5 @@ def forge_of(ctx: Any, status_interval_s: float = 3600) -> Any:
     config = ctx.checkout.config()
     ops = RepoOps(ctx.checkout.path, config, lambda: datetime.now(UTC), print)
     return GitHubForge(
-        ctx.client,
-        ctx.checkout,
-        ops,
-        ctx.links,
-        config,
-        clock=lambda: datetime.now(UTC),
-        status_interval_s=status_interval_s,
-        permissions=ctx.permissions,
-        app=ctx.app,
+        ctx, ops, config, clock=lambda: datetime.now(UTC), status_interval_s=status_interval_s
     )

@@ -15,7 +15,7 @@ from app_harness import forge_of, repo_files, writer_repo
 
 from ghsim import GitHubSimulator
 from scaffold.core.states import EventName, Lifecycle
-from scaffold.github.access import approved_head, same_repository
+from scaffold.github.access import same_repository
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.links import LinkStore, QuestLink
 from scaffold.github.runner import RepoContext
@@ -109,7 +109,7 @@ async def test_an_approval_holds_for_the_commit_it_reviewed(
     where = {"owner": "acme", "repo": "widgets"}
 
     async def approver(head: str) -> str | None:
-        return await approved_head(ctx.client, where, number, head, ctx.permissions)
+        return await ctx.permissions.approver(number, head)
 
     assert await approver(first) is None
     sim.submit_review(REPO, number, "APPROVED", by="mallory")  # read access

@@ -12,8 +12,7 @@ import pytest
 from ghsim.fixture import github_sim  # noqa: F401
 from ghsim.server import GitHubSimulator
 from scaffold.github.auth import AppCredentials
-from scaffold.github.client import GitHubApp
-from scaffold.github.retry import RetryPolicy
+from scaffold.github.client import GitHubApp, RetryPolicy
 
 OWNER, NAME = "octo", "demo"
 REPO = f"{OWNER}/{NAME}"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from scaffold.github.client import DEFAULT_API_URL, GitHubClient, RetryingTransport
-from scaffold.github.retry import RetryPolicy
+from scaffold.github.client import DEFAULT_API_URL, GitHubClient, RetryingTransport, RetryPolicy
 
 
 def token_client(

@@ -173,18 +173,6 @@ async def test_installations_have_separate_tokens() -> None:
     assert mint.calls == Counter({1: 1, 2: 1, 3: 1})
 
 
-async def test_forget_drops_one_installation_only() -> None:
-    clock = Clock(0.0)
-    mint = Minter(clock)
-    cache = TokenCache(mint, clock)
-    await cache.token(1)
-    await cache.token(2)
-    cache.forget(1)
-    cache.forget(99)  # unknown: nothing to do
-    assert await cache.token(1) == "tok-1-2"
-    assert await cache.token(2) == "tok-2-1"
-
-
 async def test_a_failed_mint_is_not_cached_and_does_not_wedge_the_lock() -> None:
     clock = Clock(0.0)
     attempts: list[int] = []

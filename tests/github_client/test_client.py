@@ -20,8 +20,7 @@ from plain_token import token_client
 from ghsim.server import GitHubSimulator
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials
-from scaffold.github.client import GitHubApp, GitHubClient
-from scaffold.github.retry import RetryPolicy
+from scaffold.github.client import GitHubApp, GitHubClient, RetryPolicy
 
 OWNER, NAME = "octo", "demo"
 REPO = f"{OWNER}/{NAME}"

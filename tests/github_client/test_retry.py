@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scaffold.github.retry import RetryPolicy, describe, retry_delay
+from scaffold.github.client import RetryPolicy, describe, retry_delay
 
 NOW = 1_700_000_000.0
 POLICY = RetryPolicy(max_attempts=6, base_delay_s=0.5, max_delay_s=4.0, max_wait_s=900.0)

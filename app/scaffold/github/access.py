@@ -1,23 +1,20 @@
-"""Who and what scaffold trusts on GitHub, by identity and never by name, and the
-Action's access over a single token.
+"""Who and what scaffold trusts on GitHub, by identity and never by name.
 
 Only writers decide (``Permissions`` asks GitHub; a delivery's claims are never taken,
 bots never count). A PR is a task's only if its head lives in the base repository itself
 (a fork's branch may carry any name). An approval holds for the commit it reviewed, each
-reviewer's latest decisive review counting. ``TokenAccess`` is ``GitHubApp``'s surface
-over the workflow's ``GITHUB_TOKEN`` (the Action's ``event`` mode).
+reviewer's latest decisive review counting.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scaffold.errors import GitHubError
-from scaffold.github.client import DEFAULT_API_URL, GitHubAccess, GitHubClient, UrlVars, repo_vars
+from scaffold.github.client import GitHubClient, repo_vars
 
-ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PERMISSION_TTL_S = 60.0
 
@@ -29,29 +26,20 @@ def is_bot(user: Mapping[str, Any]) -> bool:
 
 class Permissions:
     """Who may steer scaffold in one repository: people (not bots) with write access,
-    asked of GitHub and remembered for ``ttl_s``."""
+    asked of GitHub and remembered for ``PERMISSION_TTL_S``."""
 
-    def __init__(
-        self,
-        client: GitHubClient,
-        full_name: str,
-        *,
-        ttl_s: float = PERMISSION_TTL_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, client: GitHubClient, full_name: str) -> None:
         self.client = client
         self.full_name = full_name
-        self.ttl_s = ttl_s
-        self._clock = clock
         self._cache: dict[str, tuple[float, bool]] = {}
 
     async def is_writer(self, user: Mapping[str, Any]) -> bool:
         login = str(user.get("login", ""))
         if not login or is_bot(user):
             return False
-        now = self._clock()
+        now = time.monotonic()
         cached = self._cache.get(login)
-        if cached is not None and now - cached[0] < self.ttl_s:
+        if cached is not None and now - cached[0] < PERMISSION_TTL_S:
             return cached[1]
         try:
             data = await self.client.get(
@@ -69,6 +57,22 @@ class Permissions:
         )
         self._cache[login] = (now, allowed)
         return allowed
+
+    async def approver(self, number: int, head_sha: str) -> str | None:
+        """Who approved ``head_sha`` of pull request ``number``, read from GitHub now."""
+        reviews = await self.client.get_all(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            repo_vars(self.full_name, number=number),
+        )
+        return await approver_of(reviews, head_sha, self)
+
+    async def closer(self, number: int) -> str | None:
+        """The writer who closed issue or pull request ``number`` (None: not a writer)."""
+        issue = await self.client.get(
+            "/repos/{owner}/{repo}/issues/{number}", repo_vars(self.full_name, number=number)
+        )
+        closed_by = issue.get("closed_by") or {}
+        return str(closed_by["login"]) if await self.is_writer(closed_by) else None
 
 
 DECISIVE = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
@@ -118,52 +122,3 @@ async def approver_of(
         ):
             return login
     return None
-
-
-async def approved_head(
-    client: GitHubClient,
-    repo_vars: UrlVars,
-    number: int,
-    head_sha: str,
-    permissions: Permissions,
-) -> str | None:
-    """Who approved ``head_sha`` of pull request ``number``, read from GitHub now."""
-    reviews = await client.get_all(
-        "/repos/{owner}/{repo}/pulls/{number}/reviews", {**repo_vars, "number": number}
-    )
-    return await approver_of(reviews, head_sha, permissions)
-
-
-class TokenAccess(GitHubAccess):
-    """Every installation is the one the token belongs to."""
-
-    def __init__(
-        self,
-        token: str,
-        *,
-        base_url: str = DEFAULT_API_URL,
-        bot: str = ACTIONS_BOT,
-        app_id: int | None = None,
-    ) -> None:
-        # The App behind a plain token is not known up front: the first check run
-        # scaffold creates with it says (and the Action keeps it for later runs).
-        super().__init__(base_url=base_url, app_id=app_id)
-        self._token = token
-        self._bot = bot
-
-    def __repr__(self) -> str:
-        return f"TokenAccess(base_url={self.base_url!r})"
-
-    def installation(self, installation_id: int) -> GitHubClient:
-        if not self._clients:
-            self._clients[0] = GitHubClient(self.transport(), self._source)
-        return self._clients[0]
-
-    async def _source(self) -> str:
-        return self._token
-
-    async def bot_login(self) -> str:
-        return self._bot
-
-    async def installation_ids(self) -> list[int]:
-        return []  # the repository of the workflow is known from its event

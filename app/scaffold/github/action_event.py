@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import UsageError
-from scaffold.github.access import TokenAccess
-from scaffold.github.client import DEFAULT_API_URL
+from scaffold.github.client import DEFAULT_API_URL, TokenAccess
 from scaffold.github.service import AppOptions, AppService
 from scaffold.server.delivery import Delivery
 

@@ -16,7 +16,6 @@ import json
 import logging
 import time
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +36,13 @@ ARTIFACT_PREFIX = "scaffold-slot"
 FAILED = ("failure", "cancelled", "timed_out", "startup_failure", "action_required", "stale")
 
 
-@dataclass
-class WorkflowWaiters:
-    """Futures of dispatched workflow runs, resolved by ``workflow_run.completed``."""
+class WorkflowWaiters(dict[int, "asyncio.Future[str]"]):
+    """Futures of dispatched workflow runs by id, resolved by ``workflow_run.completed``."""
 
-    futures: dict[int, asyncio.Future[str]] = field(default_factory=dict)
-
-    def expect(self, run_id: int) -> asyncio.Future[str]:
-        return self.futures.setdefault(run_id, asyncio.get_running_loop().create_future())
-
-    def completed(self, run_id: int, conclusion: str) -> bool:
-        fut = self.futures.get(run_id)
-        if fut is None or fut.done():
-            return False
-        fut.set_result(conclusion)
-        return True
-
-    def forget(self, run_id: int) -> None:
-        self.futures.pop(run_id, None)
+    def completed(self, run_id: int, conclusion: str) -> None:
+        fut = self.get(run_id)
+        if fut is not None and not fut.done():
+            fut.set_result(conclusion)
 
 
 class SessionRuns:
@@ -81,7 +69,11 @@ class SessionRuns:
 
 
 def _outcome(
-    *, exit_code: int, session_id: str | None, cost: float | None, duration_s: float, failure: str
+    exit_code: int,
+    duration_s: float,
+    failure: str,
+    session_id: str | None = None,
+    cost: float | None = None,
 ) -> AgentRunOutcome:
     result = ResultEvent(
         subtype="success" if exit_code == 0 else "error_during_execution",
@@ -182,16 +174,10 @@ class ActionsExecutor:
 
     def _failed(self, started: float, why: str) -> AgentRunOutcome:
         log.warning("slot run failed", extra={"reason": why})
-        return _outcome(
-            exit_code=1,
-            session_id=None,
-            cost=None,
-            duration_s=time.monotonic() - started,
-            failure=why,
-        )
+        return _outcome(1, time.monotonic() - started, why)
 
     async def _wait(self, run_id: int) -> str:
-        future = self.waiters.expect(run_id)
+        future = self.waiters.setdefault(run_id, asyncio.get_running_loop().create_future())
         deadline = time.monotonic() + self.cfg.timeout_s
         try:
             while True:
@@ -216,7 +202,7 @@ class ActionsExecutor:
                 if data.get("status") == "completed":
                     return str(data.get("conclusion") or "failure")
         finally:
-            self.waiters.forget(run_id)
+            self.waiters.pop(run_id, None)
 
     async def _cancel(self, run_id: int) -> None:
         try:
@@ -280,13 +266,12 @@ class ActionsExecutor:
                 name = f"signal-{record.seq:06d}.json"
                 (signal_dir / name).write_text(record.model_dump_json(), encoding="utf-8")
         await self._fetch_branch(task)
-        exit_code = int(outcome.get("exit_code", 0) or 0)
         return _outcome(
-            exit_code=exit_code,
+            int(outcome.get("exit_code", 0) or 0),
+            float(outcome.get("duration_s") or (time.monotonic() - started)),
+            str(outcome.get("failure") or ""),
             session_id=outcome.get("session_id"),
             cost=outcome.get("cost_usd"),
-            duration_s=float(outcome.get("duration_s") or (time.monotonic() - started)),
-            failure=str(outcome.get("failure") or ""),
         )
 
     async def _fetch_branch(self, task: TaskRecord) -> None:

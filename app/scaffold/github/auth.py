@@ -86,18 +86,10 @@ class TokenCache:
         self._locks: dict[int, asyncio.Lock] = {}
 
     async def token(self, installation_id: int) -> str:
-        cached = self._tokens.get(installation_id)
-        if cached is not None and cached.fresh(self._clock(), self._margin):
-            return cached.token
-        lock = self._locks.setdefault(installation_id, asyncio.Lock())
-        async with lock:
+        async with self._locks.setdefault(installation_id, asyncio.Lock()):
             cached = self._tokens.get(installation_id)
             if cached is not None and cached.fresh(self._clock(), self._margin):
                 return cached.token
             minted = await self._mint(installation_id)
             self._tokens[installation_id] = minted
             return minted.token
-
-    def forget(self, installation_id: int) -> None:
-        """Drop a token GitHub refused (revoked, or the installation was removed)."""
-        self._tokens.pop(installation_id, None)

@@ -2,17 +2,19 @@
 
 Paths are URI templates filled from ``url_vars`` (gidgethub escapes them), never
 absolute URLs taken from a payload, so ``SCAFFOLD_GITHUB_URL`` decides where every
-request goes. Failures that deserve it are retried at the transport (``retry.py``);
-what is left raises ``GitHubError`` with the status.
+request goes. The transport retries no response and 5xx with backoff, waits out a
+secondary rate limit's ``Retry-After`` and a primary one's ``X-RateLimit-Reset`` (within
+``max_wait_s``), and retries no other 4xx; what is left raises ``GitHubError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,13 +27,71 @@ from gidgethub import sansio
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github.auth import AppCredentials, InstallationToken, TokenCache, parse_token_response
 from scaffold.github.comments import CHECK_NAME
-from scaffold.github.retry import RetryPolicy, describe, retry_delay
 
 log = logging.getLogger("scaffold.github")
 
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "scaffold-app"
 UrlVars = Mapping[str, str | int]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    # A rate limit that resets later than this is reported rather than waited out.
+    max_wait_s: float = 900.0
+    timeout_s: float = 30.0
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    status: int | None,
+    headers: Mapping[str, str],
+    now_epoch: float,
+) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1`` (1-based), or None to stop;
+    ``status`` is None when there was no response."""
+    # The exponent is bounded: a bigger power would not fit in a float.
+    backoff = min(policy.max_delay_s, policy.base_delay_s * 2.0 ** min(attempt - 1, 64))
+    headers = {key.lower(): value for key, value in headers.items()}
+    if attempt >= policy.max_attempts:
+        return None
+    if status is None or status >= 500:
+        return backoff
+    if status not in (403, 429):
+        return None
+    retry_after = _number(headers.get("retry-after"))
+    if retry_after is not None:
+        return retry_after if 0 <= retry_after <= policy.max_wait_s else None
+    if headers.get("x-ratelimit-remaining") == "0":
+        reset = _number(headers.get("x-ratelimit-reset"))
+        if reset is None:
+            return backoff
+        wait = max(0.0, reset - now_epoch) + 1.0
+        return wait if wait <= policy.max_wait_s else None
+    return backoff if status == 429 else None  # a plain 403: a permission problem
+
+
+def describe(status: int | None, headers: Mapping[str, str]) -> str:
+    """A short reason for logs: which limit or failure this was."""
+    headers = {key.lower(): value for key, value in headers.items()}
+    if status is None:
+        return "no response"
+    if "retry-after" in headers:
+        return f"secondary rate limit ({status}, Retry-After {headers['retry-after']})"
+    if headers.get("x-ratelimit-remaining") == "0":
+        return f"primary rate limit ({status})"
+    return f"HTTP {status}"
 
 
 def repo_vars(full_name: str, **more: str | int) -> dict[str, str | int]:
@@ -48,6 +108,23 @@ async def post_comment(client: GitHubClient, full_name: str, number: int, body: 
         data={"body": body},
     )
     return int(data["id"])
+
+
+async def edit_comment(client: GitHubClient, full_name: str, comment_id: int, body: str) -> None:
+    await client.patch(
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+        repo_vars(full_name, comment_id=comment_id),
+        data={"body": body},
+    )
+
+
+async def check_runs(client: GitHubClient, where: UrlVars, ref: str, **query: str) -> list[Any]:
+    """The check runs on commit ``ref`` (``query``: ``check_name``, ``filter``)."""
+    return await client.get_all(
+        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
+        {**where, "ref": ref, **query},
+        key="check_runs",
+    )
 
 
 class RetryingTransport(gidgethub.aiohttp.GitHubAPI):
@@ -124,18 +201,12 @@ class AppIdentity:
 
     def __init__(self, app_id: int | None = None) -> None:
         self.app_id = app_id
-        # (repository, head sha) whose check run is taken in this process.
+        # (repository, head sha) whose check run is taken in this process (the event
+        # loop's only: no lock).
         self._checked: dict[tuple[str, str], None] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"AppIdentity(app_id={self.app_id})"
-
-    def learn(self, created: Mapping[str, Any]) -> None:
-        """Learn the App from a check run scaffold just created (a plain token's App)."""
-        app = created.get("app")
-        if self.app_id is None and isinstance(app, Mapping) and type(app.get("id")) is int:
-            self.app_id = int(app["id"])
 
     async def start_check(
         self,
@@ -152,11 +223,10 @@ class AppIdentity:
         # The quest's report and the pull request handler may both be at this head now:
         # taking it here settles which one creates the run, before any API call.
         key = (full_name.lower(), sha)
-        with self._lock:
-            claimed = key not in self._checked
-            self._checked[key] = None
-            while len(self._checked) > self.MAX_CHECKED_HEADS:
-                del self._checked[next(iter(self._checked))]
+        claimed = key not in self._checked
+        self._checked[key] = None
+        while len(self._checked) > self.MAX_CHECKED_HEADS:
+            del self._checked[next(iter(self._checked))]
         if not force and not claimed:
             return None
         where = repo_vars(full_name)
@@ -169,10 +239,10 @@ class AppIdentity:
                 data={"name": CHECK_NAME, "head_sha": sha, **data},
             )
         except BaseException:
-            with self._lock:
-                self._checked.pop(key, None)
+            self._checked.pop(key, None)
             raise
-        self.learn(run)
+        if self.app_id is None and type((run.get("app") or {}).get("id")) is int:
+            self.app_id = int(run["app"]["id"])  # a plain token's App, learnt
         return run
 
     def owns(self, run: Mapping[str, Any]) -> bool:
@@ -313,15 +383,6 @@ class GitHubAccess:
     def identity(self) -> AppIdentity:
         return self._identity
 
-    def installation(self, installation_id: int) -> GitHubClient:
-        raise NotImplementedError
-
-    async def bot_login(self) -> str:
-        raise NotImplementedError
-
-    async def installation_ids(self) -> list[int]:
-        raise NotImplementedError
-
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -359,15 +420,10 @@ class GitHubApp(GitHubAccess):
         return GitHubClient(self.transport(), jwt_token, jwt=True)
 
     def installation(self, installation_id: int) -> GitHubClient:
-        client = self._clients.get(installation_id)
-        if client is None:
-
-            async def token() -> str:
-                return await self.tokens.token(installation_id)
-
-            client = GitHubClient(self.transport(), token)
-            self._clients[installation_id] = client
-        return client
+        if installation_id not in self._clients:
+            token = functools.partial(self.tokens.token, installation_id)
+            self._clients[installation_id] = GitHubClient(self.transport(), token)
+        return self._clients[installation_id]
 
     async def bot_login(self) -> str:
         """The App's bot account, ``<slug>[bot]``."""
@@ -388,6 +444,40 @@ class GitHubApp(GitHubAccess):
         return parse_token_response(data)
 
 
+class TokenAccess(GitHubAccess):
+    """``GitHubApp``'s surface over the workflow's ``GITHUB_TOKEN`` (the Action's
+    ``event`` mode): every installation is the one the token belongs to."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        app_id: int | None = None,
+    ) -> None:
+        # The App behind a plain token is not known up front: the first check run
+        # scaffold creates with it says (and the Action keeps it for later runs).
+        super().__init__(base_url=base_url, app_id=app_id)
+        self._token = token
+
+    def __repr__(self) -> str:
+        return f"TokenAccess(base_url={self.base_url!r})"
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        if not self._clients:
+            self._clients[0] = GitHubClient(self.transport(), self._source)
+        return self._clients[0]
+
+    async def _source(self) -> str:
+        return self._token
+
+    async def bot_login(self) -> str:
+        return "github-actions[bot]"
+
+    async def installation_ids(self) -> list[int]:
+        return []  # the repository of the workflow is known from its event
+
+
 # A run left in progress longer than this (its server died mid-check) counts as none.
 STALE_CHECK_S = 15 * 60
 
@@ -398,11 +488,7 @@ async def already_checked(
     """A current run of scaffold's own App exists for this commit (one of the same name
     from any other App or workflow does not count)."""
     try:
-        runs = await client.get_all(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
-            {**where, "ref": sha, "check_name": CHECK_NAME, "filter": "all"},
-            key="check_runs",
-        )
+        runs = await check_runs(client, where, sha, check_name=CHECK_NAME, filter="all")
     except GitHubError:
         return False
     now = time.time()

@@ -21,7 +21,7 @@ from scaffold.diagramcheck.render import check_annotations, render_markdown
 from scaffold.errors import GitError, ScaffoldError
 from scaffold.git.runner import run_git
 from scaffold.github.access import same_repository
-from scaffold.github.client import post_comment, repo_vars
+from scaffold.github.client import edit_comment, post_comment, repo_vars
 from scaffold.github.runner import RepoContext
 
 log = logging.getLogger("scaffold.app")
@@ -179,8 +179,4 @@ async def _sync_comment(
             await post_comment(ctx.client, ctx.full_name, number, body)
         return
     if ours.get("body") != body:
-        await ctx.client.patch(
-            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
-            {**where, "comment_id": int(ours["id"])},
-            data={"body": body},
-        )
+        await edit_comment(ctx.client, ctx.full_name, int(ours["id"]), body)

@@ -16,7 +16,7 @@ from typing import Any
 
 from scaffold.core.review import SCAFFOLD, reviewers
 from scaffold.errors import GitHubError
-from scaffold.github.client import AppIdentity, GitHubClient
+from scaffold.github.client import AppIdentity, GitHubClient, check_runs
 from scaffold.github.comments import CHECK_NAME
 from scaffold.quest.model import (
     CheckFailure,
@@ -120,13 +120,6 @@ async def required_status_checks(
     return protection.get("required_status_checks") or {}
 
 
-async def required_checks(
-    gh: GitHubClient, repo_vars: Mapping[str, str | int], base: str
-) -> set[str]:
-    """The status checks branch protection requires on ``base`` (empty: none required)."""
-    return set((await required_status_checks(gh, repo_vars, base)).get("contexts") or [])
-
-
 def blocks_merge(name: str, required: set[str], *, own: bool) -> bool:
     if name == CHECK_NAME and own:
         return False  # scaffold's DiagramCheck: scaffold settles it itself
@@ -146,11 +139,7 @@ async def from_check_run(
     head_sha = str(run.get("head_sha") or "")
     if not name or not head_sha or not blocks_merge(name, required, own=app.owns(run)):
         return None
-    runs = await gh.get_all(
-        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?check_name,filter}",
-        {**repo_vars, "ref": head_sha, "check_name": name, "filter": "latest"},
-        key="check_runs",
-    )
+    runs = await check_runs(gh, repo_vars, head_sha, check_name=name, filter="latest")
     same_app = [
         r for r in runs if (r.get("app") or {}).get("id") == (run.get("app") or {}).get("id")
     ]
@@ -202,7 +191,11 @@ async def from_check_runs(
 ) -> list[Feedback]:
     """The merge-blocking failures among ``runs`` (all of one head) of a PR into ``base``."""
     failed = [r for r in runs if r.get("conclusion") in FAILED]
-    required = await required_checks(gh, repo_vars, base) if failed else set()
+    required = (
+        set((await required_status_checks(gh, repo_vars, base)).get("contexts") or [])
+        if failed
+        else set()
+    )
     found = [await from_check_run(gh, repo_vars, run, app, required) for run in failed]
     return [item for item in found if item is not None]
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scaffold import backlog as bl
 from scaffold.config import ScaffoldConfig
@@ -26,19 +27,28 @@ from scaffold.core.events import Event
 from scaffold.core.states import EventName
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github.access import Permissions, approved_head, same_repository
-from scaffold.github.checkout import Checkout
-from scaffold.github.client import AppIdentity, GitHubClient, post_comment, repo_vars
+from scaffold.github.access import same_repository
+from scaffold.github.client import (
+    GitHubClient,
+    check_runs,
+    edit_comment,
+    post_comment,
+    repo_vars,
+)
 from scaffold.github.comments import (
     CHECK_NAME,
     render_pr_body,
     render_question,
+    render_status,
+    slot_numbers,
 )
 from scaffold.github.links import LinkStore
-from scaffold.github.status_comment import StatusComment
 from scaffold.quest.model import Feedback, PullRequest, Quest, Question, TaskRecord
 from scaffold.runtime.forge import Opened
 from scaffold.runtime.repo_ops import RepoOps
+
+if TYPE_CHECKING:
+    from scaffold.github.runner import RepoContext
 
 log = logging.getLogger("scaffold.github")
 
@@ -49,29 +59,25 @@ APPROVE_AGAIN_MARKER = "<!-- scaffold:approve-again {sha} -->"
 class GitHubForge:
     def __init__(
         self,
-        client: GitHubClient,
-        checkout: Checkout,
+        ctx: RepoContext,
         ops: RepoOps,
-        links: LinkStore,
         config: ScaffoldConfig,
         *,
         clock: Callable[[], datetime],
         status_interval_s: float = 10.0,
-        permissions: Permissions,
-        app: AppIdentity,
     ) -> None:
-        self.gh = client
-        self.permissions = permissions
-        self.app = app
-        self.checkout = checkout
+        self.gh = ctx.client
+        self.permissions = ctx.permissions
+        self.app = ctx.app
+        self.checkout = ctx.checkout
         self.workspace = ops.workspace
-        self.links = links
+        self.links = ctx.links
         self.cfg = config
         self.lock = ops.default_branch_lock
         self.clock = clock
-        self.repo_vars = repo_vars(checkout.full_name)
+        self.repo_vars = repo_vars(ctx.full_name)
         self.status = StatusComment(
-            client, links, config, checkout.full_name, clock=clock, interval_s=status_interval_s
+            ctx.client, ctx.links, config, ctx.full_name, clock=clock, interval_s=status_interval_s
         )
 
     def _vars(self, **more: str | int) -> dict[str, str | int]:
@@ -213,7 +219,7 @@ class GitHubForge:
             # The attempt's own PR was rejected while no run was there to see the
             # delivery (or while this run was resuming): the rejection stands, no new PR.
             assert task.pr is not None
-            detail = f"closed by {closed.by}"
+            detail = f"closed by {closed}"
             event = Event(EventName.PR_REJECTED, at=self.clock(), detail=detail)
             return Opened(task.pr.model_copy(update={"state": "closed"}), None, event)
         number = int(pr["number"])
@@ -242,9 +248,7 @@ class GitHubForge:
         if not known:
             # A PR the task had no record of (a server whose state was lost finds it open):
             # a writer's approval of this head may have come while no task owned it.
-            approver = await approved_head(
-                self.gh, self.repo_vars, number, head_sha, self.permissions
-            )
+            approver = await self.permissions.approver(number, head_sha)
             if approver is not None:
                 approval = Event(EventName.PR_APPROVED, at=self.clock(), detail=approver)
         return Opened(record, note, approval)
@@ -280,13 +284,10 @@ class GitHubForge:
             or pr["head"]["ref"] != branch
         ):
             return None
-        issue = await self.gh.get(
-            "/repos/{owner}/{repo}/issues/{number}", self._vars(number=number)
-        )
-        closer = issue.get("closed_by") or {}
-        if await self.permissions.is_writer(closer):
+        closer = await self.permissions.closer(number)
+        if closer is not None:
             if task.pr is not None and task.pr.state == "open" and task.pr.number == number:
-                raise _ClosedByWriter(str(closer.get("login") or "a writer"))
+                raise _ClosedByWriter(closer)
             return None  # an earlier attempt's PR, rejected then: a new PR is a new try
         try:
             reopened = await self.gh.patch(
@@ -403,7 +404,7 @@ class GitHubForge:
             return None  # the update arrives as pull_request.synchronize; merge then
         if not await self._required_checks_green(head_sha):
             return None
-        approver = await approved_head(self.gh, self.repo_vars, number, head_sha, self.permissions)
+        approver = await self.permissions.approver(number, head_sha)
         if approver is None:
             log.info(
                 "not merging: no writer approved the head as it is now",
@@ -454,11 +455,7 @@ class GitHubForge:
         checks = required.get("contexts") or []
         if not checks:
             return True
-        runs = await self.gh.get_all(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
-            self._vars(ref=head_sha, filter="all"),
-            key="check_runs",
-        )
+        runs = await check_runs(self.gh, self.repo_vars, head_sha, filter="all")
         # A required check may be pinned to an App; scaffold's own check counts only from
         # scaffold's App, whatever else reports under its name.
         pinned: dict[str, int] = {
@@ -535,11 +532,7 @@ class GitHubForge:
 
 
 class _ClosedByWriter(Exception):
-    """The task's open PR of this attempt was closed unmerged by someone with write access."""
-
-    def __init__(self, by: str) -> None:
-        super().__init__(by)
-        self.by = by
+    """The task's open PR of this attempt was closed unmerged by this writer."""
 
 
 def _lawbringer_summary(task: TaskRecord) -> str | None:
@@ -548,3 +541,84 @@ def _lawbringer_summary(task: TaskRecord) -> str | None:
         if entry.role.value == "lawbringer" and isinstance(summary, str) and summary:
             return summary
     return task.last_summary
+
+
+class StatusComment:
+    """The one status comment of a quest, written at most once per ``interval_s`` (each
+    edit is a delivery back to the App), never unchanged, and at once on ``flush``."""
+
+    def __init__(
+        self,
+        client: GitHubClient,
+        links: LinkStore,
+        config: ScaffoldConfig,
+        full_name: str,
+        *,
+        clock: Callable[[], datetime],
+        interval_s: float,
+    ) -> None:
+        self.gh = client
+        self.links = links
+        self.cfg = config
+        self.full_name = full_name
+        self.clock = clock
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+        self._last_at = 0.0
+        self._lock = asyncio.Lock()
+        self._body: str | None = None  # what this run last wrote there
+        self._latest: Quest | None = None
+
+    def progress(self, quest: Quest) -> None:
+        self._latest = quest
+        if self._task is None or self._task.done():
+            with contextlib.suppress(RuntimeError):
+                self._task = asyncio.get_running_loop().create_task(self._soon())
+
+    async def _soon(self) -> None:
+        wait = self._last_at + self.interval_s - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        # Shielded: :meth:`flush` cancels a pending update, and cancelling one whose POST
+        # is on its way would lose the new comment's id (and post a second comment).
+        await asyncio.shield(self._publish(self._latest))
+
+    async def _publish(self, quest: Quest | None) -> None:
+        if quest is None:
+            return
+        async with self._lock:
+            self._last_at = time.monotonic()
+            try:
+                await self.publish(quest)
+            except (GitHubError, ScaffoldError) as exc:
+                log.warning(
+                    "status comment not updated", extra={"quest": quest.id, "error": str(exc)}
+                )
+
+    async def publish(self, quest: Quest) -> None:
+        link = self.links.get(quest.id)
+        if link is None:
+            return
+        body = render_status(
+            quest,
+            now=self.clock(),
+            max_cost_usd=self.cfg.safety.max_cost_usd,
+            max_hours=self.cfg.safety.max_hours,
+            slots=self.cfg.slots,
+            slot_of=slot_numbers(quest),
+            max_rounds=self.cfg.review.max_rounds,
+            max_ci_fixes=self.cfg.ci.max_fixes,
+        )
+        if link.status_comment_id is None:
+            comment_id = await post_comment(self.gh, self.full_name, link.issue_number, body)
+            self.links.update(quest.id, status_comment_id=comment_id)
+        elif body != self._body:  # an unchanged text is not edited
+            await edit_comment(self.gh, self.full_name, link.status_comment_id, body)
+        self._body = body
+
+    async def flush(self, quest: Quest) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._publish(quest)

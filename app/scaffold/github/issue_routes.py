@@ -1,6 +1,7 @@
 """The App's routes on an issue: the trigger label starts (or, removed, aborts) a quest;
-comments carry ``/scaffold`` commands and answers to open questions. Only people with
-write access count; comments on a pull request go to ``review_routes``.
+comments carry ``/scaffold`` commands and answers to open questions. On a task's pull
+request (or in a review thread) a writer's ``/scaffold fix <text>`` is feedback for the
+task's next round. Only people with write access count.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold import backlog as bl
 from scaffold.errors import ScaffoldError
-from scaffold.github import review_routes
+from scaffold.github import feedback as fb
 from scaffold.github.access import is_bot
 from scaffold.github.comments import (
     COMMENT_REACTIONS,
     NOTICE_MARKER,
+    Command,
     match_answer,
     parse_command,
     render_ambiguous,
@@ -63,7 +65,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     await service.react(
         ctx, "/repos/{owner}/{repo}/issues/{number}/reactions", "eyes", number=number
     )
-    quest_id = _new_quest(service, ctx, issue, str(sender.get("login")))
+    quest_id = _new_quest(ctx, issue)
     ctx.links.put(
         QuestLink(
             quest_id=quest_id,
@@ -77,7 +79,7 @@ async def labeled(service: AppService, d: Delivery) -> None:
     service.runner.poke(ctx, quest_id)
 
 
-def _new_quest(service: AppService, ctx: RepoContext, issue: dict[str, Any], by: str) -> str:
+def _new_quest(ctx: RepoContext, issue: dict[str, Any]) -> str:
     store = quest_store(ctx.checkout.path)
     number = int(issue["number"])
     quest_id = f"issue-{number}"
@@ -133,7 +135,7 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     ctx = await service.context(p, d.installation_id)
     number = int(p["issue"]["number"])
     if p["issue"].get("pull_request") is not None:
-        await review_routes.pr_comment(service, d, ctx, number, comment, in_thread=False)
+        await pr_comment(service, d, ctx, number, comment, in_thread=False)
         return
     link = ctx.links.for_issue(ctx.full_name, number)
     command = parse_command(body)
@@ -148,7 +150,8 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
     by = str(sender["login"])
     comment_id = int(comment["id"])
     if command is not None:
-        await review_routes.run_command(service, ctx, link, command, by, number, comment_id)
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+        await run_command(service, ctx, link, command, by, number)
         return
     quest = service.quest_of(ctx, link.quest_id)
     pending = quest.pending_questions()
@@ -165,3 +168,75 @@ async def issue_comment(service: AppService, d: Delivery) -> None:
         return
     await service.react(ctx, COMMENT_REACTIONS, "+1", comment_id=comment_id)
     service.answer(ctx, link, match.question_id, match.text, by)
+
+
+async def run_command(
+    service: AppService,
+    ctx: RepoContext,
+    link: QuestLink,
+    command: Command,
+    by: str,
+    number: int,
+) -> None:
+    if command.problem or command.verb == "fix":
+        problem = command.problem or "`/scaffold fix` works on a task's pull request"
+        await service.comment(
+            ctx,
+            number,
+            f"{NOTICE_MARKER}\n{problem}. Commands: "
+            "`/scaffold status`, `/scaffold abort`, `/scaffold retry <task>`, and on a "
+            "task's pull request `/scaffold fix <what to change>`.",
+        )
+        return
+    if command.verb == "abort":
+        service.post(ctx, link, inbox.make("abort", link.quest_id, text=f"aborted by {by}", by=by))
+    elif command.verb == "retry":
+        quest = service.quest_of(ctx, link.quest_id)
+        if command.task_id not in quest.tasks:
+            await service.comment(
+                ctx, number, f"{NOTICE_MARKER}\nThis quest has no task `{command.task_id}`."
+            )
+            return
+        service.post(ctx, link, inbox.make("retry", link.quest_id, task_id=command.task_id, by=by))
+    else:  # status: rewrite the status comment now
+        service.runner.poke(ctx, link.quest_id)
+
+
+async def pr_comment(
+    service: AppService,
+    d: Delivery,
+    ctx: RepoContext,
+    number: int,
+    comment: dict[str, Any],
+    *,
+    in_thread: bool,
+) -> None:
+    """A comment on pull request ``number``: `/scaffold fix <text>` sends its task back to
+    work with it; the other commands do what they do on the issue; the rest is ignored."""
+    sender = comment.get("user") or (d.payload.get("sender") or {})
+    command = parse_command(str(comment.get("body") or ""))
+    if command is None or is_bot(sender):
+        return
+    found = service.task_of_pr(ctx, number)
+    if found is None:
+        return
+    if not await ctx.permissions.is_writer(sender):
+        log.info(
+            "command ignored: the sender lacks write access",
+            extra={"delivery": d.id, "sender": sender.get("login"), "pr": number},
+        )
+        return
+    link, task_id = found
+    by = str(sender["login"])
+    comment_id = int(comment["id"])
+    log.info(
+        "command on a task's pull request",
+        extra={"delivery": d.id, "pr": number, "task": task_id, "verb": command.verb},
+    )
+    if not in_thread:  # in a thread, the reply after the round answers it
+        await service.react(ctx, COMMENT_REACTIONS, "eyes", comment_id=comment_id)
+    if command.verb != "fix" or command.problem:
+        await run_command(service, ctx, link, command, by, number)
+        return
+    item = fb.from_fix(comment, command.text, in_thread=in_thread)
+    service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))

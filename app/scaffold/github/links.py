@@ -5,8 +5,6 @@ changes made at once both land.
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scaffold.errors import StoreError
 from scaffold.fsutil import write_file
+from scaffold.git.locks import repo_lock
 from scaffold.ids import validate_quest_id
 
 
@@ -34,20 +33,10 @@ class QuestLink(BaseModel):
     active: bool = True
 
 
-_LOCKS: dict[str, threading.RLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_for(folder: Path) -> threading.RLock:
-    """The one lock of a repository's links folder, whichever store asks for it."""
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(os.path.abspath(folder), threading.RLock())
-
-
 class LinkStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._lock = _lock_for(folder)
+        self._lock = repo_lock(folder, "quest-links")
 
     def _path(self, quest_id: str) -> Path:
         return self.folder / f"{validate_quest_id(quest_id)}.json"
@@ -61,11 +50,13 @@ class LinkStore:
         except (ValidationError, ValueError) as exc:
             raise StoreError(path, f"unreadable quest link: {exc}") from None
 
-    def put(self, link: QuestLink) -> QuestLink:
+    def put(self, link: QuestLink) -> None:
         with self._lock:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            path = self._path(link.quest_id)
-            write_file(path, link.model_dump_json(indent=2).encode("utf-8"))
+            self._write(link)
+
+    def _write(self, link: QuestLink) -> QuestLink:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_file(self._path(link.quest_id), link.model_dump_json(indent=2).encode("utf-8"))
         return link
 
     def update(self, quest_id: str, **changes: Any) -> QuestLink:
@@ -78,7 +69,7 @@ class LinkStore:
             for name, value in changes.items():
                 if isinstance(value, dict):
                     changes[name] = {**getattr(link, name), **value}
-            return self.put(link.model_copy(update=changes))
+            return self._write(link.model_copy(update=changes))
 
     def all(self) -> list[QuestLink]:
         if not self.folder.is_dir():

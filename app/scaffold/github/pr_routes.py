@@ -9,18 +9,21 @@ check wakes a quest waiting to merge (a failure that blocks the merge is CI feed
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
 from scaffold.core.states import Lifecycle
 from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
-from scaffold.github import review_routes
+from scaffold.github import issue_routes
+from scaffold.github.access import same_repository
 from scaffold.github.client import repo_vars
 from scaffold.github.comments import CHECK_NAME
 from scaffold.github.diagram_pr import check_pull_request
 from scaffold.github.reconcile import closed_message
 from scaffold.github.runner import RepoContext
+from scaffold.quest.model import Feedback
 from scaffold.runtime import inbox
 from scaffold.server.delivery import Delivery
 
@@ -159,7 +162,7 @@ async def check_done(service: AppService, d: Delivery) -> None:
             continue
         link, task_id = found
         if run.get("conclusion") in fb.FAILED:
-            for item in await review_routes.check_failures(ctx, d, int(ref["number"])):
+            for item in await check_failures(ctx, d, int(ref["number"])):
                 service.post(ctx, link, inbox.feedback(link.quest_id, task_id, item))
         service.runner.poke(ctx, link.quest_id)
 
@@ -169,3 +172,60 @@ async def workflow_run(service: AppService, d: Delivery) -> None:
     run = d.payload.get("workflow_run") or {}
     ctx = await service.context(d.payload, d.installation_id)
     ctx.waiters.completed(int(run.get("id") or 0), str(run.get("conclusion") or "failure"))
+
+
+async def check_failures(ctx: RepoContext, d: Delivery, number: int) -> list[Feedback]:
+    """The merge-blocking failures a check delivery tells of, on the PR's current head."""
+    where = repo_vars(ctx.full_name)
+    pr = await ctx.client.get("/repos/{owner}/{repo}/pulls/{number}", {**where, "number": number})
+    if pr.get("state") != "open" or not same_repository(pr, ctx.full_name):
+        return []
+    head = str((pr.get("head") or {}).get("sha") or "")
+    if d.event == "check_run":
+        runs = [d.payload["check_run"]]
+    else:
+        runs = await ctx.client.get_all(
+            "/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs",
+            {**where, "check_suite_id": int(d.payload["check_suite"]["id"])},
+            key="check_runs",
+        )
+    on_head = [run for run in runs if run.get("head_sha") == head]  # not an earlier head's
+    return await fb.from_check_runs(ctx.client, where, on_head, ctx.app, str(pr["base"]["ref"]))
+
+
+async def status_failed(service: AppService, d: Delivery) -> None:
+    """A commit status that fails a task's pull request head and blocks its merge."""
+    p = d.payload
+    if p.get("state") not in ("failure", "error"):
+        return
+    ctx = await service.context(p, d.installation_id)
+    sha = str(p.get("sha") or "")
+    where = repo_vars(ctx.full_name)
+    for link in ctx.links.all():
+        with contextlib.suppress(ScaffoldError, OSError):
+            quest = service.quest_of(ctx, link.quest_id)
+            for task in quest.tasks.values():
+                if task.pr is None or task.pr.head_sha != sha or task.pr.number is None:
+                    continue
+                pr = await ctx.client.get(
+                    "/repos/{owner}/{repo}/pulls/{number}", {**where, "number": task.pr.number}
+                )
+                if (pr.get("head") or {}).get("sha") != sha or pr.get("state") != "open":
+                    continue
+                protection = await fb.required_status_checks(
+                    ctx.client, where, str(pr["base"]["ref"])
+                )
+                item = fb.from_status(p, set(protection.get("contexts") or []))
+                if item is not None:
+                    service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))
+
+
+async def review_comment(service: AppService, d: Delivery) -> None:
+    """A comment in a review thread: a `/scaffold ...` command there counts."""
+    p = d.payload
+    ctx = await service.context(p, d.installation_id)
+    pr = p.get("pull_request") or {}
+    if not same_repository(pr, ctx.full_name):
+        return
+    comment = p.get("comment") or {}
+    await issue_routes.pr_comment(service, d, ctx, int(pr["number"]), comment, in_thread=True)

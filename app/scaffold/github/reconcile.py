@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from scaffold.core import review
 from scaffold.core.states import Lifecycle
-from scaffold.errors import GitHubError, ScaffoldError
 from scaffold.github import feedback as fb
 from scaffold.github.access import approver_of, latest_decisions, same_repository
-from scaffold.github.client import repo_vars
+from scaffold.github.client import check_runs, repo_vars
 from scaffold.github.comments import match_answer
 from scaffold.github.links import QuestLink
 from scaffold.github.runner import RepoContext
@@ -26,20 +25,6 @@ if TYPE_CHECKING:
     from scaffold.github.service import AppService
 
 log = logging.getLogger("scaffold.app")
-
-
-async def reconcile_all(service: AppService) -> None:
-    quests = 0
-    for ctx in list(service.repos.values()):
-        for link in ctx.links.all():
-            if not link.active:
-                continue
-            quests += 1
-            try:
-                await reconcile_quest(service, ctx, link)
-            except (GitHubError, ScaffoldError) as exc:
-                log.warning("reconcile failed", extra={"quest": link.quest_id, "error": str(exc)})
-    log.info("reconciliation pass done", extra={"quests": quests})
 
 
 async def reconcile_quest(service: AppService, ctx: RepoContext, link: QuestLink) -> None:
@@ -70,11 +55,10 @@ async def _pull_requests(
             service.post(ctx, link, closed_message(link, task.id, pr, by))
             continue
         if pr.get("state") == "closed":
-            # Rejected only when closed by a writer (who closed it: the issue says).
-            issue = await ctx.client.get("/repos/{owner}/{repo}/issues/{number}", where)
-            closer = issue.get("closed_by") or {}
-            if await ctx.permissions.is_writer(closer):
-                service.post(ctx, link, closed_message(link, task.id, pr, str(closer["login"])))
+            # Rejected only when closed by a writer.
+            closer = await ctx.permissions.closer(task.pr.number)
+            if closer is not None:
+                service.post(ctx, link, closed_message(link, task.id, pr, closer))
             else:
                 log.info(
                     "pull request closed by someone without write access: the task goes on",
@@ -115,13 +99,9 @@ async def _missed_feedback(
             await fb.from_review(ctx.client, repo_vars(ctx.full_name), int(pr["number"]), r)
         )
     head = str(pr["head"]["sha"])
-    runs = await ctx.client.get_all(
-        "/repos/{owner}/{repo}/commits/{ref}/check-runs{?filter}",
-        repo_vars(ctx.full_name, ref=head, filter="latest"),
-        key="check_runs",
-    )
-    base = str(pr["base"]["ref"])
-    found += await fb.from_check_runs(ctx.client, repo_vars(ctx.full_name), runs, ctx.app, base)
+    where = repo_vars(ctx.full_name)
+    runs = await check_runs(ctx.client, where, head, filter="latest")
+    found += await fb.from_check_runs(ctx.client, where, runs, ctx.app, str(pr["base"]["ref"]))
     posted = False
     for item in review.fresh(task, found):
         service.post(ctx, link, inbox.feedback(link.quest_id, task.id, item))

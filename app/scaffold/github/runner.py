@@ -13,7 +13,7 @@ import contextlib
 import io
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,26 +47,14 @@ log = logging.getLogger("scaffold.app")
 FINISHED = (QuestPhase.DONE, QuestPhase.STOPPED, QuestPhase.FAILED)
 
 
-@dataclass
-class TokenHolder:
-    """The newest installation token, for git calls made in worker threads."""
-
-    token: str = ""
-
-
-def app_state_branch(checkout: Checkout, branch: str, holder: TokenHolder) -> StateBranch:
+def app_state_branch(checkout: Checkout, branch: str, token: Callable[[], str]) -> StateBranch:
     remote = GitRemote(
         checkout.path,
         checkout.clone_url,
-        lambda: token_auth(checkout.clone_url, holder.token),
+        lambda: token_auth(checkout.clone_url, token()),
         lock=checkout.remote_lock,
     )
     return StateBranch(checkout.path, branch, remote=remote)
-
-
-def link_of(links: LinkStore, quest_id: str) -> Mapping[str, Any] | None:
-    link = links.get(quest_id)
-    return link.model_dump(mode="json") if link is not None else None
 
 
 def restore_repository(
@@ -75,7 +63,7 @@ def restore_repository(
     """Rebuild the open quests (and their links) this clone lacks from the fetched state
     branch: (the tip read, the ids rebuilt). Reads nothing when the tip is ``last_tip``."""
     # Read as the App publishes it: the remote's branch as last fetched (nothing is pushed).
-    branch = app_state_branch(checkout, branch_name, TokenHolder())
+    branch = app_state_branch(checkout, branch_name, str)
     tip = branch.tip()
     if tip is None or tip == last_tip:
         return last_tip, []
@@ -141,7 +129,7 @@ class RepoContext:
     # The state branch's tip this server last rebuilt quests from, and the token its
     # pushes use (refreshed before each one: runs outlive installation tokens).
     state_tip: str | None = None
-    token: TokenHolder = field(default_factory=TokenHolder)
+    git_token: str = ""
     restored: bool = False
 
     def __post_init__(self) -> None:
@@ -260,31 +248,28 @@ class QuestRunner:
         store = quest_store(ctx.checkout.path)
         writer = store.open_writer(quest_id)
         try:
-            ctx.token.token = token
+            ctx.git_token = token
+
+            def link() -> Mapping[str, Any] | None:
+                found = ctx.links.get(quest_id)
+                return found.model_dump(mode="json") if found is not None else None
+
             # Reading the branch and the journal is blocking work: not on the loop.
             publisher = await asyncio.to_thread(
                 StatePublisher,
-                app_state_branch(ctx.checkout, config.state.branch, ctx.token),
+                app_state_branch(ctx.checkout, config.state.branch, lambda: ctx.git_token),
                 store,
                 writer,
                 interval_s=config.state.interval_s,
-                link=lambda: link_of(ctx.links, quest_id),
+                link=link,
             )
 
             async def fresh_token() -> None:
-                ctx.token.token = await ctx.client.token()
+                ctx.git_token = await ctx.client.token()
 
             def make_forge(ops: RepoOps) -> GitHubForge:
                 return GitHubForge(
-                    ctx.client,
-                    ctx.checkout,
-                    ops,
-                    ctx.links,
-                    config,
-                    clock=utcnow,
-                    status_interval_s=self.status_interval_s,
-                    permissions=ctx.permissions,
-                    app=ctx.app,
+                    ctx, ops, config, clock=utcnow, status_interval_s=self.status_interval_s
                 )
 
             orch = Orchestrator(
@@ -344,9 +329,7 @@ class QuestRunner:
         """Stop every run (their agents are killed; the quests resume on the next start)."""
         for task in self._tasks.values():
             task.cancel()
-        for task in list(self._tasks.values()):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def wait_idle(self) -> None:
         while any(not t.done() for t in self._tasks.values()):

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import GitHubError, ScaffoldError
-from scaffold.github import issue_routes, pr_routes, review_routes
+from scaffold.github import issue_routes, pr_routes
 from scaffold.github.access import same_repository
 from scaffold.github.checkout import Checkout, check_repo_name
-from scaffold.github.client import GitHubAccess, post_comment, repo_vars
+from scaffold.github.client import GitHubApp, TokenAccess, post_comment, repo_vars
 from scaffold.github.links import QuestLink
-from scaffold.github.reconcile import reconcile_all
+from scaffold.github.reconcile import reconcile_quest
 from scaffold.github.runner import FINISHED, QuestRunner, RepoContext, restore_repository
 from scaffold.quest.model import Quest
 from scaffold.runtime import inbox
@@ -42,8 +42,8 @@ ROUTES: dict[str, Handler] = {
     "issues.unlabeled": issue_routes.unlabeled,
     "issue_comment.created": issue_routes.issue_comment,
     "pull_request_review.submitted": pr_routes.review,
-    "pull_request_review_comment.created": review_routes.review_comment,
-    "status.None": review_routes.status_failed,
+    "pull_request_review_comment.created": pr_routes.review_comment,
+    "status.None": pr_routes.status_failed,
     "pull_request.closed": pr_routes.pr_closed,
     "pull_request.opened": pr_routes.pr_changed,
     "pull_request.reopened": pr_routes.pr_changed,
@@ -70,7 +70,7 @@ class AppOptions:
 
 
 class AppService:
-    def __init__(self, github: GitHubAccess, options: AppOptions) -> None:
+    def __init__(self, github: GitHubApp | TokenAccess, options: AppOptions) -> None:
         self.github = github
         self.options = options
         self.runner = QuestRunner(
@@ -281,7 +281,19 @@ class AppService:
 
     async def reconcile(self) -> None:
         """Re-read every open quest's PRs, reviews and issue from GitHub (reconcile.py)."""
-        await reconcile_all(self)
+        quests = 0
+        for ctx in list(self.repos.values()):
+            for link in ctx.links.all():
+                if not link.active:
+                    continue
+                quests += 1
+                try:
+                    await reconcile_quest(self, ctx, link)
+                except (GitHubError, ScaffoldError) as exc:
+                    log.warning(
+                        "reconcile failed", extra={"quest": link.quest_id, "error": str(exc)}
+                    )
+        log.info("reconciliation pass done", extra={"quests": quests})
 
     async def adopt_installations(self) -> None:
         """At start: open the repositories of every installation (``context`` clones them
