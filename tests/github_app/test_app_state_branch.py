@@ -109,22 +109,28 @@ def test_a_new_server_with_an_empty_state_folder_finishes_the_quest(
         pr1, pr2 = prs
         sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
         sim.submit_review(REPO, pr1.number, "APPROVED", by="alice")
-        wait_for("task-1 merged", lambda: sim.repo(REPO).pulls[pr1.number].merged)
-        # task-2 is behind its protected base now: approved, it is brought up to date
-        # first, and an approval holds for the head it reviewed: approved again, merged.
+
+        # Both are approved at once: either may merge first. The other is then behind its
+        # protected base: it is brought up to date first, and an approval holds for the
+        # head it reviewed: approved again, merged.
+        def merged(pr: Any) -> bool:
+            return bool(sim.repo(REPO).pulls[pr.number].merged)
+
+        first = wait_for("one of the two merged", lambda: next(filter(merged, prs), None))
+        other = pr2 if first is pr1 else pr1
 
         def merged_or_asked_again() -> str | None:
-            if sim.repo(REPO).pulls[pr2.number].merged:
+            if merged(other):
                 return "merged"
             asked = any(
-                c.issue_number == pr2.number and "scaffold:approve-again" in c.body
+                c.issue_number == other.number and "scaffold:approve-again" in c.body
                 for c in sim.repo(REPO).comments.values()
             )
             return "asked" if asked else None
 
-        if wait_for("task-2 merged or brought up to date", merged_or_asked_again) == "asked":
-            sim.submit_review(REPO, pr2.number, "APPROVED", by="alice")
-        wait_for("task-2 merged", lambda: sim.repo(REPO).pulls[pr2.number].merged)
+        if wait_for("the other merged or brought up to date", merged_or_asked_again) == "asked":
+            sim.submit_review(REPO, other.number, "APPROVED", by="alice")
+        wait_for("the other merged", lambda: merged(other))
         done = wait_for(
             "the finished quest on the branch",
             lambda: (d := _state(sim, "issue-1")) and d["quest"]["phase"] == "done" and d,
