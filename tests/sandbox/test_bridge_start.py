@@ -22,9 +22,8 @@ import pytest
 from scaffold.sandbox.confinement import BRIDGE
 
 
-def bridge(*argv: str, forwards: tuple[str, ...] = (), gate: str | None = None) -> list[str]:
+def bridge(*argv: str, forwards: tuple[str, ...] = ()) -> list[str]:
     opts = [part for spec in forwards for part in ("--forward", spec)]
-    opts += ["--gate", gate] if gate is not None else []
     return [sys.executable, "-I", "-S", str(BRIDGE), *opts, "--", *argv]
 
 
@@ -137,60 +136,3 @@ def test_listeners_are_up_before_the_agent_and_not_inherited(
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["echo:hello", "0"]
     assert os.path.exists(upstream)
-
-
-def gated(started: Started, *argv: str) -> tuple[subprocess.Popen[Any], int]:
-    """The bridge started behind a start gate; returns it and the gate's write end."""
-    read_end, write_end = os.pipe()
-    try:
-        proc = started.start(bridge(*argv, gate=str(read_end)), pass_fds=(read_end,))
-    finally:
-        os.close(read_end)
-    return proc, write_end
-
-
-def test_a_gated_agent_runs_only_once_the_gate_opens(started: Started, tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    proc, gate = gated(started, "sh", "-c", f'ls /proc/self/fd > "{marker}"')
-    try:
-        # The bridge waits on the gate: it cannot exit (nor the agent run) before.
-        with pytest.raises(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.3)
-        assert not marker.exists()
-        os.write(gate, b"g")
-    finally:
-        os.close(gate)
-    assert proc.wait(timeout=30) == 0
-    # The agent inherits no descriptor of the gate (only its stdio, and ls's own).
-    assert {int(fd) for fd in marker.read_text().split()} <= {0, 1, 2, 3}
-
-
-def test_a_start_withdrawn_at_the_gate_never_runs_the_agent(
-    started: Started, tmp_path: Path
-) -> None:
-    marker = tmp_path / "ran"
-    proc, gate = gated(started, "touch", str(marker))
-    os.close(gate)  # end of file, no byte: scaffold withdrew the start
-    assert proc.wait(timeout=30) == 125
-    assert not marker.exists()
-
-
-@pytest.mark.parametrize("gate", ["x", "-1", ""])
-def test_a_gate_that_is_no_descriptor_is_a_usage_error(
-    started: Started, tmp_path: Path, gate: str
-) -> None:
-    marker = tmp_path / "ran"
-    done = started.run(bridge("touch", str(marker), gate=gate))
-    assert done.returncode == 2
-    assert "usage" in done.stderr
-    assert not marker.exists()
-
-
-def test_a_gate_descriptor_that_is_not_open_fails_without_starting_the_agent(
-    started: Started, tmp_path: Path
-) -> None:
-    marker = tmp_path / "ran"
-    done = started.run(bridge("touch", str(marker), gate="97"))
-    assert done.returncode == 125
-    assert "cannot read the gate" in done.stderr
-    assert not marker.exists()

@@ -110,8 +110,6 @@ class AgentSpec:
     drain_timeout_s: float = 5.0
     # The environment to scrub; None means os.environ at spawn time.
     base_env: Mapping[str, str] | None = None
-    # Descriptors the process inherits beside stdio (a sandbox's start gate).
-    pass_fds: tuple[int, ...] = ()
     # The agent's output format, line by line (its backend's parser; Claude Code's by default).
     parse: LineParser = parse_line
 
@@ -166,16 +164,13 @@ async def run_agent(
     on_event: OnEvent | None = None,
     children: LiveChildren | None = None,
     stop_requested: asyncio.Event | None = None,
-    released: asyncio.Event | None = None,
 ) -> AgentRunOutcome:
     """Run the agent to the end and report how it went (see the module's notes).
 
-    `on_event` gets each event in order (awaited if it returns an awaitable). With
-    ``released`` (a process waiting at a sandbox's start gate) the stuck timeout and the
-    run's duration count from when it is set. Raises `AgentError` if the process cannot
-    be started.
+    `on_event` gets each event in order (awaited if it returns an awaitable). Raises
+    `AgentError` if the process cannot be started.
     """
-    return await _AgentRun(spec, on_event, children, stop_requested, released).run()
+    return await _AgentRun(spec, on_event, children, stop_requested).run()
 
 
 @dataclass
@@ -184,8 +179,6 @@ class _AgentRun:
     on_event: OnEvent | None
     children: LiveChildren | None
     stop_requested: asyncio.Event | None
-    released: asyncio.Event | None
-    released_at: float | None = None
     stopped: bool = False
     stuck: bool = False
     stop: StopResult | None = None
@@ -212,7 +205,6 @@ class _AgentRun:
                 cwd=spec.cwd,
                 env=env,
                 start_new_session=True,
-                pass_fds=spec.pass_fds,
             )
         except OSError as exc:
             raise AgentError(
@@ -247,7 +239,7 @@ class _AgentRun:
             exit_code=rc if rc is not None and rc >= 0 else None,
             signal=-rc if rc is not None and rc < 0 else None,
             stuck=self.stuck,
-            duration_s=loop.time() - (self.released_at or started),
+            duration_s=loop.time() - started,
             summary=self.decoder.summary,
             stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
             stop=self.stop,
@@ -315,9 +307,6 @@ class _AgentRun:
         """Return once stdout has been silent for stuck_timeout_s."""
         loop = asyncio.get_running_loop()
         timeout = self.spec.stuck_timeout_s
-        if self.released is not None:
-            await self.released.wait()  # waiting at its gate is not being stuck
-            self.released_at = self.last_output = loop.time()
         while True:
             delay = self.last_output + timeout - loop.time()
             if delay <= 0:

@@ -10,11 +10,6 @@ Every listener is bound and listening before the agent starts, so the agent can 
 find an address not yet there: a connection made before the accept thread runs waits
 in the listen queue. The sockets are close-on-exec, so the agent inherits none of them.
 
-With ``--gate FD`` the agent starts only once scaffold writes a byte to that pipe: the
-sandbox is made while scaffold still commits the previous agent's work, and the agent
-runs once the commit is done. End of file instead of a byte (scaffold withdrew the
-start) exits 125 without running anything.
-
 Standard library only, run as ``python -I -S bridge.py``: it starts before anything of
 scaffold or the agent is imported, and writes nothing to stdout (the agent's stream).
 The agent is started the way ``subprocess.Popen(argv, close_fds=True)`` does it:
@@ -93,18 +88,6 @@ def _exec_child(command: list[str]) -> None:
         os._exit(127)
 
 
-def _wait_for_gate(fd: int) -> bool:
-    """Block until scaffold opens the gate (a byte) or withdraws the start (EOF)."""
-    try:
-        return os.read(fd, 1) != b""  # retried on EINTR (PEP 475)
-    except OSError as exc:
-        sys.stderr.write(f"scaffold sandbox bridge: cannot read the gate: {exc}\n")
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
 def _forward_until_exit(pid: int) -> int:
     """Pass SIGTERM, SIGINT and SIGHUP on to the agent until it exits; its wait status."""
     while True:
@@ -120,20 +103,11 @@ def _forward_until_exit(pid: int) -> int:
 
 def main(argv: list[str]) -> int:
     forwards: list[str] = []
-    gate: int | None = None
-    while len(argv) >= 2 and argv[0] in ("--forward", "--gate"):
-        if argv[0] == "--gate":
-            if not argv[1].isdigit() or gate is not None:
-                argv = []
-                break
-            gate = int(argv[1])
-        else:
-            forwards.append(argv[1])
+    while len(argv) >= 2 and argv[0] == "--forward":
+        forwards.append(argv[1])
         argv = argv[2:]
     if not argv or argv[0] != "--" or len(argv) < 2:
-        sys.stderr.write(
-            "scaffold sandbox bridge: usage: [--forward ADDR:PORT=SOCK]... [--gate FD] -- ARGV\n"
-        )
+        sys.stderr.write("scaffold sandbox bridge: usage: [--forward ADDR:PORT=SOCK]... -- ARGV\n")
         return 2
     command = argv[1:]
     try:
@@ -141,8 +115,6 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"scaffold sandbox bridge: cannot listen: {exc}\n")
         return 126
-    if gate is not None and not _wait_for_gate(gate):
-        return 125  # the start was withdrawn: the agent never ran
     sys.stderr.flush()
     # Blocked from before the fork, and taken one by one: a signal sent the moment the
     # agent starts is forwarded, never lost (a handler installed after the fork missed

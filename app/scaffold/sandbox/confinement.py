@@ -339,17 +339,12 @@ def confine(
     c: Confinement,
     argv: Sequence[str],
     env: Mapping[str, str],
-    *,
-    gate_fd: int | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run ``argv`` inside the sandbox.
 
     ``env`` is the environment the process would get unsandboxed (already without
     credentials); HOME, TMPDIR and git's object store are pointed at the private
     folders. The private folders are created, and the channel's ``hosts`` file written.
-    With ``gate_fd`` (the read end of a pipe the caller passes to the process) the
-    sandbox is made at once and ``argv`` runs only once a byte arrives on it
-    (:mod:`scaffold.sandbox.bridge`).
     """
     if not sandbox.active or sandbox.bwrap is None:
         raise SandboxError("confine() needs an active sandbox")
@@ -361,12 +356,10 @@ def confine(
     if c.channel is not None and c.routes:
         (c.channel / "hosts").write_text(hosts_file(c.routes), encoding="utf-8")
     inner = list(argv)
-    if c.routes or gate_fd is not None:
+    if c.routes:
         forwards: list[str] = []
         for r in c.routes:
             forwards += ["--forward", f"{r.inside}:{r.port}={CHANNEL_INSIDE / r.socket_name}"]
-        if gate_fd is not None:
-            forwards += ["--gate", str(gate_fd)]
         inner = [sys.executable, "-I", "-S", str(BRIDGE), *forwards, "--", *inner]
     command = [
         *bwrap_base(sandbox.bwrap),
