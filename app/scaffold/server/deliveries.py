@@ -209,15 +209,17 @@ class DeliveryStore:
         return self._db
 
     def _add(self, a: Accepted, raw: bytes) -> bool:
+        # No RETURNING here or in _finish: fetching a returned row steps the statement
+        # once more, another release and take of the GIL the event loop is holding.
         db = self._conn()
-        row = db.execute(
+        inserted = db.execute(
             "INSERT INTO deliveries (id, event, received_at, urgent)"
-            " VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            " VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (a.id, a.event, a.received_at, a.urgent),
-        ).fetchone()
-        if row is None:
+        )
+        if not inserted.rowcount:
             return False
-        db.execute("INSERT INTO payloads (seq, body) VALUES (?, ?)", (row[0], raw))
+        db.execute("INSERT INTO payloads (seq, body) VALUES (?, ?)", (inserted.lastrowid, raw))
         return True
 
     def _payload(self, delivery_id: str) -> bytes | None:
@@ -233,11 +235,11 @@ class DeliveryStore:
 
     def _finish(self, delivery_id: str, state: str) -> None:
         db = self._conn()
-        row = db.execute(
-            "UPDATE deliveries SET state = ? WHERE id = ? RETURNING seq", (state, delivery_id)
-        ).fetchone()
-        if row is not None:
-            db.execute("DELETE FROM payloads WHERE seq = ?", (row[0],))
+        db.execute("UPDATE deliveries SET state = ? WHERE id = ?", (state, delivery_id))
+        db.execute(
+            "DELETE FROM payloads WHERE seq = (SELECT seq FROM deliveries WHERE id = ?)",
+            (delivery_id,),
+        )
         now = time.time()
         if now - self._compacted_at >= COMPACT_EVERY_S:
             self._compact(now - self.keep_s)
