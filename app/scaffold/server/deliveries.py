@@ -5,10 +5,8 @@ server answers 202; its id is unique, so a second copy inserts nothing and is an
 as a duplicate. Once handled its state becomes ``handled`` or ``failed`` and its JSON is
 deleted; the row stays, so that a redelivery is still recognised, until it is older
 than ``keep_s``. The JSON has a table of its own so that deleting it frees whole pages
-for the next deliveries (cleared in place, ``payload = NULL``, each handled delivery
-kept a page of its leaf, some 4 KB, for the week its row is kept). At start the rows
-still ``accepted`` (left by a crash, or by a drain that ran out of time) are handed
-back, oldest first, to be handled again.
+for the next deliveries. At start the rows still ``accepted`` (left by a crash, or by a
+drain that ran out of time) are handed back, oldest first, to be handled again.
 
 Durability: with ``synchronous=NORMAL`` each commit is written to the WAL file before
 the call returns, so a committed delivery survives the process being killed (kill -9);
