@@ -54,7 +54,6 @@ PERSON_ACTIONS = frozenset(
         "pull_request.reopened",
     }
 )
-PERSON_EVENTS = frozenset(key.partition(".")[0] for key in PERSON_ACTIONS) - {"pull_request"}
 
 
 def by_a_person(delivery: Delivery) -> bool:

@@ -46,22 +46,21 @@ _log = logging.getLogger("scaffold.server")
 class Reply:
     status: int
     body: bytes
-    outcome: str
 
 
 def _reply(status: int, outcome: str, **fields: str) -> Reply:
-    return Reply(status, json.dumps({"status": outcome, **fields}).encode(), outcome)
+    return Reply(status, json.dumps({"status": outcome, **fields}).encode())
 
 
 def _queued(delivery_id: str) -> Reply:
     # The id matched DELIVERY_ID (no quote or backslash), so no JSON escaping is needed.
-    return Reply(202, b'{"status":"queued","delivery":"' + delivery_id.encode() + b'"}', "queued")
+    return Reply(202, b'{"status":"queued","delivery":"' + delivery_id.encode() + b'"}')
 
 
-PONG = Reply(200, b'{"status":"pong"}', "handled")
-TOO_LARGE = Reply(413, b'{"status":"too_large"}', "too_large")
-DRAINING = Reply(503, b'{"status":"draining"}', "unavailable")
-UNSTORED = Reply(503, b'{"status":"unavailable","reason":"not stored"}', "unavailable")
+PONG = Reply(200, b'{"status":"pong"}')
+TOO_LARGE = Reply(413, b'{"status":"too_large"}')
+DRAINING = Reply(503, b'{"status":"draining"}')
+UNSTORED = Reply(503, b'{"status":"unavailable","reason":"not stored"}')
 
 
 class Ingest:

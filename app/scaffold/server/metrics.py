@@ -18,16 +18,6 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-OUTCOMES = (
-    "queued",
-    "duplicate",
-    "bad_signature",
-    "bad_request",
-    "too_large",
-    "unavailable",
-    "handled",
-    "failed",
-)
 UNVERIFIED = "-"  # the event label of requests whose headers cannot be trusted
 HANDLE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, float("inf"))
 
