@@ -8,6 +8,7 @@ defaults; an unreadable one is reported and the defaults are used.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,11 +144,31 @@ def _load_yaml(path: Path) -> Any:
     return YAML(typ="safe", pure=True).load(path.read_bytes().decode("utf-8"))
 
 
+# Read with the backlog on every turn of the orchestrator's loop: parsed again only when
+# the file (inode, size, modification time) changed.
+_LOADED: dict[tuple[str, int, int, int], tuple[BacklogConfig, tuple[str, ...]]] = {}
+
+
 def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
     """Read the config (see :func:`config_path`); absent means defaults, unreadable is reported."""
     path = config_path(backlog_dir)
-    if not path.is_file():
+    try:
+        st = path.stat()
+    except OSError:
         return BacklogConfig(), []
+    if not stat.S_ISREG(st.st_mode):
+        return BacklogConfig(), []
+    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    if key not in _LOADED:
+        if len(_LOADED) >= 256:
+            _LOADED.clear()
+        read, found = _read_config(path)
+        _LOADED[key] = read, tuple(found)
+    config, problems = _LOADED[key]
+    return config, list(problems)
+
+
+def _read_config(path: Path) -> tuple[BacklogConfig, list[str]]:
     try:
         data = _load_yaml(path)
     except (YAMLError, UnicodeDecodeError, OSError) as exc:

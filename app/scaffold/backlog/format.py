@@ -212,12 +212,11 @@ _PARSED_MAX = 8192
 def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> BacklogTask:
     """Read and parse one task file."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            key = (str(path), prefix, folder, st.st_ino, st.st_mtime_ns, st.st_size)
-            if (cached := _PARSED.get(key)) is not None:
-                return cached
-            raw = fh.read().decode("utf-8")
+        st = os.stat(path)
+        key = (str(path), prefix, folder, st.st_ino, st.st_mtime_ns, st.st_size)
+        if (cached := _PARSED.get(key)) is not None:
+            return cached
+        raw = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BacklogError(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except OSError as exc:

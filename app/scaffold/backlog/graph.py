@@ -12,6 +12,7 @@ moved to ``completed/``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from scaffold.errors import InvalidIdError
 from scaffold.ids import task_sort_key
 
 
+@functools.lru_cache(maxsize=16384)  # sorting a few hundred ids, every turn of the loop
 def id_order(task_id: str) -> tuple[tuple[int, ...], str]:
     """Sort key: numeric (TASK-2 < TASK-2.1 < TASK-10), then the text."""
     try:
