@@ -9,6 +9,7 @@ nothing is skipped without a trace.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -189,6 +190,32 @@ def load_backlog(repo_root: Path) -> BacklogSnapshot:
     """
     root = repo_root.resolve()
     backlog_dir = find_backlog_dir(root)
+    # The orchestrator reads the backlog on every turn of its loop: while no file of it
+    # changed (name, inode, size, modification time), the last snapshot is the answer.
+    key = (backlog_dir, *_fingerprint(backlog_dir, config_path(backlog_dir)))
+    if (last := _LAST.get(root)) is not None and last[0] == key:
+        return last[1]
+    snapshot = _load(root, backlog_dir)
+    if len(_LAST) >= 64:
+        _LAST.clear()
+    _LAST[root] = key, snapshot
+    return snapshot
+
+
+_LAST: dict[Path, tuple[tuple[object, ...], BacklogSnapshot]] = {}
+_FOLDERS = ("tasks", "completed", "drafts", "archive/tasks")
+
+
+def _fingerprint(backlog_dir: Path, config: Path) -> list[tuple[str, int, int, int]]:
+    marks = []
+    for path in [config, *(p for f in _FOLDERS for p in _task_files(backlog_dir / f))]:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            marks.append((str(path), st.st_ino, st.st_mtime_ns, st.st_size))
+    return marks
+
+
+def _load(root: Path, backlog_dir: Path) -> BacklogSnapshot:
     config, config_problems = load_config(backlog_dir)
     loader = _Loader(root, backlog_dir, config)
     for reason in config_problems:
