@@ -29,7 +29,6 @@ from scaffold.quest.model import HistoryEntry, Quest, QuestPhase
 FORMAT = 1
 MAX_BYTES = 64 * 1024
 RECENT_KEPT = 200  # newest history entries kept whole (fewer when the file would be too big)
-RECENT_MIN = 10
 SIGNALS_KEPT = 3
 # The review rounds of each task the file keeps (the newest).
 ROUNDS_KEPT = 3
@@ -167,17 +166,35 @@ def portable(quest: Quest) -> Quest:
 
 
 def render(quest: Quest, digest: HistoryDigest, link: Mapping[str, Any] | None = None) -> bytes:
-    """The file's bytes: indented JSON (it diffs line by line), under :data:`MAX_BYTES`."""
-    portable_quest = portable(quest)
-    keep = RECENT_KEPT
-    while True:
-        doc = QuestStateFile(
-            quest=portable_quest, link=dict(link) if link else None, history=digest.state(keep)
-        )
-        data = dumps(doc.model_dump(mode="json"), indent=1) + b"\n"
-        if len(data) <= MAX_BYTES or keep <= 0:
+    """The file's bytes: indented JSON (it diffs line by line), under :data:`MAX_BYTES`.
+
+    Of the newest :data:`RECENT_KEPT` entries, as many of the newest as fit are kept
+    whole (each one's size is known from its own JSON), the rest counted in."""
+    doc = QuestStateFile(quest=portable(quest), link=dict(link) if link else None)
+    base = doc.model_dump(mode="json", exclude={"history"})
+    recent = [entry.model_dump(mode="json") for entry in digest.recent]
+
+    def dumped(keep: int) -> bytes:
+        history = digest.state(keep)
+        older = history.older.model_dump(mode="json")
+        kept = recent[len(recent) - len(history.recent) :]
+        return dumps({**base, "history": {"older": older, "recent": kept}}, indent=1) + b"\n"
+
+    # Each kept entry costs its own JSON, three more spaces of indent per line and ",\n".
+    room = MAX_BYTES - len(dumped(0))
+    keep = 0
+    for entry in reversed(recent):
+        text = dumps(entry, indent=1)
+        room -= len(text) + 3 * (text.count(b"\n") + 1) + 2
+        if room < 0:
+            break
+        keep += 1
+    while keep:
+        data = dumped(keep)
+        if len(data) <= MAX_BYTES:
             return data
-        keep = max(0, keep // 2 if keep > RECENT_MIN else 0)
+        keep = keep * 3 // 4
+    return dumped(0)
 
 
 def parse(data: bytes, where: str) -> QuestStateFile:
