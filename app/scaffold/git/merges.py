@@ -45,8 +45,9 @@ class Merges(Worktrees):
         target = self.default_branch()
         source_ref = f"refs/heads/{branch_for_task(task_id)}"
         for _ in range(CAS_ATTEMPTS):
-            source = self._require_rev(source_ref)
-            old = self._require_rev(f"refs/heads/{target}")
+            source, old = self._require_revs(
+                f"{source_ref}^{{commit}}", f"refs/heads/{target}^{{commit}}"
+            )
             if self._is_ancestor(source, old):
                 return MergeResult(
                     merged=True, sha=self._merging_commit(source, old), already_merged=True

@@ -100,6 +100,18 @@ class Repository:
             raise GitError(["rev-parse", "--verify", rev], 128, f"unknown revision {rev!r}")
         return sha
 
+    def _require_revs(self, *revs: str) -> list[str]:
+        """What each of ``revs`` names (``rev^{commit}``, ``rev^{tree}``...), in one call;
+        a GitError naming the first that does not exist."""
+        out = self._git(["rev-parse", *revs, "--"], check=False)
+        lines = out.stdout.split()
+        if out.returncode == 0 and len(lines) == len(revs) + 1:
+            return lines[:-1]
+        for rev in revs:
+            if self._git(["rev-parse", "--verify", "--quiet", rev], check=False).returncode:
+                raise GitError(["rev-parse", "--verify", rev], 128, f"unknown revision {rev!r}")
+        raise GitError(["rev-parse", *revs], out.returncode, out.stderr)
+
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
         out = self._git(["merge-base", "--is-ancestor", ancestor, descendant], ok_codes=(0, 1))
         return out.returncode == 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from scaffold.errors import GitError, InvalidIdError
 from scaffold.git.index_file import INDEX_CACHE, SavedIndexes
 from scaffold.git.repository import (
+    ListedWorktree,
     Repository,
     read_small_file,
     same_path,
@@ -110,14 +111,13 @@ class Worktrees(Repository):
         """Where the task's worktree lives (validates the id; creates nothing)."""
         return safe_child(self.worktree_root, f"task-{task_number(task_id)}")
 
-    def _registered(self, path: Path) -> bool:
-        return any(same_path(entry.path, path) for entry in self._entries())
-
-    def _discard(self, path: Path) -> None:
-        """Remove whatever is at ``path``: a registered worktree or a stale folder."""
-        if self._registered(path):
-            self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
-            if self._registered(path):
+    def _discard(self, path: Path, entries: list[ListedWorktree] | None = None) -> None:
+        """Remove whatever is at ``path``: a registered worktree or a stale folder
+        (``entries``: the worktree list, when the caller has just read it)."""
+        listed = self._entries() if entries is None else entries
+        if any(same_path(entry.path, path) for entry in listed):
+            out = self._git(["worktree", "remove", "--force", "--force", str(path)], check=False)
+            if out.returncode != 0:
                 # Locked with its folder gone, or a submodule inside: unlock, then prune.
                 self._git(["worktree", "unlock", str(path)], check=False)
         if path.exists() or path.is_symlink():
@@ -130,10 +130,10 @@ class Worktrees(Repository):
     def _ensure_branch(self, branch: str) -> None:
         if self._rev(f"refs/heads/{branch}") is not None:
             return
-        tip = self._require_rev(f"refs/heads/{self.default_branch()}")
-        out = self._git(["branch", "--no-track", branch, tip], check=False)
+        start = f"refs/heads/{self.default_branch()}"
+        out = self._git(["branch", "--no-track", branch, start], check=False)
         if out.returncode != 0 and self._rev(f"refs/heads/{branch}") is None:
-            raise GitError(["branch", "--no-track", branch, tip], out.returncode, out.stderr)
+            raise GitError(["branch", "--no-track", branch, start], out.returncode, out.stderr)
 
     def create_worktree(self, task_id: str) -> Path:
         """The task's worktree, on branch ``scaffold/task-<num>`` (made from the default
@@ -145,20 +145,22 @@ class Worktrees(Repository):
         self._ensure_branch(branch)
         with contextlib.suppress(GitError):
             return self._checked_worktree(task_id, branch).path
-        self._discard(path)
+        entries = self._entries()
         # The branch may still be checked out in an old scaffold worktree elsewhere
         # under the root (a renamed folder); a checkout outside the root is the
         # person's, and `worktree add` below refuses it with a clear error.
-        for other in self._entries():
-            if other.ref == f"refs/heads/{branch}" and self._under_root(other.path):
-                self._discard(other.path)
+        for other in entries:
+            elsewhere = not same_path(other.path, path) and self._under_root(other.path)
+            if other.ref == f"refs/heads/{branch}" and elsewhere:
+                self._discard(other.path, entries)
+        self._discard(path, entries)
         self.worktree_root.mkdir(parents=True, exist_ok=True)
-        tip = self._require_rev(f"refs/heads/{branch}")
         since_s = int(time.time()) - 1
         self._git(["worktree", "add", str(path), branch])
         # The tip's index ``worktree add`` has just written (no agent has run there yet) is
         # saved, so even the first commit hashes only what the agent changed.
-        admin = self._git(["rev-parse", "--absolute-git-dir"], cwd=path).stdout.strip()
+        out = self._git(["rev-parse", "--absolute-git-dir", "HEAD"], cwd=path)
+        admin, tip = out.stdout.split("\n")[:2]
         self._indexes().save(task_id, tip, Path(admin) / "index", since_s)
         return path
 
