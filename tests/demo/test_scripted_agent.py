@@ -282,6 +282,29 @@ def test_attempt_counter_crash_then_success(tmp_path: Path) -> None:
     assert all(e["prompt"] == "work on it" for e in log)
 
 
+def test_a_torn_log_line_does_not_count_and_the_next_line_starts_clean(tmp_path: Path) -> None:
+    """An agent killed while writing its invocation line leaves half a line: it is not an
+    attempt, and the next invocation's line does not run on from it."""
+    runs = [
+        {"role": "codeweaver", "step": "TASK-3", "attempt": 1, "actions": [{"say": "first"}]},
+        {"role": "codeweaver", "step": "TASK-3", "attempt": 2, "actions": [{"say": "second"}]},
+    ]  # fmt: skip
+    agent = Agent(tmp_path, runs)
+    agent.state.mkdir()
+    log = agent.state / "invocations.jsonl"
+    log.write_text('{"session_id": "s-0", "resumed": false, "role": "codew')
+    first = agent.run()
+    assert first.code == 0
+    assert first.result is not None
+    assert first.result["result"] == "first"
+    second = agent.run()
+    assert second.result is not None
+    assert second.result["result"] == "second"
+    lines = log.read_text("utf-8").splitlines()
+    assert lines[0].endswith('"role": "codew')
+    assert [json.loads(line)["attempt"] for line in lines[1:]] == [1, 2]
+
+
 def test_resume_keeps_the_session_id(tmp_path: Path) -> None:
     runs = [
         {"resumed": False, "actions": [{"say": "asking"}]},

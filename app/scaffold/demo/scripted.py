@@ -261,8 +261,9 @@ def _log_invocation(
     log = state / "invocations.jsonl"
     with open(state / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent agents share the state; released on close
-        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-        seen = [json.loads(line) for line in lines if line.strip()]
+        text = log.read_text(encoding="utf-8") if log.exists() else ""
+        # A line an agent killed mid-write left torn is not an invocation that counts.
+        seen = [e for line in text.splitlines() if (e := _entry(line)) is not None]
         if resumed and script.strict_resume and all(e["session_id"] != session_id for e in seen):
             return None
         attempt = 1 + sum(1 for e in seen if e["step"] == step and e["role"] == role)
@@ -281,8 +282,20 @@ def _log_invocation(
             "pid": os.getpid(),
         }
         with log.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
+            fh.write(("\n" if text and not text.endswith("\n") else "") + json.dumps(entry) + "\n")
     return attempt, index
+
+
+def _entry(line: str) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return (
+        entry
+        if isinstance(entry, dict) and {"session_id", "step", "role"} <= entry.keys()
+        else None
+    )
 
 
 async def _main(argv: list[str]) -> int:
