@@ -10,6 +10,7 @@ nothing is skipped without a trace.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -207,12 +208,24 @@ _FOLDERS = ("tasks", "completed", "drafts", "archive/tasks")
 
 
 def _fingerprint(backlog_dir: Path, config: Path) -> list[tuple[str, int, int, int]]:
+    """Name, inode, modification time and size of the config and of every task file
+    (the files :func:`_task_files` lists; one ``stat`` each)."""
     marks = []
-    for path in [config, *(p for f in _FOLDERS for p in _task_files(backlog_dir / f))]:
-        with contextlib.suppress(OSError):
-            st = path.stat()
-            marks.append((str(path), st.st_ino, st.st_mtime_ns, st.st_size))
-    return marks
+    with contextlib.suppress(OSError):
+        st = config.stat()
+        marks.append((str(config), st.st_ino, st.st_mtime_ns, st.st_size))
+    for folder in _FOLDERS:
+        try:
+            entries = list(os.scandir(backlog_dir / folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            with contextlib.suppress(OSError):  # gone since: not part of the backlog
+                if name.endswith(".md") and not name.startswith(".") and entry.is_file():
+                    st = entry.stat()
+                    marks.append((entry.path, st.st_ino, st.st_mtime_ns, st.st_size))
+    return sorted(marks)
 
 
 def _load(root: Path, backlog_dir: Path) -> BacklogSnapshot:
