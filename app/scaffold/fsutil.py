@@ -1,4 +1,5 @@
-"""Durable file writes, one way for every writer (quest store, Backlog.md, inbox, caches)."""
+"""Durable file writes, one way for every writer (quest store, Backlog.md, inbox, caches),
+and when a file's stat can be trusted to tell it changed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,19 @@ import contextlib
 import errno
 import os
 import secrets
+import time
 from pathlib import Path
+
+# A file written twice within one tick of the file system's clock (a few milliseconds on
+# Linux) keeps its modification time, and maybe its size: a cache keyed on the stat does
+# not keep what it read less than this after the file's last change (git calls such an
+# entry "racily clean").
+RACY_NS = 10_000_000
+
+
+def racy(mtime_ns: int) -> bool:
+    """Whether a file last changed at ``mtime_ns`` may still change unseen by its stat."""
+    return time.time_ns() - mtime_ns < RACY_NS
 
 
 def fsync_dir(directory: Path) -> None:

@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from scaffold.errors import BacklogError
+from scaffold.fsutil import racy
 
 DEFAULT_STATUSES = ("To Do", "In Progress", "Done")
 DEFAULT_PRIORITIES = ("high", "medium", "low")
@@ -160,9 +161,11 @@ def load_config(backlog_dir: Path) -> tuple[BacklogConfig, list[str]]:
         return BacklogConfig(), []
     key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
     if key not in _LOADED:
+        read, found = _read_config(path)
+        if racy(st.st_mtime_ns):
+            return read, found
         if len(_LOADED) >= 256:
             _LOADED.clear()
-        read, found = _read_config(path)
         _LOADED[key] = read, tuple(found)
     config, problems = _LOADED[key]
     return config, list(problems)

@@ -27,6 +27,7 @@ from scaffold.backlog import sections
 from scaffold.backlog.frontmatter import split_document
 from scaffold.backlog.sections import ChecklistItem
 from scaffold.errors import BacklogError, InvalidIdError
+from scaffold.fsutil import racy
 from scaffold.ids import normalize_task_id
 
 
@@ -222,6 +223,8 @@ def read_task(path: Path, *, prefix: str = "task", folder: str = "tasks") -> Bac
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror or exc}") from exc
     task = parse_task(raw, path, prefix=prefix, folder=folder)
+    if racy(st.st_mtime_ns):
+        return task
     if len(_PARSED) >= _PARSED_MAX:
         _PARSED.clear()
     _PARSED[key] = task

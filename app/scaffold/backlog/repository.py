@@ -27,6 +27,7 @@ from scaffold.backlog.graph import (
     id_order,
 )
 from scaffold.errors import BacklogError, InvalidIdError, UnknownTask
+from scaffold.fsutil import racy
 from scaffold.ids import normalize_task_id
 
 MALFORMED: Final = "malformed"
@@ -193,10 +194,13 @@ def load_backlog(repo_root: Path) -> BacklogSnapshot:
     backlog_dir = find_backlog_dir(root)
     # The orchestrator reads the backlog on every turn of its loop: while no file of it
     # changed (name, inode, size, modification time), the last snapshot is the answer.
-    key = (backlog_dir, *_fingerprint(backlog_dir, config_path(backlog_dir)))
+    marks = _fingerprint(backlog_dir, config_path(backlog_dir))
+    key = (backlog_dir, *marks)
     if (last := _LAST.get(root)) is not None and last[0] == key:
         return last[1]
     snapshot = _load(root, backlog_dir)
+    if any(racy(mtime_ns) for _, _, mtime_ns, _ in marks):
+        return snapshot  # a file may change again unseen by its stat: not kept
     if len(_LAST) >= 64:
         _LAST.clear()
     _LAST[root] = key, snapshot
