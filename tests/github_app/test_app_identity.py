@@ -258,6 +258,52 @@ async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_ne
     assert len(sim.repo(REPO).pulls) == 2
 
 
+async def test_a_pr_found_open_with_no_record_brings_its_heads_approval(
+    github_sim: GitHubSimulator, service: AppService
+) -> None:
+    """A server whose state was lost finds its task's pull request open: a writer's
+    approval of that head (given while no task owned the PR, its delivery lost) is read
+    back as the task's approval; a reader's is not."""
+    sim = github_sim
+    ctx = await _repo(sim, service)
+    _link_issue(sim, ctx, "Lost state", "approved while the server had no record")
+    git = ["git", "-C", str(ctx.checkout.path)]
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
+    work = subprocess.run(
+        [*git, "commit-tree", "-p", "HEAD", "-m", "task-1: work", "HEAD^{tree}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    subprocess.run([*git, "branch", "scaffold/task-1", work], check=True)
+    task = TaskRecord(
+        id="task-1",
+        state=Lifecycle.PR_CREATED,
+        branch="scaffold/task-1",
+        worktree=str(ctx.checkout.path),
+    )
+    quest = Quest(id="issue-1", tasks={"task-1": task})
+    forge = forge_of(ctx)
+    first = await forge.open_pull_request(quest, task)
+    assert first.event is None
+    assert first.pr.number is not None
+
+    sim.submit_review(REPO, first.pr.number, "APPROVED", by="mallory")  # read access
+    unapproved = await forge_of(ctx).open_pull_request(quest, task)  # still no record
+    assert unapproved.pr.number == first.pr.number
+    assert unapproved.event is None
+
+    sim.submit_review(REPO, first.pr.number, "APPROVED", by="alice")
+    found = await forge_of(ctx).open_pull_request(quest, task)
+    assert found.pr.number == first.pr.number
+    assert found.event is not None
+    assert found.event.name is EventName.PR_APPROVED
+    assert found.event.detail == "alice"
+    assert len(sim.repo(REPO).pulls) == 1
+
+
 async def test_a_pr_merged_on_github_is_not_opened_again(
     github_sim: GitHubSimulator, service: AppService
 ) -> None:
