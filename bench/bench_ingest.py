@@ -7,6 +7,8 @@ payload, its issue body padded), each request with a unique ``X-GitHub-Delivery`
   (verify, commit to the sqlite store, enqueue, answer 202; the worker then handles and
   marks done);
 - scaffold-info: the same with info-level JSON logs (one line per handled delivery);
+- scaffold-nostore (what-if, not the shipped code): the same with the delivery store
+  replaced by a dict, nothing written before the 202: what the sqlite store costs;
 - scaffold-fsync: the same with ``fsync=True`` (sqlite's ``synchronous=FULL``: each group
   commit fsynced before the 202s: durable across a power loss, not only across ``kill -9``);
 - scaffold-base (with ``--base DIR``): the same as scaffold, from another checkout's
@@ -91,6 +93,25 @@ async def handler(delivery):
 settings = ServerSettings(app_id=123456, private_key=b"-", webhook_secret=secret, state_dir=state)
 if sys.argv[6] == "fsync":
     settings = dataclasses.replace(settings, fsync=True)
+if sys.argv[6] == "nostore":  # what-if, not the shipped code: deliveries kept in a dict
+    import scaffold.server.ingest as ingest
+
+    class NoStore(ingest.DeliveryStore):
+        async def open(self):
+            self.kept = {}
+            return []
+        async def add(self, accepted, raw):
+            return self.kept.setdefault(accepted.id, raw) is raw
+        async def payload(self, delivery_id):
+            return self.kept.get(delivery_id)
+        def finish(self, delivery_id, state):
+            self.kept.pop(delivery_id, None)
+        async def compact(self, before):
+            return 0
+        async def close(self):
+            pass
+
+    ingest.DeliveryStore = NoStore
 serve(create_app(settings, handler), "127.0.0.1", port, drain_timeout_s=1.0)
 """
 
@@ -323,13 +344,14 @@ def start_scaffold(
     level: str = "warning",
     *,
     fsync: bool = False,
+    nostore: bool = False,
     app_dir: Path | None = None,
 ) -> Server:
     """``app_dir``: run the ``scaffold`` package found there (another checkout's app/)."""
     port = free_port()
     state = tmp / name
     argv = [sys.executable, "-c", SCAFFOLD_SERVER, str(port), str(state), str(delay), level]
-    argv += [SECRET, "fsync" if fsync else "-"]
+    argv += [SECRET, "fsync" if fsync else "nostore" if nostore else "-"]
     env = dict(os.environ)
     if app_dir is not None:
         env["PYTHONPATH"] = str(app_dir)
@@ -477,6 +499,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             servers.append(start_scaffold("scaffold-base", tmp, app_dir=base_app))
         if want("scaffold-fsync"):
             servers.append(start_scaffold("scaffold-fsync", tmp, fsync=True))
+        if want("scaffold-nostore"):
+            servers.append(start_scaffold("scaffold-nostore", tmp, nostore=True))
         if want("scaffold-info"):
             servers.append(start_scaffold("scaffold-info", tmp, level="info"))
         if want("bare-uvloop"):

@@ -20,7 +20,11 @@ calls made while a transaction commits are committed together in the next one (a
 commit): one trip to the thread, one write of each page touched and one fsync for a
 burst of deliveries instead of one each. Checkpoints (which copy the WAL into the
 database and fsync it) run on a second thread with a connection of their own: a commit
-never waits for one.
+never waits for one. Such a checkpoint never finds a moment with nothing appended behind
+it, and the WAL starts again from its beginning only after one did: once it is done, the
+store's thread copies what came meanwhile (a few batches, between two commits), so the
+next commit starts the WAL again and the file stays under :data:`WAL_LIMIT` (without
+that step it grew without end under steady load: 2 GB after 60,000 deliveries of 15 KB).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ KEEP_S = 7 * 24 * 3600.0  # GitHub redelivers on request for 3 days
 COMPACT_EVERY_S = 3600.0
 LOCK_WAIT_S = 1.0
 CHECKPOINT_EVERY = 2048  # calls: some 20 MB of WAL; each checkpoint copies a reused page once
+WAL_LIMIT = 32 * 1024 * 1024  # bytes the WAL file is cut back to when it starts again
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER PRIMARY KEY,
@@ -145,6 +150,9 @@ class DeliveryStore:
                     done.set_result(result)
             self._since_checkpoint += len(ops)
             idle = self._checkpointing is None or self._checkpointing.done()
+            if idle and self._checkpointing is not None:
+                self._checkpointing = None
+                await loop.run_in_executor(self._thread, self._catch_up)
             if self._since_checkpoint >= CHECKPOINT_EVERY and idle:
                 self._since_checkpoint = 0
                 self._checkpointing = loop.run_in_executor(self._checkpoints, self._checkpoint)
@@ -157,6 +165,7 @@ class DeliveryStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             db.execute("PRAGMA wal_autocheckpoint=0")  # see _checkpoint
+            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             (check,) = db.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(f"damaged: {check}")
@@ -181,6 +190,14 @@ class DeliveryStore:
             if self._checkpointer is None:
                 self._checkpointer = sqlite3.connect(self.path, isolation_level=None)
             self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            _log.warning("delivery database checkpoint failed", extra={"error": str(exc)})
+
+    def _catch_up(self) -> None:
+        """On the store's thread, after a checkpoint on the other: copy what was committed
+        meanwhile (nothing is appended during it), so that the next commit restarts the WAL."""
+        try:
+            self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
         except sqlite3.Error as exc:
             _log.warning("delivery database checkpoint failed", extra={"error": str(exc)})
 
