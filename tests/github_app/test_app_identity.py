@@ -49,6 +49,28 @@ def _link_issue(sim: GitHubSimulator, ctx: RepoContext, title: str, body: str) -
     return issue
 
 
+def _task_at_its_pull_request(ctx: RepoContext) -> tuple[TaskRecord, Quest]:
+    """Task 1 with a commit on its branch in the App's checkout, at the pull request step."""
+    git = ["git", "-C", str(ctx.checkout.path)]
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
+    work = subprocess.run(
+        [*git, "commit-tree", "-p", "HEAD", "-m", "task-1: work", "HEAD^{tree}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    subprocess.run([*git, "branch", "scaffold/task-1", work], check=True)
+    task = TaskRecord(
+        id="task-1",
+        state=Lifecycle.PR_CREATED,
+        branch="scaffold/task-1",
+        worktree=str(ctx.checkout.path),  # no Backlog.md file of the task: nothing to mark
+    )
+    return task, Quest(id="issue-1", tasks={"task-1": task})
+
+
 def _question(qid: str, task_id: str) -> Question:
     return Question(
         id=qid,
@@ -208,24 +230,7 @@ async def test_a_pr_a_writer_closed_while_no_run_watched_is_a_rejection_not_a_ne
     sim = github_sim
     ctx = await _repo(sim, service)
     _link_issue(sim, ctx, "Reject", "closed while resuming")
-    git = ["git", "-C", str(ctx.checkout.path)]
-    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
-    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
-    work = subprocess.run(
-        [*git, "commit-tree", "-p", "HEAD", "-m", "task-1: work", "HEAD^{tree}"],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    ).stdout.strip()
-    subprocess.run([*git, "branch", "scaffold/task-1", work], check=True)
-    task = TaskRecord(
-        id="task-1",
-        state=Lifecycle.PR_CREATED,
-        branch="scaffold/task-1",
-        worktree=str(ctx.checkout.path),  # no Backlog.md file of the task: nothing to mark
-    )
-    quest = Quest(id="issue-1", tasks={"task-1": task})
+    task, quest = _task_at_its_pull_request(ctx)
     forge = forge_of(ctx)
     first = await forge.open_pull_request(quest, task)
     assert first.event is None
@@ -267,24 +272,7 @@ async def test_a_pr_found_open_with_no_record_brings_its_heads_approval(
     sim = github_sim
     ctx = await _repo(sim, service)
     _link_issue(sim, ctx, "Lost state", "approved while the server had no record")
-    git = ["git", "-C", str(ctx.checkout.path)]
-    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
-    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@x"}
-    work = subprocess.run(
-        [*git, "commit-tree", "-p", "HEAD", "-m", "task-1: work", "HEAD^{tree}"],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    ).stdout.strip()
-    subprocess.run([*git, "branch", "scaffold/task-1", work], check=True)
-    task = TaskRecord(
-        id="task-1",
-        state=Lifecycle.PR_CREATED,
-        branch="scaffold/task-1",
-        worktree=str(ctx.checkout.path),
-    )
-    quest = Quest(id="issue-1", tasks={"task-1": task})
+    task, quest = _task_at_its_pull_request(ctx)
     forge = forge_of(ctx)
     first = await forge.open_pull_request(quest, task)
     assert first.event is None
