@@ -256,3 +256,18 @@ def served_tools(binding: Binding) -> Iterator[dict[str, Any]]:
     finally:
         stop()
         thread.join(timeout=60)
+
+
+def rewrite_keeping_stat(path: Path, content: str) -> None:
+    """Same size, same inode, mtime put back: only ctime shows the change."""
+    before = path.stat()
+    assert len(content.encode()) == before.st_size
+    with open(path, "r+", encoding="utf-8") as fh:
+        fh.write(content)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import rewrite_keeping_stat
 from scaffold import backlog as bl
 from scaffold import fsutil
 from scaffold.backlog import config as cfg
@@ -67,23 +68,6 @@ def test_the_next_read_sees_scaffolds_own_edit(
     assert bl.load_backlog(repo).get("TASK-2").status == "In Progress"
 
 
-def _edit_in_place_within_the_tick(path: Path, old: str, new: str) -> None:
-    """Rewrite ``path`` in place (same inode, same size) and give it back its modification
-    time, as a second write within one tick of the file system's clock leaves it."""
-    before = path.stat()
-    text = path.read_text(encoding="utf-8").replace(old, new)
-    assert len(text.encode()) == before.st_size
-    with path.open("r+", encoding="utf-8") as fh:
-        fh.write(text)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
-        before.st_ino,
-        before.st_size,
-        before.st_mtime_ns,
-    )
-
-
 def test_an_in_place_edit_within_the_same_tick_is_seen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,7 +80,9 @@ def test_an_in_place_edit_within_the_same_tick_is_seen(
     path = bl.load_backlog(repo).get("TASK-1").path
     bl.update_task(path, status="In Progress")
     assert bl.load_backlog(repo).get("TASK-1").status == "In Progress"
-    _edit_in_place_within_the_tick(path, "In Progress", "Done       ")
+    rewrite_keeping_stat(
+        path, path.read_text(encoding="utf-8").replace("In Progress", "Done       ")
+    )
     assert bl.load_backlog(repo).get("TASK-1").status == "Done"
 
 
@@ -110,5 +96,5 @@ def test_files_older_than_a_tick_are_read_once(tmp_path: Path) -> None:
         os.utime(file, ns=(old_ns, old_ns))
     first = bl.load_backlog(repo)
     assert bl.load_backlog(repo) is first
-    _edit_in_place_within_the_tick(path, "To Do", "Done ")
+    rewrite_keeping_stat(path, path.read_text(encoding="utf-8").replace("To Do", "Done "))
     assert bl.load_backlog(repo) is first

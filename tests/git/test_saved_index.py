@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from gitrepo import git, make_repo, write
 
+from harness import rewrite_keeping_stat
 from scaffold.git.index_file import INDEX_CACHE, smudge_recent
 from scaffold.git.workspace import Workspace
 
@@ -60,21 +61,6 @@ def sizes(index: Path, cwd: Path) -> dict[str, int]:
         elif "size:" in line:
             result[name] = int(line.split("size:")[1].split()[0])
     return result
-
-
-def rewrite_keeping_stat(path: Path, content: str) -> None:
-    """Same size, same inode, mtime put back: only ctime shows the change."""
-    before = path.stat()
-    assert len(content.encode()) == before.st_size
-    with open(path, "r+", encoding="utf-8") as fh:
-        fh.write(content)
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        before.st_size,
-        before.st_mtime_ns,
-        before.st_ino,
-    )
 
 
 def test_the_hazard_is_real_with_a_plain_copy_of_an_index(tmp_path: Path) -> None:
