@@ -152,7 +152,7 @@ class DeliveryStore:
             idle = self._checkpointing is None or self._checkpointing.done()
             if idle and self._checkpointing is not None:
                 self._checkpointing = None
-                await loop.run_in_executor(self._thread, self._catch_up)
+                await loop.run_in_executor(self._thread, self._checkpoint, True)
             if self._since_checkpoint >= CHECKPOINT_EVERY and idle:
                 self._since_checkpoint = 0
                 self._checkpointing = loop.run_in_executor(self._checkpoints, self._checkpoint)
@@ -183,21 +183,19 @@ class DeliveryStore:
             raise StoreError(self.path, f"cannot open the delivery database: {exc}") from exc
         return [Accepted(i, e, r, bool(u)) for i, e, r, u in rows]
 
-    def _checkpoint(self) -> None:
-        """On the checkpoint thread: copy the WAL into the database (PASSIVE: beside the
-        commits, never blocking them). A failure is logged; the next one catches up."""
+    def _checkpoint(self, here: bool = False) -> None:
+        """Copy the WAL into the database (PASSIVE). On the checkpoint thread, with its own
+        connection: beside the commits, never blocking them. ``here``, on the store's thread
+        after one: what was committed meanwhile (nothing is appended during it), so that the
+        next commit restarts the WAL. A failure is logged; the next one catches up."""
         try:
-            if self._checkpointer is None:
-                self._checkpointer = sqlite3.connect(self.path, isolation_level=None)
-            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as exc:
-            _log.warning("delivery database checkpoint failed", extra={"error": str(exc)})
-
-    def _catch_up(self) -> None:
-        """On the store's thread, after a checkpoint on the other: copy what was committed
-        meanwhile (nothing is appended during it), so that the next commit restarts the WAL."""
-        try:
-            self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if here:
+                db = self._conn()
+            else:
+                if self._checkpointer is None:
+                    self._checkpointer = sqlite3.connect(self.path, isolation_level=None)
+                db = self._checkpointer
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         except sqlite3.Error as exc:
             _log.warning("delivery database checkpoint failed", extra={"error": str(exc)})
 
