@@ -130,8 +130,8 @@ class Commits(Worktrees):
         rels = sorted({self._repo_relative(p) for p in paths})
         target = self.default_branch()
         for _ in range(CAS_ATTEMPTS):
-            ref = f"refs/heads/{target}"
-            old, old_tree = self._require_revs(f"{ref}^{{commit}}", f"{ref}^{{tree}}")
+            old = self._require_rev(f"refs/heads/{target}")
+            old_tree = self._git(["rev-parse", f"{old}^{{tree}}"]).stdout.strip()
             with tempfile.TemporaryDirectory(prefix="scaffold-index-") as tmp:
                 env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
                 self._git(["read-tree", old], env=env)
